@@ -1,0 +1,1 @@
+"""The lab: real etcd processes, seeding, demos and the benchmark."""

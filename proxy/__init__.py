@@ -1,0 +1,1 @@
+"""The HTTP front door: request info, filters, handlers, Status responses, the CLI."""

@@ -1,0 +1,222 @@
+"""The storage interface shared by the etcd3 store (``storage.etcd3``) and the watch
+cache (``cacher``), after kube-apiserver's ``storage.Interface``.
+
+Handlers call only this Protocol, so one test suite runs against both implementations.
+Keys are full etcd keys (``/registry/pods/ns/name``); list and watch keys are prefixes
+ending in ``/``.
+
+Objects cross this boundary in two forms: writes take a decoded ``dict``; reads return
+``StoredObject`` — the final JSON bytes with ``metadata.resourceVersion`` set, encoded
+once and shared by every response and watcher that serves that version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+import orjson
+
+if TYPE_CHECKING:
+    from storage.selectors import FieldSelector, LabelSelector
+
+JSONObject = dict[str, Any]
+
+
+class StoredObject:
+    """One object version. ``data`` is its JSON with ``metadata.resourceVersion`` set.
+
+    ``obj`` decodes lazily and caches the result; callers must treat it as read-only
+    (use ``copy()`` to get a mutable deep copy).
+    """
+
+    __slots__ = ("_obj", "data", "key", "resource_version")
+
+    def __init__(
+        self, key: str, data: bytes, resource_version: int, obj: JSONObject | None = None
+    ) -> None:
+        self.key = key
+        self.data = data
+        self.resource_version = resource_version
+        self._obj = obj
+
+    @property
+    def obj(self) -> JSONObject:
+        if self._obj is None:
+            self._obj = orjson.loads(self.data)
+        return self._obj
+
+    def copy(self) -> JSONObject:
+        decoded: JSONObject = orjson.loads(self.data)
+        return decoded
+
+    def __repr__(self) -> str:
+        return f"StoredObject({self.key!r}, rv={self.resource_version})"
+
+
+# Attributes a selector can see: (labels, selectable fields) of one object.
+AttrsFunc = Callable[[JSONObject], tuple[Mapping[str, str], Mapping[str, str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class SelectionPredicate:
+    """Label and field selectors plus paging, as in kube-apiserver's storage.SelectionPredicate.
+
+    ``label``/``field`` None means "everything". ``get_attrs`` extracts the resource's
+    labels and selectable fields (``storage.fields.attrs_func(resource)``).
+    """
+
+    label: LabelSelector | None = None
+    field: FieldSelector | None = None
+    get_attrs: AttrsFunc | None = None
+    limit: int = 0
+    continue_token: str = ""
+
+    @property
+    def empty(self) -> bool:
+        return (self.label is None or self.label.empty) and (
+            self.field is None or self.field.empty
+        )
+
+    def matches(self, obj: JSONObject) -> bool:
+        if self.empty:
+            return True
+        assert self.get_attrs is not None, "a selector needs get_attrs"
+        labels, fields = self.get_attrs(obj)
+        if self.label is not None and not self.label.matches(labels):
+            return False
+        return self.field is None or self.field.matches(fields)
+
+
+ResourceVersionMatch = Literal["", "Exact", "NotOlderThan"]
+
+
+@dataclass(frozen=True, slots=True)
+class GetOptions:
+    resource_version: str = ""  # "" = quorum read from etcd; "0" = any; "N" = not older than N
+    ignore_not_found: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ListOptions:
+    """Options of get_list and watch. Validation (the 422/400 messages) happens in the
+    REST layer before storage is called; storage still raises InvalidResourceVersion for
+    an unparsable resource_version."""
+
+    resource_version: str = ""
+    resource_version_match: ResourceVersionMatch = ""
+    predicate: SelectionPredicate = field(default_factory=SelectionPredicate)
+    recursive: bool = True
+    # watch only
+    send_initial_events: bool | None = None
+    allow_watch_bookmarks: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    items: Sequence[StoredObject]
+    resource_version: int
+    continue_token: str = ""
+    remaining_item_count: int | None = None
+    # cost accounting, for metrics and the X-Watchcache-* headers
+    served_from: Literal["etcd", "cache"] = "etcd"
+    fetched: int = 0  # objects read from storage (etcd kvs, or cache entries examined)
+    evaluated: int = 0  # objects tested against the selector
+
+
+@dataclass(frozen=True, slots=True)
+class Preconditions:
+    uid: str | None = None
+    resource_version: str | None = None
+
+
+EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One event of a watch stream.
+
+    ``data`` is the event's object as final JSON bytes (for ERROR: a Status). The HTTP
+    layer frames it as ``{"type":T,"object":<data>}\n`` without re-encoding.
+    """
+
+    type: EventType
+    data: bytes
+    resource_version: int
+
+
+class Watcher(Protocol):
+    """An open watch: iterate for events; ``stop()`` ends it (idempotent). Iteration
+    ends when the server side closes the watch (timeout, slow consumer, re-list)."""
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]: ...
+
+    async def stop(self) -> None: ...
+
+
+# try_update receives a private mutable copy of the current object and returns the
+# desired new object (or raises a StorageError / any error the caller translates).
+UpdateFunc = Callable[[JSONObject], Awaitable[JSONObject]]
+ValidateDeletion = Callable[[JSONObject], Awaitable[None]]
+
+
+class Interface(Protocol):
+    """kube-apiserver's storage.Interface, in Python.
+
+    Errors: everything in ``storage.errors``; nothing else escapes (etcd errors are
+    translated inside the implementation).
+    """
+
+    async def create(self, key: str, obj: JSONObject) -> StoredObject:
+        """Store ``obj`` at ``key`` if absent (AlreadyExists otherwise). ``obj`` must not
+        carry a resourceVersion; the result carries the write revision."""
+        ...
+
+    async def get(self, key: str, opts: GetOptions) -> StoredObject:
+        """One object (NotFound if absent), per the resourceVersion semantics of opts."""
+        ...
+
+    async def get_list(self, key: str, opts: ListOptions) -> ListResult:
+        """Objects under the prefix ``key`` matching ``opts.predicate``, one consistent
+        revision, paged by limit/continue."""
+        ...
+
+    async def guaranteed_update(
+        self,
+        key: str,
+        preconditions: Preconditions | None,
+        try_update: UpdateFunc,
+        *,
+        ignore_not_found: bool = False,
+    ) -> StoredObject:
+        """Optimistic read-modify-write loop on mod_revision, retried on races. If the
+        new encoding equals the stored bytes nothing is written and the current version
+        is returned. With ``ignore_not_found`` an absent key is passed to try_update as
+        an empty dict (create-on-update)."""
+        ...
+
+    async def delete(
+        self,
+        key: str,
+        preconditions: Preconditions | None = None,
+        validate_deletion: ValidateDeletion | None = None,
+    ) -> StoredObject:
+        """Delete guarded by mod_revision; returns the last state with the deletion
+        revision as its resourceVersion."""
+        ...
+
+    async def watch(self, key: str, opts: ListOptions) -> Watcher:
+        """Start a watch on ``key`` (a prefix when opts.recursive). Raises Expired /
+        TooLargeResourceVersion synchronously only when the REST layer must answer with
+        an HTTP error; a too-old RV is delivered as an ERROR event instead."""
+        ...
+
+    async def current_resource_version(self) -> int:
+        """etcd's current revision (a quorum read)."""
+        ...
+
+    async def count(self, key: str) -> int: ...
+
+    async def close(self) -> None: ...
