@@ -92,7 +92,7 @@ class Status:
 
     @property
     def version_tuple(self) -> tuple[int, int, int]:
-        parts = (self.version.split("-")[0].split(".") + ["0", "0", "0"])[:3]
+        parts = [*self.version.split("-")[0].split("."), "0", "0", "0"][:3]
         return int(parts[0]), int(parts[1]), int(parts[2])
 
 

@@ -1,0 +1,1 @@
+"""Async etcd v3 client on grpc.aio (placeholder; the client lands next)."""
