@@ -1,0 +1,124 @@
+"""What the cache keeps per object version and per change.
+
+A ``CachedObject`` is one version: the final JSON bytes (``StoredObject``, resourceVersion
+set, encoded once) plus the selector attributes computed once when the version entered
+the cache. The decoded dict is never kept: memory per object stays close to its JSON size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+import orjson
+
+from storage.interfaces import AttrsFunc, JSONObject, SelectionPredicate, StoredObject
+
+ChangeType = Literal["ADDED", "MODIFIED", "DELETED"]
+
+_EMPTY: Mapping[str, str] = {}
+
+
+class CachedObject:
+    __slots__ = ("fields", "labels", "stored")
+
+    def __init__(
+        self, stored: StoredObject, labels: Mapping[str, str], fields: Mapping[str, str]
+    ) -> None:
+        self.stored = stored
+        self.labels = labels
+        self.fields = fields
+
+    @property
+    def key(self) -> str:
+        return self.stored.key
+
+    @property
+    def resource_version(self) -> int:
+        return self.stored.resource_version
+
+    def matches(self, pred: SelectionPredicate) -> bool:
+        """The predicate's selectors against the attributes computed at insert time."""
+        if pred.label is not None and not pred.label.empty and not pred.label.matches(self.labels):
+            return False
+        return pred.field is None or pred.field.empty or pred.field.matches(self.fields)
+
+
+class AttrsCache:
+    """Computes selector attributes of a version once, interning repeated strings
+    (node names, namespaces, phases, label values) so 10,000 pods share them."""
+
+    def __init__(self, attrs: AttrsFunc | None) -> None:
+        self._attrs = attrs
+        self._intern: dict[str, str] = {}
+
+    def cached(self, stored: StoredObject, obj: JSONObject | None = None) -> CachedObject:
+        """``stored`` as the cache keeps it: bytes without the decoded dict, plus attrs
+        computed from ``obj`` (the decoded form, if the caller has it) or a transient
+        decode."""
+        if stored._obj is not None:  # never keep the dict: memory ≈ JSON size
+            obj = stored._obj
+            stored = StoredObject(stored.key, stored.data, stored.resource_version)
+        if self._attrs is None:
+            return CachedObject(stored, _EMPTY, _EMPTY)
+        labels, fields = self._attrs(obj if obj is not None else orjson.loads(stored.data))
+        return CachedObject(stored, self._shrink(labels), self._shrink(fields))
+
+    def _shrink(self, m: Mapping[str, str]) -> Mapping[str, str]:
+        if not m:
+            return _EMPTY
+        intern = self._intern
+        out: dict[str, str] = {}
+        for k, v in m.items():
+            out[intern.setdefault(k, k)] = intern.setdefault(v, v) if len(v) < 64 else v
+        if len(intern) > 200_000:  # bound the intern table; entries are cheap to rebuild
+            intern.clear()
+        return out
+
+
+def with_resource_version(stored: StoredObject, rv: int) -> StoredObject:
+    """The same object re-encoded with ``metadata.resourceVersion`` = ``rv``.
+
+    Needed only for DELETED events (the last state carries the deletion revision), so the
+    decode/encode cost is paid once per such event, shared by every watcher.
+    """
+    obj = orjson.loads(stored.data)
+    obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
+    return StoredObject(stored.key, orjson.dumps(obj), rv)
+
+
+class WatchCacheEvent:
+    """One change as the cache saw it.
+
+    ``object`` is the new version; for DELETED it is the last state re-encoded with the
+    deletion revision (attrs of the last state). ``prev`` is the version replaced (None on
+    ADDED). ``prev_at_rv()`` is the previous version re-encoded with this event's RV, for
+    watchers whose selector the object leaves — computed lazily, once per event.
+    """
+
+    __slots__ = ("_prev_at_rv", "key", "object", "prev", "record_time", "resource_version", "type")
+
+    def __init__(
+        self,
+        type: ChangeType,
+        object: CachedObject,
+        prev: CachedObject | None,
+        resource_version: int,
+        record_time: float,
+    ) -> None:
+        self.type = type
+        self.key = object.key
+        self.object = object
+        self.prev = prev
+        self.resource_version = resource_version
+        self.record_time = record_time
+        self._prev_at_rv: bytes | None = None
+
+    def prev_at_rv(self) -> bytes:
+        assert self.prev is not None
+        if self._prev_at_rv is None:
+            self._prev_at_rv = with_resource_version(self.prev.stored, self.resource_version).data
+        return self._prev_at_rv
+
+    def __repr__(self) -> str:
+        return f"WatchCacheEvent({self.type}, {self.key!r}, rv={self.resource_version})"

@@ -1,0 +1,236 @@
+"""The cache's store, after kube-apiserver's ``watch_cache.go``.
+
+Objects are kept in key order (a ``SortedDict``), so a namespace LIST is a range scan,
+with exact-value indexes on selectable fields (pods by ``spec.nodeName`` built in). The
+cache's ``resource_version`` is the revision up to which it has seen every change of its
+prefix: it advances with each event and with etcd progress notifications. Readers may
+wait (bounded) until it reaches a revision they need.
+
+Single-threaded by design: every method runs on the event loop without awaiting in the
+middle of a mutation, so a reader sees the store, the history and the RV of one instant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from sortedcontainers import SortedDict
+
+from cacher.clock import Clock, wait_for_future
+from cacher.history import History
+from cacher.objects import (
+    AttrsCache,
+    CachedObject,
+    ChangeType,
+    WatchCacheEvent,
+    with_resource_version,
+)
+from storage.errors import TooLargeResourceVersion
+from storage.interfaces import AttrsFunc, SelectionPredicate, StoredObject
+
+DEFAULT_FRESHNESS_WAIT = 3.0  # kube-apiserver's blockTimeout
+
+
+@dataclass(frozen=True, slots=True)
+class CacheList:
+    """A LIST served from memory: items in key order at ``resource_version``."""
+
+    items: list[CachedObject]
+    resource_version: int
+    fetched: int  # cache entries examined (the index bucket when an index was used)
+    evaluated: int  # entries tested against the selector
+    index: str = ""  # the index used, "" for a scan
+
+
+def prefix_end(prefix: str) -> str:
+    """The smallest string greater than every string starting with ``prefix``."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else "\U0010ffff"
+
+
+def exact_match(pred: SelectionPredicate, field: str) -> str | None:
+    """The value ``pred`` requires ``field`` to equal, if it does."""
+    if pred.field is None or pred.field.empty:
+        return None
+    value: str | None = pred.field.requires_exact_match(field)
+    return value
+
+
+class WatchCache:
+    """The store, indexes, history and resource version of one resource.
+
+    ``resource_version`` and the store change only in ``replace``, ``process`` and
+    ``update_resource_version`` (called by the reflector).
+    """
+
+    def __init__(
+        self,
+        *,
+        attrs: AttrsFunc | None,
+        clock: Clock,
+        history: History | None = None,
+        indexes: Sequence[str] = (),
+        on_resource_version: Callable[[int], None] | None = None,
+    ) -> None:
+        self._attrs = AttrsCache(attrs)
+        self._clock = clock
+        self.history = history if history is not None else History()
+        self.index_fields = tuple(indexes)
+        self._store: SortedDict = SortedDict()  # key -> CachedObject
+        # field -> value -> key -> object
+        self._indexes: dict[str, dict[str, dict[str, CachedObject]]] = {
+            f: {} for f in self.index_fields
+        }
+        self.resource_version = 0
+        self._on_rv = on_resource_version
+        self._seq = itertools.count()
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []  # heap by rv
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    # -- writes (reflector) -------------------------------------------------------------
+
+    def replace(self, objects: Iterable[StoredObject], resource_version: int) -> None:
+        """Swap the whole state for a LIST taken at ``resource_version``."""
+        self._store = SortedDict()
+        self._indexes = {f: {} for f in self.index_fields}
+        for stored in objects:
+            obj = self._attrs.cached(stored)
+            self._store[obj.key] = obj
+            self._index_add(obj)
+        self.history.replaced(resource_version)
+        self._set_rv(resource_version)
+
+    def process(
+        self, key: str, stored: StoredObject | None, resource_version: int
+    ) -> WatchCacheEvent | None:
+        """Apply one etcd change (``stored`` None = delete) and record it in the history.
+
+        Returns the event, or None for the delete of a key the cache never held."""
+        prev: CachedObject | None = self._store.get(key)
+        if stored is None:
+            if prev is None:
+                self._set_rv(resource_version)
+                return None
+            del self._store[key]
+            self._index_remove(prev)
+            last = with_resource_version(prev.stored, resource_version)
+            event = WatchCacheEvent(
+                "DELETED",
+                CachedObject(last, prev.labels, prev.fields),
+                prev,
+                resource_version,
+                self._clock.now(),
+            )
+        else:
+            obj = self._attrs.cached(stored)
+            if prev is not None:
+                self._index_remove(prev)
+            self._store[key] = obj
+            self._index_add(obj)
+            kind: ChangeType = "ADDED" if prev is None else "MODIFIED"
+            event = WatchCacheEvent(kind, obj, prev, resource_version, self._clock.now())
+        self.history.append(event)
+        self._set_rv(resource_version)
+        return event
+
+    def update_resource_version(self, resource_version: int) -> None:
+        """etcd said every change up to ``resource_version`` was delivered (progress)."""
+        if resource_version > self.resource_version:
+            self._set_rv(resource_version)
+
+    def _set_rv(self, rv: int) -> None:
+        self.resource_version = rv
+        while self._waiters and self._waiters[0][0] <= rv:
+            _, _, fut = heapq.heappop(self._waiters)
+            if not fut.done():
+                fut.set_result(None)
+        if self._on_rv is not None:
+            self._on_rv(rv)
+
+    # -- freshness ---------------------------------------------------------------------
+
+    async def wait_until_fresh(
+        self, resource_version: int, wait_seconds: float = DEFAULT_FRESHNESS_WAIT
+    ) -> None:
+        """Return once the cache has seen every change up to ``resource_version``.
+
+        Raises TooLargeResourceVersion after ``wait_seconds``."""
+        if self.resource_version >= resource_version:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (resource_version, next(self._seq), fut))
+        try:
+            if not await wait_for_future(self._clock, fut, wait_seconds):
+                raise TooLargeResourceVersion(resource_version, self.resource_version)
+        finally:
+            fut.cancel()
+
+    @property
+    def waiting(self) -> int:
+        """How many readers wait for freshness (the progress requester's trigger)."""
+        return sum(1 for _, _, f in self._waiters if not f.done())
+
+    # -- reads -------------------------------------------------------------------------
+
+    def get(self, key: str) -> CachedObject | None:
+        obj: CachedObject | None = self._store.get(key)
+        return obj
+
+    def list_objects(
+        self, key: str, pred: SelectionPredicate, *, recursive: bool = True
+    ) -> CacheList:
+        """Objects under prefix ``key`` (or the one object ``key``) matching ``pred``."""
+        rv = self.resource_version
+        if not recursive:
+            one = self._store.get(key)
+            found = [one] if one is not None and one.matches(pred) else []
+            return CacheList(found, rv, int(one is not None), int(one is not None))
+        index, bucket = self._bucket(pred)
+        if bucket is not None:
+            candidates = [bucket[k] for k in sorted(bucket) if k.startswith(key)]
+            fetched = len(bucket)
+        else:
+            candidates = list(
+                self._store.values()[
+                    self._store.bisect_left(key) : self._store.bisect_left(prefix_end(key))
+                ]
+            )
+            fetched = len(candidates)
+        if pred.empty:
+            return CacheList(candidates, rv, fetched, 0, index)
+        items = [o for o in candidates if o.matches(pred)]
+        return CacheList(items, rv, fetched, len(candidates), index)
+
+    def _bucket(self, pred: SelectionPredicate) -> tuple[str, dict[str, CachedObject] | None]:
+        for f in self.index_fields:
+            value = exact_match(pred, f)
+            if value is not None:
+                return f, self._indexes[f].get(value, {})
+        return "", None
+
+    def events_since(self, resource_version: int) -> list[WatchCacheEvent]:
+        return self.history.events_since(resource_version)
+
+    # -- indexes -----------------------------------------------------------------------
+
+    def _index_add(self, obj: CachedObject) -> None:
+        for f, idx in self._indexes.items():
+            value = obj.fields.get(f)
+            if value is not None:
+                idx.setdefault(value, {})[obj.key] = obj
+
+    def _index_remove(self, obj: CachedObject) -> None:
+        for f, idx in self._indexes.items():
+            value = obj.fields.get(f)
+            if value is None:
+                continue
+            bucket = idx.get(value)
+            if bucket is not None:
+                bucket.pop(obj.key, None)
+                if not bucket:
+                    del idx[value]

@@ -1,0 +1,72 @@
+"""Fan-out: interest by key, node-indexed wake-ups, bookmarks."""
+
+from __future__ import annotations
+
+import orjson
+
+from cacher.cache_watcher import CacheWatcher
+from cacher.clock import FakeClock
+from cacher.dispatcher import Dispatcher
+from tests.unit.cacher.helpers import PREFIX, new_cache, pod, predicate
+
+
+def make(clock: FakeClock, d: Dispatcher, **kw: object) -> CacheWatcher:
+    args: dict[str, object] = {
+        "key": PREFIX,
+        "recursive": True,
+        "predicate": predicate(),
+        "start_rv": 1,
+        "initial": iter(()),
+        "clock": clock,
+        "on_close": d.forget,
+    }
+    args.update(kw)
+    return CacheWatcher(**args)  # type: ignore[arg-type]
+
+
+def test_node_scoped_watchers_woken_only_for_their_node() -> None:
+    clock = FakeClock()
+    d = Dispatcher(clock=clock, kind="Pod", api_version="v1", index_field="spec.nodeName")
+    c = new_cache(clock)
+    c.replace([], 1)
+    n1 = make(clock, d, predicate=predicate(field="spec.nodeName=n1"))
+    n2 = make(clock, d, predicate=predicate(field="spec.nodeName=n2"))
+    ns = make(clock, d, key=f"{PREFIX}other/")
+    d.add_watcher(n1, "n1")
+    d.add_watcher(n2, "n2")
+    d.add_watcher(ns)
+    calls: list[str] = []
+    n2.add = lambda ev: calls.append(ev.key)  # type: ignore[method-assign]
+    ev = c.process(f"{PREFIX}default/a", pod("a", 2, node="n1"), 2)
+    assert ev is not None
+    d.dispatch(ev)
+    assert n1.buffered == 1 and calls == [] and ns.buffered == 0
+    moved = c.process(f"{PREFIX}default/a", pod("a", 3, node="n2"), 3)
+    assert moved is not None
+    d.dispatch(moved)  # leaves n1 (DELETED there), enters n2
+    assert n1.buffered == 2 and calls == [f"{PREFIX}default/a"]
+
+
+def test_bookmarks_every_interval_and_before_deadline_only_above_start_rv() -> None:
+    clock = FakeClock()
+    d = Dispatcher(clock=clock, kind="Pod", api_version="v1", bookmark_interval=10, pre_timeout=2)
+    w = make(clock, d, allow_bookmarks=True, start_rv=5, deadline=clock.now() + 25)
+    d.add_watcher(w)
+    clock.advance(10)
+    d.tick(5)  # not above the start RV: nothing
+    assert w.buffered == 0
+    clock.advance(10)
+    d.tick(7)
+    assert w.buffered == 1
+    assert w.next_bookmark == clock.now() + 3  # 2 s before the deadline
+    clock.advance(3)
+    d.tick(8)
+    assert w.buffered == 2 and w.next_bookmark is None
+    ev = w._buf[-1]
+    assert ev.type == "BOOKMARK" and orjson.loads(ev.data) == {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": "8"},
+    }
+    clock.advance(2)
+    assert w.closed is not None and len(d) == 0

@@ -1,0 +1,96 @@
+"""The store: key order, indexes, resourceVersion, wait-until-fresh."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+import pytest
+
+from cacher.clock import FakeClock
+from storage.errors import TooLargeResourceVersion
+from tests.unit.cacher.helpers import PREFIX, new_cache, pod, predicate, rv_of
+
+
+def test_replace_then_list_in_key_order_with_namespace_prefix() -> None:
+    c = new_cache(FakeClock())
+    c.replace([pod("b", 3, ns="ns1"), pod("a", 2, ns="ns2"), pod("a", 4, ns="ns1")], 10)
+    assert c.resource_version == 10
+    res = c.list_objects(PREFIX, predicate())
+    assert [o.key for o in res.items] == [
+        f"{PREFIX}ns1/a",
+        f"{PREFIX}ns1/b",
+        f"{PREFIX}ns2/a",
+    ]
+    assert res.resource_version == 10
+    assert [o.key for o in c.list_objects(f"{PREFIX}ns1/", predicate()).items] == [
+        f"{PREFIX}ns1/a",
+        f"{PREFIX}ns1/b",
+    ]
+
+
+def test_process_tracks_types_and_deleted_carries_deletion_rv() -> None:
+    c = new_cache(FakeClock())
+    c.replace([], 1)
+    added = c.process(f"{PREFIX}default/p", pod("p", 2), 2)
+    modified = c.process(f"{PREFIX}default/p", pod("p", 3), 3)
+    deleted = c.process(f"{PREFIX}default/p", None, 4)
+    assert added is not None and added.type == "ADDED" and added.prev is None
+    assert modified is not None and modified.type == "MODIFIED" and modified.prev is not None
+    assert deleted is not None and deleted.type == "DELETED"
+    assert rv_of(deleted.object.stored.data) == "4"
+    assert deleted.object.stored.resource_version == 4
+    assert c.get(f"{PREFIX}default/p") is None
+    assert c.process(f"{PREFIX}default/zz", None, 5) is None  # unknown key: only RV moves
+    assert c.resource_version == 5
+    assert [e.resource_version for e in c.events_since(1)] == [2, 3, 4]
+
+
+def test_node_index_fetches_only_the_bucket() -> None:
+    c = new_cache(FakeClock())
+    pods = [pod(f"p{i}", i + 2, node=f"n{i % 4}") for i in range(40)]
+    c.replace(pods, 100)
+    res = c.list_objects(PREFIX, predicate(field="spec.nodeName=n1"))
+    assert res.index == "spec.nodeName"
+    assert res.fetched == 10 and len(res.items) == 10
+    assert [o.key for o in res.items] == sorted(o.key for o in res.items)
+    # the index follows moves between nodes
+    c.process(f"{PREFIX}default/p1", pod("p1", 101, node="n2"), 101)
+    assert len(c.list_objects(PREFIX, predicate(field="spec.nodeName=n1")).items) == 9
+    assert len(c.list_objects(PREFIX, predicate(field="spec.nodeName=n2")).items) == 11
+    # a non-indexed selector scans everything
+    scan = c.list_objects(PREFIX, predicate(field="spec.nodeName!=n1"))
+    assert scan.index == "" and scan.fetched == 40 and scan.evaluated == 40
+    assert len(scan.items) == 31
+
+
+def test_label_selector_in_memory() -> None:
+    c = new_cache(FakeClock())
+    c.replace([pod("a", 2, labels={"app": "x"}), pod("b", 3, labels={"app": "y"})], 3)
+    res = c.list_objects(PREFIX, predicate(label="app in (x)"))
+    assert [orjson.loads(o.stored.data)["metadata"]["name"] for o in res.items] == ["a"]
+
+
+async def test_wait_until_fresh_wakes_on_progress() -> None:
+    c = new_cache(FakeClock())
+    c.replace([], 5)
+    waiter = asyncio.ensure_future(c.wait_until_fresh(8))
+    await asyncio.sleep(0)
+    assert c.waiting == 1
+    c.update_resource_version(7)
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    c.update_resource_version(8)
+    await waiter
+
+
+async def test_wait_until_fresh_times_out_with_too_large_rv() -> None:
+    clock = FakeClock()
+    c = new_cache(clock)
+    c.replace([], 5)
+    waiter = asyncio.ensure_future(c.wait_until_fresh(9))
+    await asyncio.sleep(0)
+    clock.advance(3.01)
+    with pytest.raises(TooLargeResourceVersion) as err:
+        await waiter
+    assert err.value.message == "Too large resource version: 9, current: 5"
