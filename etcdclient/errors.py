@@ -3,13 +3,16 @@
 
     EtcdError
     ├── Unavailable          no endpoint reachable / connection lost (retriable)
+    │   └── ClientClosed     the client was closed (calls and watches after close())
     ├── DeadlineExceeded     the request's deadline passed (retriable)
     ├── Compacted            the requested revision was compacted (.compact_revision)
     ├── FutureRevision       the requested revision is newer than the store's
     ├── InvalidArgument      etcd rejected the request's arguments
     ├── PermissionDenied     auth/TLS identity refused
     ├── ResourceExhausted    request or quota too large
-    └── WatchCanceled        etcd canceled a watch for a reason other than compaction
+    ├── WatchCanceled        etcd canceled a watch for a reason other than compaction
+    ├── NotFound             etcd has no such lease / member
+    └── ConfigError          the client's own configuration is unusable (URL, TLS files)
 """
 
 from __future__ import annotations
@@ -57,3 +60,16 @@ class WatchCanceled(EtcdError):
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(f"watch canceled by etcd: {reason}")
+
+
+class ClientClosed(Unavailable):
+    """The client was closed: raised by calls made and watches iterated after ``close()``."""
+
+
+class NotFound(EtcdError):
+    """etcd has no such object (a lease or member id)."""
+
+
+class ConfigError(EtcdError):
+    """The client's own configuration is unusable: a malformed endpoint or unreadable TLS
+    files. Raised by the constructor or ``connect()``, never retriable."""
