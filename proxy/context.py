@@ -1,0 +1,45 @@
+"""The server-wide state handlers reach through ``request.app[API_CONTEXT]``."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from proxy.registry import Registry
+from proxy.settings import Settings
+from proxy.storage_factory import StorageContext, StorageMap
+from storage.interfaces import Watcher
+
+__all__ = ["API_CONTEXT", "APIContext"]
+
+log = logging.getLogger("watchcache.proxy")
+
+
+@dataclass
+class APIContext:
+    """Settings, the served resources, their storages, and the open watches.
+
+    ``watchers`` is changed only by the watch handler (add on open, discard on close)
+    and read by ``stop_watches`` at shutdown, all on the event loop.
+    """
+
+    settings: Settings
+    registry: Registry
+    storage_ctx: StorageContext
+    storages: StorageMap
+    watchers: set[Watcher] = field(default_factory=set)
+    shutting_down: bool = False
+
+    async def stop_watches(self) -> None:
+        """End every open watch (their handlers then finish their responses)."""
+        self.shutting_down = True
+        for watcher in list(self.watchers):
+            try:
+                await watcher.stop()
+            except Exception:  # a failing stop must not block the others
+                log.exception("stopping a watch failed")
+
+
+API_CONTEXT = web.AppKey("watchcache_api_context", APIContext)

@@ -1,0 +1,159 @@
+"""Legacy discovery documents, built from the registry:
+
+- ``/api`` → APIVersions; ``/apis`` → APIGroupList; ``/apis/<group>`` → APIGroup;
+- ``/api/v1`` and ``/apis/<group>/<version>`` → APIResourceList, with each resource's
+  name, singularName, namespaced, kind, verbs, shortNames, categories and its served
+  subresources as ``pods/status``.
+
+kubectl and client-go resolve resource names, short names and the "all" category from
+these. Aggregated discovery (``apidiscovery.k8s.io/v2``) is negotiated elsewhere; this
+module serves plain JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from typing import Any
+
+from aiohttp import web
+
+from proxy import negotiation, status
+from proxy.context import API_CONTEXT
+from proxy.registry import Registry, ResourceInfo
+
+__all__ = [
+    "api_group",
+    "api_group_list",
+    "api_resource_list",
+    "api_versions",
+    "setup_discovery_routes",
+]
+
+JSON = dict[str, Any]
+
+
+def storage_version_hash(resource: ResourceInfo) -> str:
+    """An opaque hash of the storage version, as upstream (sha256, 8 bytes, base64)."""
+    text = f"{resource.group}/{resource.version}/{resource.kind}".encode()
+    return base64.b64encode(hashlib.sha256(text).digest()[:8]).decode()
+
+
+def api_versions(server_address: str) -> JSON:
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}
+        ],
+    }
+
+
+def _group(registry: Registry, group: str) -> JSON:
+    versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in registry.versions(group)]
+    return {"name": group, "versions": versions, "preferredVersion": versions[0]}
+
+
+def api_group_list(registry: Registry) -> JSON:
+    return {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [_group(registry, g) for g in registry.groups()],
+    }
+
+
+def api_group(registry: Registry, group: str) -> JSON:
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group(registry, group)}
+
+
+def _resource_entry(resource: ResourceInfo) -> JSON:
+    entry: JSON = {
+        "name": resource.plural,
+        "singularName": resource.singular,
+        "namespaced": resource.namespaced,
+        "kind": resource.kind,
+        "verbs": list(resource.verbs),
+    }
+    if resource.short_names:
+        entry["shortNames"] = list(resource.short_names)
+    if resource.categories:
+        entry["categories"] = list(resource.categories)
+    entry["storageVersionHash"] = storage_version_hash(resource)
+    return entry
+
+
+def _subresource_entry(resource: ResourceInfo, sub: str) -> JSON:
+    return {
+        "name": f"{resource.plural}/{sub}",
+        "singularName": "",
+        "namespaced": resource.namespaced,
+        "kind": resource.kind,
+        "verbs": ["get", "patch", "update"],
+    }
+
+
+def api_resource_list(registry: Registry, group: str, version: str) -> JSON | None:
+    resources = registry.in_group_version(group, version)
+    if not resources:
+        return None
+    entries: list[JSON] = []
+    for r in sorted(resources, key=lambda r: r.plural):
+        entries.append(_resource_entry(r))
+        entries.extend(_subresource_entry(r, s) for s in r.subresources)
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": entries,
+    }
+
+
+def _not_found() -> status.StatusError:
+    return status.StatusError(
+        status.status_body(404, "NotFound", "the server could not find the requested resource", {})
+    )
+
+
+async def _api(request: web.Request) -> web.StreamResponse:
+    return negotiation.json_response(api_versions(request.host))
+
+
+async def _api_v1(request: web.Request) -> web.StreamResponse:
+    body = api_resource_list(request.app[API_CONTEXT].registry, "", request.match_info["version"])
+    if body is None:
+        raise _not_found()
+    return negotiation.json_response(body)
+
+
+async def _apis(request: web.Request) -> web.StreamResponse:
+    return negotiation.json_response(api_group_list(request.app[API_CONTEXT].registry))
+
+
+async def _apis_group(request: web.Request) -> web.StreamResponse:
+    registry = request.app[API_CONTEXT].registry
+    group = request.match_info["group"]
+    if group not in registry.groups():
+        raise _not_found()
+    return negotiation.json_response(api_group(registry, group))
+
+
+async def _apis_group_version(request: web.Request) -> web.StreamResponse:
+    registry = request.app[API_CONTEXT].registry
+    body = api_resource_list(registry, request.match_info["group"], request.match_info["version"])
+    if body is None:
+        raise _not_found()
+    return negotiation.json_response(body)
+
+
+def setup_discovery_routes(app: web.Application) -> None:
+    """Discovery GET routes; registered before the resource catch-all routes."""
+    app.router.add_get("/api", _api)
+    app.router.add_get("/api/", _api)
+    app.router.add_get("/api/{version}", _api_v1)
+    app.router.add_get("/api/{version}/", _api_v1)
+    app.router.add_get("/apis", _apis)
+    app.router.add_get("/apis/", _apis)
+    app.router.add_get("/apis/{group}", _apis_group)
+    app.router.add_get("/apis/{group}/", _apis_group)
+    app.router.add_get("/apis/{group}/{version}", _apis_group_version)
+    app.router.add_get("/apis/{group}/{version}/", _apis_group_version)

@@ -1,0 +1,334 @@
+"""The resource registry: which resources this server serves, and how.
+
+The catalogue (kind, plural, scope, verbs, subresources of every built-in resource)
+comes from the maintained ``lightkube-models`` package. Its ``lightkube.resources``
+modules import ``lightkube.core`` (the client, not installed), so they are read as
+source: each resource class carries a literal ``_api_info = res.ApiInfo(...)``
+expression that is evaluated with ``ast.literal_eval`` on its arguments, no import.
+
+What lightkube does not know — kubectl's short names and categories — is kept here,
+as kube-apiserver's REST storages declare them.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.util
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "SERVED",
+    "Registry",
+    "ResourceInfo",
+    "build_registry",
+    "load_catalogue",
+]
+
+# (group, version, plural) of every resource served. The catalogue provides the rest.
+SERVED: tuple[tuple[str, str, str], ...] = (
+    ("", "v1", "namespaces"),
+    ("", "v1", "pods"),
+    ("", "v1", "nodes"),
+    ("", "v1", "configmaps"),
+    ("", "v1", "secrets"),
+    ("", "v1", "services"),
+    ("", "v1", "endpoints"),
+    ("", "v1", "events"),
+    ("", "v1", "serviceaccounts"),
+    ("", "v1", "persistentvolumeclaims"),
+    ("", "v1", "persistentvolumes"),
+    ("apps", "v1", "deployments"),
+    ("apps", "v1", "replicasets"),
+    ("apps", "v1", "statefulsets"),
+    ("apps", "v1", "daemonsets"),
+    ("batch", "v1", "jobs"),
+    ("batch", "v1", "cronjobs"),
+    ("coordination.k8s.io", "v1", "leases"),
+    ("rbac.authorization.k8s.io", "v1", "roles"),
+    ("rbac.authorization.k8s.io", "v1", "rolebindings"),
+    ("rbac.authorization.k8s.io", "v1", "clusterroles"),
+    ("rbac.authorization.k8s.io", "v1", "clusterrolebindings"),
+    ("discovery.k8s.io", "v1", "endpointslices"),
+)
+
+# Subresources served (the catalogue lists more: scale, log, eviction, ...).
+SERVED_SUBRESOURCES = frozenset({"status"})
+
+# kubectl's short names, as kube-apiserver's REST storages declare them (ShortNames()).
+SHORT_NAMES: dict[str, tuple[str, ...]] = {
+    "pods": ("po",),
+    "nodes": ("no",),
+    "namespaces": ("ns",),
+    "configmaps": ("cm",),
+    "services": ("svc",),
+    "endpoints": ("ep",),
+    "events": ("ev",),
+    "serviceaccounts": ("sa",),
+    "persistentvolumeclaims": ("pvc",),
+    "persistentvolumes": ("pv",),
+    "replicationcontrollers": ("rc",),
+    "deployments": ("deploy",),
+    "replicasets": ("rs",),
+    "statefulsets": ("sts",),
+    "daemonsets": ("ds",),
+    "cronjobs": ("cj",),
+}
+
+# Categories (Categories()): `kubectl get all` expands "all" through discovery.
+CATEGORIES: dict[str, tuple[str, ...]] = {
+    "pods": ("all",),
+    "services": ("all",),
+    "replicationcontrollers": ("all",),
+    "deployments": ("all",),
+    "replicasets": ("all",),
+    "statefulsets": ("all",),
+    "daemonsets": ("all",),
+    "jobs": ("all",),
+    "cronjobs": ("all",),
+}
+
+# Resources whose PUT creates a missing object (AllowCreateOnUpdate in their strategy).
+CREATE_ON_UPDATE = frozenset(
+    {
+        "endpoints",
+        "events",
+        "leases",
+        "roles",
+        "rolebindings",
+        "clusterroles",
+        "clusterrolebindings",
+        "endpointslices",
+    }
+)
+
+# lightkube's verb names -> the API verbs discovery reports.
+_VERBS = {
+    "post": "create",
+    "put": "update",
+    "patch": "patch",
+    "get": "get",
+    "list": "list",
+    "watch": "watch",
+    "delete": "delete",
+    "deletecollection": "deletecollection",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceInfo:
+    """One served resource (or a catalogue entry): the facts discovery and the
+    handlers need. ``verbs`` are API verbs (create, get, list, ...), sorted."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    verbs: tuple[str, ...]
+    subresources: tuple[str, ...] = ()
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    create_on_update: bool = False
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def api_version(self) -> str:
+        """``v1`` for the core group, ``apps/v1`` otherwise."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    @property
+    def qualified(self) -> str:
+        """The GroupResource string errors use: ``pods``, ``deployments.apps``."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def group_kind(self) -> str:
+        """The GroupKind string Invalid errors use: ``Pod``, ``Deployment.apps``."""
+        return f"{self.kind}.{self.group}" if self.group else self.kind
+
+    @property
+    def has_status(self) -> bool:
+        return "status" in self.subresources
+
+    def allows(self, verb: str) -> bool:
+        return verb in self.verbs
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One ``_api_info`` read from the catalogue's source."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    verbs: tuple[str, ...]
+    parent_kind: str | None
+    action: str | None
+
+
+def _resources_dir() -> Path:
+    spec = importlib.util.find_spec("lightkube.resources")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("lightkube-models is not installed (lightkube.resources missing)")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _literal_kwargs(call: ast.Call) -> dict[str, object]:
+    """Keyword arguments of ``res.ApiInfo(...)``; ``res.ResourceDef(g, v, k)`` becomes a tuple."""
+    out: dict[str, object] = {}
+    for kw in call.keywords:
+        value = kw.value
+        if isinstance(value, ast.Call):
+            out[kw.arg or ""] = tuple(ast.literal_eval(a) for a in value.args)
+        else:
+            out[kw.arg or ""] = ast.literal_eval(value)
+    return out
+
+
+def _entries_of(source: str) -> Iterator[_Entry]:
+    for node in ast.parse(source).body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases = {ast.unparse(b) for b in node.bases}
+        namespaced = any(b.startswith("res.Namespaced") for b in bases)
+        for stmt in node.body:
+            if not (
+                isinstance(stmt, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "_api_info" for t in stmt.targets)
+                and isinstance(stmt.value, ast.Call)
+            ):
+                continue
+            kw = _literal_kwargs(stmt.value)
+            resource_def = kw["resource"]
+            assert isinstance(resource_def, tuple) and len(resource_def) == 3
+            group, version, kind = (str(x) for x in resource_def)
+            parent = kw.get("parent")
+            yield _Entry(
+                group=str(group),
+                version=str(version),
+                kind=str(kind),
+                plural=str(kw["plural"]),
+                namespaced=namespaced,
+                verbs=tuple(str(v) for v in kw.get("verbs", ())),  # type: ignore[attr-defined]
+                parent_kind=str(parent[2]) if isinstance(parent, tuple) else None,
+                action=str(kw["action"]) if kw.get("action") else None,
+            )
+
+
+@functools.cache
+def load_catalogue() -> tuple[ResourceInfo, ...]:
+    """Every top-level resource of the catalogue, with its subresource names."""
+    entries: list[_Entry] = []
+    for path in sorted(_resources_dir().glob("*.py")):
+        entries.extend(_entries_of(path.read_text(encoding="utf-8")))
+    subs: dict[tuple[str, str, str], list[str]] = {}
+    for e in entries:
+        if e.action is not None:
+            # a subresource's "resource" may be another kind (Scale); the parent's group
+            # and version are those of the plural it hangs under.
+            subs.setdefault((e.version, e.plural, e.parent_kind or ""), []).append(e.action)
+    out: list[ResourceInfo] = []
+    for e in entries:
+        if e.action is not None:
+            continue
+        verbs = sorted({_VERBS[v] for v in e.verbs if v in _VERBS})
+        out.append(
+            ResourceInfo(
+                group=e.group,
+                version=e.version,
+                kind=e.kind,
+                plural=e.plural,
+                namespaced=e.namespaced,
+                verbs=tuple(verbs),
+                subresources=tuple(sorted(subs.get((e.version, e.plural, e.kind), ()))),
+                short_names=SHORT_NAMES.get(e.plural, ()),
+                categories=CATEGORIES.get(e.plural, ()),
+                create_on_update=e.plural in CREATE_ON_UPDATE,
+            )
+        )
+    return tuple(out)
+
+
+@dataclass
+class Registry:
+    """The served resources, looked up by (group, version, plural).
+
+    ``groups`` keeps discovery order: the core group first, then groups in the order
+    of ``SERVED``; each group's versions in order of appearance.
+    """
+
+    resources: dict[tuple[str, str, str], ResourceInfo] = field(default_factory=dict)
+
+    def add(self, info: ResourceInfo) -> None:
+        self.resources[(info.group, info.version, info.plural)] = info
+
+    def get(self, group: str, version: str, plural: str) -> ResourceInfo | None:
+        return self.resources.get((group, version, plural))
+
+    def lookup(self, group: str, plural: str) -> ResourceInfo | None:
+        """The first served version of ``plural`` in ``group`` (for cross-resource checks)."""
+        for (g, _, p), info in self.resources.items():
+            if g == group and p == plural:
+                return info
+        return None
+
+    def versions(self, group: str) -> list[str]:
+        seen: list[str] = []
+        for g, v, _ in self.resources:
+            if g == group and v not in seen:
+                seen.append(v)
+        return seen
+
+    def groups(self) -> list[str]:
+        """Named groups (the core group "" excluded), in served order."""
+        seen: list[str] = []
+        for g, _, _ in self.resources:
+            if g and g not in seen:
+                seen.append(g)
+        return seen
+
+    def in_group_version(self, group: str, version: str) -> list[ResourceInfo]:
+        return [r for (g, v, _), r in self.resources.items() if g == group and v == version]
+
+    def __iter__(self) -> Iterator[ResourceInfo]:
+        return iter(self.resources.values())
+
+
+def build_registry(
+    served: Iterable[tuple[str, str, str]] = SERVED,
+    catalogue: Iterable[ResourceInfo] | None = None,
+) -> Registry:
+    """A Registry of ``served`` from the catalogue; a name missing from it is an error."""
+    by_key = {(r.group, r.version, r.plural): r for r in (catalogue or load_catalogue())}
+    registry = Registry()
+    for key in served:
+        info = by_key.get(key)
+        if info is None:
+            raise LookupError(f"resource {key} is not in the lightkube-models catalogue")
+        registry.add(
+            ResourceInfo(
+                group=info.group,
+                version=info.version,
+                kind=info.kind,
+                plural=info.plural,
+                namespaced=info.namespaced,
+                verbs=info.verbs,
+                subresources=tuple(s for s in info.subresources if s in SERVED_SUBRESOURCES),
+                short_names=info.short_names,
+                categories=info.categories,
+                create_on_update=info.create_on_update,
+            )
+        )
+    return registry

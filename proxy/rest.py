@@ -1,0 +1,265 @@
+"""The resource handlers: one entry point (``handle_resource``) that resolves the
+request to a served resource and dispatches by verb, and the single-object verbs
+(get, create, update, patch, delete). Collections (list, watch, deletecollection)
+are in ``proxy.collection``.
+
+Every storage call sits inside ``storage_errors(resource, name)``, the one place a
+storage error meets the resource and name its Status message needs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from typing import Any
+
+from aiohttp import web
+
+from proxy import collection, negotiation, object_meta, patch, status
+from proxy.context import API_CONTEXT, APIContext
+from proxy.registry import ResourceInfo
+from proxy.request_info import RequestInfo, parse_request_info
+from proxy.storage_factory import ResourceStorage
+from storage import errors as serr
+from storage.interfaces import GetOptions, JSONObject, Preconditions
+
+__all__ = ["handle_resource", "storage_errors"]
+
+JSON = dict[str, Any]
+
+_NOT_FOUND_MESSAGE = "the server could not find the requested resource"
+
+
+def path_not_found() -> status.StatusError:
+    """go-restful's 404 for a path no route serves."""
+    return status.StatusError(status.status_body(404, "NotFound", _NOT_FOUND_MESSAGE, {}))
+
+
+def storage_errors(
+    resource: ResourceInfo, name: str = ""
+) -> contextlib.AbstractContextManager[None]:
+    """Turn storage errors raised inside into the resource's Status errors."""
+    return status.storage_errors(resource.qualified, name)
+
+
+def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
+    resource = ctx.registry.get(info.group, info.version, info.resource)
+    if resource is None:
+        raise path_not_found()
+    if info.subresource and info.subresource not in resource.subresources:
+        raise path_not_found()
+    if len(info.parts) > 3:
+        raise path_not_found()
+    if not resource.namespaced and info.namespace and info.resource != "namespaces":
+        raise path_not_found()
+    if resource.namespaced and not info.namespace and info.verb not in ("list", "watch"):
+        raise path_not_found()  # only list/watch exist across all namespaces
+    if info.subresource and info.verb not in ("get", "update", "patch"):
+        raise status.method_not_supported(f"{resource.qualified}/{info.subresource}", info.verb)
+    if not resource.allows(info.verb):
+        raise status.method_not_supported(resource.qualified, info.verb)
+    return resource
+
+
+async def handle_resource(request: web.Request) -> web.StreamResponse:
+    """Serve one /api or /apis resource request."""
+    ctx = request.app[API_CONTEXT]
+    info = parse_request_info(request.method, request.path, request.query)
+    if not info.is_resource_request:
+        raise path_not_found()
+    resource = _resolve(ctx, info)
+    rs = ctx.storages.for_resource(resource)
+    handler = _HANDLERS[info.verb]
+    return await handler(request, ctx, info, rs)
+
+
+def _namespace(info: RequestInfo, resource: ResourceInfo) -> str:
+    return info.namespace if resource.namespaced else ""
+
+
+def _response_type(request: web.Request) -> str:
+    return negotiation.response_format(request)
+
+
+async def get_object(
+    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+) -> web.StreamResponse:
+    media = _response_type(request)
+    opts = GetOptions(resource_version=request.query.get("resourceVersion", ""))
+    key = rs.object_key(_namespace(info, rs.resource), info.name)
+    with storage_errors(rs.resource, info.name):
+        stored = await rs.store.get(key, opts)
+    return negotiation.raw_json_response(stored.data, media_type=media)
+
+
+async def ensure_namespace(ctx: APIContext, namespace: str) -> None:
+    """404 ``namespaces "x" not found`` unless the namespace exists (quorum read), as
+    kube-apiserver's NamespaceLifecycle admission does for namespaced creates."""
+    ns_resource = ctx.registry.lookup("", "namespaces")
+    if ns_resource is None:
+        return
+    ns_storage = ctx.storages.for_resource(ns_resource)
+    with storage_errors(ns_resource, namespace):
+        await ns_storage.store.get(ns_storage.object_key("", namespace), GetOptions())
+
+
+async def create_object(
+    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+) -> web.StreamResponse:
+    resource = rs.resource
+    if info.name:  # POST on a named path creates a subresource; none is served
+        raise status.method_not_supported(resource.qualified, "create")
+    media = _response_type(request)
+    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    obj = negotiation.decode_object(body, negotiation.media_type_of(request), resource)
+    namespace = _namespace(info, resource)
+    object_meta.prepare_for_create(obj, resource, namespace)
+    if resource.namespaced:
+        await ensure_namespace(ctx, namespace)
+    name = str(obj["metadata"]["name"])
+    with storage_errors(resource, name):
+        stored = await rs.store.create(rs.object_key(namespace, name), obj)
+    return negotiation.raw_json_response(stored.data, 201, media_type=media)
+
+
+def _current_rv(current: JSONObject) -> str:
+    return str((current.get("metadata") or {}).get("resourceVersion") or "")
+
+
+class _Outcome:
+    """What the update function decided, read after the optimistic loop."""
+
+    created = False
+
+
+async def update_object(
+    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+) -> web.StreamResponse:
+    resource = rs.resource
+    media = _response_type(request)
+    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    new = negotiation.decode_object(body, negotiation.media_type_of(request), resource)
+    namespace = _namespace(info, resource)
+    object_meta.check_name_matches_url(new, info.name, namespace, resource)
+    if resource.namespaced:
+        new["metadata"]["namespace"] = namespace
+    expected_rv = str(new["metadata"].get("resourceVersion") or "")
+    key = rs.object_key(namespace, info.name)
+    outcome = _Outcome()
+
+    async def try_update(current: JSONObject) -> JSONObject:
+        if not current:  # absent and the resource allows create-on-update
+            if info.subresource:
+                raise serr.NotFound(key)
+            fresh = copy.deepcopy(new)
+            fresh["metadata"].pop("resourceVersion", None)
+            object_meta.prepare_for_create(fresh, resource, namespace)
+            outcome.created = True
+            return fresh
+        outcome.created = False
+        if expected_rv and expected_rv != _current_rv(current):
+            raise serr.Conflict(key)
+        return _unchanged_or(
+            current,
+            object_meta.prepare_for_update(copy.deepcopy(new), current, resource, info.subresource),
+        )
+
+    if resource.create_on_update and not info.subresource and resource.namespaced:
+        await ensure_namespace(ctx, namespace)
+    with storage_errors(resource, info.name):
+        stored = await rs.store.guaranteed_update(
+            key,
+            None,
+            try_update,
+            ignore_not_found=resource.create_on_update and not info.subresource,
+        )
+    return negotiation.raw_json_response(
+        stored.data, 201 if outcome.created else 200, media_type=media
+    )
+
+
+def _without_rv(obj: JSONObject) -> JSONObject:
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}
+    return {**obj, "metadata": meta}
+
+
+def _unchanged_or(current: JSONObject, updated: JSONObject) -> JSONObject:
+    """``current`` itself when ``updated`` is the same object: a no-op writes nothing."""
+    return current if _without_rv(current) == _without_rv(updated) else updated
+
+
+async def patch_object(
+    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+) -> web.StreamResponse:
+    resource = rs.resource
+    media = _response_type(request)
+    patch_type = negotiation.media_type_of(request)
+    patch.check_patch_type(patch_type)
+    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    namespace = _namespace(info, resource)
+    key = rs.object_key(namespace, info.name)
+
+    async def try_update(current: JSONObject) -> JSONObject:
+        if not current:
+            raise serr.NotFound(key)
+        patched = patch.apply_patch(patch_type, copy.deepcopy(current), body, resource)
+        if not isinstance(patched.get("metadata"), dict):
+            patched["metadata"] = {}
+        negotiation.check_kind(patched, resource)
+        object_meta.check_name_matches_url(patched, info.name, namespace, resource)
+        rv = str(patched["metadata"].get("resourceVersion") or "")
+        if rv and rv != _current_rv(current):
+            raise serr.Conflict(key)
+        return _unchanged_or(
+            current, object_meta.prepare_for_update(patched, current, resource, info.subresource)
+        )
+
+    with storage_errors(resource, info.name):
+        stored = await rs.store.guaranteed_update(key, None, try_update)
+    return negotiation.raw_json_response(stored.data, media_type=media)
+
+
+def parse_delete_options(body: bytes, media_type: str) -> Preconditions | None:
+    """Preconditions of a DeleteOptions body (an empty body has none)."""
+    if not body.strip():
+        return None
+    try:
+        opts = negotiation.decode_structured(
+            body, media_type if media_type == negotiation.YAML_TYPE else negotiation.JSON_TYPE
+        )
+    except ValueError as e:
+        raise status.bad_request(f"invalid DeleteOptions: {e}") from None
+    if not isinstance(opts, dict):
+        raise status.bad_request("invalid DeleteOptions: expected an object")
+    pre = opts.get("preconditions") or {}
+    if not isinstance(pre, dict):
+        raise status.bad_request("invalid DeleteOptions: preconditions must be an object")
+    uid, rv = pre.get("uid"), pre.get("resourceVersion")
+    if uid is None and rv is None:
+        return None
+    return Preconditions(uid=str(uid) if uid else None, resource_version=str(rv) if rv else None)
+
+
+async def delete_object(
+    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+) -> web.StreamResponse:
+    """DELETE: the object as it was, with the deletion revision as its resourceVersion."""
+    media = _response_type(request)
+    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    preconditions = parse_delete_options(body, negotiation.media_type_of(request))
+    key = rs.object_key(_namespace(info, rs.resource), info.name)
+    with storage_errors(rs.resource, info.name):
+        stored = await rs.store.delete(key, preconditions)
+    return negotiation.raw_json_response(stored.data, media_type=media)
+
+
+_HANDLERS = {
+    "get": get_object,
+    "create": create_object,
+    "update": update_object,
+    "patch": patch_object,
+    "delete": delete_object,
+    "list": collection.list_objects,
+    "watch": collection.watch_objects,
+    "deletecollection": collection.delete_collection,
+}

@@ -1,0 +1,333 @@
+"""Kubernetes ``Status`` responses, and the one place storage errors become them.
+
+``StatusError`` is what handlers raise for any API error; the server's error
+middleware renders it. ``from_storage_error`` is the only translation of
+``storage.errors`` into HTTP (kube-apiserver's ``storeerr`` package plus
+``apierrors``): same codes, reasons and messages as upstream, word for word::
+
+    NotFound                 → 404 NotFound        pods "x" not found
+    AlreadyExists            → 409 AlreadyExists   pods "x" already exists
+    Conflict                 → 409 Conflict        Operation cannot be fulfilled on pods "x": the
+                                                   object has been modified; please apply ...
+    PreconditionFailed       → 409 Conflict        Operation cannot be fulfilled on pods "x":
+                                                   Precondition failed: UID in precondition: ...
+    InvalidResourceVersion   → 400 BadRequest      (storage's message)
+    InvalidContinue          → 400 BadRequest      (storage's message)
+    TooLargeResourceVersion  → 504 Timeout         Timeout: Too large resource version: N,
+                                                   current: M (+ cause, retryAfterSeconds 1)
+    Expired                  → 410 Expired         (storage's message; metadata.continue)
+    NotReady                 → 429 TooManyRequests storage is (re)initializing (+ Retry-After)
+    Unavailable              → 504 Timeout / 503 ServiceUnavailable
+    InternalStorageError     → 500 InternalError
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from storage import errors as serr
+
+__all__ = [
+    "FieldError",
+    "StatusError",
+    "already_exists",
+    "bad_request",
+    "conflict",
+    "expired",
+    "from_storage_error",
+    "internal_error",
+    "invalid",
+    "method_not_supported",
+    "not_acceptable",
+    "not_found",
+    "request_entity_too_large",
+    "service_unavailable",
+    "status_body",
+    "storage_errors",
+    "success_status",
+    "timeout",
+    "too_many_requests",
+    "unexpected_server_response",
+    "unsupported_media_type",
+]
+
+JSON = dict[str, Any]
+
+CONFLICT_DETAIL = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
+
+
+def status_body(
+    code: int,
+    reason: str,
+    message: str,
+    details: JSON | None = None,
+    metadata: JSON | None = None,
+) -> JSON:
+    """A ``Status`` object of status Failure."""
+    body: JSON = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": metadata or {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+    }
+    if details:
+        body["details"] = details
+    body["code"] = code
+    return body
+
+
+def success_status(details: JSON | None = None) -> JSON:
+    body: JSON = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+    if details:
+        body["details"] = details
+    return body
+
+
+class StatusError(Exception):
+    """An API error as a ``Status``; ``headers`` go on the response (Retry-After)."""
+
+    def __init__(self, body: JSON, headers: dict[str, str] | None = None) -> None:
+        super().__init__(body.get("message", ""))
+        self.body = body
+        self.code = int(body["code"])
+        self.headers = dict(headers or {})
+        retry = (body.get("details") or {}).get("retryAfterSeconds")
+        if retry and (self.code == 429 or self.code >= 500):
+            self.headers.setdefault("Retry-After", str(retry))
+
+    @property
+    def reason(self) -> str:
+        return str(self.body.get("reason", ""))
+
+    @property
+    def message(self) -> str:
+        return str(self.body.get("message", ""))
+
+
+def _details(name: str, qualified: str) -> JSON:
+    """details {name, group, kind} from a GroupResource string like ``deployments.apps``."""
+    resource, _, group = qualified.partition(".")
+    out: JSON = {"name": name}
+    if group:
+        out["group"] = group
+    out["kind"] = resource
+    return out
+
+
+def not_found(qualified: str, name: str) -> StatusError:
+    return StatusError(
+        status_body(404, "NotFound", f'{qualified} "{name}" not found', _details(name, qualified))
+    )
+
+
+def already_exists(qualified: str, name: str) -> StatusError:
+    return StatusError(
+        status_body(
+            409, "AlreadyExists", f'{qualified} "{name}" already exists', _details(name, qualified)
+        )
+    )
+
+
+def conflict(qualified: str, name: str, detail: str) -> StatusError:
+    return StatusError(
+        status_body(
+            409,
+            "Conflict",
+            f'Operation cannot be fulfilled on {qualified} "{name}": {detail}',
+            _details(name, qualified),
+        )
+    )
+
+
+def bad_request(message: str) -> StatusError:
+    return StatusError(status_body(400, "BadRequest", message))
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One field.Error of apimachinery: ``<field>: <body>`` where body is e.g.
+    ``Forbidden: ...``, ``Invalid value: "x": ...``, ``Required value: ...``."""
+
+    type: str  # FieldValueForbidden, FieldValueInvalid, FieldValueRequired, ...
+    field: str
+    body: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.body}"
+
+    @staticmethod
+    def forbidden(field: str, detail: str) -> FieldError:
+        return FieldError("FieldValueForbidden", field, f"Forbidden: {detail}")
+
+    @staticmethod
+    def required(field: str, detail: str) -> FieldError:
+        return FieldError("FieldValueRequired", field, f"Required value: {detail}")
+
+    @staticmethod
+    def invalid(field: str, value: object, detail: str) -> FieldError:
+        return FieldError(
+            "FieldValueInvalid", field, f"Invalid value: {_go_quote(value)}: {detail}"
+        )
+
+    @staticmethod
+    def not_supported(field: str, value: str, supported: Sequence[str]) -> FieldError:
+        values = ", ".join(f'"{s}"' for s in supported)
+        return FieldError(
+            "FieldValueNotSupported",
+            field,
+            f'Unsupported value: "{value}": supported values: {values}',
+        )
+
+
+def _go_quote(value: object) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return str(value)
+
+
+def invalid(group_kind: str, name: str, errors: Sequence[FieldError]) -> StatusError:
+    """422 Invalid: ``<Kind.group> "<name>" is invalid: <errors>`` (one error bare,
+    several as ``[e1, e2]``, as an apimachinery aggregate prints)."""
+    text = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(map(str, errors)) + "]"
+    kind, _, group = group_kind.partition(".")
+    details: JSON = {"name": name} if name else {}
+    if group:
+        details["group"] = group
+    details["kind"] = kind
+    details["causes"] = [{"reason": e.type, "message": e.body, "field": e.field} for e in errors]
+    return StatusError(
+        status_body(422, "Invalid", f'{group_kind} "{name}" is invalid: {text}', details)
+    )
+
+
+def unexpected_server_response(code: int, message: str) -> StatusError:
+    """apierrors.NewGenericServerResponse(422, ...) as the patch handler uses it."""
+    reason, generic = {
+        422: ("Invalid", "the server rejected our request due to an error in our request"),
+    }.get(
+        code,
+        (
+            "Unknown",
+            f"the server responded with the status code {code} but did not return more information",
+        ),
+    )
+    details: JSON = {"causes": [{"reason": "UnexpectedServerResponse", "message": message}]}
+    return StatusError(status_body(code, reason, generic, details))
+
+
+def method_not_supported(qualified: str, action: str) -> StatusError:
+    return StatusError(
+        status_body(
+            405,
+            "MethodNotAllowed",
+            f'{action} is not supported on resources of kind "{qualified}"',
+            {"kind": qualified},
+        )
+    )
+
+
+def unsupported_media_type(content_type: str, accepted: Sequence[str]) -> StatusError:
+    message = "the body of the request was in an unknown format - accepted media types include: "
+    return StatusError(
+        status_body(
+            415, "UnsupportedMediaType", message + ", ".join(accepted), {"kind": content_type}
+        )
+    )
+
+
+def not_acceptable(accepted: Sequence[str]) -> StatusError:
+    return StatusError(
+        status_body(
+            406,
+            "NotAcceptable",
+            "only the following media types are accepted: " + ", ".join(accepted),
+        )
+    )
+
+
+def request_entity_too_large(limit: int) -> StatusError:
+    return StatusError(
+        status_body(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
+    )
+
+
+def timeout(message: str, retry_after: int = 0, causes: list[JSON] | None = None) -> StatusError:
+    details: JSON = {}
+    if causes:
+        details["causes"] = causes
+    if retry_after:
+        details["retryAfterSeconds"] = retry_after
+    return StatusError(status_body(504, "Timeout", f"Timeout: {message}", details))
+
+
+def expired(message: str, continue_token: str = "") -> StatusError:
+    metadata = {"continue": continue_token} if continue_token else {}
+    return StatusError(status_body(410, "Expired", message, metadata=metadata))
+
+
+def too_many_requests(message: str, retry_after: int) -> StatusError:
+    return StatusError(
+        status_body(429, "TooManyRequests", message, {"retryAfterSeconds": retry_after})
+    )
+
+
+def service_unavailable(message: str, retry_after: int = 1) -> StatusError:
+    return StatusError(
+        status_body(503, "ServiceUnavailable", message, {"retryAfterSeconds": retry_after})
+    )
+
+
+def internal_error(message: str) -> StatusError:
+    return StatusError(
+        status_body(
+            500,
+            "InternalError",
+            f"Internal error occurred: {message}",
+            {"causes": [{"message": message}]},
+        )
+    )
+
+
+def from_storage_error(err: serr.StorageError, qualified: str, name: str = "") -> StatusError:
+    """Translate one storage error for the resource ``qualified`` (``pods``,
+    ``deployments.apps``) and object ``name``. The only such translation."""
+    if isinstance(err, serr.NotFound):
+        return not_found(qualified, name)
+    if isinstance(err, serr.AlreadyExists):
+        return already_exists(qualified, name)
+    if isinstance(err, serr.Conflict):
+        return conflict(qualified, name, CONFLICT_DETAIL)
+    if isinstance(err, serr.PreconditionFailed):
+        return conflict(qualified, name, err.message)
+    if isinstance(err, serr.InvalidResourceVersion | serr.InvalidContinue):
+        return bad_request(err.message)
+    if isinstance(err, serr.TooLargeResourceVersion):
+        cause = {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+        return timeout(err.message, retry_after=1, causes=[cause])
+    if isinstance(err, serr.Expired):
+        return expired(err.message, err.continue_token)
+    if isinstance(err, serr.NotReady):
+        return too_many_requests(err.message, err.retry_after)
+    if isinstance(err, serr.Unavailable):
+        if err.timeout:
+            return timeout(
+                f"request did not complete within the allowed duration: {err.message}", 1
+            )
+        return service_unavailable(f"etcd is unavailable: {err.message}")
+    return internal_error(err.message)
+
+
+@contextlib.contextmanager
+def storage_errors(qualified: str, name: str = "") -> Iterator[None]:
+    """Re-raise storage errors from inside as the StatusError of ``qualified``/``name``."""
+    try:
+        yield
+    except serr.StorageError as e:
+        raise from_storage_error(e, qualified, name) from None

@@ -1,0 +1,99 @@
+"""Which storage serves each resource — decided in exactly one function, ``new_storage``.
+
+With ``--watch-cache=false`` (the only mode so far) every resource is served by the
+etcd3 store. The cacher plugs in by editing ``new_storage`` to wrap the etcd3 store of
+a resource in its watch cache. Everything else here is plumbing: one etcd client and
+one etcd3 store shared by all resources, and a per-resource view (``ResourceStorage``)
+that knows the resource's keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from proxy.registry import ResourceInfo
+from proxy.settings import Settings
+from storage import keys
+from storage.fields import attrs_func
+from storage.interfaces import AttrsFunc, Interface
+
+if TYPE_CHECKING:
+    from etcdclient import EtcdClient
+
+__all__ = ["ResourceStorage", "StorageContext", "StorageMap", "new_storage"]
+
+
+@dataclass
+class StorageContext:
+    """What a storage needs to be built: settings and the shared etcd client."""
+
+    settings: Settings
+    client: EtcdClient
+    _etcd3: Interface | None = None
+
+    def etcd3(self) -> Interface:
+        """The one etcd3 store (it holds no per-resource state)."""
+        if self._etcd3 is None:
+            from storage.etcd3 import Etcd3Store
+
+            self._etcd3 = Etcd3Store(
+                self.client, request_timeout=self.settings.etcd_request_timeout
+            )
+        return self._etcd3
+
+
+def new_storage(resource: ResourceInfo, ctx: StorageContext) -> Interface:
+    """THE choice of storage for ``resource``: etcd3 (``--watch-cache=false``)."""
+    return ctx.etcd3()
+
+
+@dataclass(frozen=True)
+class ResourceStorage:
+    """A resource's storage and key layout (``/registry/pods/<ns>/<name>``)."""
+
+    resource: ResourceInfo
+    store: Interface
+    prefix: str
+    get_attrs: AttrsFunc
+
+    def object_key(self, namespace: str, name: str) -> str:
+        ns = namespace if self.resource.namespaced else ""
+        return keys.object_key(self.resource.group, self.resource.plural, name, ns, self.prefix)
+
+    def list_key(self, namespace: str) -> str:
+        """The prefix of a list/watch: one namespace, or the whole resource."""
+        if self.resource.namespaced and namespace:
+            return keys.namespace_prefix(
+                self.resource.group, self.resource.plural, namespace, self.prefix
+            )
+        return keys.resource_prefix(self.resource.group, self.resource.plural, self.prefix)
+
+
+@dataclass
+class StorageMap:
+    """Per-resource storages, built on first use; ``close()`` closes each store once."""
+
+    ctx: StorageContext
+    _by_resource: dict[tuple[str, str, str], ResourceStorage] = field(default_factory=dict)
+
+    def for_resource(self, resource: ResourceInfo) -> ResourceStorage:
+        key = (resource.group, resource.version, resource.plural)
+        found = self._by_resource.get(key)
+        if found is None:
+            found = ResourceStorage(
+                resource=resource,
+                store=new_storage(resource, self.ctx),
+                prefix=self.ctx.settings.etcd_prefix,
+                get_attrs=attrs_func(resource.plural),
+            )
+            self._by_resource[key] = found
+        return found
+
+    async def close(self) -> None:
+        seen: set[int] = set()
+        for rs in self._by_resource.values():
+            if id(rs.store) not in seen:
+                seen.add(id(rs.store))
+                await rs.store.close()
+        self._by_resource.clear()
