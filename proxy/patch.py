@@ -113,7 +113,7 @@ def _json_patch(current: JSON, body: bytes) -> JSON:
 def _failed_test_path(patch: jsonpatch.JsonPatch, current: JSON) -> str:
     """The path of the first ``test`` operation that fails on ``current``."""
     doc: Any = current
-    for op in patch._ops:
+    for op in patch._ops:  # type: ignore[attr-defined]
         try:
             doc = op.apply(doc)
         except jsonpatch.JsonPatchTestFailed:
