@@ -1,0 +1,374 @@
+"""``watchcache bench``: what each kind of LIST costs, cached vs uncached, in one run.
+
+    watchcache bench [--pods 10000 --nodes 100] [--runs K] [--out DIR]
+                     [--server URL --etcd-servers URLS] [--sweep 1000,10000,50000] [--quick]
+
+Self-contained unless ``--server`` is given: starts a real etcd and three servers on it
+(the default one; one with ``ConsistentListFromCache``; one whose watch cache has no
+``spec.nodeName`` index, when the server has that flag), seeds N pods, starts the bytes
+floor, then runs every scenario K times, interleaved, from a separate client process
+(:mod:`lab.bench_client`). Writes ``results.json``, ``report.md`` and PNG charts into
+``--out`` and prints a table. ``--sweep`` grows the data set step by step and measures
+at each size. ``--quick`` is a small run for CI (well under a minute).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import psutil  # type: ignore[import-untyped]
+
+from lab import bench_report as report
+from lab import seed
+from lab.apiserver import APIServer, serve_command
+from lab.etcd import EtcdCluster, free_port
+
+__all__ = ["BenchConfig", "main", "run_bench"]
+
+NOINDEX_FLAG = "--watch-cache-index=false"
+CONSISTENT_FLAG = "--feature-gates=ConsistentListFromCache=true"
+PAGE = 500
+
+
+@dataclass
+class BenchConfig:
+    pods: int = 10_000
+    nodes: int = 100
+    namespaces: int = 10
+    runs: int = 10
+    warmup: int = 1
+    out: Path = Path("bench-results")
+    server: str | None = None
+    etcd_servers: list[str] = field(default_factory=list)
+    sweep: list[int] = field(default_factory=list)
+    machine: str = ""
+    quiet: bool = False
+
+
+def machine_label() -> str:
+    mem = psutil.virtual_memory().total / 2**30
+    return f"{os.cpu_count()} cores, {mem:.0f} GiB, {platform.system()} {platform.machine()}"
+
+
+def server_has_flag(flag: str) -> bool:
+    """Whether ``watchcache serve --help`` lists ``flag`` (its name before ``=``)."""
+    name = flag.split("=")[0]
+    cmd = [*serve_command(["http://127.0.0.1:1"], 1)[:4], "--help"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    return name in out.stdout + out.stderr
+
+
+@dataclass
+class Topology:
+    """What the bench runs against: URLs and the PIDs to account."""
+
+    etcd_endpoints: list[str]
+    main: str
+    consistent: str | None = None
+    noindex: str | None = None
+    floor: str | None = None
+    processes: dict[str, list[int]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    stoppers: list[Any] = field(default_factory=list)
+    etcd_version: str = "?"
+    etcd_binary: str = "?"
+    etcd_members: int = 0
+
+    def stop(self) -> None:
+        for s in reversed(self.stoppers):
+            s()
+        self.stoppers.clear()
+
+
+def _start_own(cfg: BenchConfig, workdir: Path) -> Topology:
+    cluster = EtcdCluster(size=1).start()
+    topo = Topology(cluster.endpoints, "", etcd_version=cluster.version_string,
+                    etcd_binary=cluster.binary, etcd_members=1)  # fmt: skip
+    topo.stoppers.append(cluster.stop)
+    try:
+        topo.processes["etcd"] = [m.pid for m in cluster.members if m.pid]
+        servers: list[tuple[str, tuple[str, ...]]] = [("server", ()),
+                                                      ("server-consistent", (CONSISTENT_FLAG,))]
+        if server_has_flag(NOINDEX_FLAG):
+            servers.append(("server-noindex", (NOINDEX_FLAG,)))
+        else:
+            topo.unavailable["field_cache_noindex"] = (
+                f"the server has no {NOINDEX_FLAG.split('=')[0]} flag yet")
+        for key, extra in servers:
+            srv = APIServer(cluster.endpoints, extra_args=extra, log_path=workdir / f"{key}.log")
+            srv.start()
+            topo.stoppers.append(srv.stop)
+            topo.processes[key] = [srv.pid or 0]
+            url = srv.url
+            if key == "server":
+                topo.main = url
+            elif key == "server-consistent":
+                topo.consistent = url
+            else:
+                topo.noindex = url
+    except BaseException:
+        topo.stop()
+        raise
+    return topo
+
+
+def _external(cfg: BenchConfig) -> Topology:
+    assert cfg.server is not None
+    topo = Topology(cfg.etcd_servers, cfg.server, etcd_members=len(cfg.etcd_servers))
+    topo.processes["server"] = []
+    topo.processes["etcd"] = []
+    topo.unavailable["list_consistent"] = "--server given: no second server with the gate on"
+    topo.unavailable["field_cache_noindex"] = "--server given: no server without the index"
+    if not cfg.etcd_servers:
+        topo.unavailable["floor_etcd_range"] = "no --etcd-servers given"
+    topo.notes.append("Run against an external server: CPU and RSS are not accounted.")
+    return topo
+
+
+def _start_floor(topo: Topology, body: bytes, workdir: Path) -> None:
+    path = workdir / "floor-body.json"
+    path.write_bytes(body)
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lab.bench_floor", "--port", str(port), "--file", str(path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+
+    def stop() -> None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    topo.stoppers.append(stop)
+    topo.floor = f"http://127.0.0.1:{port}"
+    topo.processes["floor"] = [proc.pid]
+    deadline = time.monotonic() + 20
+    import urllib.request
+
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(topo.floor + "/", timeout=2) as r:
+                r.read()
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("the bytes floor server did not start")
+
+
+async def _get(session: aiohttp.ClientSession, url: str) -> tuple[int, bytes]:
+    async with session.get(url) as r:
+        return r.status, await r.read()
+
+
+async def _prepare(topo: Topology, cfg: BenchConfig, pods: int, pods_from: int) -> dict[str, Any]:
+    """Seed pods [pods_from, pods); wait until every server's cache has them; return
+    facts the scenarios need (a pod's name, the cached LIST body for the floor)."""
+    # Namespaces and nodes are POSTed again at each sweep step: 409s, counted, harmless.
+    plan = seed.Plan(pods, cfg.nodes, cfg.namespaces, 0, pods_from=pods_from)
+    res = await seed.seed_with_progress(topo.main, plan, quiet=cfg.quiet)
+    if not res.ok:
+        raise RuntimeError(f"seeding failed: {res.summary()}; {res.errors}")
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as s:
+        status, body = await _get(s, topo.main + "/api/v1/pods?limit=1")
+        rv = orjson.loads(body)["metadata"]["resourceVersion"]
+        for url in (topo.main, topo.consistent, topo.noindex):
+            if url:  # RV=N (no limit) waits until that server's cache has reached N
+                ns_pods = f"{url}/api/v1/namespaces/default/pods?resourceVersion={rv}"
+                status, _ = await _get(s, ns_pods)
+                if status != 200:
+                    raise RuntimeError(f"{url} did not catch up to rv {rv}: {status}")
+        status, cached = await _get(s, topo.main + "/api/v1/pods?resourceVersion=0")
+        if status != 200:
+            raise RuntimeError(f"cached LIST failed: {status}")
+    return {"cached_body": cached, "pod": seed.pod(0, cfg.nodes, cfg.namespaces)}
+
+
+def _scenarios(topo: Topology, cfg: BenchConfig, pod: dict[str, Any]) -> list[dict[str, str]]:
+    node = seed.node_name(1 % cfg.nodes)
+    fs = f"fieldSelector=spec.nodeName%3D{node}"
+    ls = "labelSelector=app%3Dweb"
+    one = f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{pod['metadata']['name']}"
+    m = topo.main
+    sc: list[tuple[str, str, str, str]] = [
+        ("list_etcd", "http", f"{m}/api/v1/pods", "server"),
+        ("list_cache", "http", f"{m}/api/v1/pods?resourceVersion=0", "server"),
+        ("list_consistent", "http", f"{topo.consistent}/api/v1/pods", "server-consistent"),
+        ("list_paginated", "paginate", f"{m}/api/v1/pods?limit={PAGE}", "server"),
+        ("field_etcd", "http", f"{m}/api/v1/pods?{fs}", "server"),
+        ("field_cache_indexed", "http", f"{m}/api/v1/pods?{fs}&resourceVersion=0", "server"),
+        ("field_cache_noindex", "http", f"{topo.noindex}/api/v1/pods?{fs}&resourceVersion=0",
+         "server-noindex"),
+        ("label_etcd", "http", f"{m}/api/v1/pods?{ls}", "server"),
+        ("label_cache", "http", f"{m}/api/v1/pods?{ls}&resourceVersion=0", "server"),
+        ("get_etcd", "http", f"{m}{one}", "server"),
+        ("get_cache", "http", f"{m}{one}?resourceVersion=0", "server"),
+        ("floor_etcd_range", "etcd_range", "/registry/pods/", "etcd"),
+        ("floor_bytes", "http", f"{topo.floor}/api/v1/pods", "floor"),
+    ]  # fmt: skip
+    return [{"name": n, "kind": k, "target": t, "serving": p} for n, k, t, p in sc
+            if n not in topo.unavailable]  # fmt: skip
+
+
+def _measure(topo: Topology, cfg: BenchConfig, scenarios: list[dict[str, str]],
+             workdir: Path, pods: int) -> dict[str, Any]:  # fmt: skip
+    spec = {
+        "runs": cfg.runs, "warmup": cfg.warmup, "scenarios": scenarios,
+        "etcd_endpoints": topo.etcd_endpoints,
+        "processes": {k: v for k, v in topo.processes.items() if v},
+    }  # fmt: skip
+    spec_path, out_path = workdir / f"spec-{pods}.json", workdir / f"samples-{pods}.json"
+    spec_path.write_bytes(orjson.dumps(spec))
+    subprocess.run([sys.executable, "-m", "lab.bench_client", str(spec_path), str(out_path)],
+                   check=True)  # fmt: skip
+    raw: dict[str, Any] = orjson.loads(out_path.read_bytes())
+    return raw
+
+
+async def _pod_bytes(endpoints: list[str]) -> int:
+    from etcdclient import EtcdClient
+
+    async with EtcdClient(endpoints) as c:
+        rng = await c.list_prefix(b"/registry/pods/")
+        return sum(len(kv.value) for kv in rng.kvs)
+
+
+async def _etcd_version(endpoints: list[str]) -> str:
+    from etcdclient import EtcdClient
+
+    async with EtcdClient(endpoints) as c:
+        return (await c.status()).version
+
+
+def run_bench(cfg: BenchConfig) -> dict[str, Any]:
+    """Run the whole benchmark; returns the results (also written to ``cfg.out``)."""
+    from rich.console import Console
+
+    console = Console(highlight=False, quiet=cfg.quiet)
+    t0 = time.monotonic()
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    sizes = sorted(set(cfg.sweep)) if cfg.sweep else [cfg.pods]
+    with tempfile.TemporaryDirectory(prefix="watchcache-bench-") as tmp:
+        workdir = Path(tmp)
+        topo = _start_own(cfg, workdir) if cfg.server is None else _external(cfg)
+        try:
+            if cfg.server is not None and cfg.etcd_servers:
+                topo.etcd_version = asyncio.run(_etcd_version(cfg.etcd_servers))
+            runs: list[dict[str, Any]] = []
+            done = 0
+            for n in sizes:
+                console.print(f"seeding pods {done}..{n} ...")
+                facts = asyncio.run(_prepare(topo, cfg, n, done))
+                done = n
+                if topo.floor is None:
+                    _start_floor(topo, facts["cached_body"], workdir)
+                else:
+                    (workdir / "floor-body.json").write_bytes(facts["cached_body"])
+                    _restart_floor(topo, workdir)
+                scenarios = _scenarios(topo, cfg, facts["pod"])
+                console.print(f"measuring {len(scenarios)} scenarios x {cfg.runs} runs "
+                              f"at {n} pods ...")  # fmt: skip
+                raw = _measure(topo, cfg, scenarios, workdir, n)
+                serving = {s["name"]: s["serving"] for s in scenarios}
+                stats = report.summarize(raw, serving, topo.unavailable)
+                runs.append({"pods": n, "scenarios": report.stats_dicts(stats),
+                             "targets": report.target_dicts(report.targets(stats)),
+                             "raw": raw})  # fmt: skip
+            pod_bytes = asyncio.run(_pod_bytes(topo.etcd_endpoints)) if topo.etcd_endpoints else 0
+        finally:
+            topo.stop()
+    notes: list[str] = list(topo.notes)
+    for run in runs:
+        cons = next((s for s in run["scenarios"] if s["name"] == "list_consistent"), None)
+        if cons and cons["available"] and cons["served_from"] != "cache":
+            notes.append(
+                f"At {run['pods']} pods the consistent read was served from "
+                f"{cons['served_from']}, not the cache: ConsistentListFromCache fell back "
+                f"(etcd {topo.etcd_version} lacks the progress-notification fixes; run with "
+                "ETCD_BIN=.cache/etcd/3.5.16/usr/bin/etcd).")
+    for name, why in topo.unavailable.items():
+        notes.append(f"{name}: not measured — {why}.")
+    results = {
+        "meta": {
+            "machine": cfg.machine or machine_label(),
+            "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "etcd_version": topo.etcd_version, "etcd_binary": topo.etcd_binary,
+            "etcd_members": topo.etcd_members, "pods": sizes[-1], "nodes": cfg.nodes,
+            "namespaces": cfg.namespaces, "runs": cfg.runs, "warmup": cfg.warmup,
+            "python": platform.python_version(), "elapsed_s": time.monotonic() - t0,
+            "pod_bytes_in_etcd": pod_bytes, "notes": notes,
+        },
+        "sweep": bool(cfg.sweep),
+        "runs": runs,
+    }  # fmt: skip
+    write_outputs(results, cfg.out)
+    for run in runs:
+        console.print(report.table(run))
+        for t in run["targets"]:
+            m = "-" if t["measured"] is None else f"{t['measured']:.1f}x"
+            console.print(f"  {t['verdict']:<8} {t['claim']}: {m}")
+    for note in notes:
+        console.print(f"[yellow]note:[/yellow] {note}")
+    console.print(f"wrote {cfg.out}/results.json, report.md and charts")
+    return results
+
+
+def _restart_floor(topo: Topology, workdir: Path) -> None:
+    """The floor serves a fixed body: restart it with the new size's cached LIST."""
+    stop = topo.stoppers.pop()
+    stop()
+    _start_floor(topo, (workdir / "floor-body.json").read_bytes(), workdir)
+
+
+def write_outputs(results: dict[str, Any], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_bytes(
+        orjson.dumps(results, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
+    report.charts(results, out)
+    (out / "report.md").write_text(report.markdown(results))
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="watchcache bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--pods", type=int, default=None, help="pods (default 10000; quick 300)")
+    p.add_argument("--nodes", type=int, default=None, help="nodes (default 100; quick 10)")
+    p.add_argument("--namespaces", type=int, default=10)
+    p.add_argument("--runs", type=int, default=None, help="runs per scenario (default 10)")
+    p.add_argument("--out", type=Path, default=Path("bench-results"))
+    p.add_argument("--server", default=None, help="measure this server instead of starting one")
+    p.add_argument("--etcd-servers", default="", help="its etcd (for the raw range floor)")
+    p.add_argument("--sweep", default="", help="comma-separated pod counts, e.g. 1000,10000")
+    p.add_argument("--quick", action="store_true", help="small and fast, for CI")
+    p.add_argument("--machine", default="", help="label for the report (default: detected)")
+    p.add_argument("--quiet", action="store_true")
+    a = p.parse_args(argv)
+    quick = a.quick
+    cfg = BenchConfig(
+        pods=a.pods or (300 if quick else 10_000), nodes=a.nodes or (10 if quick else 100),
+        namespaces=a.namespaces, runs=a.runs or (3 if quick else 10), out=a.out,
+        server=a.server, machine=a.machine, quiet=a.quiet,
+        etcd_servers=[u for u in a.etcd_servers.split(",") if u],
+        sweep=[int(x) for x in a.sweep.split(",") if x.strip()],
+    )  # fmt: skip
+    if cfg.pods < 1 or cfg.nodes < 1 or cfg.runs < 1:
+        p.error("--pods, --nodes and --runs must be >= 1")
+    if cfg.server and cfg.sweep:
+        p.error("--sweep needs the bench's own server (no --server)")
+    run_bench(cfg)
+    return 0

@@ -1,0 +1,183 @@
+"""The benchmark's client: a separate process that times each scenario through real I/O.
+
+``python -m lab.bench_client SPEC.json OUT.json``. The spec names the scenarios, the
+runs, and the PIDs of the processes to account (servers, etcd members, the bytes
+floor). Scenarios run interleaved, round-robin with a rotating start, so that drift
+(caches warming, the machine's other work) spreads evenly over all of them. Around
+every request the client reads the CPU time of each accounted process (psutil), so a
+scenario's CPU cost is measured even though all processes run throughout; peak RSS is
+sampled after each request.
+
+Kinds of scenario: ``http`` (one GET, body read in full, not parsed), ``paginate``
+(follow ``continue`` tokens until the list ends; one sample is the whole walk) and
+``etcd_range`` (one Range of the prefix through etcdclient: the etcd path's floor).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import orjson
+import psutil  # type: ignore[import-untyped]
+
+from lab.observe import FETCHED, RETURNED, SERVED_FROM
+
+__all__ = ["Sample", "Scenario", "run"]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    kind: str  # http | paginate | etcd_range
+    target: str  # URL for http/paginate, key prefix for etcd_range
+    serving: str  # the accounted process that serves it (key of "processes")
+
+
+@dataclass
+class Sample:
+    seconds: float
+    nbytes: int
+    status: int
+    requests: int = 1
+    served_from: str | None = None
+    fetched: int | None = None
+    returned: int | None = None
+    items: int | None = None
+    cpu: dict[str, float] = field(default_factory=dict)
+
+
+class Accounting:
+    """CPU seconds and peak RSS of named groups of processes."""
+
+    def __init__(self, processes: dict[str, list[int]]) -> None:
+        self.procs = {k: [psutil.Process(p) for p in pids] for k, pids in processes.items()}
+        self.peak_rss: dict[str, int] = dict.fromkeys(processes, 0)
+
+    def cpu(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for k, procs in self.procs.items():
+            total = 0.0
+            for p in procs:
+                try:
+                    t = p.cpu_times()
+                    total += t.user + t.system
+                except psutil.Error:
+                    pass
+            out[k] = total
+        return out
+
+    def sample_rss(self) -> None:
+        for k, procs in self.procs.items():
+            rss = 0
+            for p in procs:
+                with contextlib.suppress(psutil.Error):
+                    rss += p.memory_info().rss
+            self.peak_rss[k] = max(self.peak_rss[k], rss)
+
+
+def _int(v: str | None) -> int | None:
+    return int(v) if v is not None and v.isdigit() else None
+
+
+async def _http(session: aiohttp.ClientSession, sc: Scenario, parse: bool) -> Sample:
+    t0 = time.perf_counter()
+    async with session.get(sc.target) as r:
+        body = await r.read()
+        seconds = time.perf_counter() - t0
+        h = r.headers
+        s = Sample(seconds, len(body), r.status, 1, h.get(SERVED_FROM), _int(h.get(FETCHED)),
+                   _int(h.get(RETURNED)))  # fmt: skip
+    if parse and r.status == 200:
+        doc = orjson.loads(body)
+        s.items = len(doc.get("items") or []) if "items" in doc else 1
+    return s
+
+
+async def _paginate(session: aiohttp.ClientSession, sc: Scenario, parse: bool) -> Sample:
+    t0 = time.perf_counter()
+    total = requests = items = fetched = returned = 0
+    token, status, served = "", 200, None
+    while True:
+        url = sc.target + (f"&continue={quote(token)}" if token else "")
+        async with session.get(url) as r:
+            body = await r.read()
+            status, requests, total = r.status, requests + 1, total + len(body)
+            served = r.headers.get(SERVED_FROM)
+            fetched += _int(r.headers.get(FETCHED)) or 0
+            returned += _int(r.headers.get(RETURNED)) or 0
+        if status != 200:
+            break
+        # The token must be read to go on; a real client parses every page anyway.
+        doc = orjson.loads(body)
+        items += len(doc.get("items") or [])
+        token = (doc.get("metadata") or {}).get("continue") or ""
+        if not token:
+            break
+    s = Sample(time.perf_counter() - t0, total, status, requests, served, fetched or None,
+               returned or None)  # fmt: skip
+    s.items = items if parse else None
+    return s
+
+
+async def _etcd_range(client: Any, sc: Scenario) -> Sample:
+    t0 = time.perf_counter()
+    rng = await client.list_prefix(sc.target.encode())
+    seconds = time.perf_counter() - t0
+    nbytes = sum(len(kv.key) + len(kv.value) for kv in rng.kvs)
+    return Sample(seconds, nbytes, 200, 1, "etcd", len(rng.kvs), len(rng.kvs), len(rng.kvs))
+
+
+async def run(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run the spec; returns ``{"samples": {name: [Sample...]}, "peak_rss": {...}}``."""
+    from etcdclient import EtcdClient
+
+    scenarios = [Scenario(**s) for s in spec["scenarios"]]
+    runs, warmup = int(spec["runs"]), int(spec.get("warmup", 1))
+    acct = Accounting({k: list(v) for k, v in spec["processes"].items()})
+    samples: dict[str, list[dict[str, Any]]] = {s.name: [] for s in scenarios}
+    timeout = aiohttp.ClientTimeout(total=float(spec.get("request_timeout", 300)))
+    async with (
+        aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as session,
+        EtcdClient(spec["etcd_endpoints"], request_timeout=120) as etcd,
+    ):
+        for rnd in range(warmup + runs):
+            k = rnd % len(scenarios)
+            for sc in scenarios[k:] + scenarios[:k]:
+                before = acct.cpu()
+                if sc.kind == "http":
+                    s = await _http(session, sc, parse=rnd == 0)
+                elif sc.kind == "paginate":
+                    s = await _paginate(session, sc, parse=rnd == 0)
+                else:
+                    s = await _etcd_range(etcd, sc)
+                after = acct.cpu()
+                s.cpu = {p: after[p] - before[p] for p in after}
+                acct.sample_rss()
+                if rnd >= warmup or rnd == 0:
+                    d = asdict(s)
+                    d["warmup"] = rnd < warmup
+                    samples[sc.name].append(d)
+    return {"samples": samples, "peak_rss": acct.peak_rss}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m lab.bench_client SPEC.json OUT.json", file=sys.stderr)
+        return 2
+    spec = orjson.loads(Path(args[0]).read_bytes())
+    out = asyncio.run(run(spec))
+    Path(args[1]).write_bytes(orjson.dumps(out, option=orjson.OPT_INDENT_2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

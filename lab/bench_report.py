@@ -1,0 +1,340 @@
+"""The benchmark's numbers and how they are reported: pure functions over the samples.
+
+:func:`summarize` turns the client's raw samples into per-scenario statistics;
+:func:`targets` compares them with the project's targets; :func:`markdown`,
+:func:`charts` and :func:`table` render them (report.md, PNGs, the terminal table).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "SCENARIOS", "ScenarioStats", "Target", "charts", "markdown", "percentile", "summarize",
+    "table", "targets",
+]  # fmt: skip
+
+# name -> (group, description). The report keeps this order.
+SCENARIOS: dict[str, tuple[str, str]] = {
+    "list_etcd": ("LIST all", "RV unset: quorum read from etcd"),
+    "list_cache": ("LIST all", "RV=0: from the watch cache"),
+    "list_consistent": ("LIST all", "RV unset, ConsistentListFromCache on"),
+    "list_paginated": ("LIST all", "limit=500 pages from etcd (full walk)"),
+    "field_etcd": ("fieldSelector", "spec.nodeName=X, RV unset: etcd full scan"),
+    "field_cache_indexed": ("fieldSelector", "spec.nodeName=X, RV=0: cache, nodeName index"),
+    "field_cache_noindex": ("fieldSelector", "spec.nodeName=X, RV=0: cache, no index"),
+    "label_etcd": ("labelSelector", "app=web, RV unset: etcd"),
+    "label_cache": ("labelSelector", "app=web, RV=0: cache"),
+    "get_etcd": ("GET one", "RV unset: etcd"),
+    "get_cache": ("GET one", "RV=0: cache"),
+    "floor_etcd_range": ("floors", "raw etcd Range of the prefix (etcdclient)"),
+    "floor_bytes": ("floors", "same bytes as the cached LIST from a trivial handler"),
+}
+
+
+def percentile(xs: list[float], q: float) -> float:
+    """Linear-interpolated percentile, ``q`` in [0, 100]; NaN for no data."""
+    if not xs:
+        return math.nan
+    s = sorted(xs)
+    pos = (len(s) - 1) * q / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+@dataclass
+class ScenarioStats:
+    name: str
+    group: str
+    description: str
+    runs: int
+    p50: float
+    p90: float
+    p99: float
+    mean: float
+    throughput: float  # sequential requests (or walks) per second
+    nbytes: int
+    requests: int
+    status: int
+    served_from: str | None
+    fetched: int | None
+    returned: int | None
+    items: int | None
+    server_cpu: float  # CPU seconds of the serving process per sample (mean)
+    etcd_cpu: float  # CPU seconds of etcd per sample (mean)
+    peak_rss: int  # peak RSS of the serving process over the whole run
+    available: bool = True
+    note: str = ""
+
+
+def summarize(
+    raw: dict[str, Any], serving: dict[str, str], unavailable: dict[str, str] | None = None
+) -> list[ScenarioStats]:
+    """Per-scenario statistics from the client's output (warmup samples excluded);
+    ``serving`` maps scenario -> accounted process; ``unavailable`` scenario -> why."""
+    out: list[ScenarioStats] = []
+    unavailable = unavailable or {}
+    for name, (group, desc) in SCENARIOS.items():
+        if name in unavailable:
+            nan = math.nan
+            out.append(ScenarioStats(name, group, desc, 0, nan, nan, nan, nan, 0.0, 0, 0, 0,
+                                     None, None, None, None, 0.0, 0.0, 0, False,
+                                     unavailable[name]))  # fmt: skip
+            continue
+        samples = raw["samples"].get(name)
+        if not samples:
+            continue
+        timed = [s for s in samples if not s.get("warmup")] or samples
+        secs = [s["seconds"] for s in timed]
+        last = timed[-1]
+        items = next((s["items"] for s in samples if s.get("items") is not None), None)
+        proc = serving[name]
+        mean = statistics.fmean(secs)
+        out.append(ScenarioStats(
+            name, group, desc, len(timed), percentile(secs, 50), percentile(secs, 90),
+            percentile(secs, 99), mean, 1 / mean if mean > 0 else math.inf, last["nbytes"],
+            last["requests"], last["status"], last["served_from"], last["fetched"],
+            last["returned"], items,
+            statistics.fmean(s["cpu"].get(proc, 0.0) for s in timed) if proc != "etcd" else 0.0,
+            statistics.fmean(s["cpu"].get("etcd", 0.0) for s in timed),
+            int(raw.get("peak_rss", {}).get(proc, 0)),
+        ))  # fmt: skip
+    return out
+
+
+@dataclass
+class Target:
+    name: str
+    claim: str
+    measured: float | None  # None: could not be measured in this run
+    bound: float
+    higher_is_better: bool
+
+    @property
+    def met(self) -> bool | None:
+        if self.measured is None or math.isnan(self.measured):
+            return None
+        return self.measured >= self.bound if self.higher_is_better else self.measured <= self.bound
+
+    def verdict(self) -> str:
+        return {True: "met", False: "NOT met", None: "n/a"}[self.met]
+
+
+def _p50(stats: list[ScenarioStats], name: str) -> float | None:
+    for s in stats:
+        if s.name == name and s.available and s.status == 200:
+            return s.p50
+    return None
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b is not None and b > 0 else None
+
+
+def targets(stats: list[ScenarioStats]) -> list[Target]:
+    """The project's targets (p50 ratios) against this run."""
+    p = {s.name: _p50(stats, s.name) for s in stats}
+    return [
+        Target("rv0_speedup", "RV=0 LIST >= 20x faster than unset-RV LIST (p50)",
+               _ratio(p.get("list_etcd"), p.get("list_cache")), 20, True),
+        Target("index_speedup", "indexed RV=0 nodeName LIST >= 100x faster than the etcd scan",
+               _ratio(p.get("field_etcd"), p.get("field_cache_indexed")), 100, True),
+        Target("cache_vs_bytes_floor", "cached LIST within 2x of the bytes floor",
+               _ratio(p.get("list_cache"), p.get("floor_bytes")), 2, False),
+        Target("etcd_vs_range_floor", "unset-RV LIST within 3x of the raw etcd range",
+               _ratio(p.get("list_etcd"), p.get("floor_etcd_range")), 3, False),
+    ]  # fmt: skip
+
+
+def _ms(x: float) -> str:
+    if math.isnan(x):
+        return "-"
+    return f"{x * 1000:.2f}" if x < 0.01 else f"{x * 1000:.1f}" if x < 1 else f"{x * 1000:.0f}"
+
+
+def _kb(n: int) -> str:
+    return f"{n / 1024:.1f} KB" if n < 1024 * 1024 else f"{n / 1024 / 1024:.2f} MB"
+
+
+def _opt(v: object) -> str:
+    return "-" if v is None else str(v)
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """report.md: the run's context, the targets, then every scenario."""
+    meta = results["meta"]
+    lines = [
+        f"# watchcache benchmark — {meta['machine']}",
+        "",
+        f"- date: {meta['date']}",
+        f"- etcd: {meta['etcd_version']} ({meta['etcd_members']} member(s), "
+        f"binary `{meta['etcd_binary']}`)",
+        f"- data: {meta['pods']} pods on {meta['nodes']} nodes, "
+        f"{meta['pod_bytes_in_etcd']} bytes of pods in etcd",
+        f"- runs per scenario: {meta['runs']} (+{meta['warmup']} warmup), interleaved, "
+        "one client process, sequential requests over keep-alive HTTP",
+        f"- python {meta['python']}; total time {meta['elapsed_s']:.0f} s",
+        "",
+    ]
+    for note in meta.get("notes", []):
+        lines.append(f"> {note}")
+        lines.append("")
+    for run in results["runs"]:
+        lines += _run_markdown(run)
+    if results.get("sweep"):
+        lines += ["## Sweep", "", "p50 latency (ms) by pod count:", ""]
+        ns = [r["pods"] for r in results["runs"]]
+        lines.append("| scenario | " + " | ".join(str(n) for n in ns) + " |")
+        lines.append("|---|" + "---:|" * len(ns))
+        for name in SCENARIOS:
+            row = []
+            for r in results["runs"]:
+                s = next((x for x in r["scenarios"] if x["name"] == name), None)
+                row.append(_ms(s["p50"]) if s and s["available"] else "-")
+            lines.append(f"| {name} | " + " | ".join(row) + " |")
+        lines += ["", "![sweep](sweep.png)", ""]
+    return "\n".join(lines) + "\n"
+
+
+def _run_markdown(run: dict[str, Any]) -> list[str]:
+    lines = [f"## {run['pods']} pods", "", "### Targets", "",
+             "| target | measured | bound | verdict |", "|---|---:|---:|---|"]  # fmt: skip
+    for t in run["targets"]:
+        m = "-" if t["measured"] is None else f"{t['measured']:.2f}x"
+        lines.append(f"| {t['claim']} | {m} | {t['bound']}x | {t['verdict']} |")
+    lines += [
+        "", "### Scenarios", "",
+        "| scenario | what | p50 ms | p90 ms | p99 ms | req/s | bytes | requests | from | "
+        "fetched | returned | server CPU ms/req | etcd CPU ms/req | server peak RSS |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|",
+    ]  # fmt: skip
+    for s in run["scenarios"]:
+        if not s["available"]:
+            lines.append(f"| {s['name']} | {s['description']} | n/a: {s['note']} |"
+                         + " |" * 11)  # fmt: skip
+            continue
+        lines.append(
+            f"| {s['name']} | {s['description']} | {_ms(s['p50'])} | {_ms(s['p90'])} | "
+            f"{_ms(s['p99'])} | {s['throughput']:.1f} | {_kb(s['nbytes'])} | {s['requests']} | "
+            f"{_opt(s['served_from'])} | {_opt(s['fetched'])} | {_opt(s['returned'])} | "
+            f"{s['server_cpu'] * 1000:.1f} | {s['etcd_cpu'] * 1000:.1f} | "
+            f"{s['peak_rss'] / 2**20:.0f} MiB |"
+        )
+    tag = run["pods"]
+    lines += ["", f"![latency](latency-{tag}.png) ![fetched vs returned](objects-{tag}.png) "
+              f"![cpu](cpu-{tag}.png)", ""]  # fmt: skip
+    return lines
+
+
+def charts(results: dict[str, Any], out: Path) -> list[Path]:
+    """PNG charts (matplotlib, Agg): latency, fetched vs returned, CPU; a sweep plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written: list[Path] = []
+    for run in results["runs"]:
+        ok = [s for s in run["scenarios"] if s["available"] and s["status"] == 200]
+        names = [s["name"] for s in ok]
+        tag = run["pods"]
+
+        fig, ax = plt.subplots(figsize=(10, 5))
+        p50 = [s["p50"] * 1000 for s in ok]
+        p99 = [s["p99"] * 1000 for s in ok]
+        ax.barh(names, p99, color="#f4a582", label="p99")
+        ax.barh(names, p50, color="#2166ac", label="p50")
+        ax.set_xscale("log")
+        ax.set_xlabel("latency (ms, log scale)")
+        ax.set_title(f"watchcache: latency per scenario, {tag} pods")
+        ax.invert_yaxis()
+        ax.legend()
+        fig.tight_layout()
+        written.append(_save(fig, out / f"latency-{tag}.png"))
+
+        sel = [s for s in ok if s["fetched"] is not None and s["returned"] is not None]
+        fig, ax = plt.subplots(figsize=(10, 4))
+        ys = range(len(sel))
+        ax.barh([y - 0.2 for y in ys], [max(s["fetched"], 0.5) for s in sel], height=0.4,
+                label="fetched", color="#b2182b")  # fmt: skip
+        ax.barh([y + 0.2 for y in ys], [max(s["returned"], 0.5) for s in sel], height=0.4,
+                label="returned", color="#4393c3")  # fmt: skip
+        ax.set_yticks(list(ys), [s["name"] for s in sel])
+        ax.set_xscale("log")
+        ax.set_xlabel("objects (log scale)")
+        ax.set_title(f"objects fetched vs returned, {tag} pods")
+        ax.invert_yaxis()
+        ax.legend()
+        fig.tight_layout()
+        written.append(_save(fig, out / f"objects-{tag}.png"))
+
+        fig, ax = plt.subplots(figsize=(10, 5))
+        srv = [s["server_cpu"] * 1000 for s in ok]
+        etc = [s["etcd_cpu"] * 1000 for s in ok]
+        ax.barh(names, srv, color="#5e3c99", label="server")
+        ax.barh(names, etc, left=srv, color="#e66101", label="etcd")
+        ax.set_xlabel("CPU ms per request")
+        ax.set_title(f"CPU per request, {tag} pods")
+        ax.invert_yaxis()
+        ax.legend()
+        fig.tight_layout()
+        written.append(_save(fig, out / f"cpu-{tag}.png"))
+
+    if results.get("sweep"):
+        fig, ax = plt.subplots(figsize=(9, 6))
+        ns = [r["pods"] for r in results["runs"]]
+        for name in SCENARIOS:
+            p50s: list[float] = []
+            for r in results["runs"]:
+                s = next((x for x in r["scenarios"] if x["name"] == name), None)
+                p50s.append(s["p50"] * 1000 if s and s["available"] else math.nan)
+            if not all(math.isnan(y) for y in p50s):
+                ax.plot(ns, p50s, marker="o", label=name)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("pods")
+        ax.set_ylabel("p50 latency (ms)")
+        ax.set_title("how each scenario's cost grows with the object count")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        written.append(_save(fig, out / "sweep.png"))
+    return written
+
+
+def _save(fig: Any, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def table(run: dict[str, Any]) -> Any:
+    """A rich Table of one run's scenarios."""
+    from rich.table import Table
+
+    t = Table(title=f"watchcache bench: {run['pods']} pods")
+    for col in ("scenario", "p50 ms", "p99 ms", "req/s", "bytes", "from", "fetched",
+                "returned", "srv CPU ms", "etcd CPU ms"):  # fmt: skip
+        t.add_column(col, justify="left" if col in ("scenario", "from") else "right")
+    for s in run["scenarios"]:
+        if not s["available"]:
+            t.add_row(s["name"], "n/a", "", "", "", s["note"][:30])
+            continue
+        t.add_row(s["name"], _ms(s["p50"]), _ms(s["p99"]), f"{s['throughput']:.1f}",
+                  _kb(s["nbytes"]), _opt(s["served_from"]), _opt(s["fetched"]),
+                  _opt(s["returned"]), f"{s['server_cpu'] * 1000:.1f}",
+                  f"{s['etcd_cpu'] * 1000:.1f}")  # fmt: skip
+    return t
+
+
+def stats_dicts(stats: list[ScenarioStats]) -> list[dict[str, Any]]:
+    return [asdict(s) for s in stats]
+
+
+def target_dicts(ts: list[Target]) -> list[dict[str, Any]]:
+    return [{**asdict(t), "met": t.met, "verdict": t.verdict()} for t in ts]
