@@ -1,0 +1,420 @@
+"""Single-object verbs over HTTP against a real etcd: create, get, update, patch, delete
+— codes, reasons and messages as kube-apiserver's (SEMANTICS.md §1-2 and its table)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.integration.conftest import create, pod_body
+
+pytestmark = pytest.mark.etcd
+
+JSON = dict[str, Any]
+
+
+def pods(ns: str, name: str = "") -> str:
+    return f"/api/v1/namespaces/{ns}/pods" + (f"/{name}" if name else "")
+
+
+async def _json(resp: aiohttp.ClientResponse) -> JSON:
+    data: JSON = await resp.json()
+    return data
+
+
+# -- create --------------------------------------------------------------------------
+
+
+async def test_create_sets_system_fields(http: aiohttp.ClientSession, namespace: str) -> None:
+    obj = await create(http, pods(namespace), pod_body("p1"))
+    meta = obj["metadata"]
+    assert meta["name"] == "p1" and meta["namespace"] == namespace
+    assert re.fullmatch(r"[0-9a-f-]{36}", meta["uid"])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", meta["creationTimestamp"])
+    assert meta["generation"] == 1
+    assert int(meta["resourceVersion"]) > 0
+
+
+async def test_create_generate_name(http: aiohttp.ClientSession, namespace: str) -> None:
+    body = pod_body()
+    body["metadata"] = {"generateName": "web-"}
+    a = await create(http, pods(namespace), body)
+    b = await create(http, pods(namespace), body)
+    assert re.fullmatch(r"web-[bcdfghjklmnpqrstvwxz2456789]{5}", a["metadata"]["name"])
+    assert a["metadata"]["name"] != b["metadata"]["name"]
+
+
+async def test_create_existing_is_409(http: aiohttp.ClientSession, namespace: str) -> None:
+    await create(http, pods(namespace), pod_body("dup"))
+    status = await create(http, pods(namespace), pod_body("dup"), 409)
+    assert status["reason"] == "AlreadyExists"
+    assert status["message"] == 'pods "dup" already exists'
+    assert status["details"] == {"name": "dup", "kind": "pods"}
+
+
+async def test_create_in_missing_namespace_is_404(http: aiohttp.ClientSession) -> None:
+    status = await create(http, pods("no-such-ns"), pod_body("p"), 404)
+    assert status["reason"] == "NotFound"
+    assert status["message"] == 'namespaces "no-such-ns" not found'
+
+
+async def test_create_namespace_mismatch_is_400(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    body = pod_body("p")
+    body["metadata"]["namespace"] = "other"  # type: ignore[index]
+    status = await create(http, pods(namespace), body, 400)
+    assert status["reason"] == "BadRequest"
+    assert status["message"] == (
+        "the namespace of the provided object does not match the namespace sent on the request"
+    )
+
+
+async def test_create_with_resource_version_is_rejected(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    body = pod_body("p")
+    body["metadata"]["resourceVersion"] = "5"  # type: ignore[index]
+    status = await create(http, pods(namespace), body, 500)
+    assert status["message"].endswith("resourceVersion should not be set on objects to be created")
+
+
+async def test_create_without_name_is_422(http: aiohttp.ClientSession, namespace: str) -> None:
+    status = await create(http, pods(namespace), pod_body(), 422)
+    assert status["message"] == (
+        'Pod "" is invalid: metadata.name: Required value: name or generateName is required'
+    )
+
+
+async def test_create_invalid_name_is_422(http: aiohttp.ClientSession, namespace: str) -> None:
+    status = await create(http, pods(namespace), pod_body("Bad_Name"), 422)
+    assert status["reason"] == "Invalid"
+    assert status["message"].startswith('Pod "Bad_Name" is invalid: metadata.name: Invalid value')
+
+
+async def test_cluster_scoped_create_and_group_not_found(http: aiohttp.ClientSession) -> None:
+    name = f"cr-{id(http)}"
+    role = {"metadata": {"name": name}, "rules": []}
+    created = await create(http, "/apis/rbac.authorization.k8s.io/v1/clusterroles", role)
+    assert "namespace" not in created["metadata"]
+    assert created["apiVersion"] == "rbac.authorization.k8s.io/v1"
+    assert created["kind"] == "ClusterRole"
+    async with http.get("/apis/apps/v1/namespaces/default/deployments/nope") as resp:
+        status = await _json(resp)
+    assert resp.status == 404
+    assert status["message"] == 'deployments.apps "nope" not found'
+    assert status["details"] == {"name": "nope", "group": "apps", "kind": "deployments"}
+
+
+# -- get -----------------------------------------------------------------------------
+
+
+async def test_get_resource_version_modes(http: aiohttp.ClientSession, namespace: str) -> None:
+    obj = await create(http, pods(namespace), pod_body("g"))
+    rv = int(obj["metadata"]["resourceVersion"])
+    for query in ("", "?resourceVersion=0", f"?resourceVersion={rv}"):
+        async with http.get(pods(namespace, "g") + query) as resp:
+            assert resp.status == 200
+            assert (await _json(resp))["metadata"]["resourceVersion"] == str(rv)
+
+
+async def test_get_too_large_resource_version_is_504(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    await create(http, pods(namespace), pod_body("big"))
+    async with http.get(pods(namespace, "big") + "?resourceVersion=99999999") as resp:
+        status = await _json(resp)
+        assert resp.status == 504
+        assert resp.headers["Retry-After"] == "1"
+    assert status["reason"] == "Timeout"
+    assert status["message"].startswith("Timeout: Too large resource version: 99999999, current: ")
+    assert status["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
+    assert status["details"]["retryAfterSeconds"] == 1
+
+
+async def test_get_missing_is_404(http: aiohttp.ClientSession, namespace: str) -> None:
+    async with http.get(pods(namespace, "nope")) as resp:
+        status = await _json(resp)
+    assert resp.status == 404
+    assert status == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": 'pods "nope" not found',
+        "reason": "NotFound",
+        "details": {"name": "nope", "kind": "pods"},
+        "code": 404,
+    }
+
+
+# -- update --------------------------------------------------------------------------
+
+
+async def _put(http: aiohttp.ClientSession, path: str, body: JSON) -> tuple[int, JSON]:
+    async with http.put(path, json=body) as resp:
+        return resp.status, await _json(resp)
+
+
+async def test_update_with_stale_resource_version_is_409(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    obj = await create(http, pods(namespace), pod_body("u"))
+    obj["metadata"]["labels"] = {"v": "1"}
+    code, updated = await _put(http, pods(namespace, "u"), obj)
+    assert code == 200
+    assert int(updated["metadata"]["resourceVersion"]) > int(obj["metadata"]["resourceVersion"])
+    obj["metadata"]["labels"] = {"v": "2"}  # still carries the first resourceVersion
+    code, status = await _put(http, pods(namespace, "u"), obj)
+    assert code == 409
+    assert status["reason"] == "Conflict"
+    assert status["message"] == (
+        'Operation cannot be fulfilled on pods "u": the object has been modified; please apply '
+        "your changes to the latest version and try again"
+    )
+
+
+async def test_update_without_resource_version_is_unconditional(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    obj = await create(http, pods(namespace), pod_body("uu"))
+    del obj["metadata"]["resourceVersion"]
+    obj["metadata"]["labels"] = {"k": "v"}
+    code, updated = await _put(http, pods(namespace, "uu"), obj)
+    assert code == 200
+    assert updated["metadata"]["labels"] == {"k": "v"}
+    assert updated["metadata"]["uid"] == obj["metadata"]["uid"]
+
+
+async def test_noop_update_keeps_resource_version(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    obj = await create(http, pods(namespace), pod_body("noop"))
+    code, same = await _put(http, pods(namespace, "noop"), obj)
+    assert code == 200
+    assert same["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+
+
+async def test_generation_bumps_only_on_spec_change(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    obj = await create(http, pods(namespace), pod_body("gen"))
+    obj["metadata"]["labels"] = {"a": "b"}
+    _, labelled = await _put(http, pods(namespace, "gen"), obj)
+    assert labelled["metadata"]["generation"] == 1
+    labelled["spec"]["containers"][0]["image"] = "nginx"
+    _, respec = await _put(http, pods(namespace, "gen"), labelled)
+    assert respec["metadata"]["generation"] == 2
+
+
+async def test_status_subresource_splits_status_and_spec(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    obj = await create(http, pods(namespace), pod_body("st"))
+    # the main resource ignores status changes
+    obj["status"] = {"phase": "Running"}
+    obj["metadata"]["labels"] = {"x": "y"}
+    _, main = await _put(http, pods(namespace, "st"), obj)
+    assert "status" not in main and main["metadata"]["labels"] == {"x": "y"}
+    # /status takes only the status
+    main["status"] = {"phase": "Running"}
+    main["metadata"]["labels"] = {"ignored": "yes"}
+    main["spec"]["containers"][0]["image"] = "ignored"
+    code, st = await _put(http, pods(namespace, "st") + "/status", main)
+    assert code == 200
+    assert st["status"] == {"phase": "Running"}
+    assert st["metadata"]["labels"] == {"x": "y"}
+    assert st["spec"]["containers"][0]["image"] == "busybox"
+    async with http.get(pods(namespace, "st") + "/status") as resp:
+        assert (await _json(resp))["status"] == {"phase": "Running"}
+
+
+async def test_update_name_mismatch_is_400(http: aiohttp.ClientSession, namespace: str) -> None:
+    obj = await create(http, pods(namespace), pod_body("nm"))
+    obj["metadata"]["name"] = "other"
+    code, status = await _put(http, pods(namespace, "nm"), obj)
+    assert code == 400
+    assert status["message"] == (
+        "the name of the object (other) does not match the name on the URL (nm)"
+    )
+
+
+async def test_update_missing_is_404(http: aiohttp.ClientSession, namespace: str) -> None:
+    code, status = await _put(http, pods(namespace, "ghost"), pod_body("ghost"))
+    assert code == 404
+    assert status["message"] == 'pods "ghost" not found'
+
+
+async def test_update_creates_where_upstream_allows(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/l1"
+    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l1"}}
+    code, created = await _put(http, path, body)
+    assert code == 201
+    assert created["metadata"]["namespace"] == namespace
+
+
+# -- patch ---------------------------------------------------------------------------
+
+
+async def _patch(
+    http: aiohttp.ClientSession, path: str, body: object, content_type: str
+) -> tuple[int, JSON]:
+    import orjson
+
+    async with http.patch(
+        path, data=orjson.dumps(body), headers={"Content-Type": content_type}
+    ) as resp:
+        return resp.status, await _json(resp)
+
+
+MERGE = "application/merge-patch+json"
+JSONPATCH = "application/json-patch+json"
+
+
+async def test_merge_patch(http: aiohttp.ClientSession, namespace: str) -> None:
+    await create(http, pods(namespace), pod_body("mp", labels={"a": "1", "b": "2"}))
+    code, obj = await _patch(
+        http, pods(namespace, "mp"), {"metadata": {"labels": {"a": None, "c": "3"}}}, MERGE
+    )
+    assert code == 200
+    assert obj["metadata"]["labels"] == {"b": "2", "c": "3"}
+
+
+async def test_json_patch_and_failed_test_op(http: aiohttp.ClientSession, namespace: str) -> None:
+    await create(http, pods(namespace), pod_body("jp", labels={"a": "1"}))
+    ops = [
+        {"op": "test", "path": "/metadata/labels/a", "value": "1"},
+        {"op": "add", "path": "/metadata/labels/b", "value": "2"},
+    ]
+    code, obj = await _patch(http, pods(namespace, "jp"), ops, JSONPATCH)
+    assert code == 200 and obj["metadata"]["labels"] == {"a": "1", "b": "2"}
+    code, status = await _patch(
+        http,
+        pods(namespace, "jp"),
+        [{"op": "test", "path": "/metadata/labels/a", "value": "x"}],
+        JSONPATCH,
+    )
+    assert code == 422
+    assert status["reason"] == "Invalid"
+    assert status["details"]["causes"][0]["message"] == (
+        "testing value /metadata/labels/a failed: test failed"
+    )
+
+
+async def test_patch_cannot_change_identity(http: aiohttp.ClientSession, namespace: str) -> None:
+    await create(http, pods(namespace), pod_body("id"))
+    code, status = await _patch(http, pods(namespace, "id"), {"metadata": {"name": "x"}}, MERGE)
+    assert code == 400
+    assert status["message"] == "the name of the object (x) does not match the name on the URL (id)"
+    code, status = await _patch(
+        http, pods(namespace, "id"), {"metadata": {"namespace": "elsewhere"}}, MERGE
+    )
+    assert code == 400
+    assert status["message"] == (
+        f"the namespace of the object (elsewhere) does not match the namespace on the request "
+        f"({namespace})"
+    )
+    code, status = await _patch(http, pods(namespace, "id"), {"metadata": {"uid": "u2"}}, MERGE)
+    assert code == 422
+    assert (
+        status["message"]
+        == 'Pod "id" is invalid: metadata.uid: Invalid value: "u2": field is immutable'
+    )
+
+
+async def test_patch_with_stale_resource_version_is_409(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    obj = await create(http, pods(namespace), pod_body("prv"))
+    await _patch(http, pods(namespace, "prv"), {"metadata": {"labels": {"a": "b"}}}, MERGE)
+    code, status = await _patch(
+        http,
+        pods(namespace, "prv"),
+        {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"], "labels": {"c": "d"}}},
+        MERGE,
+    )
+    assert code == 409 and status["reason"] == "Conflict"
+
+
+async def test_strategic_merge_patch_merges_containers(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    await create(http, pods(namespace), pod_body("smp"))
+    patch = {"spec": {"containers": [{"name": "side", "image": "envoy"}]}}
+    code, obj = await _patch(
+        http, pods(namespace, "smp"), patch, "application/strategic-merge-patch+json"
+    )
+    assert code == 200, obj
+    assert sorted(c["name"] for c in obj["spec"]["containers"]) == ["c", "side"]
+
+
+async def test_unsupported_patch_type_is_415(http: aiohttp.ClientSession, namespace: str) -> None:
+    await create(http, pods(namespace), pod_body("ptype"))
+    code, status = await _patch(http, pods(namespace, "ptype"), {}, "application/apply-patch+yaml")
+    assert code == 415
+    assert status["reason"] == "UnsupportedMediaType"
+    assert "application/json-patch+json" in status["message"]
+
+
+# -- delete --------------------------------------------------------------------------
+
+
+async def test_delete_returns_object_with_deletion_revision(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    obj = await create(http, pods(namespace), pod_body("d"))
+    async with http.delete(pods(namespace, "d")) as resp:
+        gone = await _json(resp)
+        assert resp.status == 200
+    assert gone["metadata"]["uid"] == obj["metadata"]["uid"]
+    assert int(gone["metadata"]["resourceVersion"]) > int(obj["metadata"]["resourceVersion"])
+    async with http.get(pods(namespace, "d")) as resp:
+        assert resp.status == 404
+    async with http.delete(pods(namespace, "d")) as resp:
+        assert resp.status == 404
+        assert (await _json(resp))["message"] == 'pods "d" not found'
+
+
+async def test_delete_preconditions(http: aiohttp.ClientSession, namespace: str) -> None:
+    obj = await create(http, pods(namespace), pod_body("pre"))
+    uid = obj["metadata"]["uid"]
+    async with http.delete(pods(namespace, "pre"), json={"preconditions": {"uid": "B"}}) as resp:
+        status = await _json(resp)
+        assert resp.status == 409
+    assert status["reason"] == "Conflict"
+    assert status["message"] == (
+        f'Operation cannot be fulfilled on pods "pre": Precondition failed: '
+        f"UID in precondition: B, UID in object meta: {uid}"
+    )
+    stale = {"preconditions": {"resourceVersion": "1"}}
+    async with http.delete(pods(namespace, "pre"), json=stale) as resp:
+        assert resp.status == 409
+        assert "Precondition failed" in (await _json(resp))["message"]
+    good = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}}
+    async with http.delete(pods(namespace, "pre"), json=good) as resp:
+        assert resp.status == 200
+
+
+async def test_delete_collection_with_selector(http: aiohttp.ClientSession, namespace: str) -> None:
+    for i in range(4):
+        await create(http, pods(namespace), pod_body(f"dc{i}", labels={"even": str(i % 2 == 0)}))
+    async with http.delete(pods(namespace) + "?labelSelector=even%3DTrue") as resp:
+        deleted = await _json(resp)
+        assert resp.status == 200
+    assert deleted["kind"] == "PodList"
+    assert sorted(p["metadata"]["name"] for p in deleted["items"]) == ["dc0", "dc2"]
+    async with http.get(pods(namespace)) as resp:
+        left = await _json(resp)
+    assert sorted(p["metadata"]["name"] for p in left["items"]) == ["dc1", "dc3"]
+
+
+async def test_namespaces_have_no_deletecollection(http: aiohttp.ClientSession) -> None:
+    async with http.delete("/api/v1/namespaces") as resp:
+        status = await _json(resp)
+    assert resp.status == 405
+    assert status["reason"] == "MethodNotAllowed"
