@@ -1,1 +1,83 @@
-"""The watch cache: kube-apiserver's cacher, serving RV=0 reads and watches from memory."""
+"""The watch cache: kube-apiserver's cacher, serving RV=0 reads and watches from memory.
+
+Public API::
+
+    CacherConfig(...)                      # knobs (cacher.config)
+    new_cached_storage(store, client, *, resource, resource_prefix, attrs, kind,
+                       api_version, indexes=(), config=None) -> CacheDelegator
+    DEFAULT_INDEXES: dict[str, tuple[str, ...]]   # {"pods": ("spec.nodeName",)}
+
+``new_cached_storage`` must be called with the event loop running: it starts the cache's
+tasks (reflector, bookmark ticker, progress requester) and joins the client's shared
+compactor. The returned object implements ``storage.interfaces.Interface``; its
+``close()`` cancels and awaits every task and closes the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from cacher.cacher import Cacher, EtcdForCacher
+from cacher.compactor import CompactClient, Compactor
+from cacher.config import CacherConfig
+from cacher.delegator import CacheDelegator
+from cacher.progress import Outcome
+from storage.interfaces import AttrsFunc, Interface
+
+DEFAULT_INDEXES: dict[str, tuple[str, ...]] = {"pods": ("spec.nodeName",)}
+
+
+class EtcdClientLike(EtcdForCacher, CompactClient, Protocol):
+    """What the cacher needs of ``etcdclient.EtcdClient``."""
+
+
+def new_cached_storage(
+    store: Interface,
+    client: EtcdClientLike,
+    *,
+    resource: str,
+    resource_prefix: str,
+    attrs: AttrsFunc | None,
+    kind: str,
+    api_version: str,
+    indexes: Sequence[str] | None = None,
+    config: CacherConfig | None = None,
+    request_timeout: float = 10.0,
+) -> CacheDelegator:
+    """Wrap ``store`` (the etcd3 store of ``resource``) with a watch cache.
+
+    ``resource_prefix`` is the etcd prefix of every object of the resource, ending in
+    ``/`` (``/registry/pods/``). ``indexes`` defaults to ``DEFAULT_INDEXES[resource]``;
+    the first index also routes node-scoped watches.
+    """
+    config = config or CacherConfig()
+    if not resource_prefix.endswith("/"):
+        resource_prefix += "/"
+    if indexes is None:
+        indexes = DEFAULT_INDEXES.get(resource, ())
+    cacher = Cacher(
+        client,
+        resource=resource,
+        resource_prefix=resource_prefix,
+        attrs=attrs,
+        kind=kind,
+        api_version=api_version,
+        indexes=indexes,
+        config=config,
+    )
+    cacher.start()
+    compactor = Compactor.acquire(client, config.compaction_interval, config.clock)
+    return CacheDelegator(
+        store, cacher, client, compactor=compactor, request_timeout=request_timeout
+    )
+
+
+__all__ = [
+    "DEFAULT_INDEXES",
+    "CacheDelegator",
+    "Cacher",
+    "CacherConfig",
+    "Outcome",
+    "new_cached_storage",
+]

@@ -1,0 +1,282 @@
+"""The cacher: one resource's watch cache behind the storage vocabulary, after
+kube-apiserver's ``cacher.go``.
+
+It serves from memory only — GET and LIST at a resourceVersion the cache has reached,
+and every WATCH — and owns the tasks that keep it current (reflector, bookmark ticker,
+progress requester). Which requests come here rather than to etcd is decided by the
+delegator (``cacher.delegator``), exactly as SEMANTICS.md §2-3 say.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Coroutine, Iterator, Sequence
+from typing import Any, Protocol
+
+from cacher import metrics
+from cacher.cache_watcher import CacheWatcher, CloseReason, ErrorWatcher
+from cacher.config import CacherConfig
+from cacher.dispatcher import Dispatcher, bookmark_bytes
+from cacher.history import History, TooOldResourceVersion
+from cacher.objects import WatchCacheEvent
+from cacher.progress import ProgressClient, ProgressRequester
+from cacher.ready import Ready
+from cacher.reflector import ListerWatcher, Reflector
+from cacher.watch_cache import CacheList, WatchCache, exact_match
+from storage.errors import NotReady, StorageError
+from storage.interfaces import AttrsFunc, ListOptions, ListResult, StoredObject, Watcher, WatchEvent
+from storage.resource_version import parse_resource_version as parse_rv
+from storage.watch_errors import expired_event
+
+log = logging.getLogger(__name__)
+
+
+def parse_resource_version(rv: str) -> int | None:
+    """None for unset; InvalidResourceVersion (400, upstream wording) if unparsable."""
+    return None if rv == "" else parse_rv(rv)
+
+
+class EtcdForCacher(ListerWatcher, ProgressClient, Protocol):
+    """What the cacher needs of ``etcdclient.EtcdClient``."""
+
+
+class Cacher:
+    """One resource's cache. ``start()`` launches its tasks; ``close()`` cancels and
+    awaits them and closes every watcher."""
+
+    def __init__(
+        self,
+        client: EtcdForCacher,
+        *,
+        resource: str,
+        resource_prefix: str,
+        attrs: AttrsFunc | None,
+        kind: str,
+        api_version: str,
+        indexes: Sequence[str] = (),
+        config: CacherConfig | None = None,
+    ) -> None:
+        self.config = config = config or CacherConfig()
+        self.resource = resource
+        self.resource_prefix = resource_prefix
+        self.kind = kind
+        self.api_version = api_version
+        self._clock = config.clock
+        self.ready = Ready(self._clock)
+        self.history = History(config.history_capacity(resource))
+        self.cache = WatchCache(
+            attrs=attrs,
+            clock=self._clock,
+            history=self.history,
+            indexes=indexes,
+            on_resource_version=metrics.RESOURCE_VERSION.labels(resource).set,
+        )
+        self.dispatcher = Dispatcher(
+            clock=self._clock,
+            kind=kind,
+            api_version=api_version,
+            index_field=indexes[0] if indexes else None,
+            bookmark_interval=config.bookmark_interval,
+            pre_timeout=config.bookmark_pre_timeout,
+        )
+        self._received = metrics.EVENTS_RECEIVED.labels(resource)
+        self.reflector = Reflector(
+            client=client,
+            prefix=resource_prefix,
+            cache=self.cache,
+            dispatcher=self.dispatcher,
+            ready=self.ready,
+            clock=self._clock,
+            page_size=config.page_size,
+            on_event=self._received.inc,
+            on_initialized=metrics.INITIALIZATIONS.labels(resource).inc,
+        )
+        self.progress = ProgressRequester(
+            client, self.cache, self._clock, interval=config.progress_request_interval
+        )
+        self._client = client
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._dispatched_seen = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._spawn(self.reflector.run(), "reflector")
+        self._spawn(self._tick(), "ticker")
+        self._spawn(self.progress.run(), "progress")
+
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name=f"cacher-{self.resource}-{name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("cacher %s: task %s died", self.resource, task.get_name(),
+                      exc_info=task.exception())  # fmt: skip
+
+    async def close(self) -> None:
+        self.ready.stop()
+        self.dispatcher.terminate_all(CloseReason.STOPPED)
+        tasks = list(self._tasks)
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+
+    async def _tick(self) -> None:
+        capacity = metrics.CAPACITY.labels(self.resource)
+        terminated = metrics.TERMINATED_WATCHERS.labels(self.resource)
+        dispatched = metrics.EVENTS_DISPATCHED.labels(self.resource)
+        reported_slow = 0
+        while True:
+            await self._clock.sleep(self.config.tick)
+            self.dispatcher.tick(self.cache.resource_version)
+            capacity.set(self.history.capacity)
+            if self.dispatcher.terminated_slow > reported_slow:
+                terminated.inc(self.dispatcher.terminated_slow - reported_slow)
+                reported_slow = self.dispatcher.terminated_slow
+            if self.dispatcher.dispatched > self._dispatched_seen:
+                dispatched.inc(self.dispatcher.dispatched - self._dispatched_seen)
+                self._dispatched_seen = self.dispatcher.dispatched
+
+    @property
+    def resource_version(self) -> int:
+        return self.cache.resource_version
+
+    async def wait_ready(self, seconds: float) -> bool:
+        return await self.ready.wait(seconds)
+
+    # -- reads from memory -----------------------------------------------------------------
+
+    async def wait_until_fresh(self, resource_version: int) -> None:
+        """TooLargeResourceVersion if the cache does not reach it within the bound."""
+        if self.cache.resource_version >= resource_version:
+            return
+        start = self._clock.now()
+        try:
+            await self.progress.wait_until_fresh(resource_version, self.config.freshness_wait)
+        finally:
+            metrics.READ_WAIT.labels(self.resource).observe(self._clock.now() - start)
+
+    async def get(self, key: str, resource_version: int) -> StoredObject | None:
+        """The object at ``key`` once the cache reached ``resource_version`` (None: absent)."""
+        await self.wait_until_fresh(resource_version)
+        obj = self.cache.get(key)
+        return obj.stored if obj is not None else None
+
+    async def get_list(self, key: str, opts: ListOptions, resource_version: int) -> ListResult:
+        """Every match under ``key`` once the cache reached ``resource_version``; ``limit``
+        is ignored (the whole list, no continue token), as kube-apiserver does."""
+        await self.wait_until_fresh(resource_version)
+        res = self.cache.list_objects(key, opts.predicate, recursive=opts.recursive)
+        self._count_list(res)
+        return ListResult(
+            items=[o.stored for o in res.items],
+            resource_version=res.resource_version,
+            served_from="cache",
+            fetched=res.fetched,
+            evaluated=res.evaluated,
+        )
+
+    def _count_list(self, res: CacheList) -> None:
+        index = res.index or ""
+        metrics.CACHE_LIST.labels(self.resource, index).inc()
+        metrics.CACHE_LIST_FETCHED.labels(self.resource, index).inc(res.fetched)
+        metrics.CACHE_LIST_RETURNED.labels(self.resource).inc(len(res.items))
+
+    # -- watch ---------------------------------------------------------------------------------
+
+    async def watch(
+        self, key: str, opts: ListOptions, *, etcd_revision: int | None = None
+    ) -> Watcher:
+        """A watch served from the cache (SEMANTICS §5).
+
+        RV unset/0: ADDED for the current state, then changes. RV N: the history after N
+        (a 410 ERROR event if it is gone), then changes. ``send_initial_events`` True: the
+        state once the cache reached N (or ``etcd_revision`` for unset RV), then the
+        initial-events-end BOOKMARK when bookmarks are allowed; False: changes only.
+        Raises NotReady (429) while (re)initializing, TooLargeResourceVersion (504)."""
+        rv = parse_resource_version(opts.resource_version)
+        if not self.ready.check():
+            raise NotReady()
+        sie = opts.send_initial_events
+        if sie and (rv or etcd_revision):
+            await self.wait_until_fresh(rv or etcd_revision or 0)
+        # From here to registration nothing awaits: snapshot and live stream are seamless.
+        if not self.ready.check():
+            raise NotReady()
+        cache_rv = self.cache.resource_version
+        initial: Iterator[WatchEvent]
+        if sie or (sie is None and not rv):
+            start_rv = cache_rv
+            initial = self._initial_state(key, opts, cache_rv, end_bookmark=bool(sie))
+        elif sie is False and not rv:
+            start_rv, initial = cache_rv, iter(())
+        else:
+            assert rv is not None
+            start_rv = rv
+            try:
+                events = self.cache.events_since(rv)
+            except TooOldResourceVersion as err:
+                return ErrorWatcher(expired_event(err.message))
+            initial = self._replay(events, key, opts)
+        return self._register(key, opts, start_rv, initial)
+
+    def _initial_state(
+        self, key: str, opts: ListOptions, rv: int, *, end_bookmark: bool
+    ) -> Iterator[WatchEvent]:
+        res = self.cache.list_objects(key, opts.predicate, recursive=opts.recursive)
+        for obj in res.items:
+            yield WatchEvent("ADDED", obj.stored.data, obj.resource_version)
+        if end_bookmark and opts.allow_watch_bookmarks:
+            data = bookmark_bytes(self.kind, self.api_version, rv, initial_events_end=True)
+            yield WatchEvent("BOOKMARK", data, rv)
+
+    def _register(
+        self, key: str, opts: ListOptions, start_rv: int, initial: Iterator[WatchEvent]
+    ) -> CacheWatcher:
+        timeout = getattr(opts, "timeout_seconds", None)
+        deadline = self._clock.now() + float(timeout) if timeout else None
+        w = CacheWatcher(
+            key=key,
+            recursive=opts.recursive,
+            predicate=opts.predicate,
+            start_rv=start_rv,
+            initial=initial,
+            clock=self._clock,
+            buffer_size=self.config.watcher_buffer_size,
+            time_budget=self.config.watcher_time_budget,
+            allow_bookmarks=opts.allow_watch_bookmarks,
+            deadline=deadline,
+            on_close=self.dispatcher.forget,
+        )
+        index_value = None
+        if self.dispatcher.index_field is not None:
+            index_value = exact_match(opts.predicate, self.dispatcher.index_field)
+        self.dispatcher.add_watcher(w, index_value)
+        return w
+
+    def _replay(
+        self, events: list[WatchCacheEvent], key: str, opts: ListOptions
+    ) -> Iterator[WatchEvent]:
+        probe = CacheWatcher(
+            key=key,
+            recursive=opts.recursive,
+            predicate=opts.predicate,
+            start_rv=-1,
+            initial=iter(()),
+            clock=self._clock,
+        )
+        for ev in events:
+            if probe.interested(ev.key):
+                out = probe.convert(ev)
+                if out is not None:
+                    yield out
+
+
+__all__ = ["Cacher", "StorageError", "parse_resource_version"]

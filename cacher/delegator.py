@@ -1,0 +1,193 @@
+"""Cache or etcd, per request: kube-apiserver's ``cacher/delegator.go`` (the "classic"
+routing of SEMANTICS.md §2-3, plus ConsistentListFromCache behind its gate).
+
+GET:  RV unset → etcd; RV 0 → cache (etcd while the cache is not ready); RV N → cache
+      once it reached N (3 s, then 504 TooLargeResourceVersion).
+LIST: RV unset → etcd (or, with ConsistentListFromCache, the cache once it reached etcd's
+      current revision, else etcd); RV 0 / NotOlderThan → cache, limit ignored; RV N
+      without limit → cache after waiting for N; Exact, legacy exact (RV N + limit) and
+      continue → etcd.
+WATCH: always the cache. Writes, count and current_resource_version: always etcd.
+A read that needs the cache while it is (re)initializing gets NotReady (429).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from cacher import metrics
+from cacher.cacher import Cacher, EtcdForCacher, parse_resource_version
+from cacher.compactor import Compactor
+from cacher.progress import Outcome
+from cacher.reflector import bytes_prefix_end
+from etcdclient.errors import EtcdError
+from storage.errors import NotFound, NotReady, TooLargeResourceVersion
+from storage.interfaces import (
+    GetOptions,
+    Interface,
+    JSONObject,
+    ListOptions,
+    ListResult,
+    Preconditions,
+    StoredObject,
+    UpdateFunc,
+    ValidateDeletion,
+    Watcher,
+)
+
+
+class CacheDelegator:
+    """``storage.interfaces.Interface`` over an etcd3 store and a cacher it owns.
+
+    ``consistent_reads`` counts consistent-LIST outcomes (``Outcome``) for tests and
+    /metrics; ``close()`` stops the cacher, releases the compactor, closes the store."""
+
+    def __init__(
+        self,
+        store: Interface,
+        cacher: Cacher,
+        client: EtcdForCacher,
+        *,
+        compactor: Compactor | None = None,
+        request_timeout: float = 10.0,
+    ) -> None:
+        self.store = store
+        self.cacher = cacher
+        self._client = client
+        self._compactor = compactor
+        self._timeout = request_timeout
+        self.consistent_reads: dict[Outcome, int] = dict.fromkeys(Outcome, 0)
+
+    # -- writes and etcd-only calls ----------------------------------------------------------
+
+    async def create(self, key: str, obj: JSONObject) -> StoredObject:
+        return await self.store.create(key, obj)
+
+    async def guaranteed_update(
+        self,
+        key: str,
+        preconditions: Preconditions | None,
+        try_update: UpdateFunc,
+        *,
+        ignore_not_found: bool = False,
+    ) -> StoredObject:
+        return await self.store.guaranteed_update(
+            key, preconditions, try_update, ignore_not_found=ignore_not_found
+        )
+
+    async def delete(
+        self,
+        key: str,
+        preconditions: Preconditions | None = None,
+        validate_deletion: ValidateDeletion | None = None,
+    ) -> StoredObject:
+        return await self.store.delete(key, preconditions, validate_deletion)
+
+    async def count(self, key: str) -> int:
+        return await self.store.count(key)
+
+    async def current_resource_version(self) -> int:
+        return await self.store.current_resource_version()
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    async def get(self, key: str, opts: GetOptions) -> StoredObject:
+        rv = parse_resource_version(opts.resource_version)
+        if rv is None:
+            return await self.store.get(key, opts)
+        if not self.cacher.ready.check():
+            if rv == 0:
+                return await self.store.get(key, opts)
+            raise NotReady()
+        found = await self.cacher.get(key, rv)
+        if found is not None:
+            return found
+        if opts.ignore_not_found:
+            return StoredObject(key, b"{}", 0, {})
+        raise NotFound(key)
+
+    async def get_list(self, key: str, opts: ListOptions) -> ListResult:
+        rv = parse_resource_version(opts.resource_version)
+        pred = opts.predicate
+        match = opts.resource_version_match
+        if match == "Exact" or pred.continue_token:
+            return await self.store.get_list(key, opts)
+        if rv is None:
+            if self.cacher.config.consistent_list_from_cache and not pred.limit:
+                return await self._consistent_list(key, opts)
+            return await self.store.get_list(key, opts)
+        if rv > 0 and pred.limit and match == "":  # legacy exact
+            return await self.store.get_list(key, opts)
+        if not self.cacher.ready.check():
+            if rv == 0:
+                return await self.store.get_list(key, opts)
+            raise NotReady()
+        return await self.cacher.get_list(key, opts, rv)
+
+    async def _consistent_list(self, key: str, opts: ListOptions) -> ListResult:
+        """Serve an unset-RV LIST from the cache once it reached etcd's current revision."""
+        if not self.cacher.ready.check():
+            return await self.store.get_list(key, opts)
+        try:
+            target = await self._etcd_revision()
+            supported = await self.cacher.progress.detect()
+        except (EtcdError, TimeoutError):
+            return await self.store.get_list(key, opts)
+        if self.cacher.resource_version >= target:
+            return await self._from_cache(key, opts, target, Outcome.FRESH)
+        if not supported:
+            return await self._fallback(key, opts, Outcome.FALLBACK_UNSUPPORTED)
+        try:
+            return await self._from_cache(key, opts, target, Outcome.PROGRESS)
+        except TooLargeResourceVersion:
+            return await self._fallback(key, opts, Outcome.FALLBACK_TIMEOUT)
+
+    async def _etcd_revision(self) -> int:
+        """etcd's current revision from a count-only range on the resource prefix."""
+        prefix = self.cacher.resource_prefix.encode()
+        async with asyncio.timeout(self._timeout):
+            resp = await self._client.range(prefix, bytes_prefix_end(prefix), count_only=True)
+        return resp.revision
+
+    async def _from_cache(
+        self, key: str, opts: ListOptions, target: int, outcome: Outcome
+    ) -> ListResult:
+        result = await self.cacher.get_list(key, opts, target)
+        self._count(outcome, success=True, fallback=False)
+        return result
+
+    async def _fallback(self, key: str, opts: ListOptions, outcome: Outcome) -> ListResult:
+        try:
+            result = await self.store.get_list(key, opts)
+        except Exception:
+            self._count(outcome, success=False, fallback=True)
+            raise
+        self._count(outcome, success=True, fallback=True)
+        return result
+
+    def _count(self, outcome: Outcome, *, success: bool, fallback: bool) -> None:
+        self.consistent_reads[outcome] += 1
+        resource = self.cacher.resource
+        metrics.CONSISTENT_READ.labels(resource, str(success).lower(), str(fallback).lower()).inc()
+        metrics.CONSISTENT_READ_OUTCOME.labels(resource, outcome.value).inc()
+
+    # -- watch -----------------------------------------------------------------------------------
+
+    async def watch(self, key: str, opts: ListOptions) -> Watcher:
+        etcd_revision = None
+        if opts.send_initial_events and opts.resource_version == "":
+            # A streaming list from "now": the state at etcd's current revision when the
+            # cache can be made to reach it; otherwise the cache's own state.
+            try:
+                if await self.cacher.progress.detect():
+                    etcd_revision = await self._etcd_revision()
+            except (EtcdError, TimeoutError):
+                etcd_revision = None
+        return await self.cacher.watch(key, opts, etcd_revision=etcd_revision)
+
+    async def close(self) -> None:
+        await self.cacher.close()
+        if self._compactor is not None:
+            await self._compactor.release()
+            self._compactor = None
+        await self.store.close()
