@@ -1,0 +1,165 @@
+"""LIST from etcd (kube-apiserver's etcd3 ``store.GetList``), SEMANTICS.md §3.
+
+Which revision is read:
+
+- a continue token: the token's revision (rv -1: the latest); a resourceVersion other
+  than ""/"0" with it is a 400;
+- ``Exact`` N, or the legacy exact form (N > 0 with a limit and no match): revision N;
+- otherwise (unset, "0", NotOlderThan N): the latest, and N newer than etcd's revision
+  is TooLargeResourceVersion.
+
+The list's resourceVersion is the revision read. Selectors are applied here: etcd
+knows nothing of labels or fields, so with a selector the store keeps reading at the
+fixed revision, doubling the batch (up to 10,000) until the page is full or the keys
+run out. remainingItemCount is set only when more remain and there is no selector.
+Compaction: Expired — for a continue token with a fresh token (rv -1) to go on with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from etcdclient import EtcdClient, prefix_end
+from etcdclient import errors as etcd_errors
+from etcdclient.types import RangeResult
+from storage import codec
+from storage.continue_token import decode_continue, encode_continue
+from storage.errors import (
+    Expired,
+    InternalStorageError,
+    InvalidContinue,
+    TooLargeResourceVersion,
+)
+from storage.etcd3.translate import CONTINUE_TOO_OLD, LIST_TOO_OLD, call
+from storage.interfaces import ListOptions, ListResult, SelectionPredicate, StoredObject
+from storage.resource_version import parse_resource_version
+
+# The largest batch the store grows to while filtering (upstream maxLimit).
+MAX_LIMIT = 10_000
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What to read: keys from ``start`` to the end of ``prefix`` at ``revision``
+    (0 = latest, fixed after the first batch)."""
+
+    prefix: str
+    start: str
+    revision: int = 0
+    minimum: int = 0  # the resourceVersion the result must not be older than
+    continue_key: str = ""  # the decoded start key of a continue token, if any
+
+
+@dataclass(slots=True)
+class _Page:
+    items: list[StoredObject] = field(default_factory=list)
+    fetched: int = 0
+    evaluated: int = 0
+    last_key: bytes = b""
+    has_more: bool = False
+
+
+async def list_objects(
+    client: EtcdClient, request_timeout: float, key: str, opts: ListOptions
+) -> ListResult:
+    """One page of the objects under ``key`` matching ``opts.predicate``."""
+    plan = _plan(key, opts)
+    pred = opts.predicate
+    page = _Page()
+    limit = pred.limit
+    resp = await _read(client, request_timeout, plan, opts, limit)
+    while True:
+        _take(page, resp, pred)
+        if pred.limit <= 0 or not page.has_more or len(page.items) >= pred.limit:
+            break
+        # Selector dropped objects: read on at the same revision, in bigger batches.
+        limit = min(limit * 2, MAX_LIMIT) if limit < MAX_LIMIT else limit
+        plan.start = page.last_key.decode() + "\x00"
+        plan.revision = plan.revision or resp.revision
+        resp = await _read(client, request_timeout, plan, opts, limit)
+    revision = plan.revision or resp.revision
+    token, remaining = "", None
+    if page.has_more:
+        token = encode_continue(page.last_key.decode() + "\x00", plan.prefix, revision)
+        if pred.empty:
+            remaining = resp.count - pred.limit
+    return ListResult(
+        items=page.items,
+        resource_version=revision,
+        continue_token=token,
+        remaining_item_count=remaining,
+        served_from="etcd",
+        fetched=page.fetched,
+        evaluated=page.evaluated,
+    )
+
+
+def _plan(key: str, opts: ListOptions) -> _Plan:
+    prefix = key if not opts.recursive or key.endswith("/") else key + "/"
+    minimum = parse_resource_version(opts.resource_version)
+    pred = opts.predicate
+    plan = _Plan(prefix=prefix, start=prefix, minimum=minimum)
+    if opts.recursive and pred.continue_token:
+        plan.continue_key, continue_rv = decode_continue(pred.continue_token, prefix)
+        if opts.resource_version not in ("", "0"):
+            raise InvalidContinue("specifying resource version is not allowed when using continue")
+        plan.start = plan.continue_key
+        plan.revision = max(continue_rv, 0)  # rv < 0: the latest
+        return plan
+    match = opts.resource_version_match
+    if match == "Exact":
+        plan.revision = minimum
+    elif match == "" and opts.recursive and pred.limit > 0 and minimum > 0:
+        plan.revision = minimum  # legacy exact: RV=N with a limit
+    elif match not in ("", "NotOlderThan"):
+        raise InternalStorageError(f"unknown ResourceVersionMatch value: {match}", key)
+    return plan
+
+
+async def _read(
+    client: EtcdClient, request_timeout: float, plan: _Plan, opts: ListOptions, limit: int
+) -> RangeResult:
+    start = plan.start.encode()
+    end = prefix_end(plan.prefix.encode()) if opts.recursive else None
+    try:
+        resp = await call(
+            client.range(start, end, limit=max(limit, 0), revision=plan.revision),
+            request_timeout,
+            plan.prefix,
+            raw=(etcd_errors.Compacted, etcd_errors.FutureRevision),
+        )
+    except etcd_errors.Compacted:
+        raise _compacted(plan) from None
+    except etcd_errors.FutureRevision:
+        current = await call(client.get(start), request_timeout, plan.prefix)
+        raise TooLargeResourceVersion(plan.revision, current.revision) from None
+    if plan.minimum > resp.revision:
+        raise TooLargeResourceVersion(plan.minimum, resp.revision)
+    if not resp.kvs and resp.more:
+        raise InternalStorageError(
+            "no results were found, but etcd indicated there were more values remaining",
+            plan.prefix,
+        )
+    return resp
+
+
+def _compacted(plan: _Plan) -> Expired:
+    if not plan.continue_key:
+        return Expired(LIST_TOO_OLD)
+    return Expired(CONTINUE_TOO_OLD, encode_continue(plan.continue_key, plan.prefix, -1))
+
+
+def _take(page: _Page, resp: RangeResult, pred: SelectionPredicate) -> None:
+    """Decode and filter one batch into the page, stopping when the page is full."""
+    page.fetched += len(resp.kvs)
+    page.has_more = resp.more
+    selecting = not pred.empty
+    for kv in resp.kvs:
+        if pred.limit > 0 and len(page.items) >= pred.limit:
+            page.has_more = True
+            break
+        page.last_key = kv.key
+        stored = codec.decode(kv.key.decode(), kv.value, kv.mod_revision, keep_obj=selecting)
+        page.evaluated += 1
+        if not selecting or pred.matches(stored.obj):
+            page.items.append(stored)

@@ -1,0 +1,204 @@
+"""Etcd3Store: kube-apiserver's etcd3 storage (``storage/etcd3/store.go``) over our
+etcd client — the uncached path.
+
+Writes are guarded transactions on ``mod_revision`` (create: absent; update and delete:
+unchanged since read), retried on races. Reads are quorum reads. Values are the
+canonical JSON of ``storage.codec``; objects come back as ``StoredObject`` with
+``metadata.resourceVersion`` = the key's mod_revision.
+
+Every etcd call is bounded by ``request_timeout`` and its errors are translated in
+``storage.etcd3.translate``; nothing but ``storage.errors`` escapes (plus whatever the
+caller's own ``try_update`` / ``validate_deletion`` raise).
+"""
+
+from __future__ import annotations
+
+from etcdclient import EtcdClient
+from etcdclient.types import KeyValue
+from storage import codec
+from storage.errors import (
+    AlreadyExists,
+    InternalStorageError,
+    NotFound,
+    PreconditionFailed,
+    TooLargeResourceVersion,
+)
+from storage.etcd3.lister import list_objects
+from storage.etcd3.translate import call
+from storage.etcd3.watcher import Etcd3Watcher
+from storage.interfaces import (
+    GetOptions,
+    JSONObject,
+    ListOptions,
+    ListResult,
+    Preconditions,
+    StoredObject,
+    UpdateFunc,
+    ValidateDeletion,
+    Watcher,
+)
+from storage.resource_version import parse_resource_version
+
+
+class Etcd3Store:
+    """storage.interfaces.Interface over etcd. Keys are full etcd keys."""
+
+    def __init__(self, client: EtcdClient, *, request_timeout: float = 10.0) -> None:
+        self._client = client
+        self._timeout = request_timeout
+        # Watchers still open; stopped by close(). Changed by watch() and the watchers.
+        self._watchers: set[Etcd3Watcher] = set()
+
+    @property
+    def client(self) -> EtcdClient:
+        return self._client
+
+    @property
+    def request_timeout(self) -> float:
+        return self._timeout
+
+    # ----------------------------------------------------------------------- reads
+
+    async def get(self, key: str, opts: GetOptions) -> StoredObject:
+        """A quorum read. A resourceVersion newer than etcd's revision is
+        TooLargeResourceVersion at once (etcd cannot wait for the future). With
+        ``ignore_not_found`` an absent key gives an empty object with RV 0."""
+        minimum = parse_resource_version(opts.resource_version)
+        resp = await call(self._client.get(key.encode()), self._timeout, key)
+        if minimum > resp.revision:
+            raise TooLargeResourceVersion(minimum, resp.revision)
+        if resp.kv is None:
+            if opts.ignore_not_found:
+                return StoredObject(key, b"{}", 0, {})
+            raise NotFound(key)
+        return codec.decode(key, resp.kv.value, resp.kv.mod_revision)
+
+    async def get_list(self, key: str, opts: ListOptions) -> ListResult:
+        """See ``storage.etcd3.lister.list_objects``."""
+        return await list_objects(self._client, self._timeout, key, opts)
+
+    async def count(self, key: str) -> int:
+        prefix = key if key.endswith("/") else key + "/"
+        resp = await call(
+            self._client.list_prefix(prefix.encode(), count_only=True), self._timeout, key
+        )
+        return resp.count
+
+    async def current_resource_version(self) -> int:
+        """etcd's current revision, from the header of a quorum read."""
+        resp = await call(self._client.get(b"\x00"), self._timeout)
+        return resp.revision
+
+    # ----------------------------------------------------------------------- writes
+
+    async def create(self, key: str, obj: JSONObject) -> StoredObject:
+        meta = obj.get("metadata")
+        if isinstance(meta, dict) and meta.get("resourceVersion", "") not in ("", "0"):
+            raise InternalStorageError(
+                "resourceVersion should not be set on objects to be created", key
+            )
+        data = codec.encode(obj)
+        txn = await call(self._client.create(key.encode(), data), self._timeout, key)
+        if not txn.succeeded:
+            raise AlreadyExists(key)
+        return codec.stored_from_encoded(key, data, txn.revision)
+
+    async def guaranteed_update(
+        self,
+        key: str,
+        preconditions: Preconditions | None,
+        try_update: UpdateFunc,
+        *,
+        ignore_not_found: bool = False,
+    ) -> StoredObject:
+        """Read, check preconditions, ``try_update`` a private copy, write if the
+        bytes changed, guarded by mod_revision; on a lost race start over from the
+        value etcd returned with the failed transaction."""
+        kv = await self._read(key)
+        while True:
+            current = self._state(key, kv, ignore_not_found)
+            desired = current.copy() if kv is not None else {}
+            check_preconditions(key, preconditions, desired)
+            updated = await try_update(desired)
+            data = codec.encode(updated)
+            if kv is not None and data == kv.value:
+                return current  # nothing changed: no write, no event
+            expected = kv.mod_revision if kv is not None else 0
+            txn = await call(
+                self._client.optimistic_put(key.encode(), data, expected), self._timeout, key
+            )
+            if txn.succeeded:
+                return codec.stored_from_encoded(key, data, txn.revision)
+            kv = txn.kv
+
+    async def delete(
+        self,
+        key: str,
+        preconditions: Preconditions | None = None,
+        validate_deletion: ValidateDeletion | None = None,
+    ) -> StoredObject:
+        """Delete guarded by mod_revision, retried on races; returns the last state with
+        the deletion revision as its resourceVersion."""
+        kv = await self._read(key)
+        while True:
+            current = self._state(key, kv, ignore_not_found=False)
+            assert kv is not None
+            obj = current.copy()
+            check_preconditions(key, preconditions, obj)
+            if validate_deletion is not None:
+                await validate_deletion(obj)
+            txn = await call(
+                self._client.optimistic_delete(key.encode(), kv.mod_revision), self._timeout, key
+            )
+            if txn.succeeded:
+                return codec.decode(key, kv.value, txn.revision, keep_obj=False)
+            kv = txn.kv
+
+    async def _read(self, key: str) -> KeyValue | None:
+        resp = await call(self._client.get(key.encode()), self._timeout, key)
+        return resp.kv
+
+    @staticmethod
+    def _state(key: str, kv: KeyValue | None, ignore_not_found: bool) -> StoredObject:
+        if kv is None:
+            if not ignore_not_found:
+                raise NotFound(key)
+            return StoredObject(key, b"{}", 0, {})
+        return codec.decode(key, kv.value, kv.mod_revision, keep_obj=False)
+
+    # ----------------------------------------------------------------------- watch
+
+    async def watch(self, key: str, opts: ListOptions) -> Watcher:
+        """A watch served by etcd (``--watch-cache=false``); see Etcd3Watcher."""
+        start = parse_resource_version(opts.resource_version)
+        watcher = Etcd3Watcher(self._client, self._timeout, key, start, opts)
+        self._watchers.add(watcher)
+        watcher.on_stop = self._watchers.discard
+        watcher.start()
+        return watcher
+
+    async def close(self) -> None:
+        """Stop every open watcher. The client belongs to the caller."""
+        for watcher in list(self._watchers):
+            await watcher.stop()
+
+
+def check_preconditions(key: str, preconditions: Preconditions | None, obj: JSONObject) -> None:
+    """storage.Preconditions.Check: PreconditionFailed with the upstream wording."""
+    if preconditions is None:
+        return
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    uid, rv = str(meta.get("uid", "")), str(meta.get("resourceVersion", ""))
+    if preconditions.uid is not None and preconditions.uid != uid:
+        raise PreconditionFailed(
+            f"Precondition failed: UID in precondition: {preconditions.uid}, "
+            f"UID in object meta: {uid}",
+            key,
+        )
+    if preconditions.resource_version is not None and preconditions.resource_version != rv:
+        raise PreconditionFailed(
+            "Precondition failed: ResourceVersion in precondition: "
+            f"{preconditions.resource_version}, ResourceVersion in object meta: {rv}",
+            key,
+        )

@@ -1,0 +1,66 @@
+"""The one place where etcd client errors become storage errors.
+
+Every etcd call of the store goes through ``call``: it bounds the call by the
+store's request timeout and translates ``etcdclient.errors`` by type (never by
+message): Unavailable → Unavailable, DeadlineExceeded or our own deadline →
+Unavailable(timeout=True), Compacted → Expired, anything else → InternalStorageError.
+Callers that give a compaction a more specific meaning (a continue token, an Exact
+list) catch ``etcdclient.errors.Compacted`` themselves via ``call(..., raw=...)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
+
+from etcdclient import errors as etcd_errors
+from storage import errors
+
+T = TypeVar("T")
+
+LIST_TOO_OLD = "The resourceVersion for the provided list is too old."
+WATCH_TOO_OLD = "The resourceVersion for the provided watch is too old."
+CONTINUE_TOO_OLD = (
+    "The provided continue parameter is too old to display a consistent list result. "
+    "You can start a new list without the continue parameter, or use the continue token "
+    "in this response to retrieve the remainder of the results. Continuing with the "
+    "provided token results in an inconsistent list - objects that were created, "
+    "modified, or deleted between the time the first chunk was returned and now may "
+    "show up in the list."
+)
+
+
+def translate(err: etcd_errors.EtcdError, key: str = "") -> errors.StorageError:
+    """The storage error for an etcd client error."""
+    if isinstance(err, etcd_errors.DeadlineExceeded):
+        return errors.Unavailable(f"etcd request timed out: {err}", timeout=True)
+    if isinstance(err, etcd_errors.Unavailable):
+        return errors.Unavailable(f"etcd unavailable: {err}")
+    if isinstance(err, etcd_errors.Compacted):
+        return errors.Expired(LIST_TOO_OLD)
+    return errors.InternalStorageError(f"etcd error: {type(err).__name__}: {err}", key)
+
+
+async def call(
+    awaitable: Awaitable[T],
+    request_timeout: float,
+    key: str = "",
+    *,
+    raw: tuple[type[etcd_errors.EtcdError], ...] = (),
+) -> T:
+    """Await one etcd call within ``request_timeout`` seconds, translating its errors.
+
+    Errors of the types in ``raw`` are re-raised untranslated for the caller to
+    interpret."""
+    try:
+        async with asyncio.timeout(request_timeout):
+            return await awaitable
+    except TimeoutError:
+        raise errors.Unavailable(
+            f"etcd request did not complete within {request_timeout:g}s", timeout=True
+        ) from None
+    except etcd_errors.EtcdError as err:
+        if raw and isinstance(err, raw):
+            raise
+        raise translate(err, key) from err

@@ -1,0 +1,183 @@
+"""A watch served straight from etcd (kube-apiserver's etcd3 ``watcher.go``), used when
+the watch cache is off.
+
+- RV unset or "0": synthetic ``ADDED`` for every current object (a list at the current
+  revision), then the changes after that revision.
+- RV=N: the changes after N. If etcd compacted past N: one ``ERROR`` event (410 Expired,
+  ``The resourceVersion for the provided watch is too old.``), then the stream ends.
+- A created key is ``ADDED``, a changed one ``MODIFIED``, a deleted one ``DELETED``
+  carrying the previous value with the deletion revision as its resourceVersion.
+  With a selector, an object entering it is ``ADDED``, one leaving it ``DELETED``
+  (its old state, with the new revision), changes outside it are dropped.
+
+One producer task per watcher reads the etcd watch and feeds a bounded queue; when the
+consumer is slow the producer waits (and with it only this etcd watch). ``stop()``
+cancels the producer and ends iteration; it is idempotent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+
+from etcdclient import EtcdClient, prefix_end
+from etcdclient import errors as etcd_errors
+from etcdclient.types import Event, EventType, KeyValue
+from storage import codec
+from storage.errors import Expired, StorageError
+from storage.etcd3.translate import WATCH_TOO_OLD, call
+from storage.interfaces import ListOptions, SelectionPredicate, StoredObject, WatchEvent
+from storage.watch_errors import expired_event, internal_error_event
+
+log = logging.getLogger(__name__)
+
+QUEUE_SIZE = 100
+_INITIAL_BATCH = 10_000
+_END = WatchEvent("ERROR", b"", -1)  # sentinel: the stream has ended
+
+
+class Etcd3Watcher:
+    """One client watch over one etcd watch. Implements storage.interfaces.Watcher."""
+
+    def __init__(
+        self, client: EtcdClient, timeout: float, key: str, start_rv: int, opts: ListOptions
+    ) -> None:
+        self._client = client
+        self._timeout = timeout
+        self._recursive = opts.recursive
+        self._key = key if not opts.recursive or key.endswith("/") else key + "/"
+        self._start_rv = start_rv
+        self._pred: SelectionPredicate = opts.predicate
+        self._queue: asyncio.Queue[WatchEvent] = asyncio.Queue(maxsize=QUEUE_SIZE)
+        self._task: asyncio.Task[None] | None = None
+        self._ended = False  # set by the producer when it cannot enqueue _END
+        self._stopped = False
+        self.on_stop: Callable[[Etcd3Watcher], None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"etcd3-watch {self._key}")
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[WatchEvent]:
+        while not self._stopped:
+            if self._ended and self._queue.empty():
+                return
+            event = await self._queue.get()
+            if event is _END or self._stopped:
+                return
+            yield event
+
+    async def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self._finish()
+
+    # ----------------------------------------------------------------------- producer
+
+    async def _run(self) -> None:
+        try:
+            revision = self._start_rv
+            if revision == 0:
+                revision = await self._send_initial_state()
+            await self._follow(revision)
+        except (etcd_errors.Compacted, Expired):
+            await self._queue.put(expired_event(WATCH_TOO_OLD))
+        except StorageError as err:
+            await self._queue.put(internal_error_event(err.message))
+        except etcd_errors.EtcdError as err:
+            await self._queue.put(internal_error_event(str(err)))
+        finally:
+            self._finish()
+
+    def _finish(self) -> None:
+        """End the stream for the consumer (idempotent; never blocks)."""
+        if self._stopped:
+            # Unblock a consumer waiting in get(); queued events are dropped.
+            while not self._queue.empty():
+                self._queue.get_nowait()
+        try:
+            self._queue.put_nowait(_END)
+        except asyncio.QueueFull:
+            self._ended = True
+        if self.on_stop is not None:
+            self.on_stop(self)
+            self.on_stop = None
+
+    async def _send_initial_state(self) -> int:
+        """ADDED for each current object, read in pages at one revision; that revision."""
+        start = self._key.encode()
+        end = prefix_end(start) if self._recursive else None
+        revision = 0
+        while True:
+            resp = await call(
+                self._client.range(start, end, limit=_INITIAL_BATCH, revision=revision),
+                self._timeout,
+                self._key,
+            )
+            revision = revision or resp.revision
+            for kv in resp.kvs:
+                stored = codec.decode(kv.key.decode(), kv.value, kv.mod_revision)
+                if self._matches(stored):
+                    await self._queue.put(WatchEvent("ADDED", stored.data, kv.mod_revision))
+            if not resp.more or not resp.kvs:
+                return revision
+            start = resp.kvs[-1].key + b"\x00"
+
+    async def _follow(self, revision: int) -> None:
+        key = self._key.encode()
+        watch = self._client.watch(
+            key,
+            prefix_end(key) if self._recursive else None,
+            start_revision=revision + 1,
+            prev_kv=True,
+        )
+        try:
+            async for batch in watch:
+                for event in batch.events:
+                    out = self._transform(event)
+                    if out is not None:
+                        await self._queue.put(out)
+        finally:
+            await watch.cancel()
+
+    # ----------------------------------------------------------------------- events
+
+    def _transform(self, event: Event) -> WatchEvent | None:
+        kv = event.kv
+        rev = kv.mod_revision
+        if event.type is EventType.DELETE:
+            if event.prev_kv is None:
+                raise StorageError(
+                    f"etcd event received with PrevKv=nil (key={kv.key.decode()!r}, "
+                    f"modRevision={rev}, type=DELETE)"
+                )
+            last = self._decode(event.prev_kv, rev)
+            return WatchEvent("DELETED", last.data, rev) if self._matches(last) else None
+        cur = self._decode(kv, rev)
+        if kv.create_revision == rev or self._pred.empty:
+            if not self._matches(cur):
+                return None
+            return WatchEvent("ADDED" if kv.create_revision == rev else "MODIFIED", cur.data, rev)
+        old = self._decode(event.prev_kv, rev) if event.prev_kv is not None else None
+        old_matches = old is not None and self._matches(old)
+        if self._matches(cur):
+            return WatchEvent("MODIFIED" if old_matches else "ADDED", cur.data, rev)
+        if old is not None and old_matches:
+            return WatchEvent("DELETED", old.data, rev)
+        return None
+
+    @staticmethod
+    def _decode(kv: KeyValue, rev: int) -> StoredObject:
+        return codec.decode(kv.key.decode(), kv.value, rev)
+
+    def _matches(self, stored: StoredObject) -> bool:
+        return self._pred.empty or self._pred.matches(stored.obj)

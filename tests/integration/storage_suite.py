@@ -1,0 +1,669 @@
+"""The storage test suite, run against every implementation of storage.interfaces.Interface
+(the etcd3 store here, the cacher in its own module), after kube-apiserver's
+``storage/testing/store_tests.go`` (RunTestCreate, RunTestGet, RunTestList,
+RunTestGuaranteedUpdate, RunTestDelete, RunTestCount, RunTestWatch...).
+
+Import the test functions into a test module that provides these fixtures:
+
+- ``store``: the Interface under test, over a real etcd;
+- ``key_prefix``: a resource prefix no other test uses, ending in ``/`` (e.g.
+  ``/t-1a2b/registry/pods/``); objects are pod-shaped and stored at
+  ``<key_prefix><namespace>/<name>``;
+- ``store_kind``: ``"etcd3"`` or ``"cacher"`` — the few expectations that differ by
+  design (a cacher's RV=0 list ignores the limit; etcd3's cost accounting) branch on it;
+- ``compact``: ``async (revision) -> None`` compacting the etcd under ``store`` (only
+  the ``test_compacted_*`` tests use it; provide it from a private etcd).
+
+Every test isolates itself under ``key_prefix``; nothing sleeps: reads that must see a
+write pass its resourceVersion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import orjson
+import pytest
+
+from storage.errors import (
+    AlreadyExists,
+    Expired,
+    InvalidContinue,
+    InvalidResourceVersion,
+    NotFound,
+    PreconditionFailed,
+    TooLargeResourceVersion,
+)
+from storage.fields import attrs_func
+from storage.interfaces import (
+    GetOptions,
+    Interface,
+    JSONObject,
+    ListOptions,
+    ListResult,
+    Preconditions,
+    SelectionPredicate,
+    StoredObject,
+    Watcher,
+    WatchEvent,
+)
+from storage.selectors import parse_field_selector, parse_label_selector
+
+Compact = Callable[[int], Awaitable[None]]
+EVENT_TIMEOUT = 5.0
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def pod(
+    name: str,
+    namespace: str = "ns",
+    *,
+    labels: dict[str, str] | None = None,
+    node: str = "",
+    uid: str = "",
+    **spec: Any,
+) -> JSONObject:
+    meta: JSONObject = {"name": name, "namespace": namespace, "uid": uid or f"uid-{name}"}
+    if labels:
+        meta["labels"] = labels
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}], **spec},
+    }
+
+
+def key_of(key_prefix: str, name: str, namespace: str = "ns") -> str:
+    return f"{key_prefix}{namespace}/{name}"
+
+
+async def create(store: Interface, key_prefix: str, obj: JSONObject) -> StoredObject:
+    meta = obj["metadata"]
+    return await store.create(key_of(key_prefix, meta["name"], meta["namespace"]), obj)
+
+
+async def seed(store: Interface, key_prefix: str, names: list[str]) -> list[StoredObject]:
+    return [await create(store, key_prefix, pod(n)) for n in names]
+
+
+def rv_of(stored: StoredObject) -> str:
+    value: str = orjson.loads(stored.data)["metadata"]["resourceVersion"]
+    return value
+
+
+def names(result: ListResult) -> list[str]:
+    return [s.obj["metadata"]["name"] for s in result.items]
+
+
+def list_opts(
+    rv: str = "",
+    match: Any = "",
+    *,
+    limit: int = 0,
+    token: str = "",
+    label: str = "",
+    field: str = "",
+) -> ListOptions:
+    pred = SelectionPredicate(
+        label=parse_label_selector(label) if label else None,
+        field=parse_field_selector(field) if field else None,
+        get_attrs=attrs_func("pods"),
+        limit=limit,
+        continue_token=token,
+    )
+    return ListOptions(resource_version=rv, resource_version_match=match, predicate=pred)
+
+
+async def set_node(store: Interface, key: str, node: str) -> StoredObject:
+    async def update(obj: JSONObject) -> JSONObject:
+        obj["spec"]["nodeName"] = node
+        return obj
+
+    return await store.guaranteed_update(key, None, update)
+
+
+async def list_all(store: Interface, key_prefix: str, opts: ListOptions) -> list[ListResult]:
+    pages = [await store.get_list(key_prefix, opts)]
+    while pages[-1].continue_token:
+        pred = SelectionPredicate(
+            label=opts.predicate.label,
+            field=opts.predicate.field,
+            get_attrs=opts.predicate.get_attrs,
+            limit=opts.predicate.limit,
+            continue_token=pages[-1].continue_token,
+        )
+        pages.append(await store.get_list(key_prefix, ListOptions(predicate=pred)))
+        assert len(pages) < 100
+    return pages
+
+
+@contextlib.asynccontextmanager
+async def watching(store: Interface, key_prefix: str, opts: ListOptions) -> AsyncIterator[Watcher]:
+    watcher = await store.watch(key_prefix, opts)
+    try:
+        yield watcher
+    finally:
+        await watcher.stop()
+
+
+async def next_events(watcher: Watcher, n: int) -> list[WatchEvent]:
+    out: list[WatchEvent] = []
+    it = aiter(watcher)
+    async with asyncio.timeout(EVENT_TIMEOUT):
+        while len(out) < n:
+            out.append(await anext(it))
+    return out
+
+
+def event_view(event: WatchEvent) -> tuple[str, str, int]:
+    obj = orjson.loads(event.data)
+    assert obj["metadata"]["resourceVersion"] == str(event.resource_version)
+    return event.type, obj["metadata"]["name"], event.resource_version
+
+
+# ----------------------------------------------------------------------------- create
+
+
+async def test_create(store: Interface, key_prefix: str) -> None:
+    stored = await create(store, key_prefix, pod("a"))
+    assert stored.resource_version > 0
+    assert rv_of(stored) == str(stored.resource_version)
+    assert stored.key == key_of(key_prefix, "a")
+    assert stored.obj["spec"]["containers"][0]["image"] == "busybox"
+    got = await store.get(key_of(key_prefix, "a"), GetOptions())
+    assert got.resource_version == stored.resource_version
+    assert orjson.loads(got.data) == orjson.loads(stored.data)
+
+
+async def test_create_existing_is_already_exists(store: Interface, key_prefix: str) -> None:
+    await create(store, key_prefix, pod("a"))
+    with pytest.raises(AlreadyExists):
+        await create(store, key_prefix, pod("a"))
+
+
+async def test_create_drops_selflink(store: Interface, key_prefix: str) -> None:
+    obj = pod("a")
+    obj["metadata"]["selfLink"] = "/api/v1/namespaces/ns/pods/a"
+    stored = await create(store, key_prefix, obj)
+    assert "selfLink" not in orjson.loads(stored.data)["metadata"]
+
+
+# ----------------------------------------------------------------------------- get
+
+
+async def test_get_at_every_resource_version(store: Interface, key_prefix: str) -> None:
+    key = key_of(key_prefix, "a")
+    first = await create(store, key_prefix, pod("a"))
+    second = await set_node(store, key, "n1")
+    assert second.resource_version > first.resource_version
+    # Not older than the update: must reflect it.
+    got = await store.get(key, GetOptions(resource_version=str(second.resource_version)))
+    assert got.resource_version == second.resource_version
+    # Not older than the create: the update may or may not be visible (cache), never older.
+    got = await store.get(key, GetOptions(resource_version=str(first.resource_version)))
+    assert got.resource_version >= first.resource_version
+    # Any: after the wait above, the newest state.
+    got = await store.get(key, GetOptions(resource_version="0"))
+    assert got.resource_version == second.resource_version
+    assert got.obj["spec"]["nodeName"] == "n1"
+    # Quorum read.
+    got = await store.get(key, GetOptions())
+    assert got.resource_version == second.resource_version
+
+
+async def test_get_missing_is_not_found(store: Interface, key_prefix: str) -> None:
+    with pytest.raises(NotFound):
+        await store.get(key_of(key_prefix, "missing"), GetOptions())
+
+
+async def test_get_too_large_resource_version(store: Interface, key_prefix: str) -> None:
+    stored = await create(store, key_prefix, pod("a"))
+    future = stored.resource_version + 1_000_000
+    with pytest.raises(TooLargeResourceVersion) as err:
+        await store.get(key_of(key_prefix, "a"), GetOptions(resource_version=str(future)))
+    assert err.value.resource_version == future
+    assert err.value.current >= stored.resource_version
+    assert err.value.message.startswith(f"Too large resource version: {future}, current: ")
+
+
+async def test_get_invalid_resource_version(store: Interface, key_prefix: str) -> None:
+    await create(store, key_prefix, pod("a"))
+    with pytest.raises(InvalidResourceVersion) as err:
+        await store.get(key_of(key_prefix, "a"), GetOptions(resource_version="abc"))
+    assert err.value.message == (
+        'invalid resource version: resourceVersion: Invalid value: "abc": '
+        'strconv.ParseUint: parsing "abc": invalid syntax'
+    )
+
+
+# ----------------------------------------------------------------------------- list
+
+
+async def test_list_resource_version_modes(
+    store: Interface, key_prefix: str, store_kind: str
+) -> None:
+    created = await seed(store, key_prefix, ["a", "b", "c"])
+    updated = await set_node(store, key_of(key_prefix, "b"), "n1")
+    latest = await store.get_list(key_prefix, list_opts())
+    assert names(latest) == ["a", "b", "c"]
+    assert latest.resource_version >= updated.resource_version
+    assert [s.resource_version for s in latest.items] == [
+        created[0].resource_version,
+        updated.resource_version,
+        created[2].resource_version,
+    ]
+    assert latest.continue_token == "" and latest.remaining_item_count is None
+
+    not_older = await store.get_list(
+        key_prefix, list_opts(str(updated.resource_version), "NotOlderThan")
+    )
+    assert names(not_older) == ["a", "b", "c"]
+    assert not_older.resource_version >= updated.resource_version
+    assert not_older.items[1].obj["spec"]["nodeName"] == "n1"
+
+    legacy = await store.get_list(key_prefix, list_opts(str(updated.resource_version)))
+    assert names(legacy) == ["a", "b", "c"]
+
+    any_rv = await store.get_list(key_prefix, list_opts("0", limit=1))
+    if store_kind == "cacher":
+        assert names(any_rv) == ["a", "b", "c"]  # the cache ignores the limit for RV=0
+        assert any_rv.continue_token == ""
+    else:
+        assert names(any_rv) == ["a"]
+        assert any_rv.continue_token != ""
+        assert any_rv.remaining_item_count == 2
+
+
+async def test_list_exact_reads_history(store: Interface, key_prefix: str) -> None:
+    key = key_of(key_prefix, "a")
+    first = await create(store, key_prefix, pod("a"))
+    second = await set_node(store, key, "n1")
+    deleted = await store.delete(key)
+    at_first = await store.get_list(key_prefix, list_opts(str(first.resource_version), "Exact"))
+    assert at_first.resource_version == first.resource_version
+    assert [s.obj["spec"]["nodeName"] for s in at_first.items] == [""]
+    assert at_first.items[0].resource_version == first.resource_version
+    at_second = await store.get_list(key_prefix, list_opts(str(second.resource_version), "Exact"))
+    assert [s.obj["spec"]["nodeName"] for s in at_second.items] == ["n1"]
+    after = await store.get_list(key_prefix, list_opts(str(deleted.resource_version), "Exact"))
+    assert list(after.items) == []
+    # Legacy exact: RV=N with a limit reads at N too.
+    legacy = await store.get_list(key_prefix, list_opts(str(first.resource_version), limit=5))
+    assert legacy.resource_version == first.resource_version
+    assert [s.obj["spec"]["nodeName"] for s in legacy.items] == [""]
+
+
+async def test_list_too_large_resource_version(store: Interface, key_prefix: str) -> None:
+    stored = await create(store, key_prefix, pod("a"))
+    future = str(stored.resource_version + 1_000_000)
+    with pytest.raises(TooLargeResourceVersion):
+        await store.get_list(key_prefix, list_opts(future, "NotOlderThan"))
+
+
+async def test_list_invalid_resource_version(store: Interface, key_prefix: str) -> None:
+    with pytest.raises(InvalidResourceVersion, match=r"^invalid resource version: "):
+        await store.get_list(key_prefix, list_opts("x1", limit=1))
+
+
+async def test_list_pages_are_consistent_while_writes_go_on(
+    store: Interface, key_prefix: str
+) -> None:
+    await seed(store, key_prefix, ["a", "b", "c", "d", "e"])
+    first = await store.get_list(key_prefix, list_opts(limit=2))
+    assert names(first) == ["a", "b"]
+    assert first.remaining_item_count == 3
+    assert first.continue_token
+    # Writes after the first page must not show up in later pages.
+    await create(store, key_prefix, pod("bb"))
+    await set_node(store, key_of(key_prefix, "d"), "n9")
+    await store.delete(key_of(key_prefix, "e"))
+    pred = SelectionPredicate(limit=2, continue_token=first.continue_token)
+    second = await store.get_list(key_prefix, ListOptions(predicate=pred))
+    assert names(second) == ["c", "d"]
+    assert second.resource_version == first.resource_version
+    assert second.items[1].obj["spec"]["nodeName"] == ""
+    assert second.remaining_item_count == 1
+    pred = SelectionPredicate(limit=2, continue_token=second.continue_token)
+    third = await store.get_list(key_prefix, ListOptions(predicate=pred))
+    assert names(third) == ["e"]
+    assert third.resource_version == first.resource_version
+    assert third.continue_token == "" and third.remaining_item_count is None
+
+
+async def test_list_limit_exactly_reached(store: Interface, key_prefix: str) -> None:
+    await seed(store, key_prefix, ["a", "b"])
+    pages = await list_all(store, key_prefix, list_opts(limit=2))
+    assert [names(p) for p in pages] == [["a", "b"]]
+
+
+async def test_list_continue_with_resource_version_is_rejected(
+    store: Interface, key_prefix: str
+) -> None:
+    await seed(store, key_prefix, ["a", "b"])
+    first = await store.get_list(key_prefix, list_opts(limit=1))
+    with pytest.raises(InvalidContinue) as err:
+        await store.get_list(key_prefix, list_opts("5", limit=1, token=first.continue_token))
+    assert err.value.message == "specifying resource version is not allowed when using continue"
+    # RV "0" with a continue token is ignored.
+    second = await store.get_list(key_prefix, list_opts("0", limit=1, token=first.continue_token))
+    assert names(second) == ["b"]
+
+
+async def test_list_bad_continue_token(store: Interface, key_prefix: str) -> None:
+    with pytest.raises(
+        InvalidContinue, match=r"^invalid continue token: continue key is not valid"
+    ):
+        await store.get_list(key_prefix, list_opts(limit=1, token="not-a-token"))
+
+
+async def test_list_label_selector_with_rare_matches_and_small_limit(
+    store: Interface, key_prefix: str
+) -> None:
+    for i in range(30):
+        labels = {"app": "rare"} if i in (7, 23) else {"app": "common"}
+        await create(store, key_prefix, pod(f"p{i:02d}", labels=labels))
+    pages = await list_all(store, key_prefix, list_opts(limit=1, label="app=rare"))
+    assert [n for p in pages for n in names(p)] == ["p07", "p23"]
+    assert all(len(p.items) <= 1 for p in pages)
+    assert all(p.remaining_item_count is None for p in pages)
+    assert len({p.resource_version for p in pages}) == 1
+    every = await store.get_list(key_prefix, list_opts(label="app in (rare,common),app!=common"))
+    assert names(every) == ["p07", "p23"]
+
+
+async def test_list_field_selector(store: Interface, key_prefix: str, store_kind: str) -> None:
+    for i in range(6):
+        await create(store, key_prefix, pod(f"p{i}", node="n1" if i % 3 == 0 else "n2"))
+    result = await store.get_list(key_prefix, list_opts(field="spec.nodeName=n1"))
+    assert names(result) == ["p0", "p3"]
+    negated = await store.get_list(key_prefix, list_opts(field="spec.nodeName!=n1"))
+    assert names(negated) == ["p1", "p2", "p4", "p5"]
+    if store_kind == "etcd3":
+        assert result.served_from == "etcd"
+        assert result.fetched == 6 and result.evaluated == 6
+
+
+async def test_list_namespace_prefix(store: Interface, key_prefix: str) -> None:
+    await create(store, key_prefix, pod("a", "ns1"))
+    await create(store, key_prefix, pod("b", "ns2"))
+    await create(store, key_prefix, pod("c", "ns1"))
+    result = await store.get_list(f"{key_prefix}ns1/", list_opts())
+    assert names(result) == ["a", "c"]
+
+
+async def test_count(store: Interface, key_prefix: str) -> None:
+    assert await store.count(key_prefix) == 0
+    await seed(store, key_prefix, ["a", "b", "c"])
+    assert await store.count(key_prefix) == 3
+
+
+# ----------------------------------------------------------------------------- update
+
+
+async def test_guaranteed_update(store: Interface, key_prefix: str) -> None:
+    key = key_of(key_prefix, "a")
+    created = await create(store, key_prefix, pod("a"))
+    seen: list[JSONObject] = []
+
+    async def update(obj: JSONObject) -> JSONObject:
+        seen.append(obj)
+        obj["metadata"].setdefault("labels", {})["x"] = "1"
+        return obj
+
+    updated = await store.guaranteed_update(key, None, update)
+    assert seen[0]["metadata"]["resourceVersion"] == str(created.resource_version)
+    assert updated.resource_version > created.resource_version
+    assert updated.obj["metadata"]["labels"] == {"x": "1"}
+    got = await store.get(key, GetOptions())
+    assert got.resource_version == updated.resource_version
+    assert got.obj["metadata"]["labels"] == {"x": "1"}
+
+
+async def test_guaranteed_update_without_change_writes_nothing(
+    store: Interface, key_prefix: str
+) -> None:
+    key = key_of(key_prefix, "a")
+    created = await create(store, key_prefix, pod("a"))
+
+    async def same(obj: JSONObject) -> JSONObject:
+        return obj
+
+    result = await store.guaranteed_update(key, None, same)
+    assert result.resource_version == created.resource_version
+    assert orjson.loads(result.data) == orjson.loads(created.data)
+    got = await store.get(key, GetOptions())
+    assert got.resource_version == created.resource_version
+
+
+async def test_guaranteed_update_retries_on_races(store: Interface, key_prefix: str) -> None:
+    key = key_of(key_prefix, "counter")
+    await create(store, key_prefix, pod("counter"))
+
+    async def increment(obj: JSONObject) -> JSONObject:
+        await asyncio.sleep(0)  # let the other updaters read the same revision
+        annotations = obj["metadata"].setdefault("annotations", {})
+        annotations["n"] = str(int(annotations.get("n", "0")) + 1)
+        return obj
+
+    await asyncio.gather(*(store.guaranteed_update(key, None, increment) for _ in range(8)))
+    got = await store.get(key, GetOptions())
+    assert got.obj["metadata"]["annotations"]["n"] == "8"
+
+
+async def test_guaranteed_update_preconditions(store: Interface, key_prefix: str) -> None:
+    key = key_of(key_prefix, "a")
+    created = await create(store, key_prefix, pod("a", uid="A"))
+
+    async def touch(obj: JSONObject) -> JSONObject:
+        obj["spec"]["nodeName"] = "n1"
+        return obj
+
+    with pytest.raises(PreconditionFailed) as err:
+        await store.guaranteed_update(key, Preconditions(uid="B"), touch)
+    assert err.value.message == "Precondition failed: UID in precondition: B, UID in object meta: A"
+    with pytest.raises(PreconditionFailed) as err:
+        await store.guaranteed_update(key, Preconditions(resource_version="1"), touch)
+    assert err.value.message == (
+        "Precondition failed: ResourceVersion in precondition: 1, "
+        f"ResourceVersion in object meta: {created.resource_version}"
+    )
+    ok = await store.guaranteed_update(
+        key, Preconditions(uid="A", resource_version=str(created.resource_version)), touch
+    )
+    assert ok.obj["spec"]["nodeName"] == "n1"
+
+
+async def test_guaranteed_update_not_found(store: Interface, key_prefix: str) -> None:
+    key = key_of(key_prefix, "new")
+
+    async def make(obj: JSONObject) -> JSONObject:
+        assert obj == {}
+        return pod("new")
+
+    with pytest.raises(NotFound):
+        await store.guaranteed_update(key, None, make)
+    created = await store.guaranteed_update(key, None, make, ignore_not_found=True)
+    assert created.resource_version > 0
+    got = await store.get(key, GetOptions(resource_version=str(created.resource_version)))
+    assert got.obj["metadata"]["name"] == "new"
+
+
+async def test_guaranteed_update_error_propagates(store: Interface, key_prefix: str) -> None:
+    key = key_of(key_prefix, "a")
+    created = await create(store, key_prefix, pod("a"))
+
+    async def refuse(obj: JSONObject) -> JSONObject:
+        raise ValueError("refused")
+
+    with pytest.raises(ValueError, match="refused"):
+        await store.guaranteed_update(key, None, refuse)
+    got = await store.get(key, GetOptions())
+    assert got.resource_version == created.resource_version
+
+
+# ----------------------------------------------------------------------------- delete
+
+
+async def test_delete_returns_last_state_at_deletion_revision(
+    store: Interface, key_prefix: str
+) -> None:
+    key = key_of(key_prefix, "a")
+    created = await create(store, key_prefix, pod("a", node="n1"))
+    deleted = await store.delete(key)
+    assert deleted.resource_version > created.resource_version
+    assert rv_of(deleted) == str(deleted.resource_version)
+    assert deleted.obj["spec"]["nodeName"] == "n1"
+    with pytest.raises(NotFound):
+        await store.get(key, GetOptions())
+    with pytest.raises(NotFound):
+        await store.delete(key)
+
+
+async def test_delete_preconditions(store: Interface, key_prefix: str) -> None:
+    key = key_of(key_prefix, "a")
+    created = await create(store, key_prefix, pod("a", uid="A"))
+    with pytest.raises(PreconditionFailed) as err:
+        await store.delete(key, Preconditions(uid="B"))
+    assert err.value.message == "Precondition failed: UID in precondition: B, UID in object meta: A"
+    with pytest.raises(PreconditionFailed):
+        await store.delete(key, Preconditions(resource_version=str(created.resource_version + 99)))
+    deleted = await store.delete(
+        key, Preconditions(uid="A", resource_version=str(created.resource_version))
+    )
+    assert deleted.obj["metadata"]["uid"] == "A"
+
+
+async def test_delete_validation_hook(store: Interface, key_prefix: str) -> None:
+    key = key_of(key_prefix, "a")
+    await create(store, key_prefix, pod("a"))
+    seen: list[JSONObject] = []
+
+    async def refuse(obj: JSONObject) -> None:
+        seen.append(obj)
+        raise PermissionError("not allowed")
+
+    with pytest.raises(PermissionError):
+        await store.delete(key, None, refuse)
+    assert seen[0]["metadata"]["name"] == "a"
+    await store.get(key, GetOptions())  # still there
+
+    async def allow(obj: JSONObject) -> None:
+        return None
+
+    await store.delete(key, None, allow)
+    with pytest.raises(NotFound):
+        await store.get(key, GetOptions())
+
+
+# ----------------------------------------------------------------------------- watch
+
+
+async def test_watch_from_resource_version(store: Interface, key_prefix: str) -> None:
+    before = await create(store, key_prefix, pod("a"))
+    async with watching(store, key_prefix, list_opts(str(before.resource_version))) as w:
+        b = await create(store, key_prefix, pod("b"))
+        a2 = await set_node(store, key_of(key_prefix, "a"), "n1")
+        gone = await store.delete(key_of(key_prefix, "b"))
+        events = await next_events(w, 3)
+    assert [event_view(e) for e in events] == [
+        ("ADDED", "b", b.resource_version),
+        ("MODIFIED", "a", a2.resource_version),
+        ("DELETED", "b", gone.resource_version),
+    ]
+    assert events[1].data == a2.data or orjson.loads(events[1].data) == orjson.loads(a2.data)
+
+
+async def test_watch_from_zero_sends_current_state(store: Interface, key_prefix: str) -> None:
+    created = await seed(store, key_prefix, ["a", "b"])
+    # Make sure a cache has seen both before asking for "any" state.
+    await store.get(
+        key_of(key_prefix, "b"), GetOptions(resource_version=str(created[1].resource_version))
+    )
+    async with watching(store, key_prefix, list_opts("0")) as w:
+        initial = await next_events(w, 2)
+        c = await create(store, key_prefix, pod("c"))
+        live = await next_events(w, 1)
+    assert sorted(event_view(e) for e in initial) == [
+        ("ADDED", "a", created[0].resource_version),
+        ("ADDED", "b", created[1].resource_version),
+    ]
+    assert [event_view(e) for e in live] == [("ADDED", "c", c.resource_version)]
+
+
+async def test_watch_with_selector_sends_enter_and_leave(store: Interface, key_prefix: str) -> None:
+    key = key_of(key_prefix, "a")
+    start = await create(store, key_prefix, pod("a", node="n2"))
+    opts = list_opts(str(start.resource_version), field="spec.nodeName=n1")
+    async with watching(store, key_prefix, opts) as w:
+        enter = await set_node(store, key, "n1")  # enters: ADDED
+
+        async def relabel(obj: JSONObject) -> JSONObject:
+            obj["metadata"]["labels"] = {"x": "y"}
+            return obj
+
+        stay = await store.guaranteed_update(key, None, relabel)  # stays: MODIFIED
+        leave = await set_node(store, key, "n3")  # leaves: DELETED (old object, new RV)
+        await set_node(store, key, "n4")  # outside: nothing
+        await create(store, key_prefix, pod("other", node="n2"))  # outside: nothing
+        marker = await create(store, key_prefix, pod("z", node="n1"))
+        final = await store.delete(key_of(key_prefix, "z"))
+        events = await next_events(w, 5)
+    assert [event_view(e) for e in events] == [
+        ("ADDED", "a", enter.resource_version),
+        ("MODIFIED", "a", stay.resource_version),
+        ("DELETED", "a", leave.resource_version),
+        ("ADDED", "z", marker.resource_version),
+        ("DELETED", "z", final.resource_version),
+    ]
+    left = orjson.loads(events[2].data)
+    assert left["spec"]["nodeName"] == "n1"  # the last state that matched
+
+
+async def test_watch_stop_ends_iteration(store: Interface, key_prefix: str) -> None:
+    start = await create(store, key_prefix, pod("a"))
+    watcher = await store.watch(key_prefix, list_opts(str(start.resource_version)))
+    await watcher.stop()
+    await watcher.stop()  # idempotent
+    async with asyncio.timeout(EVENT_TIMEOUT):
+        assert [e async for e in watcher] == []
+
+
+# ----------------------------------------------------------------------------- compaction
+
+
+async def test_compacted_exact_list_is_expired(
+    store: Interface, key_prefix: str, compact: Compact
+) -> None:
+    first = await create(store, key_prefix, pod("a"))
+    latest = await set_node(store, key_of(key_prefix, "a"), "n1")
+    await compact(latest.resource_version)
+    with pytest.raises(Expired) as err:
+        await store.get_list(key_prefix, list_opts(str(first.resource_version), "Exact"))
+    assert err.value.message == "The resourceVersion for the provided list is too old."
+    assert err.value.continue_token == ""
+
+
+async def test_compacted_continue_is_expired_with_fresh_token(
+    store: Interface, key_prefix: str, compact: Compact
+) -> None:
+    await seed(store, key_prefix, ["a", "b", "c"])
+    first = await store.get_list(key_prefix, list_opts(limit=1))
+    await create(store, key_prefix, pod("bb"))
+    latest = await set_node(store, key_of(key_prefix, "c"), "n1")
+    await compact(latest.resource_version)
+    pred = SelectionPredicate(limit=1, continue_token=first.continue_token)
+    with pytest.raises(Expired) as err:
+        await store.get_list(key_prefix, ListOptions(predicate=pred))
+    assert err.value.message.startswith(
+        "The provided continue parameter is too old to display a consistent list result."
+    )
+    assert err.value.continue_token
+    # The fresh token continues after "a" at the latest revision (inconsistent by design).
+    pages = await list_all(store, key_prefix, list_opts(limit=1, token=err.value.continue_token))
+    assert [n for p in pages for n in names(p)] == ["b", "bb", "c"]
+    assert pages[0].resource_version >= latest.resource_version

