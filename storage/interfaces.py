@@ -111,6 +111,9 @@ class ListOptions:
     # watch only
     send_initial_events: bool | None = None
     allow_watch_bookmarks: bool = False
+    # the watch's server-side deadline in seconds (timeoutSeconds, or the REST layer's
+    # defaulted 1800 s x [1, 2)); the stream ends cleanly then. None = no deadline.
+    timeout_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
