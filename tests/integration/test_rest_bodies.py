@@ -1,0 +1,113 @@
+"""Request bodies and routing: JSON and YAML in, 415/400/413 with upstream wording,
+kind/apiVersion checks, unknown paths, and that no error ever carries a traceback."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import aiohttp
+import pytest
+
+pytestmark = pytest.mark.etcd
+
+JSON = dict[str, Any]
+
+
+def pods(ns: str) -> str:
+    return f"/api/v1/namespaces/{ns}/pods"
+
+
+async def post_raw(
+    http: aiohttp.ClientSession, path: str, body: bytes, content_type: str
+) -> tuple[int, JSON]:
+    async with http.post(path, data=body, headers={"Content-Type": content_type}) as resp:
+        data: JSON = await resp.json()
+        return resp.status, data
+
+
+async def test_yaml_body_and_yaml_response(http: aiohttp.ClientSession, namespace: str) -> None:
+    body = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y1\ndata:\n  k: v\n"
+    code, obj = await post_raw(
+        http, f"/api/v1/namespaces/{namespace}/configmaps", body, "application/yaml"
+    )
+    assert code == 201 and obj["data"] == {"k": "v"}
+    async with http.get(
+        f"/api/v1/namespaces/{namespace}/configmaps/y1", headers={"Accept": "application/yaml"}
+    ) as resp:
+        assert resp.headers["Content-Type"].startswith("application/yaml")
+        assert "name: y1" in await resp.text()
+
+
+async def test_unsupported_media_type_is_415(http: aiohttp.ClientSession, namespace: str) -> None:
+    code, status = await post_raw(http, pods(namespace), b"<pod/>", "application/xml")
+    assert code == 415
+    assert status["reason"] == "UnsupportedMediaType"
+    assert status["message"] == (
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json, application/yaml"
+    )
+
+
+async def test_malformed_json_is_400(http: aiohttp.ClientSession, namespace: str) -> None:
+    code, status = await post_raw(http, pods(namespace), b'{"kind": "Pod",', "application/json")
+    assert code == 400
+    assert status["reason"] == "BadRequest"
+    assert status["message"].startswith(
+        "the object provided is unrecognized (must be of type Pod): couldn't get version/kind; "
+        "json parse error"
+    )
+    assert "Traceback" not in status["message"]
+
+
+async def test_wrong_kind_and_api_version_are_400(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    body = b'{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"}}'
+    code, status = await post_raw(http, pods(namespace), body, "application/json")
+    assert code == 400
+    assert status["message"].startswith('Service in version "v1" cannot be handled as a Pod')
+    body = b'{"apiVersion":"apps/v1","kind":"Pod","metadata":{"name":"s"}}'
+    code, status = await post_raw(http, pods(namespace), body, "application/json")
+    assert code == 400
+    assert status["message"] == (
+        "the API version in the data (apps/v1) does not match the expected API version (v1)"
+    )
+
+
+async def test_missing_kind_is_defaulted(http: aiohttp.ClientSession, namespace: str) -> None:
+    code, obj = await post_raw(
+        http, pods(namespace), b'{"metadata":{"name":"nokind"}}', "application/json"
+    )
+    assert code == 201
+    assert obj["kind"] == "Pod" and obj["apiVersion"] == "v1"
+
+
+async def test_body_over_3_mib_is_413(http: aiohttp.ClientSession, namespace: str) -> None:
+    big = b'{"metadata":{"name":"big","annotations":{"a":"' + b"x" * (3 * 1024 * 1024) + b'"}}}'
+    async with http.post(
+        pods(namespace), data=io.BytesIO(big), headers={"Content-Type": "application/json"}
+    ) as resp:
+        code, status = resp.status, await resp.json()
+    assert code == 413
+    assert status["reason"] == "RequestEntityTooLarge"
+    assert status["message"] == "Request entity too large: limit is 3145728"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/widgets",
+        "/apis/example.com/v1/widgets",
+        "/api/v1/namespaces/x/nodes",
+        "/api/v1/namespaces/x/pods/p/log",
+        "/api/v2",
+        "/apis/nope",
+    ],
+)
+async def test_unknown_paths_are_404_status(http: aiohttp.ClientSession, path: str) -> None:
+    async with http.get(path) as resp:
+        status = await resp.json()
+        assert resp.status == 404
+    assert status["kind"] == "Status" and status["reason"] == "NotFound"
+    assert status["message"] == "the server could not find the requested resource"
