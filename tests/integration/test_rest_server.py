@@ -1,0 +1,139 @@
+"""The server as a process: health and version endpoints, discovery documents, the
+config file, behaviour while etcd is down (bounded failures, readyz, recovery), and a
+clean shutdown on SIGTERM with a watch open."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from lab.etcd import EtcdCluster
+from tests.integration.conftest import PYTHON, REPO, ServerFactory, ServerProcess, create, pod_body
+
+pytestmark = pytest.mark.etcd
+
+JSON = dict[str, Any]
+
+
+async def test_health_endpoints(http: aiohttp.ClientSession) -> None:
+    for path in ("/healthz", "/livez", "/readyz"):
+        async with http.get(path) as resp:
+            assert resp.status == 200 and await resp.text() == "ok"
+    async with http.get("/readyz?verbose") as resp:
+        text = await resp.text()
+    assert "[+]etcd ok" in text and text.endswith("readyz check passed\n")
+    async with http.get("/readyz/etcd") as resp:
+        assert resp.status == 200 and await resp.text() == "ok"
+
+
+async def test_version(http: aiohttp.ClientSession) -> None:
+    async with http.get("/version") as resp:
+        info = await resp.json()
+    assert info["major"] == "1" and info["gitVersion"].startswith("v1.")
+
+
+async def test_discovery_documents(http: aiohttp.ClientSession) -> None:
+    async with http.get("/api") as resp:
+        assert (await resp.json())["versions"] == ["v1"]
+    async with http.get("/apis") as resp:
+        groups = {g["name"]: g for g in (await resp.json())["groups"]}
+    assert {"apps", "batch", "coordination.k8s.io", "rbac.authorization.k8s.io"} <= set(groups)
+    assert groups["apps"]["preferredVersion"] == {"groupVersion": "apps/v1", "version": "v1"}
+    async with http.get("/api/v1") as resp:
+        core = {r["name"]: r for r in (await resp.json())["resources"]}
+    assert core["pods"]["shortNames"] == ["po"]
+    assert core["pods"]["categories"] == ["all"]
+    assert core["pods"]["kind"] == "Pod" and core["pods"]["namespaced"] is True
+    assert core["pods/status"]["verbs"] == ["get", "patch", "update"]
+    assert core["nodes"]["namespaced"] is False
+    assert "deletecollection" not in core["namespaces"]["verbs"]
+    async with http.get("/apis/apps/v1") as resp:
+        apps = await resp.json()
+    assert apps["groupVersion"] == "apps/v1"
+    deploy = next(r for r in apps["resources"] if r["name"] == "deployments")
+    assert deploy["shortNames"] == ["deploy"] and deploy["singularName"] == "deployment"
+    async with http.get("/apis/apps") as resp:
+        assert (await resp.json())["kind"] == "APIGroup"
+
+
+async def test_config_file_and_flag_precedence(
+    server_factory: ServerFactory, tmp_path: Path
+) -> None:
+    config = tmp_path / "serve.yaml"
+    config.write_text("etcd-prefix: /from-config\nwatch-cache: false\netcd-request-timeout: 3s\n")
+    srv = server_factory(f"--config={config}", prefix="/from-flag")
+    async with aiohttp.ClientSession(base_url=srv.url) as http, http.get("/readyz") as resp:
+        assert resp.status == 200
+    assert "--etcd-prefix=/from-flag" in srv.args
+
+
+async def test_bad_flags_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("no-such-setting: 1\n")
+    for args in (["serve"], ["serve", f"--config={bad}", "--etcd-servers=http://x"]):
+        proc = await asyncio.create_subprocess_exec(
+            PYTHON,
+            "-m",
+            "proxy.cli",
+            *args,
+            cwd=REPO,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, err = await proc.communicate()
+        assert proc.returncode == 2, err
+        assert b"Traceback" not in err
+
+
+async def test_etcd_down_fails_bounded_then_recovers(
+    server_factory: ServerFactory, etcd_own: EtcdCluster
+) -> None:
+    srv = server_factory("--etcd-request-timeout=1s", "--etcd-dial-timeout=1s", etcd=etcd_own)
+    async with aiohttp.ClientSession(base_url=srv.url) as http:
+        await create(http, "/api/v1/namespaces", {"metadata": {"name": "d"}})
+        await asyncio.to_thread(etcd_own.stop_member, 0)
+        try:
+            started = time.monotonic()
+            async with http.get("/api/v1/namespaces/d/pods") as resp:
+                status = await resp.json()
+            elapsed = time.monotonic() - started
+            assert resp.status in (503, 504), status
+            assert status["kind"] == "Status"
+            assert elapsed < 8, elapsed
+            async with http.get("/readyz") as resp:
+                text = await resp.text()
+                assert resp.status == 500
+            assert "[-]etcd failed" in text and text.endswith("readyz check failed\n")
+            async with http.get("/livez") as resp:
+                assert resp.status == 200
+        finally:
+            await asyncio.to_thread(etcd_own.start_member, 0)
+        # recovers by itself
+        deadline = time.monotonic() + 30
+        while True:
+            async with http.get("/readyz") as resp:
+                if resp.status == 200:
+                    break
+            assert time.monotonic() < deadline, "server did not recover"
+            await asyncio.sleep(0.2)
+        created = await create(http, "/api/v1/namespaces/d/pods", pod_body("back"))
+        assert created["metadata"]["name"] == "back"
+
+
+async def test_sigterm_with_open_watch_shuts_down_cleanly(server_factory: ServerFactory) -> None:
+    srv: ServerProcess = server_factory()
+    async with aiohttp.ClientSession(base_url=srv.url) as http:
+        async with http.get("/api/v1/namespaces?watch=1") as resp:
+            assert resp.status == 200
+            srv.terminate()
+            async with asyncio.timeout(15):
+                while await resp.content.readline():
+                    pass  # the initial events, then the end of the stream
+        code = await asyncio.to_thread(srv.wait, 15)
+    assert code == 0
+    assert "Traceback" not in srv.log()
