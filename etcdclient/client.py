@@ -53,6 +53,14 @@ _RETRY_BACKOFF_INITIAL = 0.025
 _RETRY_BACKOFF_MAX = 0.5
 
 
+def _describe_failure(ep: Endpoint) -> str:
+    text = f"{ep.url}: {ep.last_error or 'no answer'}"
+    if ep.secure:
+        # gRPC's wording for a refused client certificate can be as vague as "unwrap failed".
+        text += " [TLS endpoint: if it is up, check ca_file, cert_file and key_file]"
+    return text
+
+
 class EtcdClient:
     """An etcd v3 client over one or more endpoints (``http://``, ``https://`` or ``host:port``).
 
@@ -108,9 +116,7 @@ class EtcdClient:
                 task.cancel()
             await asyncio.gather(*probes, return_exceptions=True)
         if not done:
-            details = "; ".join(
-                f"{ep.url}: {ep.last_error or 'no answer'}" for ep in probes.values()
-            )
+            details = "; ".join(_describe_failure(ep) for ep in probes.values())
             raise Unavailable(
                 f"no etcd endpoint reachable within {self.dial_timeout:g}s ({details})"
             )
