@@ -1,0 +1,71 @@
+"""The resource registry read from lightkube-models."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxy.registry import SERVED, build_registry, load_catalogue
+
+
+def test_every_served_resource_is_in_the_catalogue() -> None:
+    registry = build_registry()
+    assert len(list(registry)) == len(SERVED)
+
+
+@pytest.mark.parametrize(
+    ("group", "plural", "kind", "namespaced", "short", "subresources"),
+    [
+        ("", "pods", "Pod", True, ("po",), ("status",)),
+        ("", "nodes", "Node", False, ("no",), ("status",)),
+        ("", "namespaces", "Namespace", False, ("ns",), ("status",)),
+        ("", "configmaps", "ConfigMap", True, ("cm",), ()),
+        ("", "endpoints", "Endpoints", True, ("ep",), ()),
+        ("apps", "deployments", "Deployment", True, ("deploy",), ("status",)),
+        ("batch", "cronjobs", "CronJob", True, ("cj",), ("status",)),
+        ("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", False, (), ()),
+        ("discovery.k8s.io", "endpointslices", "EndpointSlice", True, (), ()),
+    ],
+)
+def test_resource_facts(
+    group: str,
+    plural: str,
+    kind: str,
+    namespaced: bool,
+    short: tuple[str, ...],
+    subresources: tuple[str, ...],
+) -> None:
+    info = build_registry().lookup(group, plural)
+    assert info is not None
+    assert (info.kind, info.namespaced, info.short_names, info.subresources) == (
+        kind,
+        namespaced,
+        short,
+        subresources,
+    )
+    assert info.singular == kind.lower()
+
+
+def test_names_used_by_errors() -> None:
+    registry = build_registry()
+    deploy = registry.get("apps", "v1", "deployments")
+    pods = registry.get("", "v1", "pods")
+    assert deploy is not None and pods is not None
+    assert deploy.qualified == "deployments.apps" and deploy.group_kind == "Deployment.apps"
+    assert pods.qualified == "pods" and pods.api_version == "v1"
+    assert deploy.api_version == "apps/v1" and deploy.list_kind == "DeploymentList"
+
+
+def test_verbs_are_api_verbs() -> None:
+    ns = build_registry().lookup("", "namespaces")
+    assert ns is not None
+    assert ns.verbs == ("create", "delete", "get", "list", "patch", "update", "watch")
+
+
+def test_catalogue_covers_more_than_served() -> None:
+    plurals = {r.plural for r in load_catalogue()}
+    assert {"ingresses", "storageclasses", "replicationcontrollers"} <= plurals
+
+
+def test_unknown_served_resource_is_an_error() -> None:
+    with pytest.raises(LookupError):
+        build_registry([("", "v1", "widgets")])
