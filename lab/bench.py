@@ -260,7 +260,7 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
     """Run the whole benchmark; returns the results (also written to ``cfg.out``)."""
     from rich.console import Console
 
-    console = Console(highlight=False, quiet=cfg.quiet)
+    console = Console(highlight=False, soft_wrap=True, quiet=cfg.quiet)
     t0 = time.monotonic()
     cfg.out.mkdir(parents=True, exist_ok=True)
     sizes = sorted(set(cfg.sweep)) if cfg.sweep else [cfg.pods]
@@ -344,7 +344,7 @@ def write_outputs(results: dict[str, Any], out: Path) -> None:
     (out / "report.md").write_text(report.markdown(results))
 
 
-def main(argv: list[str]) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="watchcache bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--pods", type=int, default=None, help="pods (default 10000; quick 300)")
     p.add_argument("--nodes", type=int, default=None, help="nodes (default 100; quick 10)")
@@ -357,6 +357,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--quick", action="store_true", help="small and fast, for CI")
     p.add_argument("--machine", default="", help="label for the report (default: detected)")
     p.add_argument("--quiet", action="store_true")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = build_parser()
     a = p.parse_args(argv)
     quick = a.quick
     cfg = BenchConfig(

@@ -155,11 +155,11 @@ class Lab:
     def guide(self) -> str:
         assert self.state is not None
         s = self.state
-        kubectl = Path(sys.executable).parent / "kubectl"
-        kc = shutil.which("kubectl", path=str(kubectl.parent)) or "kubectl"
+        kc = _short(Path(shutil.which("kubectl", path=str(Path(sys.executable).parent))
+                         or "kubectl"))  # fmt: skip
         node = seed.node_name(0)
         url = s.server_url
-        rel = os.path.relpath(self.dir)
+        rel = _short(self.dir)
         return f"""
 [bold green]watchcache lab is ready[/bold green]
   server   {url}  (pid {s.server_pid}, log {rel}/server.log)
@@ -167,7 +167,7 @@ class Lab:
   data     {s.pods} pods on {s.nodes} nodes in {s.namespaces} namespaces, {s.configmaps} configmaps
 
 [bold]kubectl[/bold] (the bundled real one):
-  export KUBECONFIG={s.kubeconfig}
+  export KUBECONFIG={_short(Path(s.kubeconfig))}
   {kc} get pods -A | head
   {kc} get pods -A --field-selector spec.nodeName={node}
   {kc} get --raw '/api/v1/pods?limit=5'                  # from etcd, paginated
@@ -184,6 +184,14 @@ class Lab:
         ) + f"{'' if rel == '.lab' else f'  (add --dir {rel})'}\n\nCtrl-C stops everything."
 
 
+def _short(path: Path) -> str:
+    """``path`` relative to the working directory when it is below it, else absolute."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def _demos() -> dict[str, tuple[object, str]]:
     from lab.demos import DEMOS
 
@@ -191,7 +199,7 @@ def _demos() -> dict[str, tuple[object, str]]:
 
 
 async def run_lab(a: argparse.Namespace) -> int:
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     lab = Lab(a, console)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -244,7 +252,7 @@ def demo_main(argv: list[str]) -> int:
     p.add_argument("name", help="a demo name, 'all' or 'list'")
     p.add_argument("--dir", type=Path, default=Path(".lab"), help="lab directory (.lab)")
     a = p.parse_args(argv)
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     if a.name == "list":
         for name, (_, help_) in DEMOS.items():
             console.print(f"{name:<25} {help_}")

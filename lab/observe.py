@@ -168,7 +168,7 @@ class Transcript:
 
     def __init__(self, name: str, console: Console | None = None) -> None:
         self.name = name
-        self.console = console or Console(highlight=False)
+        self.console = console or Console(highlight=False, soft_wrap=True)
         self.failures: list[str] = []
 
     @property
