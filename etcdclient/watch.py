@@ -29,10 +29,12 @@ Guarantees to a consumer of :class:`Watch`:
   :class:`~etcdclient.errors.WatchCanceled`. After ``cancel()`` the iterator stops
   (StopAsyncIteration) at once; after the client's ``close()`` it raises ClientClosed.
 
-Limitation (etcd < 3.5.8): a stream-wide progress notification (``request_progress()``)
-may carry a revision ahead of events still queued for a watch that is catching up
-(etcd issue 15220). It is therefore applied only to watches that have already delivered
-up to the revision at which they were created.
+Stream-wide progress (``request_progress()``). etcd before 3.4.31 / 3.5.13 (issues 15220
+and 17507) may answer it with a revision ahead of events still queued for a watch that
+is catching up; trusting it would skip those events on the next resume. So on each new
+stream the server's version is read (Status): on fixed versions the notification goes to
+every created watch; on older ones only to watches known to be caught up (they have
+delivered up to the revision etcd reported when creating them).
 """
 
 from __future__ import annotations
@@ -66,6 +68,15 @@ __all__ = ["Watch", "WatchStream"]
 BACKOFF_INITIAL = 0.05
 BACKOFF_MAX = 2.0
 _BROADCAST_ID = -1  # etcd's InvalidWatchID: a stream-wide progress response
+
+
+def progress_is_trustworthy(version: str) -> bool:
+    """True for etcd versions whose stream-wide progress waits for every watch to sync."""
+    try:
+        v = tuple(int(x) for x in version.split("-")[0].split(".")[:3])
+    except ValueError:
+        return False
+    return v >= (3, 5, 13) or (3, 4, 31) <= v < (3, 5, 0)
 
 
 class Watch:
@@ -220,6 +231,9 @@ class WatchStream:
         self._awaiting_created: deque[int] = deque()
         self._fragments: dict[int, list[kv_pb2.Event]] = {}
         self._connected = False
+        # Whether the current stream's server sends stream-wide progress only when every
+        # watch is synced (etcd >= 3.4.31 / 3.5.13). Set per stream by _serve.
+        self.trust_broadcast = False
         self._task: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -324,6 +338,14 @@ class WatchStream:
 
     async def _serve(self, ep: Endpoint) -> bool:
         """Run one stream on ``ep`` until it breaks; True if it delivered anything."""
+        try:
+            status = await ep.maintenance.Status(
+                rpc_pb2.StatusRequest(), timeout=self.request_timeout
+            )
+        except grpc.aio.AioRpcError as e:
+            self._pool.failed(ep, str(translate(e)))
+            return False
+        self.trust_broadcast = progress_is_trustworthy(status.version)
         call: Any = ep.watch.Watch()
         self._outbox.clear()
         self._awaiting_created.clear()
@@ -437,8 +459,10 @@ class WatchStream:
 
     def _on_broadcast_progress(self, revision: int) -> None:
         for watch in list(self._by_id.values()):
-            # Only watches known to be caught up (see the module docstring).
-            if watch.created_revision and watch.next_revision - 1 >= watch.created_revision:
+            if not watch.created_revision:
+                continue
+            # On old etcd only watches known to be caught up (see the module docstring).
+            if self.trust_broadcast or watch.next_revision - 1 >= watch.created_revision:
                 self._deliver_progress(watch, revision)
 
     def _deliver_progress(self, watch: Watch, revision: int) -> None:
