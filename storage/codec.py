@@ -8,11 +8,15 @@ to equal bytes whatever their key order, which is what lets an update that chang
 nothing be recognised by a byte comparison and skipped.
 
 Read: ``decode(key, value, rv)`` returns a ``StoredObject`` whose ``data`` carries
-``metadata.resourceVersion = rv``. For canonical values (the ones this codec wrote) the
-resourceVersion is spliced into the bytes right after ``"metadata":{`` — no re-encode;
-anything else (written by another tool, or containing a ``resourceVersion`` key that
-the splice would duplicate) takes the slow path, decode-modify-encode. Undecodable
-values raise ``InternalStorageError``.
+``metadata.resourceVersion = rv``. A value that starts with the canonical head
+(``{"apiVersion":...,"kind":...,"metadata":{``, an order no other Kubernetes writer
+uses: Go's encoders put ``kind`` first) and ends with ``}`` is trusted to be this
+codec's own output — which never holds ``metadata.resourceVersion`` — and the
+resourceVersion is spliced into the bytes right after ``"metadata":{``: no parse, no
+re-encode (about 1 µs against 9 µs for a 2.8 KB pod). The dict is then decoded lazily,
+only if someone asks for ``StoredObject.obj``. Anything else (kube-apiserver's own
+JSON, hand-written values) is parsed, modified and re-encoded; values that do not parse
+as a JSON object raise ``InternalStorageError``.
 """
 
 from __future__ import annotations
@@ -35,7 +39,6 @@ _DROPPED_META = ("resourceVersion", "selfLink")
 _CANONICAL_HEAD = re.compile(
     rb'\{"apiVersion":"(?:[^"\\]|\\.)*","kind":"(?:[^"\\]|\\.)*","metadata":\{'
 )
-_RV_KEY = b'"resourceVersion":'
 
 
 def encode(obj: JSONObject) -> bytes:
@@ -60,35 +63,53 @@ def _member(name: str, value: Any) -> bytes:
 
 def with_resource_version(value: bytes, resource_version: int) -> bytes | None:
     """``value`` with ``metadata.resourceVersion`` spliced in, or None when ``value`` is
-    not a canonical encoding the splice is safe for (the caller falls back)."""
+    not a canonical encoding (the caller falls back to decode-modify-encode)."""
     head = _CANONICAL_HEAD.match(value)
-    if head is None or _RV_KEY in value:
+    if head is None or not value.endswith(b"}"):
         return None
     end = head.end()
-    rv = b'"resourceVersion":"' + str(resource_version).encode() + b'"'
-    if value[end : end + 1] != b"}":
-        rv += b","
-    return value[:end] + rv + value[end:]
+    sep = b'"' if value[end] == 125 else b'",'  # 125: "}" — empty metadata
+    rv = b'"resourceVersion":"%d' % resource_version
+    return b"".join((value[:end], rv, sep, value[end:]))
 
 
-def decode(key: str, value: bytes, resource_version: int, *, keep_obj: bool = True) -> StoredObject:
+def decode(
+    key: str, value: bytes, resource_version: int, *, keep_obj: bool = False
+) -> StoredObject:
     """The stored object at ``key`` with ``metadata.resourceVersion`` = ``resource_version``.
 
-    The value is always parsed (a corrupt value must fail here, not in the middle of a
-    streamed response); ``keep_obj`` keeps the parsed dict (with the resourceVersion
-    set) on the StoredObject so that selectors and callers need not parse again.
+    Canonical values are spliced and their dict decoded lazily; with ``keep_obj`` the
+    value is parsed now (the caller needs the dict, e.g. to match a selector) and the
+    dict (resourceVersion set) is kept on the StoredObject. InternalStorageError if a
+    value that must be parsed is not a JSON object.
     """
+    data = with_resource_version(value, resource_version)
+    if data is not None and not keep_obj:
+        return StoredObject(key, data, resource_version)
     obj = _loads(key, value)
     _set_resource_version(key, obj, resource_version)
-    data = with_resource_version(value, resource_version)
     if data is None:
         data = orjson.dumps(obj)
-    return StoredObject(key, data, resource_version, obj if keep_obj else None)
+    return StoredObject(key, data, resource_version, obj)
 
 
 def decode_object(key: str, value: bytes) -> JSONObject:
     """The stored dict as written (no resourceVersion); InternalStorageError if corrupt."""
     return _loads(key, value)
+
+
+def from_parsed(key: str, value: bytes, resource_version: int, obj: JSONObject) -> StoredObject:
+    """The StoredObject for ``value`` already parsed into ``obj`` (by ``decode_object``;
+    the dict is taken over and gets the resourceVersion)."""
+    _set_resource_version(key, obj, resource_version)
+    data = with_resource_version(value, resource_version)
+    return StoredObject(key, data if data is not None else orjson.dumps(obj), resource_version, obj)
+
+
+def mutable_copy(stored: StoredObject) -> JSONObject:
+    """A private, mutable dict of ``stored`` (resourceVersion set); InternalStorageError
+    if its bytes do not parse."""
+    return _loads(stored.key, stored.data)
 
 
 def _loads(key: str, value: bytes) -> JSONObject:

@@ -10,7 +10,7 @@ does not support with ``field label not supported: <label>``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from storage.interfaces import AttrsFunc, JSONObject
@@ -124,16 +124,42 @@ def selectable_fields(resource: str) -> frozenset[str]:
     return frozenset(_META_FIELDS) | frozenset(SPECIFIC_FIELDS.get(resource, {}))
 
 
+class _Fields(Mapping[str, str]):
+    """An object's selectable fields, each computed when first looked up: a selector
+    usually reads one or two of them, so building all of them per object is waste."""
+
+    __slots__ = ("_cache", "_extractors", "_obj")
+
+    def __init__(self, obj: JSONObject, extractors: Mapping[str, _Extractor]) -> None:
+        self._obj = obj
+        self._extractors = extractors
+        self._cache: dict[str, str] = {}
+
+    def __getitem__(self, name: str) -> str:
+        value = self._cache.get(name)
+        if value is None:
+            value = self._cache[name] = self._extractors[name](self._obj)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._extractors)
+
+    def __len__(self) -> int:
+        return len(self._extractors)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
 def attrs_func(resource: str) -> AttrsFunc:
-    """(labels, selectable fields) of an object of ``resource``, all values strings."""
+    """(labels, selectable fields) of an object of ``resource``, all values strings.
+    The fields mapping computes each field on first access."""
     extractors = {**_META_FIELDS, **SPECIFIC_FIELDS.get(resource, {})}
-    items = tuple(extractors.items())
 
     def get_attrs(obj: JSONObject) -> tuple[Mapping[str, str], Mapping[str, str]]:
         meta = obj.get("metadata")
         labels = meta.get("labels") if isinstance(meta, dict) else None
-        fields = {name: extract(obj) for name, extract in items}
-        return (labels if isinstance(labels, dict) else {}), fields
+        return (labels if isinstance(labels, dict) else {}), _Fields(obj, extractors)
 
     return get_attrs
 

@@ -159,7 +159,12 @@ def _take(page: _Page, resp: RangeResult, pred: SelectionPredicate) -> None:
             page.has_more = True
             break
         page.last_key = kv.key
-        stored = codec.decode(kv.key.decode(), kv.value, kv.mod_revision, keep_obj=selecting)
+        key = kv.key.decode()
         page.evaluated += 1
-        if not selecting or pred.matches(stored.obj):
-            page.items.append(stored)
+        if not selecting:
+            page.items.append(codec.decode(key, kv.value, kv.mod_revision))
+            continue
+        # Parse once to match; only a match pays for its final bytes.
+        obj = codec.decode_object(key, kv.value)
+        if pred.matches(obj):
+            page.items.append(codec.from_parsed(key, kv.value, kv.mod_revision, obj))

@@ -117,7 +117,7 @@ class Etcd3Store:
         kv = await self._read(key)
         while True:
             current = self._state(key, kv, ignore_not_found)
-            desired = current.copy() if kv is not None else {}
+            desired = codec.mutable_copy(current) if kv is not None else {}
             check_preconditions(key, preconditions, desired)
             updated = await try_update(desired)
             data = codec.encode(updated)
@@ -143,7 +143,7 @@ class Etcd3Store:
         while True:
             current = self._state(key, kv, ignore_not_found=False)
             assert kv is not None
-            obj = current.copy()
+            obj = codec.mutable_copy(current)
             check_preconditions(key, preconditions, obj)
             if validate_deletion is not None:
                 await validate_deletion(obj)

@@ -125,7 +125,7 @@ class Etcd3Watcher:
             )
             revision = revision or resp.revision
             for kv in resp.kvs:
-                stored = codec.decode(kv.key.decode(), kv.value, kv.mod_revision)
+                stored = self._decode(kv, kv.mod_revision)
                 if self._matches(stored):
                     await self._queue.put(WatchEvent("ADDED", stored.data, kv.mod_revision))
             if not resp.more or not resp.kvs:
@@ -175,9 +175,8 @@ class Etcd3Watcher:
             return WatchEvent("DELETED", old.data, rev)
         return None
 
-    @staticmethod
-    def _decode(kv: KeyValue, rev: int) -> StoredObject:
-        return codec.decode(kv.key.decode(), kv.value, rev)
+    def _decode(self, kv: KeyValue, rev: int) -> StoredObject:
+        return codec.decode(kv.key.decode(), kv.value, rev, keep_obj=not self._pred.empty)
 
     def _matches(self, stored: StoredObject) -> bool:
         return self._pred.empty or self._pred.matches(stored.obj)
