@@ -43,10 +43,11 @@ BODY_TYPES = (JSON_TYPE, YAML_TYPE)
 RESPONSE_TYPES = (JSON_TYPE, YAML_TYPE)
 
 
-def media_type_of(request: web.Request) -> str:
-    """The request's media type without parameters (``application/json``)."""
+def media_type_of(request: web.Request, default: str = JSON_TYPE) -> str:
+    """The request's media type without parameters (``application/json``); a request
+    without Content-Type is taken as ``default`` (JSON, as kube-apiserver does)."""
     raw = request.headers.get("Content-Type", "")
-    return raw.split(";", 1)[0].strip().lower()
+    return raw.split(";", 1)[0].strip().lower() or default
 
 
 async def read_body(request: web.Request, limit: int = MAX_REQUEST_BODY_BYTES) -> bytes:

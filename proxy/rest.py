@@ -193,7 +193,7 @@ async def patch_object(
 ) -> web.StreamResponse:
     resource = rs.resource
     media = _response_type(request)
-    patch_type = negotiation.media_type_of(request)
+    patch_type = negotiation.media_type_of(request, default="")
     patch.check_patch_type(patch_type)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     namespace = _namespace(info, resource)

@@ -1,0 +1,43 @@
+"""e2e fixtures: a private ``watchcache serve`` (subprocess, real etcd) per module, and a
+kubeconfig for the real kubectl. Server helpers come from tests/integration/conftest.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lab.etcd import EtcdCluster
+from tests.integration.conftest import REPO, ServerProcess, start_server
+
+KUBECTL = REPO / ".venv" / "bin" / "kubectl"
+
+
+@pytest.fixture(scope="module")
+def e2e_server(etcd: EtcdCluster) -> Iterator[ServerProcess]:
+    """A server of its own (a unique prefix: lists see only this module's objects)."""
+    proc = start_server(etcd.endpoints)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def write_kubeconfig(path: Path, url: str) -> Path:
+    path.write_text(
+        "apiVersion: v1\n"
+        "kind: Config\n"
+        "clusters:\n"
+        f"- name: watchcache\n  cluster:\n    server: {url}\n"
+        "users:\n- name: anonymous\n  user: {}\n"
+        "contexts:\n- name: watchcache\n  context:\n    cluster: watchcache\n"
+        "    user: anonymous\n    namespace: default\n"
+        "current-context: watchcache\n"
+    )
+    return path
+
+
+@pytest.fixture
+def kubeconfig(e2e_server: ServerProcess, tmp_path: Path) -> Path:
+    return write_kubeconfig(tmp_path / "kubeconfig", e2e_server.url)

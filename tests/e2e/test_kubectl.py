@@ -1,0 +1,81 @@
+"""The real kubectl against the server: raw discovery reads, get across namespaces, get
+as JSON, create from a file, delete."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import KUBECTL
+
+pytestmark = pytest.mark.etcd
+
+
+def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
+    proc = subprocess.run(
+        [str(KUBECTL), f"--kubeconfig={kubeconfig}", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+NAMESPACE = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: kx\n"
+
+POD = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: {ns}
+  labels: {{app: demo}}
+spec:
+  containers:
+  - name: c
+    image: busybox
+"""
+
+
+def test_kubectl_end_to_end(kubeconfig: Path, tmp_path: Path) -> None:
+    # `kubectl create namespace` sends protobuf, which this server does not decode yet
+    # (JSON first, DESIGN.md); manifests go as JSON.
+    # Client-side validation needs /openapi/v3, which is wired in with the OpenAPI module.
+    kubectl(kubeconfig, "create", "--validate=false", "-f", "-", stdin=NAMESPACE)
+    raw = json.loads(kubectl(kubeconfig, "get", "--raw", "/api/v1/namespaces"))
+    assert raw["kind"] == "NamespaceList"
+    assert "kx" in [n["metadata"]["name"] for n in raw["items"]]
+
+    manifest = tmp_path / "pods.yaml"
+    manifest.write_text(POD.format(name="a", ns="kx") + "---" + POD.format(name="b", ns="kx"))
+    kubectl(kubeconfig, "create", "--validate=false", "-f", str(manifest))
+
+    table = kubectl(kubeconfig, "get", "pods", "-A")
+    assert "kx" in table and " a " in f" {table} ".replace("\n", " ")
+
+    as_json = json.loads(kubectl(kubeconfig, "get", "pods", "-n", "kx", "-o", "json"))
+    assert [p["metadata"]["name"] for p in as_json["items"]] == ["a", "b"]
+
+    short = json.loads(kubectl(kubeconfig, "get", "po", "-n", "kx", "-l", "app=demo", "-o", "json"))
+    assert len(short["items"]) == 2
+
+    out = kubectl(kubeconfig, "delete", "pod", "a", "-n", "kx")
+    assert 'pod "a" deleted' in out
+    left = json.loads(kubectl(kubeconfig, "get", "pods", "-n", "kx", "-o", "json"))
+    assert [p["metadata"]["name"] for p in left["items"]] == ["b"]
+
+
+def test_kubectl_reports_not_found(kubeconfig: Path) -> None:
+    proc = subprocess.run(
+        [str(KUBECTL), f"--kubeconfig={kubeconfig}", "get", "pod", "nope", "-n", "default"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert 'pods "nope" not found' in proc.stderr
