@@ -102,3 +102,15 @@ def test_parse_endpoint() -> None:
         parse_endpoint("unix:///x", tls_default=False)
     with pytest.raises(ConfigError):
         parse_endpoint("http://h:notaport", tls_default=False)
+
+
+def test_fast_key_value_equals_the_dataclass_constructor() -> None:
+    pb = kv_pb2.KeyValue(
+        key=b"/k", value=b"v", create_revision=2, mod_revision=5, version=3, lease=7
+    )
+    kv = _convert.key_value(pb)
+    assert kv == KeyValue(b"/k", b"v", 2, 5, 3, 7)
+    assert hash(kv) == hash(KeyValue(b"/k", b"v", 2, 5, 3, 7))
+    assert repr(kv) == repr(KeyValue(b"/k", b"v", 2, 5, 3, 7))
+    with pytest.raises(AttributeError):
+        kv.value = b"x"  # type: ignore[misc]  # still frozen
