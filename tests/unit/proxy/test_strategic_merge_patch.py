@@ -554,3 +554,86 @@ def test_parse_patch_body() -> None:
 
 def test_go_format_prints_like_go() -> None:
     assert go_format({"b": 1.0, "a": [True, None, "x"]}) == "map[a:[true <nil> x] b:1]"
+
+
+def test_real_kubectl_apply_patch_on_a_deployment() -> None:
+    """The patch kubectl 1.37 sent for a second ``apply -f`` (captured; annotation cut):
+    image changed, a container, an env var and a label removed, a port added, the volume
+    source switched (retainKeys) and the atomic tolerations replaced."""
+    live = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"app": "web", "tier": "fe"}},
+        "spec": {
+            "replicas": 2,
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "nginx",
+                            "image": "nginx:1.25",
+                            "ports": [{"containerPort": 80}],
+                            "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
+                        },
+                        {"name": "sidecar", "image": "busybox", "args": ["sleep", "3600"]},
+                    ],
+                    "volumes": [{"name": "data", "emptyDir": {}}],
+                    "tolerations": [{"key": "k1", "operator": "Exists"}],
+                }
+            },
+        },
+    }
+    patch = {
+        "metadata": {"labels": {"tier": None}},
+        "spec": {
+            "replicas": 3,
+            "template": {
+                "spec": {
+                    "$setElementOrder/containers": [{"name": "nginx"}],
+                    "$setElementOrder/volumes": [{"name": "data"}],
+                    "containers": [
+                        {
+                            "$setElementOrder/env": [{"name": "B"}],
+                            "$setElementOrder/ports": [
+                                {"containerPort": 80},
+                                {"containerPort": 443},
+                            ],
+                            "env": [{"name": "B", "value": "3"}, {"$patch": "delete", "name": "A"}],
+                            "image": "nginx:1.27",
+                            "name": "nginx",
+                            "ports": [{"containerPort": 443}],
+                        },
+                        {"$patch": "delete", "name": "sidecar"},
+                    ],
+                    "tolerations": [{"key": "k2", "operator": "Exists"}],
+                    "volumes": [
+                        {
+                            "$retainKeys": ["configMap", "name"],
+                            "configMap": {"name": "cfg"},
+                            "emptyDir": None,
+                            "name": "data",
+                        }
+                    ],
+                }
+            },
+        },
+    }
+    out = apply_strategic_merge_patch(live, patch, DEPLOYMENT)
+    assert out["metadata"]["labels"] == {"app": "web"}
+    assert out["spec"] == {
+        "replicas": 3,
+        "template": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "nginx",
+                        "image": "nginx:1.27",
+                        "ports": [{"containerPort": 80}, {"containerPort": 443}],
+                        "env": [{"name": "B", "value": "3"}],
+                    }
+                ],
+                "volumes": [{"name": "data", "configMap": {"name": "cfg"}}],
+                "tolerations": [{"key": "k2", "operator": "Exists"}],
+            }
+        },
+    }
