@@ -84,16 +84,17 @@ async def write_list(
     metadata: dict[str, Any],
     headers: dict[str, str],
 ) -> web.StreamResponse:
-    """Stream ``items`` as the resource's List (see the module docstring)."""
-    media = negotiation.response_format(request)
-    if media == negotiation.YAML_TYPE:
-        whole = {
-            "kind": rs.resource.list_kind,
-            "apiVersion": rs.resource.api_version,
-            "metadata": metadata,
-            "items": [orjson.loads(i.data) for i in items],
-        }
-        return negotiation.json_response(whole, headers=headers, media_type=media)
+    """Stream ``items`` as the resource's List (see the module docstring). Tables,
+    PartialObjectMetadataLists and YAML are converted whole (their rows are small, or
+    the client asked for YAML)."""
+    fmt = negotiation.response_format(request, is_list=True)
+    if fmt.format != "json":
+        converted = negotiation.converted_list(
+            fmt, rs.resource, [orjson.loads(i.data) for i in items], metadata, request
+        )
+        return negotiation.json_response(
+            converted, headers=headers, media_type=fmt.media_type, content_type=fmt.content_type
+        )
     response = web.StreamResponse(status=200, headers=headers)
     response.content_type = negotiation.JSON_TYPE
     response.enable_chunked_encoding()
@@ -123,7 +124,7 @@ def _list_options(request: web.Request, info: RequestInfo, rs: ResourceStorage) 
 async def list_objects(
     request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
 ) -> web.StreamResponse:
-    negotiation.response_format(request)  # 406 before any storage work
+    negotiation.response_format(request, is_list=True)  # 406 before any storage work
     opts = _list_options(request, info, rs)
     with status.storage_errors(rs.resource.qualified):
         result = await rs.store.get_list(rs.list_key(_namespace(info, rs)), opts)
@@ -137,6 +138,7 @@ def _event_line(event_type: str, data: bytes) -> bytes:
 async def watch_objects(
     request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
 ) -> web.StreamResponse:
+    fmt = negotiation.response_format(request, is_list=True)
     query = parse_list_query(request.query, watch=True)
     validate_list_query(query)
     opts = to_list_options(query, rs.resource.plural, rs.get_attrs, info.name)
@@ -146,13 +148,16 @@ async def watch_objects(
     ctx.watchers.add(watcher)
     try:
         response = web.StreamResponse(status=200)
-        response.content_type = negotiation.JSON_TYPE
+        response.headers["Content-Type"] = fmt.content_type
         response.enable_chunked_encoding()
         await response.prepare(request)
         with contextlib.suppress(TimeoutError, ConnectionResetError):
             async with asyncio.timeout(duration):
                 async for event in watcher:
-                    await response.write(_event_line(event.type, event.data))
+                    data = negotiation.watch_event_object(
+                        fmt, rs.resource, event.type, event.data, request
+                    )
+                    await response.write(_event_line(event.type, data))
         with contextlib.suppress(ConnectionResetError):
             await response.write_eof()
         return response
@@ -166,7 +171,7 @@ async def delete_collection(
 ) -> web.StreamResponse:
     """Delete every object the selectors match (read from etcd, newest); the response is
     the List of deleted objects, each with its deletion revision."""
-    negotiation.response_format(request)
+    negotiation.response_format(request, is_list=True)
     query = parse_list_query(request.query)
     validate_list_query(query)
     opts = to_list_options(query, rs.resource.plural, rs.get_attrs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
 
@@ -30,6 +31,8 @@ class APIContext:
     storage_ctx: StorageContext
     storages: StorageMap
     watchers: set[Watcher] = field(default_factory=set)
+    # path -> AggregatedDiscovery, built on first request (the registry never changes)
+    aggregated_discovery: dict[str, Any] = field(default_factory=dict)
     shutting_down: bool = False
 
     async def stop_watches(self) -> None:

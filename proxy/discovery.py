@@ -6,8 +6,9 @@
   subresources as ``pods/status``.
 
 kubectl and client-go resolve resource names, short names and the "all" category from
-these. Aggregated discovery (``apidiscovery.k8s.io/v2``) is negotiated elsewhere; this
-module serves plain JSON.
+these. ``/api`` and ``/apis`` answer with the aggregated document
+(``apidiscovery.k8s.io/v2``, built by ``proxy.discovery_aggregated``) when the Accept
+header asks for it first, as kubectl does.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy import negotiation, status
+from proxy import discovery_aggregated, negotiation, status
 from proxy.context import API_CONTEXT
 from proxy.registry import Registry, ResourceInfo
 
@@ -114,8 +115,21 @@ def _not_found() -> status.StatusError:
     )
 
 
+def _aggregated(request: web.Request, path: str) -> web.StreamResponse | None:
+    """The aggregated (apidiscovery.k8s.io/v2) document when the client asks for it."""
+    if not discovery_aggregated.is_aggregated_request(request.headers.get("Accept")):
+        return None
+    ctx = request.app[API_CONTEXT]
+    if not ctx.aggregated_discovery:
+        ctx.aggregated_discovery.update(discovery_aggregated.build_documents(ctx.registry))
+    code, headers, body = discovery_aggregated.respond(
+        ctx.aggregated_discovery[path], request.headers
+    )
+    return web.Response(status=code, headers=headers, body=body)
+
+
 async def _api(request: web.Request) -> web.StreamResponse:
-    return negotiation.json_response(api_versions(request.host))
+    return _aggregated(request, "/api") or negotiation.json_response(api_versions(request.host))
 
 
 async def _api_v1(request: web.Request) -> web.StreamResponse:
@@ -126,7 +140,9 @@ async def _api_v1(request: web.Request) -> web.StreamResponse:
 
 
 async def _apis(request: web.Request) -> web.StreamResponse:
-    return negotiation.json_response(api_group_list(request.app[API_CONTEXT].registry))
+    return _aggregated(request, "/apis") or negotiation.json_response(
+        api_group_list(request.app[API_CONTEXT].registry)
+    )
 
 
 async def _apis_group(request: web.Request) -> web.StreamResponse:

@@ -5,20 +5,21 @@ dispatched in ``proxy.patch``), at most 3 MiB (413 above). Decoding errors and a
 kind/apiVersion that does not fit the endpoint become 400 BadRequest with
 kube-apiserver's wording.
 
-Responses: JSON via orjson, always; ``application/yaml`` when asked for by a client
-that does not also accept JSON. A Table request (``as=Table``) falls back to JSON
-until Table printing is wired in here (``response_format`` is the seam).
+Responses: the Accept header picks the object as JSON (orjson; stored bytes are sent
+as they are) or YAML, a ``meta.k8s.io`` Table (``as=Table``, printed by
+``proxy.table``, as kubectl asks for every ``get``), or PartialObjectMetadata[List].
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import orjson
 import yaml
 from aiohttp import web
 
-from proxy import status
+from proxy import status, table
 from proxy.registry import ResourceInfo
 
 __all__ = [
@@ -133,18 +134,128 @@ def check_kind(obj: JSON, resource: ResourceInfo) -> None:
     obj["apiVersion"], obj["kind"] = api_version, kind
 
 
-def response_format(request: web.Request) -> str:
-    """The response media type for ``request``'s Accept header (406 if none fits)."""
-    accept = request.headers.get("Accept", "")
-    if not accept.strip():
-        return JSON_TYPE
-    offered = [part.split(";", 1)[0].strip().lower() for part in accept.split(",")]
-    for media in offered:
-        if media in (JSON_TYPE, "*/*", "application/*", "application/json-seq"):
-            return JSON_TYPE
-        if media == YAML_TYPE:
-            return YAML_TYPE
-    raise status.not_acceptable(RESPONSE_TYPES)
+def response_format(request: web.Request, *, is_list: bool = False) -> table.AcceptedFormat:
+    """The response format for ``request``'s Accept header: the object (JSON/YAML), a
+    ``meta.k8s.io`` Table, or PartialObjectMetadata[List]; 406 if none fits."""
+    try:
+        return table.parse_accept(request.headers.get("Accept"), is_list=is_list)
+    except table.NotAcceptableError:
+        raise status.not_acceptable(RESPONSE_TYPES) from None
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _table_error(e: table.TableError) -> status.StatusError:
+    return status.bad_request(str(e))
+
+
+def _partial(obj: JSON, version: str) -> JSON:
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": f"{table.META_GROUP}/{version}",
+        "metadata": obj.get("metadata") or {},
+    }
+
+
+def converted_object(
+    fmt: table.AcceptedFormat, resource: ResourceInfo, obj: JSON, request: web.Request
+) -> JSON:
+    """One object as a Table or PartialObjectMetadata (``fmt`` is neither json nor yaml)."""
+    if fmt.format == "table":
+        try:
+            return table.to_table(
+                resource,
+                [obj],
+                include_object=request.query.get("includeObject", "Metadata"),
+                now=_now(),
+                table_version=fmt.version,
+            )
+        except table.TableError as e:
+            raise _table_error(e) from None
+    return _partial(obj, fmt.version)
+
+
+def object_response(
+    request: web.Request,
+    resource: ResourceInfo,
+    data: bytes,
+    code: int = 200,
+    fmt: table.AcceptedFormat | None = None,
+) -> web.Response:
+    """The response for one stored object (its bytes as they are, for JSON)."""
+    fmt = fmt or response_format(request)
+    if fmt.format == "json":
+        return raw_json_response(data, code)
+    obj = orjson.loads(data)
+    if fmt.format in ("table", "partial"):
+        return json_response(
+            converted_object(fmt, resource, obj, request),
+            code,
+            media_type=fmt.media_type,
+            content_type=fmt.content_type,
+        )
+    return json_response(obj, code, media_type=YAML_TYPE)
+
+
+def converted_list(
+    fmt: table.AcceptedFormat,
+    resource: ResourceInfo,
+    items: list[JSON],
+    metadata: JSON,
+    request: web.Request,
+) -> JSON:
+    """A list as a Table, PartialObjectMetadataList, or the resource's List (YAML)."""
+    if fmt.format == "table":
+        try:
+            return table.to_table(
+                resource,
+                items,
+                include_object=request.query.get("includeObject", "Metadata"),
+                list_meta=metadata,
+                now=_now(),
+                table_version=fmt.version,
+            )
+        except table.TableError as e:
+            raise _table_error(e) from None
+    if fmt.format == "partial-list":
+        return {
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": f"{table.META_GROUP}/{fmt.version}",
+            "metadata": metadata,
+            "items": [_partial(i, fmt.version) for i in items],
+        }
+    return {
+        "kind": resource.list_kind,
+        "apiVersion": resource.api_version,
+        "metadata": metadata,
+        "items": items,
+    }
+
+
+def watch_event_object(
+    fmt: table.AcceptedFormat,
+    resource: ResourceInfo,
+    event_type: str,
+    data: bytes,
+    request: web.Request,
+) -> bytes:
+    """The ``object`` of a watch event in ``fmt`` (JSON bytes)."""
+    if fmt.format == "json" or event_type in ("ERROR", "BOOKMARK"):
+        return data
+    obj = orjson.loads(data)
+    if fmt.format == "table":
+        try:
+            event = table.table_watch_event(
+                resource, event_type, obj,
+                include_object=request.query.get("includeObject", "Metadata"),
+                now=_now(), table_version=fmt.version,
+            )  # fmt: skip
+        except table.TableError as e:
+            raise _table_error(e) from None
+        return orjson.dumps(event["object"])
+    return orjson.dumps(_partial(obj, fmt.version))
 
 
 def dump_json(obj: Any) -> bytes:
@@ -156,22 +267,21 @@ def json_response(
     code: int = 200,
     headers: dict[str, str] | None = None,
     media_type: str = JSON_TYPE,
+    content_type: str | None = None,
 ) -> web.Response:
-    """One encoded response (objects, Status, discovery). Lists stream elsewhere."""
+    """One encoded response (objects, Status, discovery). Lists stream elsewhere.
+    ``content_type`` overrides the header (``application/json;as=Table;...``)."""
     if media_type == YAML_TYPE:
         body = yaml.safe_dump(obj, sort_keys=False).encode()
     else:
         body = orjson.dumps(obj)
-    return web.Response(body=body, status=code, content_type=media_type, headers=headers)
+    all_headers = dict(headers or {})
+    all_headers["Content-Type"] = content_type or media_type
+    return web.Response(body=body, status=code, headers=all_headers)
 
 
 def raw_json_response(
-    data: bytes,
-    code: int = 200,
-    headers: dict[str, str] | None = None,
-    media_type: str = JSON_TYPE,
+    data: bytes, code: int = 200, headers: dict[str, str] | None = None
 ) -> web.Response:
     """A response from already-encoded JSON (a StoredObject's bytes), not re-encoded."""
-    if media_type == YAML_TYPE:
-        return json_response(orjson.loads(data), code, headers, media_type)
     return web.Response(body=data, status=code, content_type=JSON_TYPE, headers=headers)

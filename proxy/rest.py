@@ -20,6 +20,7 @@ from proxy.context import API_CONTEXT, APIContext
 from proxy.registry import ResourceInfo
 from proxy.request_info import RequestInfo, parse_request_info
 from proxy.storage_factory import ResourceStorage
+from proxy.table import AcceptedFormat
 from storage import errors as serr
 from storage.interfaces import GetOptions, JSONObject, Preconditions
 
@@ -77,7 +78,7 @@ def _namespace(info: RequestInfo, resource: ResourceInfo) -> str:
     return info.namespace if resource.namespaced else ""
 
 
-def _response_type(request: web.Request) -> str:
+def _response_type(request: web.Request) -> AcceptedFormat:
     return negotiation.response_format(request)
 
 
@@ -89,7 +90,7 @@ async def get_object(
     key = rs.object_key(_namespace(info, rs.resource), info.name)
     with storage_errors(rs.resource, info.name):
         stored = await rs.store.get(key, opts)
-    return negotiation.raw_json_response(stored.data, media_type=media)
+    return negotiation.object_response(request, rs.resource, stored.data, fmt=media)
 
 
 async def ensure_namespace(ctx: APIContext, namespace: str) -> None:
@@ -119,7 +120,7 @@ async def create_object(
     name = str(obj["metadata"]["name"])
     with storage_errors(resource, name):
         stored = await rs.store.create(rs.object_key(namespace, name), obj)
-    return negotiation.raw_json_response(stored.data, 201, media_type=media)
+    return negotiation.object_response(request, resource, stored.data, 201, fmt=media)
 
 
 def _current_rv(current: JSONObject) -> str:
@@ -173,8 +174,8 @@ async def update_object(
             try_update,
             ignore_not_found=resource.create_on_update and not info.subresource,
         )
-    return negotiation.raw_json_response(
-        stored.data, 201 if outcome.created else 200, media_type=media
+    return negotiation.object_response(
+        request, resource, stored.data, 201 if outcome.created else 200, fmt=media
     )
 
 
@@ -216,7 +217,7 @@ async def patch_object(
 
     with storage_errors(resource, info.name):
         stored = await rs.store.guaranteed_update(key, None, try_update)
-    return negotiation.raw_json_response(stored.data, media_type=media)
+    return negotiation.object_response(request, rs.resource, stored.data, fmt=media)
 
 
 def parse_delete_options(body: bytes, media_type: str) -> Preconditions | None:
@@ -250,7 +251,7 @@ async def delete_object(
     key = rs.object_key(_namespace(info, rs.resource), info.name)
     with storage_errors(rs.resource, info.name):
         stored = await rs.store.delete(key, preconditions)
-    return negotiation.raw_json_response(stored.data, media_type=media)
+    return negotiation.object_response(request, rs.resource, stored.data, fmt=media)
 
 
 _HANDLERS = {

@@ -58,6 +58,9 @@ def test_kubectl_end_to_end(kubeconfig: Path, tmp_path: Path) -> None:
     table = kubectl(kubeconfig, "get", "pods", "-A")
     assert "kx" in table and " a " in f" {table} ".replace("\n", " ")
 
+    columns = kubectl(kubeconfig, "get", "pods", "-n", "kx").splitlines()[0].split()
+    assert columns == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+
     as_json = json.loads(kubectl(kubeconfig, "get", "pods", "-n", "kx", "-o", "json"))
     assert [p["metadata"]["name"] for p in as_json["items"]] == ["a", "b"]
 
