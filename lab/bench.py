@@ -101,8 +101,11 @@ def _start_own(cfg: BenchConfig, workdir: Path) -> Topology:
     topo.stoppers.append(cluster.stop)
     try:
         topo.processes["etcd"] = [m.pid for m in cluster.members if m.pid]
-        servers: list[tuple[str, tuple[str, ...]]] = [("server", ()),
-                                                      ("server-consistent", (CONSISTENT_FLAG,))]
+        servers: list[tuple[str, tuple[str, ...]]] = [("server", ())]
+        if server_has_flag(CONSISTENT_FLAG):
+            servers.append(("server-consistent", (CONSISTENT_FLAG,)))
+        else:
+            topo.unavailable["list_consistent"] = "the server has no --feature-gates flag yet"
         if server_has_flag(NOINDEX_FLAG):
             servers.append(("server-noindex", (NOINDEX_FLAG,)))
         else:
@@ -128,7 +131,8 @@ def _start_own(cfg: BenchConfig, workdir: Path) -> Topology:
 
 def _external(cfg: BenchConfig) -> Topology:
     assert cfg.server is not None
-    topo = Topology(cfg.etcd_servers, cfg.server, etcd_members=len(cfg.etcd_servers))
+    topo = Topology(cfg.etcd_servers, cfg.server, etcd_members=len(cfg.etcd_servers),
+                    etcd_binary="external, --etcd-servers")
     topo.processes["server"] = []
     topo.processes["etcd"] = []
     topo.unavailable["list_consistent"] = "--server given: no second server with the gate on"
@@ -318,8 +322,9 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
         "runs": runs,
     }  # fmt: skip
     write_outputs(results, cfg.out)
+    wide = Console(highlight=False, width=max(console.width, 150), quiet=cfg.quiet)
     for run in runs:
-        console.print(report.table(run))
+        wide.print(report.table(run))
         for t in run["targets"]:
             m = "-" if t["measured"] is None else f"{t['measured']:.1f}x"
             console.print(f"  {t['verdict']:<8} {t['claim']}: {m}")

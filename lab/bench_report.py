@@ -172,11 +172,13 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         f"- date: {meta['date']}",
         f"- etcd: {meta['etcd_version']} ({meta['etcd_members']} member(s), "
-        f"binary `{meta['etcd_binary']}`)",
+        f"binary: {meta['etcd_binary']})",
         f"- data: {meta['pods']} pods on {meta['nodes']} nodes, "
         f"{meta['pod_bytes_in_etcd']} bytes of pods in etcd",
         f"- runs per scenario: {meta['runs']} (+{meta['warmup']} warmup), interleaved, "
         "one client process, sequential requests over keep-alive HTTP",
+        "- CPU per request: the serving process's and etcd's CPU time (/proc, 10 ms ticks) "
+        "read around each request, averaged over the runs",
         f"- python {meta['python']}; total time {meta['elapsed_s']:.0f} s",
         "",
     ]
@@ -224,6 +226,13 @@ def _run_markdown(run: dict[str, Any]) -> list[str]:
             f"{s['server_cpu'] * 1000:.1f} | {s['etcd_cpu'] * 1000:.1f} | "
             f"{s['peak_rss'] / 2**20:.0f} MiB |"
         )
+    raw = run.get("raw") or {}
+    if raw.get("peak_rss"):
+        lines += ["", "### Processes (whole measurement)", "",
+                  "| process | CPU seconds | peak RSS |", "|---|---:|---:|"]  # fmt: skip
+        for proc, rss in raw["peak_rss"].items():
+            cpu = raw.get("cpu_total", {}).get(proc, math.nan)
+            lines.append(f"| {proc} | {cpu:.2f} | {rss / 2**20:.0f} MiB |")
     tag = run["pods"]
     lines += ["", f"![latency](latency-{tag}.png) ![fetched vs returned](objects-{tag}.png) "
               f"![cpu](cpu-{tag}.png)", ""]  # fmt: skip
