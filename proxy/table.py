@@ -30,6 +30,9 @@ __all__ = [
     "NotAcceptableError",
     "TableError",
     "TableResource",
+    "TableWatchEncoder",
+    "as_partial_object_metadata",
+    "as_partial_object_metadata_list",
     "default_columns_table",
     "human_duration",
     "parse_accept",
@@ -749,11 +752,7 @@ def _row_object(
         return None
     if include_object == "Object":
         return obj
-    return {
-        "kind": "PartialObjectMetadata",
-        "apiVersion": f"{META_GROUP}/{table_version}",
-        "metadata": dict(_meta(obj)),
-    }
+    return as_partial_object_metadata(obj, table_version)
 
 
 def to_table(
@@ -835,6 +834,66 @@ def table_watch_event(
         no_headers=no_headers,
     )
     return {"type": event_type, "object": table}
+
+
+class TableWatchEncoder:
+    """Turns one watch stream's events into Table events, as kube-apiserver does.
+
+    The first printed event carries the column definitions; later ones omit them
+    (kube's ``watchEmbeddedEncoder`` sets ``noHeaders`` after the first object).
+    ERROR (Status) and BOOKMARK events pass through untransformed. One encoder per
+    watch stream; not shared between tasks.
+    """
+
+    def __init__(
+        self,
+        resource: TableResource,
+        *,
+        include_object: str = "Metadata",
+        table_version: str = "v1",
+        no_headers: bool = False,
+    ) -> None:
+        self.resource = resource
+        self.include_object = include_object
+        self.table_version = table_version
+        self._sent_headers = no_headers
+
+    def encode(self, event_type: str, obj: dict[str, JSON], now: dt.datetime) -> dict[str, JSON]:
+        """The ``{"type": ..., "object": <Table>}`` event for one watch event."""
+        event = table_watch_event(
+            self.resource,
+            event_type,
+            obj,
+            include_object=self.include_object,
+            now=now,
+            table_version=self.table_version,
+            no_headers=self._sent_headers,
+        )
+        if event_type not in ("ERROR", "BOOKMARK"):
+            self._sent_headers = True
+        return event
+
+
+def as_partial_object_metadata(obj: Mapping[str, JSON], version: str = "v1") -> dict[str, JSON]:
+    """``meta.AsPartialObjectMetadata``: the object's metadata only (``as=PartialObjectMetadata``;
+    also the object of each watch event when a client watches with PartialObjectMetadataList)."""
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": f"{META_GROUP}/{version}",
+        "metadata": dict(_meta(obj)),
+    }
+
+
+def as_partial_object_metadata_list(
+    objects: Sequence[Mapping[str, JSON]], list_meta: Mapping[str, JSON], version: str = "v1"
+) -> dict[str, JSON]:
+    """A PartialObjectMetadataList (``as=PartialObjectMetadataList``) of a list response."""
+    return {
+        "kind": "PartialObjectMetadataList",
+        "apiVersion": f"{META_GROUP}/{version}",
+        "metadata": {k: list_meta[k] for k in LIST_META_KEYS if list_meta.get(k) not in (None, "")},
+        "items": [as_partial_object_metadata(o, version) for o in objects],
+    }
 
 
 def default_columns_table(

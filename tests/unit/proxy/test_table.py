@@ -13,6 +13,9 @@ from proxy.table import (
     AcceptedFormat,
     NotAcceptableError,
     TableError,
+    TableWatchEncoder,
+    as_partial_object_metadata,
+    as_partial_object_metadata_list,
     default_columns_table,
     format_label_selector,
     human_duration,
@@ -456,3 +459,28 @@ def test_parse_accept_not_acceptable() -> None:
 def test_content_types() -> None:
     assert parse_accept(KUBECTL_GET).content_type == "application/json;as=Table;v=v1;g=meta.k8s.io"
     assert AcceptedFormat("json").content_type == "application/json"
+
+
+def test_watch_encoder_sends_headers_on_the_first_printed_event_only() -> None:
+    encoder = TableWatchEncoder(PODS, include_object="Object")
+    bookmark = {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": "9"}}
+    assert encoder.encode("BOOKMARK", bookmark, NOW) == {"type": "BOOKMARK", "object": bookmark}
+    first = encoder.encode("ADDED", pod(phase="Running"), NOW)["object"]
+    second = encoder.encode("MODIFIED", pod(phase="Running"), NOW)["object"]
+    assert len(first["columnDefinitions"]) == 9
+    assert second["columnDefinitions"] == []
+    assert second["rows"][0]["object"]["spec"]  # includeObject=Object
+    assert second["metadata"] == {"resourceVersion": "7"}
+
+
+def test_partial_object_metadata() -> None:
+    obj = pod()
+    assert as_partial_object_metadata(obj, "v1beta1") == {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1beta1",
+        "metadata": obj["metadata"],
+    }
+    listed = as_partial_object_metadata_list([obj], {"resourceVersion": "3", "continue": ""})
+    assert listed["kind"] == "PartialObjectMetadataList"
+    assert listed["metadata"] == {"resourceVersion": "3"}
+    assert listed["items"] == [as_partial_object_metadata(obj)]
