@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 from collections import deque
 from collections.abc import Sequence
 from types import TracebackType
@@ -64,6 +65,8 @@ from etcdclient.errors import (
 from etcdclient.types import WatchBatch
 
 __all__ = ["Watch", "WatchStream"]
+
+log = logging.getLogger("etcdclient.watch")
 
 BACKOFF_INITIAL = 0.05
 BACKOFF_MAX = 2.0
@@ -218,7 +221,8 @@ class WatchStream:
         self.request_timeout = request_timeout
         self._dial_timeout = dial_timeout
         self._pool = pool
-        self._watches: set[Watch] = set()
+        # Live watches in creation order (re-created in that order on a new stream).
+        self._watches: dict[Watch, None] = {}
         self._by_id: dict[int, Watch] = {}
         self._ids = itertools.count(1)
         # Pending writes. Bounded by construction: at most one creation per live watch
@@ -242,14 +246,14 @@ class WatchStream:
     def add(self, watch: Watch) -> None:
         if self._closed:
             raise ClientClosed("etcd client is closed")
-        self._watches.add(watch)
+        self._watches[watch] = None
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="etcd-watch")
         elif self._connected:
             self._create(watch)
 
     def remove(self, watch: Watch) -> None:
-        self._watches.discard(watch)
+        self._watches.pop(watch, None)
         self._unregister(watch)
 
     def resume(self, watch: Watch) -> None:
@@ -321,6 +325,17 @@ class WatchStream:
     # -- the stream's tasks ----------------------------------------------------------
 
     async def _run(self) -> None:
+        try:
+            await self._keep_streaming()
+        except Exception as e:
+            # A bug, not an etcd failure: fail every watch loudly rather than hang them.
+            log.exception("etcd watch stream task crashed")
+            for w in list(self._watches):
+                w.fail(EtcdError(f"etcd watch stream crashed: {e!r}"))
+            self._watches.clear()
+            self._task = None
+
+    async def _keep_streaming(self) -> None:
         """Keep one stream open; re-create every live watch on each new stream."""
         loop = asyncio.get_running_loop()
         backoff = BACKOFF_INITIAL
@@ -352,7 +367,7 @@ class WatchStream:
         self._fragments.clear()
         self._by_id.clear()
         self._connected = True
-        for w in sorted(self._watches, key=id):
+        for w in self._watches:
             w.watch_id = 0
             if w.active and not w.lagging:
                 self._create(w)
@@ -364,12 +379,15 @@ class WatchStream:
             while True:
                 resp = await call.read()
                 if resp is grpc.aio.EOF:
+                    log.warning("etcd watch stream to %s ended; re-creating watches", ep.url)
                     self._pool.failed(ep, "watch stream ended")
                     return received
                 received = True
                 self._dispatch(resp)
         except grpc.aio.AioRpcError as e:
-            self._pool.failed(ep, str(translate(e)))
+            err = translate(e, ep.url)
+            log.warning("etcd watch stream broke (%s); re-creating watches", err)
+            self._pool.failed(ep, str(err))
             return received
         except asyncio.CancelledError:
             task = asyncio.current_task()
@@ -434,7 +452,7 @@ class WatchStream:
     def _on_canceled(self, watch: Watch, resp: rpc_pb2.WatchResponse) -> None:
         self._by_id.pop(watch.watch_id, None)
         watch.watch_id = 0
-        self._watches.discard(watch)
+        self._watches.pop(watch, None)
         if resp.compact_revision:
             watch.fail(Compacted(resp.compact_revision))
         else:

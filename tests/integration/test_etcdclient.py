@@ -250,3 +250,25 @@ async def test_unreachable_endpoint_fails_fast(call: str) -> None:
     finally:
         await c.close()
     assert time.monotonic() - t0 < 2.0
+
+
+async def test_lagging_watch_whose_history_was_compacted_raises_compacted(
+    etcd_own: EtcdCluster,
+) -> None:
+    async with (
+        EtcdClient(etcd_own.endpoints) as c,
+        c.watch(b"/", b"0", buffer_size=1) as w,
+        c.watch(b"/", b"0") as probe,
+    ):
+        revs = [await c.put(b"/lag/%d" % i, b"v") for i in range(5)]
+        # etcd sends one stream's responses in revision order: once the probe has the
+        # last write, the slow watch has had its second response and overflowed.
+        seen: list[int] = []
+        while revs[-1] not in seen:
+            seen.extend(e.kv.mod_revision for e in (await next_batch(probe)).events)
+        assert w.lagging
+        await c.compact(revs[-1])
+        assert [e.kv.mod_revision for e in (await next_batch(w)).events] == revs[:1]
+        with pytest.raises(Compacted) as e:
+            await next_batch(w)
+        assert e.value.compact_revision == revs[-1]

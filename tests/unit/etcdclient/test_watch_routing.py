@@ -22,7 +22,7 @@ def make_stream() -> WatchStream:
 def add(s: WatchStream, start: int = 0, buffer_size: int = 8) -> Watch:
     w = Watch(s, b"/k", b"/l", start_revision=start, prev_kv=False, progress_notify=False,
               filters=(), buffer_size=buffer_size)  # fmt: skip
-    s._watches.add(w)
+    s._watches[w] = None
     s._create(w)
     return w
 
