@@ -43,6 +43,7 @@ __all__ = [
     "schema_violations",
     "strict_decoding_errors",
     "validate_fields",
+    "validate_patched",
     "warning_header",
 ]
 
@@ -245,6 +246,28 @@ def validate_fields(
     if mode == "Strict" and errors:
         raise StrictDecodingError(errors)
     cleaned, _ = prune_unknown_fields(obj, kind_schema)
+    return cleaned, (errors if mode == "Warn" else [])
+
+
+def validate_patched(
+    patched: dict[str, JSON],
+    kind_schema: SchemaNode | None,
+    mode: Mode,
+    *,
+    raw_patch: bytes | str,
+) -> tuple[dict[str, JSON], list[str]]:
+    """Field validation of a PATCH (strategic or JSON merge): ``(cleaned, warnings)``.
+
+    As kube-apiserver: duplicate fields come from the patch body (paths inside the
+    patch), unknown fields from the patched object; duplicates first. Strict raises
+    :class:`StrictDecodingError` (answer with :meth:`StrictDecodingError.for_patch`,
+    422); Warn returns them as warnings; Ignore returns none. The result is pruned.
+    """
+    errors = strict_decoding_errors(raw_patch, None)
+    cleaned, unknown = prune_unknown_fields(patched, kind_schema)
+    errors += [f'unknown field "{path}"' for path in unknown]
+    if mode == "Strict" and errors:
+        raise StrictDecodingError(errors)
     return cleaned, (errors if mode == "Warn" else [])
 
 

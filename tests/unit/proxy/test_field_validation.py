@@ -20,6 +20,7 @@ from proxy.field_validation import (
     schema_violations,
     strict_decoding_errors,
     validate_fields,
+    validate_patched,
     warning_header,
 )
 from proxy.schemas import kind_schema
@@ -231,3 +232,15 @@ def test_schema_accepts_int_or_string_quantities_and_nulls_and_skips_status() ->
         "spec.containers[0].readinessProbe.httpGet.port"
     ]
     assert str(FieldCause("FieldValueRequired", "Required value", "x")) == "x: Required value"
+
+
+def test_validate_patched_reports_patch_duplicates_then_unknown_fields() -> None:
+    raw = b'{"spec": {"replicas": 2, "replicas": 3, "bogus": 1}}'
+    patched = {"kind": "Deployment", "spec": {"replicas": 3, "bogus": 1}}
+    expected = ['duplicate field "spec.replicas"', 'unknown field "spec.bogus"']
+    with pytest.raises(StrictDecodingError) as info:
+        validate_patched(patched, DEPLOYMENT, "Strict", raw_patch=raw)
+    assert info.value.errors == expected
+    cleaned, warnings = validate_patched(patched, DEPLOYMENT, "Warn", raw_patch=raw)
+    assert (cleaned, warnings) == ({"kind": "Deployment", "spec": {"replicas": 3}}, expected)
+    assert validate_patched(patched, DEPLOYMENT, "Ignore", raw_patch=raw)[1] == []
