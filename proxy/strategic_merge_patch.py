@@ -235,6 +235,8 @@ def _fresh(value: JSON, schema: SchemaNode | None) -> tuple[bool, JSON]:
         elem = schema.items() if schema is not None else None
         out = []
         for item in value:
+            if isinstance(item, dict) and DIRECTIVE in item:
+                continue  # a directive element applies to a live list; there is none
             keep, fresh = _fresh(item, elem)
             if keep and fresh is not None:
                 out.append(fresh)

@@ -264,6 +264,10 @@ UPSTREAM_CASES = yaml.safe_load(
   - {}
   - {retainKeysMap: {$retainKeys: [name], name: n}}
   - {retainKeysMap: {name: n}}
+- - directive elements of a new list are dropped
+  - {}
+  - {mergingList: [{name: 1}, {$patch: replace}, {name: 2, $patch: delete}]}
+  - {mergingList: [{name: 1}]}
 - - replace directive inside merging list
   - {mergingList: [{name: 1}, {name: 2}]}
   - {mergingList: [{name: 3, value: x}, {$patch: replace}]}
