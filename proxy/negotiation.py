@@ -13,6 +13,7 @@ as they are) or YAML, a ``meta.k8s.io`` Table (``as=Table``, printed by
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -183,20 +184,26 @@ def object_response(
     data: bytes,
     code: int = 200,
     fmt: table.AcceptedFormat | None = None,
+    warnings: Sequence[str] = (),
 ) -> web.Response:
-    """The response for one stored object (its bytes as they are, for JSON)."""
+    """The response for one stored object (its bytes as they are, for JSON), with one
+    ``Warning`` header per entry of ``warnings``."""
     fmt = fmt or response_format(request)
     if fmt.format == "json":
-        return raw_json_response(data, code)
-    obj = orjson.loads(data)
-    if fmt.format in ("table", "partial"):
-        return json_response(
+        response = raw_json_response(data, code)
+    elif fmt.format in ("table", "partial"):
+        obj = orjson.loads(data)
+        response = json_response(
             converted_object(fmt, resource, obj, request),
             code,
             media_type=fmt.media_type,
             content_type=fmt.content_type,
         )
-    return json_response(obj, code, media_type=YAML_TYPE)
+    else:
+        response = json_response(orjson.loads(data), code, media_type=YAML_TYPE)
+    for warning in warnings:
+        response.headers.add("Warning", warning)
+    return response
 
 
 def converted_list(

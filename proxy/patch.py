@@ -85,6 +85,14 @@ def _decode_patch(body: bytes) -> Any:
         raise status.bad_request(f"error decoding patch: {e}") from None
 
 
+def decoded_patch(body: bytes) -> Any:
+    """The patch document (for error messages); None if it does not decode."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+
+
 def _json_patch(current: JSON, body: bytes) -> JSON:
     ops = _decode_patch(body)
     if not isinstance(ops, list):

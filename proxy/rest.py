@@ -15,8 +15,9 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy import collection, negotiation, object_meta, patch, status
+from proxy import collection, negotiation, object_meta, patch, status, validation
 from proxy.context import API_CONTEXT, APIContext
+from proxy.field_validation import Mode
 from proxy.registry import ResourceInfo
 from proxy.request_info import RequestInfo, parse_request_info
 from proxy.storage_factory import ResourceStorage
@@ -111,8 +112,9 @@ async def create_object(
     if info.name:  # POST on a named path creates a subresource; none is served
         raise status.method_not_supported(resource.qualified, "create")
     media = _response_type(request)
+    mode = validation.field_mode(request.query, "CreateOptions")
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    obj = negotiation.decode_object(body, negotiation.media_type_of(request), resource)
+    obj, warnings = _decode_validated(request, body, resource, mode)
     namespace = _namespace(info, resource)
     object_meta.prepare_for_create(obj, resource, namespace)
     if resource.namespaced:
@@ -120,7 +122,19 @@ async def create_object(
     name = str(obj["metadata"]["name"])
     with storage_errors(resource, name):
         stored = await rs.store.create(rs.object_key(namespace, name), obj)
-    return negotiation.object_response(request, resource, stored.data, 201, fmt=media)
+    return negotiation.object_response(
+        request, resource, stored.data, 201, fmt=media, warnings=warnings
+    )
+
+
+def _decode_validated(
+    request: web.Request, body: bytes, resource: ResourceInfo, mode: Mode
+) -> tuple[JSONObject, list[str]]:
+    """The decoded, field-validated body of a create or update: (object, Warning headers)."""
+    media_type = negotiation.media_type_of(request)
+    obj = negotiation.decode_object(body, media_type, resource)
+    raw = body if media_type == negotiation.JSON_TYPE else None
+    return validation.validate_written(obj, raw, resource, mode)
 
 
 def _current_rv(current: JSONObject) -> str:
@@ -138,8 +152,9 @@ async def update_object(
 ) -> web.StreamResponse:
     resource = rs.resource
     media = _response_type(request)
+    mode = validation.field_mode(request.query, "UpdateOptions")
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    new = negotiation.decode_object(body, negotiation.media_type_of(request), resource)
+    new, warnings = _decode_validated(request, body, resource, mode)
     namespace = _namespace(info, resource)
     object_meta.check_name_matches_url(new, info.name, namespace, resource)
     if resource.namespaced:
@@ -175,8 +190,9 @@ async def update_object(
             ignore_not_found=resource.create_on_update and not info.subresource,
         )
     return negotiation.object_response(
-        request, resource, stored.data, 201 if outcome.created else 200, fmt=media
-    )
+        request, resource, stored.data, 201 if outcome.created else 200, fmt=media,
+        warnings=warnings,
+    )  # fmt: skip
 
 
 def _without_rv(obj: JSONObject) -> JSONObject:
@@ -196,7 +212,9 @@ async def patch_object(
     media = _response_type(request)
     patch_type = negotiation.media_type_of(request, default="")
     patch.check_patch_type(patch_type)
+    mode = validation.field_mode(request.query, "PatchOptions")
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    warnings: list[str] = []
     namespace = _namespace(info, resource)
     key = rs.object_key(namespace, info.name)
 
@@ -211,13 +229,19 @@ async def patch_object(
         rv = str(patched["metadata"].get("resourceVersion") or "")
         if rv and rv != _current_rv(current):
             raise serr.Conflict(key)
+        patched, found = validation.validate_patched(
+            patched, patch.decoded_patch(body), resource, mode
+        )
+        warnings[:] = found
         return _unchanged_or(
             current, object_meta.prepare_for_update(patched, current, resource, info.subresource)
         )
 
     with storage_errors(resource, info.name):
         stored = await rs.store.guaranteed_update(key, None, try_update)
-    return negotiation.object_response(request, rs.resource, stored.data, fmt=media)
+    return negotiation.object_response(
+        request, rs.resource, stored.data, fmt=media, warnings=warnings
+    )
 
 
 def parse_delete_options(body: bytes, media_type: str) -> Preconditions | None:

@@ -111,3 +111,34 @@ async def test_unknown_paths_are_404_status(http: aiohttp.ClientSession, path: s
         assert resp.status == 404
     assert status["kind"] == "Status" and status["reason"] == "NotFound"
     assert status["message"] == "the server could not find the requested resource"
+
+
+async def test_field_validation_modes(http: aiohttp.ClientSession, namespace: str) -> None:
+    body = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"fv"},"bogus":1}'
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    code, status = await post_raw(http, path + "?fieldValidation=Strict", body, "application/json")
+    assert code == 400
+    assert status["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+        'unknown field "bogus"'
+    )
+    async with http.post(path, data=body, headers={"Content-Type": "application/json"}) as resp:
+        assert resp.status == 201
+        assert resp.headers.getall("Warning") == ['299 - "unknown field \\"bogus\\""']
+        assert "bogus" not in await resp.json()
+    code, status = await post_raw(http, path + "?fieldValidation=Loud", body, "application/json")
+    assert code == 422
+    assert status["message"] == (
+        'CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Loud": '
+        'supported values: "", "Ignore", "Strict", "Warn"'
+    )
+
+
+async def test_schema_violation_is_422(http: aiohttp.ClientSession, namespace: str) -> None:
+    body = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"typed"},"data":"x"}'
+    code, status = await post_raw(
+        http, f"/api/v1/namespaces/{namespace}/configmaps", body, "application/json"
+    )
+    assert code == 422
+    assert status["reason"] == "Invalid"
+    assert status["message"].startswith('ConfigMap "typed" is invalid: data')
