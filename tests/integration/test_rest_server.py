@@ -137,3 +137,27 @@ async def test_sigterm_with_open_watch_shuts_down_cleanly(server_factory: Server
         code = await asyncio.to_thread(srv.wait, 15)
     assert code == 0
     assert "Traceback" not in srv.log()
+
+
+async def test_starts_while_etcd_is_down_and_becomes_ready(
+    server_factory: ServerFactory, etcd_own: EtcdCluster
+) -> None:
+    await asyncio.to_thread(etcd_own.stop_member, 0)
+    srv = server_factory("--etcd-dial-timeout=1s", "--etcd-request-timeout=1s", etcd=etcd_own,
+                         wait_ready=False)  # fmt: skip
+    async with aiohttp.ClientSession(base_url=srv.url) as http:
+        async with http.get("/readyz?verbose") as resp:
+            assert resp.status == 500
+            assert "[-]etcd failed" in await resp.text()
+        async with http.get("/api/v1/namespaces") as resp:
+            assert resp.status in (503, 504)
+        await asyncio.to_thread(etcd_own.start_member, 0)
+        deadline = time.monotonic() + 30
+        while True:
+            async with http.get("/readyz") as resp:
+                if resp.status == 200:
+                    break
+            assert time.monotonic() < deadline, "never became ready"
+            await asyncio.sleep(0.2)
+        async with http.get("/api/v1/namespaces") as resp:
+            assert resp.status == 200
