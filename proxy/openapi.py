@@ -11,7 +11,8 @@ The schemas come from ``kubernetes-validate`` (JSON Schema 2020-12, see
 :mod:`proxy.schemas`) and are rewritten to kube-apiserver's OpenAPI 3.0 style:
 ``#/components/schemas/<name>`` references (wrapped in ``allOf`` when they carry a
 description, as upstream does), one ``type`` instead of ``["string", "null"]``,
-IntOrString as ``type: string, format: int-or-string``, Quantity as a string, and
+IntOrString and Quantity as ``oneOf`` their two types (kubectl explain then names
+them), and
 the ``x-kubernetes-*`` extensions (group-version-kind, patch strategy and merge key,
 list type and map keys) kept.
 
@@ -145,14 +146,17 @@ def _convert_keywords(schema: Mapping[str, JSON]) -> dict[str, JSON]:
 
 def _convert_definition(name: str, schema: Mapping[str, JSON]) -> dict[str, JSON]:
     if name == INT_OR_STRING:
+        # kube's v3 form: no single type (so kubectl explain prints <IntOrString>).
         return {
             "description": "IntOrString is a type that can hold an int32 or a string.",
-            "type": "string",
             "format": "int-or-string",
-            "x-kubernetes-int-or-string": True,
+            "oneOf": [{"type": "integer"}, {"type": "string"}],
         }
     if name == QUANTITY:
-        return {"description": schema.get("description", "Quantity"), "type": "string"}
+        return {
+            "description": schema.get("description", "Quantity is a fixed-point number."),
+            "oneOf": [{"type": "string"}, {"type": "number"}],
+        }
     out = convert_schema(schema)
     props = out.get("properties")
     if isinstance(props, dict) and "x-kubernetes-group-version-kind" in out:
