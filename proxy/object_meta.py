@@ -144,10 +144,24 @@ def prepare_for_create(
     meta["uid"] = str(uuid.uuid4())
     meta["creationTimestamp"] = now_rfc3339(clock)
     meta["generation"] = 1
+    if resource.plural == "namespaces":
+        _namespace_defaults(obj, str(name))
     for system in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
         meta.pop(system, None)
     meta.pop("resourceVersion", None)
     return obj
+
+
+def _namespace_defaults(obj: JSON, name: str) -> None:
+    """What kube-apiserver's namespace strategy sets on create: the immutable
+    ``kubernetes.io/metadata.name`` label, the ``kubernetes`` finalizer, phase Active."""
+    labels = obj["metadata"].setdefault("labels", {})
+    if isinstance(labels, dict):
+        labels["kubernetes.io/metadata.name"] = name
+    spec = obj.setdefault("spec", {})
+    if isinstance(spec, dict) and not spec.get("finalizers"):
+        spec["finalizers"] = ["kubernetes"]
+    obj["status"] = {"phase": "Active"}
 
 
 def check_name_matches_url(obj: JSON, name: str, namespace: str, resource: ResourceInfo) -> None:

@@ -418,3 +418,11 @@ async def test_namespaces_have_no_deletecollection(http: aiohttp.ClientSession) 
         status = await _json(resp)
     assert resp.status == 405
     assert status["reason"] == "MethodNotAllowed"
+
+
+async def test_namespace_defaults(http: aiohttp.ClientSession) -> None:
+    name = f"nsd-{id(http)}"
+    ns = await create(http, "/api/v1/namespaces", {"metadata": {"name": name}})
+    assert ns["metadata"]["labels"] == {"kubernetes.io/metadata.name": name}
+    assert ns["spec"] == {"finalizers": ["kubernetes"]}
+    assert ns["status"] == {"phase": "Active"}
