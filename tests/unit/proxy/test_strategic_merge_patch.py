@@ -641,3 +641,13 @@ def test_real_kubectl_apply_patch_on_a_deployment() -> None:
             }
         },
     }
+
+
+def test_deployment_strategy_switch_to_recreate_with_retain_keys() -> None:
+    live = {
+        "kind": "Deployment",
+        "spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%"}}},
+    }
+    patch = {"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}}
+    out = apply_strategic_merge_patch(live, patch, DEPLOYMENT)
+    assert out["spec"]["strategy"] == {"type": "Recreate"}
