@@ -8,6 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy.openapi import OpenAPIV3
 from proxy.registry import Registry
 from proxy.settings import Settings
 from proxy.storage_factory import StorageContext, StorageMap
@@ -33,6 +34,8 @@ class APIContext:
     watchers: set[Watcher] = field(default_factory=set)
     # path -> AggregatedDiscovery, built on first request (the registry never changes)
     aggregated_discovery: dict[str, Any] = field(default_factory=dict)
+    # the OpenAPI v3 documents, built on first request
+    openapi: OpenAPIV3 | None = None
     shutting_down: bool = False
 
     async def stop_watches(self) -> None:

@@ -8,18 +8,19 @@
 kubectl and client-go resolve resource names, short names and the "all" category from
 these. ``/api`` and ``/apis`` answer with the aggregated document
 (``apidiscovery.k8s.io/v2``, built by ``proxy.discovery_aggregated``) when the Accept
-header asks for it first, as kubectl does.
+header asks for it first, as kubectl does. ``/openapi/v3`` serves ``proxy.openapi``'s documents.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 from typing import Any
 
 from aiohttp import web
 
-from proxy import discovery_aggregated, negotiation, status
+from proxy import discovery_aggregated, negotiation, openapi, status
 from proxy.context import API_CONTEXT
 from proxy.registry import Registry, ResourceInfo
 
@@ -161,6 +162,20 @@ async def _apis_group_version(request: web.Request) -> web.StreamResponse:
     return negotiation.json_response(body)
 
 
+async def _openapi_v3(request: web.Request) -> web.StreamResponse:
+    """``/openapi/v3`` and its per-group-version documents (``proxy.openapi``)."""
+    ctx = request.app[API_CONTEXT]
+    if ctx.openapi is None:
+        ctx.openapi = openapi.OpenAPIV3(ctx.registry)
+    code, headers, body = ctx.openapi.respond(
+        request.match_info.get("path", ""),
+        query_hash=request.query.get("hash"),
+        request_headers=request.headers,
+        now=dt.datetime.now(dt.UTC),
+    )
+    return web.Response(status=code, headers=headers, body=body)
+
+
 def setup_discovery_routes(app: web.Application) -> None:
     """Discovery GET routes; registered before the resource catch-all routes."""
     app.router.add_get("/api", _api)
@@ -173,3 +188,5 @@ def setup_discovery_routes(app: web.Application) -> None:
     app.router.add_get("/apis/{group}/", _apis_group)
     app.router.add_get("/apis/{group}/{version}", _apis_group_version)
     app.router.add_get("/apis/{group}/{version}/", _apis_group_version)
+    app.router.add_get("/openapi/v3", _openapi_v3)
+    app.router.add_get("/openapi/v3/{path:.+}", _openapi_v3)

@@ -44,16 +44,15 @@ spec:
 
 def test_kubectl_end_to_end(kubeconfig: Path, tmp_path: Path) -> None:
     # `kubectl create namespace` sends protobuf, which this server does not decode yet
-    # (JSON first, DESIGN.md); manifests go as JSON.
-    # Client-side validation needs /openapi/v3, which is wired in with the OpenAPI module.
-    kubectl(kubeconfig, "create", "--validate=false", "-f", "-", stdin=NAMESPACE)
+    # (JSON first, DESIGN.md); manifests go as JSON, validated by the server (Strict).
+    kubectl(kubeconfig, "create", "-f", "-", stdin=NAMESPACE)
     raw = json.loads(kubectl(kubeconfig, "get", "--raw", "/api/v1/namespaces"))
     assert raw["kind"] == "NamespaceList"
     assert "kx" in [n["metadata"]["name"] for n in raw["items"]]
 
     manifest = tmp_path / "pods.yaml"
     manifest.write_text(POD.format(name="a", ns="kx") + "---" + POD.format(name="b", ns="kx"))
-    kubectl(kubeconfig, "create", "--validate=false", "-f", str(manifest))
+    kubectl(kubeconfig, "create", "-f", str(manifest))
 
     table = kubectl(kubeconfig, "get", "pods", "-A")
     assert "kx" in table and " a " in f" {table} ".replace("\n", " ")
@@ -71,6 +70,25 @@ def test_kubectl_end_to_end(kubeconfig: Path, tmp_path: Path) -> None:
     assert 'pod "a" deleted' in out
     left = json.loads(kubectl(kubeconfig, "get", "pods", "-n", "kx", "-o", "json"))
     assert [p["metadata"]["name"] for p in left["items"]] == ["b"]
+
+
+def test_kubectl_apply_and_strict_validation(kubeconfig: Path, tmp_path: Path) -> None:
+    kubectl(kubeconfig, "apply", "-f", "-", stdin=NAMESPACE.replace("kx", "ka"))
+    manifest = POD.format(name="ap", ns="ka")
+    kubectl(kubeconfig, "apply", "-f", "-", stdin=manifest)
+    kubectl(kubeconfig, "apply", "-f", "-", stdin=manifest.replace("app: demo", "app: demo2"))
+    pod = json.loads(kubectl(kubeconfig, "get", "pod", "ap", "-n", "ka", "-o", "json"))
+    assert pod["metadata"]["labels"] == {"app": "demo2"}
+    bad = manifest.replace("  containers:", "  bogusField: 1\n  containers:")
+    proc = subprocess.run(
+        [str(KUBECTL), f"--kubeconfig={kubeconfig}", "apply", "-f", "-"],
+        input=bad.replace("name: ap", "name: ap2"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode != 0
+    assert 'unknown field "spec.bogusField"' in proc.stderr
 
 
 def test_kubectl_reports_not_found(kubeconfig: Path) -> None:

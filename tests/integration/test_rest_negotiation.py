@@ -67,3 +67,16 @@ async def test_aggregated_discovery(http: aiohttp.ClientSession) -> None:
             assert resp.status == 304
     async with http.get("/apis", headers={"Accept": "application/json"}) as resp:
         assert (await resp.json())["kind"] == "APIGroupList"
+
+
+async def test_openapi_v3_index_and_document(http: aiohttp.ClientSession) -> None:
+    async with http.get("/openapi/v3") as resp:
+        index = await resp.json()
+    url = index["paths"]["apis/apps/v1"]["serverRelativeURL"]
+    async with http.get(url) as resp:
+        assert resp.status == 200
+        assert "immutable" in resp.headers["Cache-Control"]
+        doc = await resp.json()
+    assert any(path.endswith("/deployments/{name}") for path in doc["paths"])
+    async with http.get("/openapi/v3/apis/nope/v1") as resp:
+        assert resp.status == 404
