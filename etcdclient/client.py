@@ -157,6 +157,13 @@ class EtcdClient:
     ) -> Any:  # fmt: skip
         """Send one unary RPC with the request deadline; see the module docstring for
         which calls are retried on another endpoint."""
+        _, resp = await self._invoke(service, method, request, idempotent, endpoint)
+        return resp
+
+    async def _invoke(
+        self, service: str, method: str, request: Any, idempotent: bool, endpoint: str | None
+    ) -> tuple[Endpoint, Any]:
+        """``_call`` that also tells which endpoint answered."""
         self._check_open()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.request_timeout
@@ -169,9 +176,10 @@ class EtcdClient:
                 ep = self._pool.by_url(endpoint)
             stub = getattr(ep, service)
             try:
-                return await getattr(stub, method)(
+                resp = await getattr(stub, method)(
                     request, timeout=max(deadline - loop.time(), 0.001)
                 )
+                return ep, resp
             except grpc.aio.AioRpcError as e:
                 err = translate(e, ep.url)
             if not isinstance(err, Unavailable):
@@ -305,14 +313,12 @@ class EtcdClient:
     # -- cluster, maintenance ------------------------------------------------------------
 
     async def status(self, endpoint: str | None = None) -> Status:
-        """Status of ``endpoint`` (one of ``endpoints``), else of the current endpoint."""
-        if endpoint is None:
-            ep = await self._pool.ready(asyncio.get_running_loop().time() + self.request_timeout)
-            endpoint = ep.url
-        resp = await self._call(
-            "maintenance", "Status", rpc_pb2.StatusRequest(), idempotent=True, endpoint=endpoint
+        """Status of ``endpoint`` (one of ``endpoints``; not retried elsewhere), else of
+        whichever endpoint answers (failing over like a read)."""
+        ep, resp = await self._invoke(
+            "maintenance", "Status", rpc_pb2.StatusRequest(), True, endpoint
         )
-        return _convert.status(endpoint, resp)
+        return _convert.status(ep.url, resp)
 
     async def member_list(self) -> list[Member]:
         resp = await self._call(

@@ -98,6 +98,9 @@ async def test_leader_killed_under_write_load(etcd_cluster3: EtcdCluster) -> Non
         await watch.cancel()
         survivors = [s for i, s in enumerate(cluster.endpoints) if i != leader]
         new_leader = (await c.status(survivors[0])).leader
+        assert (await c.status()).endpoint in survivors  # fails over like a read
+        with pytest.raises(Unavailable):
+            await c.status(cluster.endpoints[leader])  # that member, and only it: dead
     assert new_leader != statuses[leader].member_id
     # No acknowledged write lost.
     stored = {kv.key: kv.mod_revision for kv in final.kvs}
