@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import yaml
+
 from proxy.schemas import SchemaNode
 from proxy.strategic_merge_patch import go_format
 
@@ -36,15 +38,19 @@ __all__ = [
     "StrictDecodingError",
     "causes_json",
     "decode_with_pairs",
+    "decode_yaml_checking_duplicates",
     "find_duplicate_fields",
     "invalid_message",
     "parse_field_validation",
     "prune_unknown_fields",
     "schema_violations",
     "strict_decoding_errors",
+    "strict_decoding_errors_yaml",
     "validate_fields",
     "validate_patched",
+    "validate_yaml_fields",
     "warning_header",
+    "warnings_of",
 ]
 
 JSON = Any
@@ -199,6 +205,64 @@ def find_duplicate_fields(raw: bytes | str) -> list[str]:
     ]
 
 
+class _DuplicateKeyLoader(yaml.SafeLoader):
+    """A safe YAML loader that records keys set twice in one mapping (with lines)."""
+
+    def __init__(self, stream: str | bytes) -> None:
+        super().__init__(stream)
+        self.duplicates: list[tuple[int, str]] = []
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key is None or key == "<<":
+                continue
+            if key in seen:
+                self.duplicates.append((key_node.start_mark.line + 1, str(key)))
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def decode_yaml_checking_duplicates(raw: bytes | str) -> tuple[JSON, list[str]]:
+    """Decode one YAML document; also its duplicate keys as go-yaml words them
+    (``line 5: key "name" already set in map``). Raises ``yaml.YAMLError``."""
+    loader = _DuplicateKeyLoader(raw)
+    try:
+        value = loader.get_single_data()
+    finally:
+        loader.dispose()
+    lines = [f'line {line}: key "{key}" already set in map' for line, key in loader.duplicates]
+    return value, lines
+
+
+def strict_decoding_errors_yaml(
+    raw: bytes | str, kind_schema: SchemaNode | None
+) -> tuple[JSON, list[str]]:
+    """The decoded YAML body and its strict errors, as kube-apiserver gives them for
+    ``application/yaml``: one ``yaml: unmarshal errors:`` error listing the duplicate
+    keys line by line, then the unknown fields sorted by path."""
+    value, duplicates = decode_yaml_checking_duplicates(raw)
+    errors = []
+    if duplicates:
+        errors.append("yaml: unmarshal errors:\n  " + "\n  ".join(duplicates))
+    if isinstance(value, dict):
+        unknown = sorted(prune_unknown_fields(value, kind_schema)[1])
+        errors += [f'unknown field "{path}"' for path in unknown]
+    return value, errors
+
+
+def warnings_of(errors: list[str]) -> list[str]:
+    """One warning per error; a YAML ``unmarshal errors`` block gives one per line."""
+    out: list[str] = []
+    for error in errors:
+        if error.startswith("yaml: unmarshal errors:\n"):
+            out += [line.strip() for line in error.splitlines()[1:] if line.strip()]
+        else:
+            out.append(error)
+    return out
+
+
 # ---------------------------------------------------------------------- pruning
 
 
@@ -247,6 +311,19 @@ def validate_fields(
         raise StrictDecodingError(errors)
     cleaned, _ = prune_unknown_fields(obj, kind_schema)
     return cleaned, (errors if mode == "Warn" else [])
+
+
+def validate_yaml_fields(
+    raw: bytes | str, kind_schema: SchemaNode | None, mode: Mode
+) -> tuple[JSON, list[str]]:
+    """:func:`validate_fields` for an ``application/yaml`` body: decodes it and returns
+    ``(pruned object, warnings)``; Strict raises :class:`StrictDecodingError` worded as
+    upstream's YAML path (duplicates by line, then sorted unknown fields)."""
+    value, errors = strict_decoding_errors_yaml(raw, kind_schema)
+    if mode == "Strict" and errors:
+        raise StrictDecodingError(errors)
+    cleaned = prune_unknown_fields(value, kind_schema)[0] if isinstance(value, dict) else value
+    return cleaned, (warnings_of(errors) if mode == "Warn" else [])
 
 
 def validate_patched(

@@ -21,6 +21,7 @@ from proxy.field_validation import (
     strict_decoding_errors,
     validate_fields,
     validate_patched,
+    validate_yaml_fields,
     warning_header,
 )
 from proxy.schemas import kind_schema
@@ -244,3 +245,65 @@ def test_validate_patched_reports_patch_duplicates_then_unknown_fields() -> None
     cleaned, warnings = validate_patched(patched, DEPLOYMENT, "Warn", raw_patch=raw)
     assert (cleaned, warnings) == ({"kind": "Deployment", "spec": {"replicas": 3}}, expected)
     assert validate_patched(patched, DEPLOYMENT, "Ignore", raw_patch=raw)[1] == []
+
+
+# upstream's invalidBodyYAML
+INVALID_YAML = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: dupename
+  name: deployment
+  unknownMeta: metaVal
+  labels:
+    app: nginx
+spec:
+  unknown1: val1
+  unknownDupe: valDupe
+  unknownDupe: valDupe2
+  paused: true
+  paused: false
+  selector:
+    matchLabels:
+      app: nginx
+  template:
+    metadata:
+      labels:
+        app: nginx
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:latest
+        unknownNested: val1
+        imagePullPolicy: Always
+        imagePullPolicy: Never"""
+
+
+def test_yaml_body_strict_error_matches_upstream() -> None:
+    with pytest.raises(StrictDecodingError) as info:
+        validate_yaml_fields(INVALID_YAML, DEPLOYMENT, "Strict")
+    assert str(info.value) == (
+        "strict decoding error: yaml: unmarshal errors:\n"
+        '  line 5: key "name" already set in map\n'
+        '  line 12: key "unknownDupe" already set in map\n'
+        '  line 14: key "paused" already set in map\n'
+        '  line 28: key "imagePullPolicy" already set in map, '
+        'unknown field "metadata.unknownMeta", '
+        'unknown field "spec.template.spec.containers[0].unknownNested", '
+        'unknown field "spec.unknown1", unknown field "spec.unknownDupe"'
+    )
+
+
+def test_yaml_body_warnings_are_one_per_line() -> None:
+    cleaned, warnings = validate_yaml_fields(INVALID_YAML, DEPLOYMENT, "Warn")
+    assert warnings == [
+        'line 5: key "name" already set in map',
+        'line 12: key "unknownDupe" already set in map',
+        'line 14: key "paused" already set in map',
+        'line 28: key "imagePullPolicy" already set in map',
+        'unknown field "metadata.unknownMeta"',
+        'unknown field "spec.template.spec.containers[0].unknownNested"',
+        'unknown field "spec.unknown1"',
+        'unknown field "spec.unknownDupe"',
+    ]
+    assert cleaned["metadata"] == {"name": "deployment", "labels": {"app": "nginx"}}
+    assert validate_yaml_fields(INVALID_YAML, DEPLOYMENT, "Ignore")[1] == []
