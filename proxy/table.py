@@ -4,7 +4,8 @@ kubectl asks every ``get`` with ``Accept: application/json;as=Table;v=v1;g=meta.
 application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json`` and prints the
 cells it gets back. The columns and cells here are those of kubectl's printers in
 ``pkg/printers/internalversion/printers.go`` (pods, nodes, namespaces, deployments,
-replicasets, services, configmaps, secrets, events, jobs), generated as the apiserver
+replicasets, statefulsets, daemonsets, services, configmaps, secrets, serviceaccounts,
+events, jobs, cronjobs, leases, RBAC roles and bindings), generated as the apiserver
 does: always "wide" (columns with ``priority`` 1 are hidden by kubectl unless ``-o
 wide``). Every other resource gets NAME and AGE, as custom resources without printer
 columns do. (kube's ``rest.DefaultTableConvertor`` prints "Name" and "Created At"; it
@@ -714,6 +715,148 @@ def print_job(job: dict[str, JSON], now: dt.datetime) -> Row:
     return cells + _template_wide(job, selector), []
 
 
+STATEFULSET_COLUMNS = (
+    NAME,
+    Column("Ready", description="Number of the pod with ready state"),
+    AGE,
+    *TEMPLATE_COLUMNS,
+)
+
+
+def print_statefulset(sts: dict[str, JSON], now: dt.datetime) -> Row:
+    ready = _int(_get(sts, "status", "readyReplicas"))
+    desired = _int(_get(sts, "spec", "replicas"))
+    name, age = _name_age(sts, now)
+    return [name, f"{ready}/{desired}", age, *_template_wide(sts, "")[:2]], []
+
+
+DAEMONSET_COLUMNS = (
+    NAME,
+    Column("Desired", type="integer", doc=APPS + "DaemonSetStatus.desiredNumberScheduled"),
+    Column("Current", type="integer", doc=APPS + "DaemonSetStatus.currentNumberScheduled"),
+    Column("Ready", type="integer", doc=APPS + "DaemonSetStatus.numberReady"),
+    Column("Up-to-date", type="integer", doc=APPS + "DaemonSetStatus.updatedNumberScheduled"),
+    Column("Available", type="integer", doc=APPS + "DaemonSetStatus.numberAvailable"),
+    Column("Node Selector", doc=POD_ + "PodSpec.nodeSelector"),
+    AGE,
+    *TEMPLATE_COLUMNS,
+    Column("Selector", priority=1, doc=APPS + "DaemonSetSpec.selector"),
+)
+
+
+def print_daemonset(ds: dict[str, JSON], now: dt.datetime) -> Row:
+    status = ds.get("status") or {}
+    name, age = _name_age(ds, now)
+    node_selector = format_labels(_get(ds, "spec", "template", "spec", "nodeSelector"))
+    selector = format_label_selector(_get(ds, "spec", "selector")) or "<none>"
+    cells: list[JSON] = [
+        name,
+        _int(status.get("desiredNumberScheduled")),
+        _int(status.get("currentNumberScheduled")),
+        _int(status.get("numberReady")),
+        _int(status.get("updatedNumberScheduled")),
+        _int(status.get("numberAvailable")),
+        node_selector,
+        age,
+        *_template_wide(ds, selector),
+    ]
+    return cells, []
+
+
+CRONJOB_COLUMNS = (
+    NAME,
+    Column("Schedule", doc=BATCH + "CronJobSpec.schedule"),
+    Column("Timezone", doc=BATCH + "CronJobSpec.timeZone"),
+    Column("Suspend", type="boolean", doc=BATCH + "CronJobSpec.suspend"),
+    Column("Active", type="integer", doc=BATCH + "CronJobStatus.active"),
+    Column("Last Schedule", doc=BATCH + "CronJobStatus.lastScheduleTime"),
+    AGE,
+    *TEMPLATE_COLUMNS,
+    Column("Selector", priority=1, doc=BATCH + "JobSpec.selector"),
+)
+
+
+def print_cronjob(cj: dict[str, JSON], now: dt.datetime) -> Row:
+    last = _get(cj, "status", "lastScheduleTime")
+    job_spec = _get(cj, "spec", "jobTemplate", "spec") or {}
+    containers = _list(_get(job_spec, "template", "spec", "containers"))
+    selector = format_label_selector(job_spec.get("selector")) or "<none>"
+    name, age = _name_age(cj, now)
+    cells: list[JSON] = [
+        name,
+        str(_get(cj, "spec", "schedule") or ""),
+        str(_get(cj, "spec", "timeZone") or "<none>"),
+        # kube defaults spec.suspend to false, so its printer never meets it unset.
+        "True" if _get(cj, "spec", "suspend") is True else "False",
+        len(_list(_get(cj, "status", "active"))),
+        "<none>" if last is None else _since(last, now),
+        age,
+        ",".join(str(c.get("name", "")) for c in containers),
+        ",".join(str(c.get("image", "")) for c in containers),
+        selector,
+    ]
+    return cells, []
+
+
+LEASE_COLUMNS = (
+    NAME,
+    Column("Holder", doc="io.k8s.api.coordination.v1.LeaseSpec.holderIdentity"),
+    AGE,
+)
+
+
+def print_lease(lease: dict[str, JSON], now: dt.datetime) -> Row:
+    name, age = _name_age(lease, now)
+    return [name, str(_get(lease, "spec", "holderIdentity") or ""), age], []
+
+
+SERVICEACCOUNT_COLUMNS = (NAME, Column("Secrets", doc=POD_ + "ServiceAccount.secrets"), AGE)
+
+
+def print_serviceaccount(sa: dict[str, JSON], now: dt.datetime) -> Row:
+    name, age = _name_age(sa, now)
+    return [name, len(_list(sa.get("secrets"))), age], []
+
+
+CREATED_AT = Column("Created At", type="date", doc="ObjectMeta.creationTimestamp")
+ROLE_COLUMNS = (NAME, CREATED_AT)
+
+
+def _created_at(obj: dict[str, JSON]) -> str:
+    when = parse_time(_meta(obj).get("creationTimestamp"))
+    return "" if when is None else when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def print_role(role: dict[str, JSON], now: dt.datetime) -> Row:
+    return [str(_meta(role).get("name", "")), _created_at(role)], []
+
+
+RBAC = "io.k8s.api.rbac.v1."
+ROLEBINDING_COLUMNS = (
+    NAME,
+    Column("Role", doc=RBAC + "RoleBinding.roleRef"),
+    AGE,
+    Column("Users", priority=1, description="Users in the roleBinding"),
+    Column("Groups", priority=1, description="Groups in the roleBinding"),
+    Column("ServiceAccounts", priority=1, description="ServiceAccounts in the roleBinding"),
+)
+
+
+def print_rolebinding(rb: dict[str, JSON], now: dt.datetime) -> Row:
+    users, groups, sas = [], [], []
+    for subject in _list(rb.get("subjects")):
+        kind, sname = subject.get("kind"), str(subject.get("name", ""))
+        if kind == "User":
+            users.append(sname)
+        elif kind == "Group":
+            groups.append(sname)
+        elif kind == "ServiceAccount":
+            sas.append(f"{subject.get('namespace', '')}:{sname}")
+    role = f"{_get(rb, 'roleRef', 'kind') or ''}/{_get(rb, 'roleRef', 'name') or ''}"
+    name, age = _name_age(rb, now)
+    return [name, role, age, ", ".join(users), ", ".join(groups), ", ".join(sas)], []
+
+
 def print_generic(obj: dict[str, JSON], now: dt.datetime) -> Row:
     name, age = _name_age(obj, now)
     return [name, age], []
@@ -732,6 +875,19 @@ PRINTERS: dict[tuple[str, str], TablePrinter] = {
     ("", "Secret"): TablePrinter(SECRET_COLUMNS, print_secret),
     ("", "Event"): TablePrinter(EVENT_COLUMNS, print_event),
     ("batch", "Job"): TablePrinter(JOB_COLUMNS, print_job),
+    ("apps", "StatefulSet"): TablePrinter(STATEFULSET_COLUMNS, print_statefulset),
+    ("apps", "DaemonSet"): TablePrinter(DAEMONSET_COLUMNS, print_daemonset),
+    ("batch", "CronJob"): TablePrinter(CRONJOB_COLUMNS, print_cronjob),
+    ("coordination.k8s.io", "Lease"): TablePrinter(LEASE_COLUMNS, print_lease),
+    ("", "ServiceAccount"): TablePrinter(SERVICEACCOUNT_COLUMNS, print_serviceaccount),
+    ("rbac.authorization.k8s.io", "Role"): TablePrinter(ROLE_COLUMNS, print_role),
+    ("rbac.authorization.k8s.io", "ClusterRole"): TablePrinter(ROLE_COLUMNS, print_role),
+    ("rbac.authorization.k8s.io", "RoleBinding"): TablePrinter(
+        ROLEBINDING_COLUMNS, print_rolebinding
+    ),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): TablePrinter(
+        ROLEBINDING_COLUMNS, print_rolebinding
+    ),
 }
 
 
@@ -900,7 +1056,7 @@ def default_columns_table(
     objects: Sequence[dict[str, JSON]], *, table_version: str = "v1"
 ) -> dict[str, JSON]:
     """kube's ``rest.DefaultTableConvertor``: Name and ``Created At`` (RFC 3339)."""
-    columns = (NAME, Column("Created At", type="date", doc="ObjectMeta.creationTimestamp"))
+    columns = (NAME, CREATED_AT)
     rows = [
         {
             "cells": [_meta(o).get("name", ""), _meta(o).get("creationTimestamp") or ""],

@@ -370,7 +370,7 @@ def test_job_rows() -> None:
 
 def test_generic_name_age_and_default_convertor() -> None:
     lease = {"metadata": {"name": "l", "creationTimestamp": ago(seconds=5)}}
-    table = to_table(Res("coordination.k8s.io", "v1", "Lease", "leases"), [lease], now=NOW)
+    table = to_table(Res("example.io", "v1", "Widget", "widgets"), [lease], now=NOW)
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Age"]
     assert table["rows"][0]["cells"] == ["l", "5s"]
     default = default_columns_table([lease])
@@ -484,3 +484,71 @@ def test_partial_object_metadata() -> None:
     assert listed["kind"] == "PartialObjectMetadataList"
     assert listed["metadata"] == {"resourceVersion": "3"}
     assert listed["items"] == [as_partial_object_metadata(obj)]
+
+
+TEMPLATE = {"spec": {"containers": [{"name": "c", "image": "img"}]}}
+
+
+def test_statefulset_and_daemonset_rows() -> None:
+    sts = {
+        "metadata": {"name": "db", "creationTimestamp": ago(hours=2)},
+        "spec": {"replicas": 3, "template": TEMPLATE},
+        "status": {"readyReplicas": 1},
+    }
+    assert cells(Res("apps", "v1", "StatefulSet", "statefulsets"), sts) == [
+        "db", "1/3", "120m", "c", "img",
+    ]  # fmt: skip
+    ds = {
+        "metadata": {"name": "agent"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "agent"}},
+            "template": {"spec": {**TEMPLATE["spec"], "nodeSelector": {"os": "linux"}}},
+        },
+        "status": {
+            "desiredNumberScheduled": 3, "currentNumberScheduled": 3, "numberReady": 2,
+            "updatedNumberScheduled": 3, "numberAvailable": 2,
+        },
+    }  # fmt: skip
+    assert cells(Res("apps", "v1", "DaemonSet", "daemonsets"), ds) == [
+        "agent", 3, 3, 2, 3, 2, "os=linux", "<unknown>", "c", "img", "app=agent",
+    ]  # fmt: skip
+
+
+def test_cronjob_lease_serviceaccount_rows() -> None:
+    cj = {
+        "metadata": {"name": "nightly", "creationTimestamp": ago(days=3)},
+        "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": {"template": TEMPLATE}}},
+        "status": {"active": [{"name": "j1"}], "lastScheduleTime": ago(hours=9)},
+    }
+    assert cells(Res("batch", "v1", "CronJob", "cronjobs"), cj) == [
+        "nightly", "0 3 * * *", "<none>", "False", 1, "9h", "3d", "c", "img", "<none>",
+    ]  # fmt: skip
+    lease = {"metadata": {"name": "l"}, "spec": {"holderIdentity": "node-1"}}
+    assert cells(Res("coordination.k8s.io", "v1", "Lease", "leases"), lease) == [
+        "l", "node-1", "<unknown>",
+    ]  # fmt: skip
+    sa = {"metadata": {"name": "default"}, "secrets": [{"name": "s"}]}
+    assert cells(Res("", "v1", "ServiceAccount", "serviceaccounts"), sa) == [
+        "default", 1, "<unknown>",
+    ]  # fmt: skip
+
+
+def test_rbac_rows() -> None:
+    rbac = "rbac.authorization.k8s.io"
+    role = {"metadata": {"name": "r", "creationTimestamp": "2026-01-10T11:00:00+01:00"}}
+    table = to_table(Res(rbac, "v1", "ClusterRole", "clusterroles"), [role], now=NOW)
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Created At"]
+    assert table["rows"][0]["cells"] == ["r", "2026-01-10T10:00:00Z"]
+    binding = {
+        "metadata": {"name": "b", "creationTimestamp": ago(minutes=1)},
+        "roleRef": {"kind": "ClusterRole", "name": "view"},
+        "subjects": [
+            {"kind": "User", "name": "alice"},
+            {"kind": "Group", "name": "devs"},
+            {"kind": "ServiceAccount", "name": "bot", "namespace": "ci"},
+            {"kind": "User", "name": "bob"},
+        ],
+    }
+    assert cells(Res(rbac, "v1", "RoleBinding", "rolebindings"), binding) == [
+        "b", "ClusterRole/view", "60s", "alice, bob", "devs", "ci:bot",
+    ]  # fmt: skip
