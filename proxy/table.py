@@ -851,7 +851,7 @@ def print_rolebinding(rb: dict[str, JSON], now: dt.datetime) -> Row:
         elif kind == "Group":
             groups.append(sname)
         elif kind == "ServiceAccount":
-            sas.append(f"{subject.get('namespace', '')}:{sname}")
+            sas.append(f"{subject.get('namespace', '')}/{sname}")
     role = f"{_get(rb, 'roleRef', 'kind') or ''}/{_get(rb, 'roleRef', 'name') or ''}"
     name, age = _name_age(rb, now)
     return [name, role, age, ", ".join(users), ", ".join(groups), ", ".join(sas)], []

@@ -550,5 +550,5 @@ def test_rbac_rows() -> None:
         ],
     }
     assert cells(Res(rbac, "v1", "RoleBinding", "rolebindings"), binding) == [
-        "b", "ClusterRole/view", "60s", "alice, bob", "devs", "ci:bot",
+        "b", "ClusterRole/view", "60s", "alice, bob", "devs", "ci/bot",
     ]  # fmt: skip
