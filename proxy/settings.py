@@ -124,8 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
     for f in fields(Settings):
         if f.name == "extra":
             continue
-        # default None: only flags given on the command line override the config file
-        parser.add_argument(_flag(f.name), dest=f.name, default=None, help=_FLAG_HELP.get(f.name))
+        # default None: only flags given on the command line override the config file;
+        # booleans work bare (--watch-cache) or with a value (--watch-cache=false)
+        extra: dict[str, Any] = {"nargs": "?", "const": "true"} if f.type in (bool, "bool") else {}
+        parser.add_argument(
+            _flag(f.name), dest=f.name, default=None, help=_FLAG_HELP.get(f.name), **extra
+        )
     return parser
 
 

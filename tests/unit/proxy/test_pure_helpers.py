@@ -50,6 +50,7 @@ def test_settings_precedence(tmp_path: Path) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text("etcd-servers: [http://a:1, http://b:2]\nport: 9000\nwatch-cache: true\n")
     s = load_settings([f"--config={cfg}", "--port=9100", "--etcd-request-timeout=2500ms"])
+    assert load_settings(["--etcd-servers=x", "--watch-cache"]).watch_cache is True
     assert s.etcd_servers == ("http://a:1", "http://b:2")
     assert s.port == 9100 and s.watch_cache is True and s.etcd_request_timeout == 2.5
     with pytest.raises(ConfigError):
