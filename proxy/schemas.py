@@ -25,6 +25,19 @@ from typing import Any
 
 import orjson
 
+__all__ = [
+    "PatchMeta",
+    "SchemaNode",
+    "definition_name",
+    "definitions",
+    "kind_schema",
+    "lookup",
+    "node_for_definition",
+    "patch_meta",
+    "ref_name",
+    "schema_version",
+]
+
 _REF_PREFIX = "#/$defs/"
 _VERSION_DIR = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-local$")
 
