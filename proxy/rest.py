@@ -17,17 +17,20 @@ from aiohttp import web
 
 from proxy import collection, negotiation, object_meta, patch, status, validation
 from proxy.context import API_CONTEXT, APIContext
+from proxy.dry_run import DryRunStore, is_dry_run
 from proxy.field_validation import Mode
 from proxy.registry import ResourceInfo
 from proxy.request_info import RequestInfo, parse_request_info
 from proxy.storage_factory import ResourceStorage
 from proxy.table import AcceptedFormat
 from storage import errors as serr
-from storage.interfaces import GetOptions, JSONObject, Preconditions
+from storage.interfaces import GetOptions, Interface, JSONObject, Preconditions
 
 __all__ = ["handle_resource", "storage_errors"]
 
 JSON = dict[str, Any]
+
+Writer = Interface | DryRunStore
 
 _NOT_FOUND_MESSAGE = "the server could not find the requested resource"
 
@@ -94,6 +97,11 @@ async def get_object(
     return negotiation.object_response(request, rs.resource, stored.data, fmt=media)
 
 
+def _writer(request: web.Request, rs: ResourceStorage, options_kind: str) -> Writer:
+    """The storage writes go to: the resource's, or a dry-run view for ``?dryRun=All``."""
+    return DryRunStore(rs.store) if is_dry_run(request.query, options_kind) else rs.store
+
+
 async def ensure_namespace(ctx: APIContext, namespace: str) -> None:
     """404 ``namespaces "x" not found`` unless the namespace exists (quorum read), as
     kube-apiserver's NamespaceLifecycle admission does for namespaced creates."""
@@ -113,6 +121,7 @@ async def create_object(
         raise status.method_not_supported(resource.qualified, "create")
     media = _response_type(request)
     mode = validation.field_mode(request.query, "CreateOptions")
+    writer = _writer(request, rs, "CreateOptions")
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     obj, warnings = _decode_validated(request, body, resource, mode)
     namespace = _namespace(info, resource)
@@ -121,7 +130,7 @@ async def create_object(
         await ensure_namespace(ctx, namespace)
     name = str(obj["metadata"]["name"])
     with storage_errors(resource, name):
-        stored = await rs.store.create(rs.object_key(namespace, name), obj)
+        stored = await writer.create(rs.object_key(namespace, name), obj)
     return negotiation.object_response(
         request, resource, stored.data, 201, fmt=media, warnings=warnings
     )
@@ -153,6 +162,7 @@ async def update_object(
     resource = rs.resource
     media = _response_type(request)
     mode = validation.field_mode(request.query, "UpdateOptions")
+    writer = _writer(request, rs, "UpdateOptions")
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     new, warnings = _decode_validated(request, body, resource, mode)
     namespace = _namespace(info, resource)
@@ -183,7 +193,7 @@ async def update_object(
     if resource.create_on_update and not info.subresource and resource.namespaced:
         await ensure_namespace(ctx, namespace)
     with storage_errors(resource, info.name):
-        stored = await rs.store.guaranteed_update(
+        stored = await writer.guaranteed_update(
             key,
             None,
             try_update,
@@ -213,6 +223,7 @@ async def patch_object(
     patch_type = negotiation.media_type_of(request, default="")
     patch.check_patch_type(patch_type)
     mode = validation.field_mode(request.query, "PatchOptions")
+    writer = _writer(request, rs, "PatchOptions")
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     warnings: list[str] = []
     namespace = _namespace(info, resource)
@@ -238,7 +249,7 @@ async def patch_object(
         )
 
     with storage_errors(resource, info.name):
-        stored = await rs.store.guaranteed_update(key, None, try_update)
+        stored = await writer.guaranteed_update(key, None, try_update)
     return negotiation.object_response(
         request, rs.resource, stored.data, fmt=media, warnings=warnings
     )
@@ -272,9 +283,10 @@ async def delete_object(
     media = _response_type(request)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     preconditions = parse_delete_options(body, negotiation.media_type_of(request))
+    writer = _writer(request, rs, "DeleteOptions")
     key = rs.object_key(_namespace(info, rs.resource), info.name)
     with storage_errors(rs.resource, info.name):
-        stored = await rs.store.delete(key, preconditions)
+        stored = await writer.delete(key, preconditions)
     return negotiation.object_response(request, rs.resource, stored.data, fmt=media)
 
 

@@ -100,3 +100,13 @@ def test_kubectl_reports_not_found(kubeconfig: Path) -> None:
     )
     assert proc.returncode == 1
     assert 'pods "nope" not found' in proc.stderr
+
+
+def test_kubectl_server_dry_run(kubeconfig: Path) -> None:
+    kubectl(kubeconfig, "apply", "-f", "-", stdin=NAMESPACE.replace("kx", "kd"))
+    out = kubectl(
+        kubeconfig, "apply", "--dry-run=server", "-f", "-", stdin=POD.format(name="dr", ns="kd")
+    )
+    assert "(server dry run)" in out
+    listed = json.loads(kubectl(kubeconfig, "get", "pods", "-n", "kd", "-o", "json"))
+    assert listed["items"] == []

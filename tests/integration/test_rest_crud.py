@@ -447,3 +447,26 @@ async def test_raw_etcd_layout_through_the_server(
     stored = orjson.loads(out)
     assert stored["metadata"]["uid"] == created["metadata"]["uid"]
     assert "resourceVersion" not in stored["metadata"]
+
+
+async def test_dry_run_writes_nothing(http: aiohttp.ClientSession, namespace: str) -> None:
+    dry = await create(http, pods(namespace) + "?dryRun=All", pod_body("dry"))
+    assert dry["metadata"]["uid"] and "resourceVersion" not in dry["metadata"]
+    async with http.get(pods(namespace, "dry")) as resp:
+        assert resp.status == 404
+    real = await create(http, pods(namespace), pod_body("dry"))
+    real["metadata"]["labels"] = {"x": "y"}
+    code, updated = await _put(http, pods(namespace, "dry") + "?dryRun=All", real)
+    assert code == 200 and updated["metadata"]["labels"] == {"x": "y"}
+    assert updated["metadata"]["resourceVersion"] == real["metadata"]["resourceVersion"]
+    async with http.delete(pods(namespace, "dry") + "?dryRun=All") as resp:
+        assert resp.status == 200
+    async with http.get(pods(namespace, "dry")) as resp:
+        still = await _json(resp)
+    assert "labels" not in still["metadata"]
+    assert still["metadata"]["resourceVersion"] == real["metadata"]["resourceVersion"]
+    status = await create(http, pods(namespace) + "?dryRun=Some", pod_body("d2"), 422)
+    assert status["message"] == (
+        'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: '
+        '[]string{"Some"}: supported values: "All"'
+    )
