@@ -20,7 +20,7 @@ from cacher.cache_watcher import CacheWatcher, CloseReason, ErrorWatcher
 from cacher.config import CacherConfig
 from cacher.dispatcher import Dispatcher, bookmark_bytes
 from cacher.history import History, TooOldResourceVersion
-from cacher.objects import WatchCacheEvent
+from cacher.objects import CachedObject, WatchCacheEvent
 from cacher.progress import ProgressClient, ProgressRequester
 from cacher.ready import Ready
 from cacher.reflector import ListerWatcher, Reflector
@@ -230,12 +230,15 @@ class Cacher:
     def _initial_state(
         self, key: str, opts: ListOptions, rv: int, *, end_bookmark: bool
     ) -> Iterator[WatchEvent]:
-        res = self.cache.list_objects(key, opts.predicate, recursive=opts.recursive)
-        for obj in res.items:
-            yield WatchEvent("ADDED", obj.stored.data, obj.resource_version)
+        """The state at ``rv`` as ADDED events. The snapshot is taken now (eagerly), in
+        the same step as the watcher's registration, so state and live events meet
+        exactly at ``rv``; only the conversion to events is lazy."""
+        items = self.cache.list_objects(key, opts.predicate, recursive=opts.recursive).items
+        end = None
         if end_bookmark and opts.allow_watch_bookmarks:
             data = bookmark_bytes(self.kind, self.api_version, rv, initial_events_end=True)
-            yield WatchEvent("BOOKMARK", data, rv)
+            end = WatchEvent("BOOKMARK", data, rv)
+        return _added_then(items, end)
 
     def _register(
         self, key: str, opts: ListOptions, start_rv: int, initial: Iterator[WatchEvent]
@@ -277,6 +280,13 @@ class Cacher:
                 out = probe.convert(ev)
                 if out is not None:
                     yield out
+
+
+def _added_then(items: list[CachedObject], last: WatchEvent | None) -> Iterator[WatchEvent]:
+    for obj in items:
+        yield WatchEvent("ADDED", obj.stored.data, obj.resource_version)
+    if last is not None:
+        yield last
 
 
 __all__ = ["Cacher", "StorageError", "parse_resource_version"]

@@ -105,6 +105,17 @@ class ProgressRequester:
             self._waiting -= 1
 
     async def run(self) -> None:
+        """Learn etcd's version, then request progress while readers wait — never on an
+        etcd with the progress bugs, where a notification could move the cache's RV past
+        events it has not received (waiters then simply time out)."""
+        while self.supported is None:
+            try:
+                await self.detect()
+            except EtcdError as err:
+                log.debug("etcd version unknown yet: %s", err)
+                await self._clock.sleep(1.0)
+        if not self.supported:
+            return
         while True:
             await self._kick.wait()
             self._kick.clear()
