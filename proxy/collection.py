@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -141,8 +142,11 @@ async def watch_objects(
     fmt = negotiation.response_format(request, is_list=True)
     query = parse_list_query(request.query, watch=True)
     validate_list_query(query)
-    opts = to_list_options(query, rs.resource.plural, rs.get_attrs, info.name)
     duration = watch_timeout(query, ctx.settings.min_request_timeout)
+    opts = dataclasses.replace(
+        to_list_options(query, rs.resource.plural, rs.get_attrs, info.name),
+        timeout_seconds=duration,
+    )
     with status.storage_errors(rs.resource.qualified):
         watcher = await rs.store.watch(rs.list_key(_namespace(info, rs)), opts)
     ctx.watchers.add(watcher)

@@ -3,7 +3,9 @@
 Precedence: built-in defaults < ``--config`` YAML file < flags given on the command
 line. YAML keys are the flag names without the leading dashes (``etcd-servers``);
 underscores are accepted too. ``etcd-servers`` may be a comma-separated string or a
-list.
+list, ``feature-gates`` a string or a mapping. The watch cache's extra field indexes
+are YAML only: ``watch-cache-indexes: {configmaps: [metadata.namespace]}`` (or
+``watchCache: {indexes: ...}``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,32 @@ def _parse_duration(value: str | float | int) -> float:
         raise ConfigError(f"invalid duration {value!r}") from None
 
 
+def _parse_feature_gates(value: str | Mapping[str, Any]) -> Mapping[str, bool]:
+    """``A=true,B=false`` (flag) or a YAML mapping -> {gate: enabled}."""
+    if isinstance(value, Mapping):
+        return {str(k): _parse_bool(v) for k, v in value.items()}
+    gates: dict[str, bool] = {}
+    for item in value.split(","):
+        if not item.strip():
+            continue
+        name, sep, enabled = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"invalid feature gate {item!r} (want Name=true|false)")
+        gates[name.strip()] = _parse_bool(enabled)
+    return gates
+
+
+def _parse_indexes(value: Any) -> Mapping[str, tuple[str, ...]]:
+    """``{configmaps: [metadata.namespace]}``: extra watch-cache field indexes (YAML)."""
+    if not isinstance(value, Mapping):
+        raise ConfigError("watch-cache-indexes must map resources to lists of fields")
+    out: dict[str, tuple[str, ...]] = {}
+    for resource, fields_ in value.items():
+        items = [fields_] if isinstance(fields_, str) else list(fields_ or [])
+        out[str(resource)] = tuple(str(f) for f in items)
+    return out
+
+
 def _parse_servers(value: str | Sequence[str]) -> tuple[str, ...]:
     items = value.split(",") if isinstance(value, str) else list(value)
     return tuple(s.strip() for s in items if s and s.strip())
@@ -67,7 +95,23 @@ class Settings:
     etcd_request_timeout: float = 10.0
     bind_address: str = "127.0.0.1"
     port: int = 8080
-    watch_cache: bool = False
+    # --watch-cache (kube-apiserver's default true): reads and watches from the watch
+    # cache; false: every read from etcd. Which storage serves what is decided in
+    # proxy.storage_factory.new_storage.
+    watch_cache: bool = True
+    # ring size per resource: -1 dynamic (100..102,400 by event age), N > 0 fixed
+    default_watch_cache_size: int = -1
+    # false disables the cache's built-in field indexes (pods spec.nodeName) and the
+    # configured ones, to measure the cache without them
+    watch_cache_index: bool = True
+    # extra per-resource field indexes (YAML only): {configmaps: [metadata.namespace]}
+    watch_cache_indexes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # e.g. ConsistentListFromCache=true
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    # kube-apiserver compacts etcd every 5 minutes; 0 disables
+    etcd_compaction_interval: float = 300.0
+    # how often a watch gets a BOOKMARK (kube: 1 minute; for tests)
+    watch_bookmark_interval: float = 60.0
     # kube-apiserver's --min-request-timeout: watches last this x random [1, 2)
     min_request_timeout: float = 1800.0
     # kube-apiserver's --request-timeout: the bound on a non-long-running request
@@ -75,7 +119,6 @@ class Settings:
     shutdown_timeout: float = 5.0
     max_request_body_bytes: int = 3 * 1024 * 1024
     log_level: str = "info"
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 _CONVERTERS: dict[str, Any] = {
@@ -86,6 +129,12 @@ _CONVERTERS: dict[str, Any] = {
     "request_timeout": _parse_duration,
     "shutdown_timeout": _parse_duration,
     "watch_cache": _parse_bool,
+    "watch_cache_index": _parse_bool,
+    "default_watch_cache_size": int,
+    "feature_gates": _parse_feature_gates,
+    "watch_cache_indexes": _parse_indexes,
+    "etcd_compaction_interval": _parse_duration,
+    "watch_bookmark_interval": _parse_duration,
     "port": int,
     "max_request_body_bytes": int,
 }
@@ -102,6 +151,11 @@ _FLAG_HELP: dict[str, str] = {
     "bind_address": "IP address to listen on",
     "port": "port to listen on (0 = any free port)",
     "watch_cache": "serve reads and watches from a watch cache (false: every read from etcd)",
+    "default_watch_cache_size": "events kept per resource: -1 dynamic, N > 0 a fixed ring",
+    "watch_cache_index": "false disables the watch cache's field indexes (pods spec.nodeName)",
+    "feature_gates": "comma-separated Gate=true|false, e.g. ConsistentListFromCache=true",
+    "etcd_compaction_interval": "interval of etcd compactions (e.g. 5m; 0 disables)",
+    "watch_bookmark_interval": "interval of BOOKMARK events per watch (e.g. 1m)",
     "min_request_timeout": "minimum watch duration; each watch lasts this times a random "
     "factor in [1, 2) unless timeoutSeconds is given",
     "request_timeout": "bound on the duration of a non-watch request",
@@ -122,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--config", help="YAML file with the same settings as the flags")
     for f in fields(Settings):
-        if f.name == "extra":
+        if f.name in _YAML_ONLY:
             continue
         # default None: only flags given on the command line override the config file;
         # booleans work bare (--watch-cache) or with a value (--watch-cache=false)
@@ -141,11 +195,25 @@ def _convert(name: str, value: Any) -> Any:
         raise ConfigError(f"{_flag(name)}: {e}") from None
 
 
+_YAML_ONLY = frozenset({"watch_cache_indexes"})
+
+
+def _flatten_watch_cache(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``watchCache: {indexes: {...}}`` in YAML is ``watch-cache-indexes``."""
+    nested = data.get("watchCache")
+    if not isinstance(nested, Mapping):
+        return data
+    flat = {k: v for k, v in data.items() if k != "watchCache"}
+    if "indexes" in nested:
+        flat["watch-cache-indexes"] = nested["indexes"]
+    return flat
+
+
 def settings_from_mapping(data: Mapping[str, Any], base: Settings | None = None) -> Settings:
     """Apply a YAML mapping (flag names as keys) to ``base``; unknown keys are errors."""
-    known = {f.name for f in fields(Settings)} - {"extra"}
+    known = {f.name for f in fields(Settings)}
     changes: dict[str, Any] = {}
-    for raw_key, value in data.items():
+    for raw_key, value in _flatten_watch_cache(data).items():
         key = str(raw_key).lstrip("-").replace("-", "_")
         if key not in known:
             raise ConfigError(f"unknown setting {raw_key!r}")

@@ -1,10 +1,12 @@
 """Which storage serves each resource — decided in exactly one function, ``new_storage``.
 
-With ``--watch-cache=false`` (the only mode so far) every resource is served by the
-etcd3 store. The cacher plugs in by editing ``new_storage`` to wrap the etcd3 store of
-a resource in its watch cache. Everything else here is plumbing: one etcd client and
-one etcd3 store shared by all resources, and a per-resource view (``ResourceStorage``)
-that knows the resource's keys.
+With ``--watch-cache=false`` every resource is served by the etcd3 store. The cacher
+plugs in by editing ``new_storage`` to wrap the etcd3 store of a resource in its watch
+cache when ``ctx.settings.watch_cache`` is true (until then: etcd3 either way). The
+cache's knobs are in ``ctx.settings``: default_watch_cache_size, watch_cache_index,
+watch_cache_indexes, feature_gates, etcd_compaction_interval, watch_bookmark_interval.
+Everything else here is plumbing: one etcd client and one etcd3 store shared by all
+resources, and a per-resource view (``ResourceStorage``) that knows the resource's keys.
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ class StorageContext:
 
 
 def new_storage(resource: ResourceInfo, ctx: StorageContext) -> Interface:
-    """THE choice of storage for ``resource``: etcd3 (``--watch-cache=false``)."""
+    """THE choice of storage for ``resource``: etcd3 (``--watch-cache=false``; the watch
+    cache wraps it here when enabled). Called once per resource, on its first request,
+    with the event loop running."""
     return ctx.etcd3()
 
 

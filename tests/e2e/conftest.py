@@ -17,7 +17,7 @@ KUBECTL = REPO / ".venv" / "bin" / "kubectl"
 @pytest.fixture(scope="module")
 def e2e_server(etcd: EtcdCluster) -> Iterator[ServerProcess]:
     """A server of its own (a unique prefix: lists see only this module's objects)."""
-    proc = start_server(etcd.endpoints)
+    proc = start_server(etcd.endpoints, None, "--watch-cache=false")
     try:
         yield proc
     finally:

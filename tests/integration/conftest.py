@@ -2,7 +2,8 @@
 
 Reuse (other suites import these; nothing here is specific to one test file):
 
-- ``server`` (session): one server on the session etcd with a unique ``--etcd-prefix``.
+- ``server`` (session): one server on the session etcd with a unique ``--etcd-prefix``
+  and ``--watch-cache=false`` (the uncached path: every read from etcd).
   Tests share it and isolate themselves with their own namespaces (``namespace``
   fixture); tests that need to see a whole resource alone start their own.
 - ``server_factory`` (function): ``server_factory(*flags, etcd=None, prefix=None)``
@@ -158,8 +159,8 @@ def start_server(
 
 @pytest.fixture(scope="session")
 def server(etcd: EtcdCluster) -> Iterator[ServerProcess]:
-    """One shared server on the session etcd (isolate tests by namespace)."""
-    proc = start_server(etcd.endpoints)
+    """One shared uncached server on the session etcd (isolate tests by namespace)."""
+    proc = start_server(etcd.endpoints, None, "--watch-cache=false")
     try:
         yield proc
     finally:

@@ -251,7 +251,7 @@ async def _compact(etcd: EtcdCluster, revision: int) -> None:
 async def test_compacted_exact_and_continue_are_410(
     server_factory: ServerFactory, etcd_own: EtcdCluster
 ) -> None:
-    srv = server_factory(etcd=etcd_own)
+    srv = server_factory("--watch-cache=false", etcd=etcd_own)
     async with aiohttp.ClientSession(base_url=srv.url) as http:
         await create(http, "/api/v1/namespaces", {"metadata": {"name": "c"}})
         created = await seed(http, "c", 3)

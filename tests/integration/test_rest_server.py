@@ -93,7 +93,9 @@ async def test_bad_flags_exit_2(tmp_path: Path) -> None:
 async def test_etcd_down_fails_bounded_then_recovers(
     server_factory: ServerFactory, etcd_own: EtcdCluster
 ) -> None:
-    srv = server_factory("--etcd-request-timeout=1s", "--etcd-dial-timeout=1s", etcd=etcd_own)
+    srv = server_factory(
+        "--watch-cache=false", "--etcd-request-timeout=1s", "--etcd-dial-timeout=1s", etcd=etcd_own
+    )
     async with aiohttp.ClientSession(base_url=srv.url) as http:
         await create(http, "/api/v1/namespaces", {"metadata": {"name": "d"}})
         await asyncio.to_thread(etcd_own.stop_member, 0)
@@ -143,8 +145,8 @@ async def test_starts_while_etcd_is_down_and_becomes_ready(
     server_factory: ServerFactory, etcd_own: EtcdCluster
 ) -> None:
     await asyncio.to_thread(etcd_own.stop_member, 0)
-    srv = server_factory("--etcd-dial-timeout=1s", "--etcd-request-timeout=1s", etcd=etcd_own,
-                         wait_ready=False)  # fmt: skip
+    flags = ("--watch-cache=false", "--etcd-dial-timeout=1s", "--etcd-request-timeout=1s")
+    srv = server_factory(*flags, etcd=etcd_own, wait_ready=False)
     async with aiohttp.ClientSession(base_url=srv.url) as http:
         async with http.get("/readyz?verbose") as resp:
             assert resp.status == 500

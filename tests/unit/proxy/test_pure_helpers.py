@@ -91,3 +91,25 @@ def test_prepare_for_update_keeps_system_fields_and_bumps_generation() -> None:
 def test_generate_name() -> None:
     name = object_meta.generate_name("x" * 80)
     assert len(name) == 63 and name.startswith("x" * 58)
+
+
+def test_watch_cache_settings(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "etcd-servers: http://a:1\n"
+        "feature-gates: {ConsistentListFromCache: true}\n"
+        "watchCache: {indexes: {configmaps: [metadata.namespace]}}\n"
+    )
+    s = load_settings(
+        [f"--config={cfg}", "--default-watch-cache-size=50", "--watch-cache-index=false"]
+    )
+    assert s.watch_cache is True and s.default_watch_cache_size == 50
+    assert s.watch_cache_index is False
+    assert s.feature_gates == {"ConsistentListFromCache": True}
+    assert s.watch_cache_indexes == {"configmaps": ("metadata.namespace",)}
+    flags = load_settings(
+        ["--etcd-servers=x", "--feature-gates=A=true,B=false", "--etcd-compaction-interval=0"]
+    )
+    assert flags.feature_gates == {"A": True, "B": False} and flags.etcd_compaction_interval == 0
+    with pytest.raises(ConfigError):
+        load_settings(["--etcd-servers=x", "--feature-gates=A"])
