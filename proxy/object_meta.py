@@ -128,7 +128,8 @@ def prepare_for_create(
     else:
         meta.pop("namespace", None)
     if meta.get("resourceVersion"):
-        raise status.internal_error("resourceVersion should not be set on objects to be created")
+        # upstream's etcd3 store returns a plain error here: 500, no reason
+        raise status.unknown_error("resourceVersion should not be set on objects to be created")
     name = meta.get("name") or ""
     if not name and meta.get("generateName"):
         name = meta["name"] = generate_name(str(meta["generateName"]))

@@ -51,6 +51,7 @@ __all__ = [
     "timeout",
     "too_many_requests",
     "unexpected_server_response",
+    "unknown_error",
     "unsupported_media_type",
 ]
 
@@ -75,8 +76,9 @@ def status_body(
         "metadata": metadata or {},
         "status": "Failure",
         "message": message,
-        "reason": reason,
     }
+    if reason:  # StatusReasonUnknown is "" and omitted, as Go's omitempty does
+        body["reason"] = reason
     if details:
         body["details"] = details
     body["code"] = code
@@ -282,6 +284,12 @@ def service_unavailable(message: str, retry_after: int = 1) -> StatusError:
     return StatusError(
         status_body(503, "ServiceUnavailable", message, {"retryAfterSeconds": retry_after})
     )
+
+
+def unknown_error(message: str, code: int = 500) -> StatusError:
+    """What kube-apiserver answers for an error that is not a Status (ErrorToAPIStatus):
+    the bare message, reason Unknown (omitted)."""
+    return StatusError(status_body(code, "", message))
 
 
 def internal_error(message: str) -> StatusError:
