@@ -185,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--endpoints", help="comma-separated etcd URLs (default: start one)")
     parser.add_argument("--objects", type=int, default=10_000)
     parser.add_argument("--size", type=int, default=2_500)
-    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--watch-events", type=int, default=20_000)
     parser.add_argument("--watches", type=int, default=1_000)
     parser.add_argument("--fanout-events", type=int, default=1_000)
