@@ -8,7 +8,8 @@ LIST: RV unset → etcd (or, with ConsistentListFromCache, the cache once it rea
       without limit → cache after waiting for N; Exact, legacy exact (RV N + limit) and
       continue → etcd.
 WATCH: always the cache. Writes, count and current_resource_version: always etcd.
-A read that needs the cache while it is (re)initializing gets NotReady (429).
+A read or watch that needs the cache while it is (re)initializing waits up to 3 s for it,
+then gets NotReady (429).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from cacher import metrics
 from cacher.cacher import Cacher, EtcdForCacher, parse_resource_version
 from cacher.compactor import Compactor
 from cacher.progress import Outcome
+from cacher.ready import Stopped
 from cacher.reflector import bytes_prefix_end
 from etcdclient.errors import EtcdError
 from storage.errors import NotFound, NotReady, TooLargeResourceVersion
@@ -98,7 +100,7 @@ class CacheDelegator:
         if not self.cacher.ready.check():
             if rv == 0:
                 return await self.store.get(key, opts)
-            raise NotReady()
+            await self._wait_ready()
         found = await self.cacher.get(key, rv)
         if found is not None:
             return found
@@ -121,8 +123,18 @@ class CacheDelegator:
         if not self.cacher.ready.check():
             if rv == 0:
                 return await self.store.get_list(key, opts)
-            raise NotReady()
+            await self._wait_ready()
         return await self.cacher.get_list(key, opts, rv)
+
+    async def _wait_ready(self) -> None:
+        """A read or watch that needs the cache waits a bounded time for it (the cache is
+        built on a resource's first request), then gets NotReady (429)."""
+        try:
+            ready = await self.cacher.ready.wait(self.cacher.config.freshness_wait)
+        except Stopped:
+            ready = False
+        if not ready:
+            raise NotReady()
 
     async def _consistent_list(self, key: str, opts: ListOptions) -> ListResult:
         """Serve an unset-RV LIST from the cache once it reached etcd's current revision."""
@@ -183,6 +195,8 @@ class CacheDelegator:
                     etcd_revision = await self._etcd_revision()
             except (EtcdError, TimeoutError):
                 etcd_revision = None
+        if not self.cacher.ready.check():
+            await self._wait_ready()
         return await self.cacher.watch(key, opts, etcd_revision=etcd_revision)
 
     async def close(self) -> None:

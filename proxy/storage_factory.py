@@ -46,10 +46,39 @@ class StorageContext:
 
 
 def new_storage(resource: ResourceInfo, ctx: StorageContext) -> Interface:
-    """THE choice of storage for ``resource``: etcd3 (``--watch-cache=false``; the watch
-    cache wraps it here when enabled). Called once per resource, on its first request,
-    with the event loop running."""
-    return ctx.etcd3()
+    """THE choice of storage for ``resource``: with ``--watch-cache`` (the default) the
+    etcd3 store wrapped in the resource's watch cache (``cacher.new_cached_storage``:
+    RV=0 reads and every watch from memory, the rest routed as kube-apiserver does);
+    with ``--watch-cache=false`` the etcd3 store alone. Called once per resource, on its
+    first request, with the event loop running."""
+    settings = ctx.settings
+    if not settings.watch_cache:
+        return ctx.etcd3()
+    from cacher import DEFAULT_INDEXES, CacherConfig, new_cached_storage
+
+    indexes: tuple[str, ...] = ()
+    if settings.watch_cache_index:
+        indexes = DEFAULT_INDEXES.get(resource.plural, ())
+        extra = settings.watch_cache_indexes.get(resource.plural, ())
+        indexes += tuple(f for f in extra if f not in indexes)
+    config = CacherConfig(
+        default_watch_cache_size=settings.default_watch_cache_size,
+        bookmark_interval=settings.watch_bookmark_interval,
+        consistent_list_from_cache=settings.feature_gates.get("ConsistentListFromCache", False),
+        compaction_interval=settings.etcd_compaction_interval,
+    )
+    return new_cached_storage(
+        ctx.etcd3(),
+        ctx.client,
+        resource=resource.plural,
+        resource_prefix=keys.resource_prefix(resource.group, resource.plural, settings.etcd_prefix),
+        attrs=attrs_func(resource.plural),
+        kind=resource.kind,
+        api_version=resource.api_version,
+        indexes=indexes,
+        config=config,
+        request_timeout=settings.etcd_request_timeout,
+    )
 
 
 @dataclass(frozen=True)
