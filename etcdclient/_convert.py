@@ -22,7 +22,7 @@ from etcdclient.types import (
 
 _MOD = rpc_pb2.Compare.CompareTarget.MOD
 _EQUAL = rpc_pb2.Compare.CompareResult.EQUAL
-_FILTERS = {
+_FILTERS: dict[str, rpc_pb2.WatchCreateRequest.FilterType] = {
     "noput": rpc_pb2.WatchCreateRequest.FilterType.NOPUT,
     "nodelete": rpc_pb2.WatchCreateRequest.FilterType.NODELETE,
 }
@@ -164,6 +164,15 @@ def delete_txn_result(resp: rpc_pb2.TxnResponse) -> TxnResult:
     return TxnResult(resp.header.revision, True, key_value(prev[0]) if prev else None)
 
 
+def filter_types(filters: Sequence[str]) -> list[rpc_pb2.WatchCreateRequest.FilterType]:
+    """etcd's filter enum values for names "NOPUT" / "NODELETE" (case-insensitive);
+    ValueError for anything else."""
+    try:
+        return [_FILTERS[f.lower()] for f in filters]
+    except KeyError as e:
+        raise ValueError(f"unknown watch filter {e.args[0]!r} (NOPUT, NODELETE)") from None
+
+
 def watch_create(
     watch_id: int,
     key: bytes,
@@ -174,19 +183,13 @@ def watch_create(
     progress_notify: bool,
     filters: Sequence[str],
 ) -> rpc_pb2.WatchRequest:
-    """A WatchCreateRequest with our own ``watch_id`` (etcd >= 3.4), fragments allowed.
-
-    ``filters`` are etcd's names, case-insensitive: "NOPUT", "NODELETE"."""
-    try:
-        kinds = [_FILTERS[f.lower()] for f in filters]
-    except KeyError as e:
-        raise ValueError(f"unknown watch filter {e.args[0]!r} (NOPUT, NODELETE)") from None
+    """A WatchCreateRequest with our own ``watch_id`` (etcd >= 3.4), fragments allowed."""
     create = rpc_pb2.WatchCreateRequest(
         key=key,
         range_end=range_end or b"",
         start_revision=start_revision,
         progress_notify=progress_notify,
-        filters=kinds,
+        filters=filter_types(filters),
         prev_kv=prev_kv,
         watch_id=watch_id,
         fragment=True,

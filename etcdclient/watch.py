@@ -109,8 +109,7 @@ class Watch:
         self.prev_kv = prev_kv
         self.progress_notify = progress_notify
         self.filters = tuple(filters)
-        _convert.watch_create(1, key, range_end, 0, prev_kv=False, progress_notify=False,
-                              filters=self.filters)  # fmt: skip  # validates filters now
+        _convert.filter_types(self.filters)  # reject a bad filter here, not in the writer
         self.buffer_size = buffer_size
         # The revision the next (re)creation starts from; 0 = "now", until etcd says.
         self.next_revision = start_revision
@@ -399,8 +398,12 @@ class WatchStream:
             self._connected = False
             self._by_id.clear()
             writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
+            try:
                 await writer
+            except (asyncio.CancelledError, grpc.aio.AioRpcError):
+                pass  # we cancelled it, or the stream it wrote to broke
+            except Exception:
+                log.exception("etcd watch stream writer failed")
             call.cancel()
 
     async def _write(self, call: Any) -> None:
