@@ -243,8 +243,8 @@ class Cacher:
     def _register(
         self, key: str, opts: ListOptions, start_rv: int, initial: Iterator[WatchEvent]
     ) -> CacheWatcher:
-        timeout = getattr(opts, "timeout_seconds", None)
-        deadline = self._clock.now() + float(timeout) if timeout else None
+        timeout = opts.timeout_seconds
+        deadline = self._clock.now() + timeout if timeout else None
         w = CacheWatcher(
             key=key,
             recursive=opts.recursive,

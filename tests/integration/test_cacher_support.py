@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -66,15 +65,6 @@ async def cached_store(
         await cached.close()
 
 
-if "timeout_seconds" in ListOptions.__dataclass_fields__:
-    WatchOptions = ListOptions
-else:  # until storage.interfaces.ListOptions carries the watch deadline (REQUESTS.md)
-
-    @dataclass(frozen=True, slots=True)
-    class WatchOptions(ListOptions):  # type: ignore[no-redef]
-        timeout_seconds: float | None = None
-
-
 def pod(
     name: str,
     namespace: str = "ns",
@@ -115,7 +105,7 @@ def opts(
         get_attrs=attrs_func("pods"),
         limit=limit,
     )
-    return WatchOptions(
+    return ListOptions(
         resource_version=rv,
         resource_version_match=match,
         predicate=pred,
