@@ -166,8 +166,20 @@ async def etcd_down(ctx: DemoContext) -> None:
 
 
 async def _read_until(stream: WatchStream, want: Callable[[dict[str, Any]], bool], t: Transcript,
-                      within: float) -> list[dict[str, Any]]:  # fmt: skip
+                      within: float, show: int = 1000) -> list[dict[str, Any]]:  # fmt: skip
+    """Events until ``want(event)``, the stream's end or ``within`` seconds; the first
+    ``show`` are printed, the rest summarized."""
     events: list[dict[str, Any]] = []
+    try:
+        return await _read_events(stream, want, t, within, show, events)
+    finally:
+        if len(events) > show:
+            t.say(f"  ... {len(events) - show} more events")
+
+
+async def _read_events(stream: WatchStream, want: Callable[[dict[str, Any]], bool],
+                       t: Transcript, within: float, show: int,
+                       events: list[dict[str, Any]]) -> list[dict[str, Any]]:  # fmt: skip
     deadline = time.monotonic() + within
     while True:
         left = deadline - time.monotonic()
@@ -180,7 +192,8 @@ async def _read_until(stream: WatchStream, want: Callable[[dict[str, Any]], bool
         if ev is None:
             return events
         events.append(ev)
-        t.say(event_line(ev))
+        if len(events) <= show:
+            t.say(event_line(ev))
         if want(ev):
             return events
 
@@ -204,7 +217,7 @@ async def watch_demo(ctx: DemoContext) -> None:
             seen.add(ev["object"]["metadata"]["name"])
             return seen >= names
 
-        events = await _read_until(stream, replayed, t, 10)
+        events = await _read_until(stream, replayed, t, 10, show=3)
         t.check("first an ADDED for every current pod",
                 all(e["type"] == "ADDED" for e in events) and seen == names,
                 f"{len(events)} events")

@@ -67,10 +67,26 @@ def node_name(i: int) -> str:
     return f"node-{i:03d}"
 
 
+# kube's rand.String alphabet (no vowels, no 0/1/3); a 5-char suffix has 27**5 values.
+_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_SUFFIXES = len(_ALPHABET) ** 5
+_SCRAMBLE = 7_368_787  # coprime with 27**5, so index -> suffix is a bijection
+
+
+def _suffix(n: int) -> str:
+    """A random-looking but unique 5-char suffix for ``n`` < 27**5."""
+    v = (n * _SCRAMBLE + 1_234_567) % _SUFFIXES
+    out = []
+    for _ in range(5):
+        v, r = divmod(v, len(_ALPHABET))
+        out.append(_ALPHABET[r])
+    return "".join(out)
+
+
 def pod_name(i: int) -> str:
-    """A Deployment-style name: ``<app>-<replicaset hash>-<5 chars>``."""
+    """A Deployment-style name ``<app>-<replicaset hash>-<5 chars>``, unique per index."""
     app = APPS[i % len(APPS)][0]
-    return f"{app}-{_h('rs', app, n=10)}-{_h('pod', i, n=5)}"
+    return f"{app}-{_h('rs', app, n=10)}-{_suffix(i)}"
 
 
 def pod_ip(i: int) -> str:

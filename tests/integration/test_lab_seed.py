@@ -29,6 +29,11 @@ def test_pods_are_realistic_and_spread() -> None:
     assert st["podIP"] and st["hostIP"] and st["conditions"] and st["containerStatuses"]
 
 
+def test_pod_names_are_unique() -> None:
+    names = {seed.pod_name(i) for i in range(200_000)}
+    assert len(names) == 200_000
+
+
 def test_generators_are_deterministic() -> None:
     assert seed.pod(42, 7, 3) == seed.pod(42, 7, 3)
     assert seed.node(3)["status"]["capacity"]["pods"] == "110"
