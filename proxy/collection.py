@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from proxy import negotiation, status
+from proxy import metrics, negotiation, status
 from proxy.context import APIContext
 from proxy.list_options import (
     parse_list_query,
@@ -129,6 +129,7 @@ async def list_objects(
     opts = _list_options(request, info, rs)
     with status.storage_errors(rs.resource.qualified):
         result = await rs.store.get_list(rs.list_key(_namespace(info, rs)), opts)
+    metrics.observe_list(request, info, result)
     return await write_list(request, rs, result.items, list_metadata(result), cost_headers(result))
 
 
@@ -155,13 +156,17 @@ async def watch_objects(
         response.headers["Content-Type"] = fmt.content_type
         response.enable_chunked_encoding()
         await response.prepare(request)
-        with contextlib.suppress(TimeoutError, ConnectionResetError):
+        with (
+            metrics.track_long_running(info),
+            contextlib.suppress(TimeoutError, ConnectionResetError),
+        ):
             async with asyncio.timeout(duration):
                 async for event in watcher:
                     data = negotiation.watch_event_object(
                         fmt, rs.resource, event.type, event.data, request
                     )
                     await response.write(_event_line(event.type, data))
+                    metrics.observe_watch_event(info)
         with contextlib.suppress(ConnectionResetError):
             await response.write_eof()
         return response

@@ -31,6 +31,7 @@ from proxy import negotiation, status
 from proxy.context import API_CONTEXT, APIContext
 from proxy.discovery import setup_discovery_routes
 from proxy.health import setup_health_routes
+from proxy.metrics import metrics_middleware, setup_metrics_routes
 from proxy.registry import Registry, build_registry
 from proxy.rest import handle_resource
 from proxy.settings import ConfigError, Settings, load_settings
@@ -126,7 +127,7 @@ def build_app(
 ) -> web.Application:
     """The application: health, version, discovery and resource routes over ``storage_ctx``."""
     app = web.Application(
-        middlewares=[error_middleware],
+        middlewares=[metrics_middleware, error_middleware],
         # bodies are read by the handlers with their own limit (413 as a Status)
         client_max_size=settings.max_request_body_bytes + 1,
     )
@@ -138,6 +139,7 @@ def build_app(
     )
     app[API_CONTEXT] = ctx
     setup_health_routes(app)
+    setup_metrics_routes(app)
     app.router.add_get("/version", _version)
     app.router.add_get("/version/", _version)
     setup_discovery_routes(app)
