@@ -1,0 +1,223 @@
+"""WATCH and RV=0 LIST through ``watchcache serve`` with its watch cache (the default), and
+real clients on top: the official Python client's ``watch.Watch().stream`` and
+``kubectl get --watch --output-watch-events``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+
+from lab.etcd import EtcdCluster
+from tests.integration.conftest import REPO, ServerProcess, create, pod_body, start_server
+
+pytestmark = pytest.mark.etcd
+
+JSON = dict[str, Any]
+EVENT_TIMEOUT = 10.0
+KUBECTL = REPO / ".venv" / "bin" / "kubectl"
+
+
+@pytest.fixture(scope="module")
+def cached_server(etcd: EtcdCluster) -> Iterator[ServerProcess]:
+    """A server with a small fixed history ring and fast bookmarks."""
+    proc = start_server(
+        etcd.endpoints, None, "--default-watch-cache-size=5", "--watch-bookmark-interval=300ms"
+    )
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture
+async def http(cached_server: ServerProcess) -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(base_url=cached_server.url) as session:
+        yield session
+
+
+@pytest.fixture
+async def ns(http: aiohttp.ClientSession) -> str:
+    name = f"ns-{uuid.uuid4().hex[:10]}"
+    await create(http, "/api/v1/namespaces", {"metadata": {"name": name}})
+    return name
+
+
+def pods(ns: str) -> str:
+    return f"/api/v1/namespaces/{ns}/pods"
+
+
+@contextlib.asynccontextmanager
+async def watching(http: aiohttp.ClientSession, path: str) -> AsyncIterator[aiohttp.ClientResponse]:
+    async with http.get(path) as resp:
+        assert resp.status == 200, await resp.text()
+        yield resp
+
+
+async def next_event(resp: aiohttp.ClientResponse) -> JSON:
+    async with asyncio.timeout(EVENT_TIMEOUT):
+        line = await resp.content.readline()
+    assert line.endswith(b"\n"), f"stream ended: {line!r}"
+    event: JSON = orjson.loads(line)
+    return event
+
+
+async def ended(resp: aiohttp.ClientResponse) -> bool:
+    async with asyncio.timeout(EVENT_TIMEOUT):
+        return await resp.content.readline() == b""
+
+
+def rv(obj: JSON) -> str:
+    value: str = obj["metadata"]["resourceVersion"]
+    return value
+
+
+async def test_too_old_resource_version_is_http_200_with_one_410_error(
+    http: aiohttp.ClientSession, ns: str
+) -> None:
+    first = await create(http, pods(ns), pod_body("p"))
+    for i in range(8):  # more changes than the ring of 5 holds
+        async with http.patch(
+            f"{pods(ns)}/p",
+            data=orjson.dumps({"metadata": {"labels": {"i": str(i)}}}),
+            headers={"Content-Type": "application/merge-patch+json"},
+        ) as resp:
+            assert resp.status == 200
+    async with watching(http, f"{pods(ns)}?watch=1&resourceVersion={rv(first)}") as resp:
+        event = await next_event(resp)
+        assert await ended(resp)
+    assert event["type"] == "ERROR"
+    status = event["object"]
+    assert (status["kind"], status["code"], status["reason"]) == ("Status", 410, "Expired")
+    assert status["message"].startswith(f"too old resource version: {rv(first)} (")
+
+
+async def test_bookmarks_and_streaming_list_over_http(http: aiohttp.ClientSession, ns: str) -> None:
+    a = await create(http, pods(ns), pod_body("a"))
+    query = (
+        "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+        f"&resourceVersion={rv(a)}&allowWatchBookmarks=true"
+    )
+    async with watching(http, f"{pods(ns)}?{query}") as resp:
+        added = await next_event(resp)
+        end = await next_event(resp)
+        b = await create(http, pods(ns), pod_body("b"))
+        live = await next_event(resp)
+        while live["type"] == "BOOKMARK":  # periodic bookmarks may come first
+            live = await next_event(resp)
+        periodic = await next_event(resp)
+    assert (added["type"], added["object"]["metadata"]["name"]) == ("ADDED", "a")
+    assert end["type"] == "BOOKMARK"
+    assert end["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert int(rv(end["object"])) >= int(rv(a))
+    assert (live["type"], live["object"]["metadata"]["name"]) == ("ADDED", "b")
+    assert periodic["type"] == "BOOKMARK" and periodic["object"]["kind"] == "Pod"
+    assert int(rv(periodic["object"])) >= int(rv(b))
+
+
+async def test_rv0_list_from_cache_ignores_limit(http: aiohttp.ClientSession, ns: str) -> None:
+    last: JSON = {}
+    for n in ("a", "b", "c"):
+        last = await create(http, pods(ns), pod_body(n))
+    # RV=N first: the cache has then seen every write, so RV=0 shows all of them
+    async with http.get(f"{pods(ns)}?resourceVersion={rv(last)}") as resp:
+        assert resp.status == 200
+    async with http.get(f"{pods(ns)}?resourceVersion=0&limit=1") as resp:
+        body = await resp.json()
+        assert resp.status == 200
+        served = resp.headers.get("X-Watchcache-Served-From")
+    assert [p["metadata"]["name"] for p in body["items"]] == ["a", "b", "c"]
+    assert not body["metadata"].get("continue")
+    assert served in (None, "cache")
+    async with http.get(f"{pods(ns)}?limit=1") as resp:
+        paged = await resp.json()
+    assert [p["metadata"]["name"] for p in paged["items"]] == ["a"]  # unset RV: etcd, paged
+
+
+def test_python_client_watch_stream(cached_server: ServerProcess) -> None:
+    from kubernetes import client, watch
+
+    api = client.ApiClient(client.Configuration(host=cached_server.url))
+    core = client.CoreV1Api(api)
+    ns = f"py-{uuid.uuid4().hex[:8]}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+    body = client.V1Pod(
+        metadata=client.V1ObjectMeta(name="first"),
+        spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="busybox")]),
+    )
+    core.create_namespaced_pod(ns, body)
+    seen: list[tuple[str, str]] = []
+    w = watch.Watch()
+    for ev in w.stream(core.list_namespaced_pod, ns, timeout_seconds=10):
+        seen.append((ev["type"], ev["object"].metadata.name))
+        if len(seen) == 1:
+            body.metadata.name = "second"
+            core.create_namespaced_pod(ns, body)
+        if len(seen) == 2:
+            w.stop()
+    api.close()
+    assert seen == [("ADDED", "first"), ("ADDED", "second")]
+
+
+def test_kubectl_get_watch_output_watch_events(
+    cached_server: ServerProcess, tmp_path: Path
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters:\n- name: w\n  cluster:\n    server: {cached_server.url}\n"
+        "users:\n- name: u\n  user: {}\n"
+        "contexts:\n- name: w\n  context:\n    cluster: w\n    user: u\n"
+        "current-context: w\n"
+    )
+    env = {"KUBECONFIG": str(kubeconfig), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    ns = f"kw-{uuid.uuid4().hex[:8]}"
+
+    def kubectl(*args: str, stdin: str | None = None) -> str:
+        proc = subprocess.run(
+            [str(KUBECTL), *args], input=stdin, capture_output=True, text=True, env=env,
+            timeout=60,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    kubectl("apply", "-f", "-", stdin=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n")
+    pod = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {}\n"
+        "spec:\n  containers:\n  - name: c\n    image: busybox\n"
+    )
+    kubectl("-n", ns, "apply", "-f", "-", stdin=pod.format("one"))
+    watcher = subprocess.Popen(
+        [str(KUBECTL), "-n", ns, "get", "pods", "--watch", "--output-watch-events",
+         "--request-timeout=20s"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert watcher.stdout is not None
+        header = watcher.stdout.readline()
+        first = watcher.stdout.readline()
+        kubectl("-n", ns, "apply", "-f", "-", stdin=pod.format("two"))
+        second = watcher.stdout.readline()
+        kubectl("-n", ns, "delete", "pod", "one", "--wait=false")
+        third = watcher.stdout.readline()
+    finally:
+        watcher.kill()
+        watcher.wait(10)
+        if watcher.stdout is not None:
+            watcher.stdout.close()
+        if watcher.stderr is not None:
+            watcher.stderr.close()
+    assert header.split()[:2] == ["EVENT", "NAME"]
+    assert [line.split()[:2] for line in (first, second, third)] == [
+        ["ADDED", "one"],
+        ["ADDED", "two"],
+        ["DELETED", "one"],
+    ]
