@@ -14,10 +14,12 @@ from tests.integration.conftest import REPO, ServerProcess, start_server
 KUBECTL = REPO / ".venv" / "bin" / "kubectl"
 
 
-@pytest.fixture(scope="module")
-def e2e_server(etcd: EtcdCluster) -> Iterator[ServerProcess]:
-    """A server of its own (a unique prefix: lists see only this module's objects)."""
-    proc = start_server(etcd.endpoints, None, "--watch-cache=false")
+@pytest.fixture(scope="module", params=["uncached", "cached"])
+def e2e_server(etcd: EtcdCluster, request: pytest.FixtureRequest) -> Iterator[ServerProcess]:
+    """A server of its own (a unique prefix: lists see only this module's objects), once
+    with every read from etcd (``--watch-cache=false``) and once with the watch cache."""
+    flag = "--watch-cache=false" if request.param == "uncached" else "--watch-cache=true"
+    proc = start_server(etcd.endpoints, None, flag)
     try:
         yield proc
     finally:
