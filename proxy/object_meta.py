@@ -147,6 +147,8 @@ def prepare_for_create(
     meta["generation"] = 1
     if resource.plural == "namespaces":
         _namespace_defaults(obj, str(name))
+    elif resource.plural == "pods" and not obj.get("status"):
+        obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(obj)}
     for system in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
         meta.pop(system, None)
     meta.pop("resourceVersion", None)
@@ -163,6 +165,34 @@ def _namespace_defaults(obj: JSON, name: str) -> None:
     if isinstance(spec, dict) and not spec.get("finalizers"):
         spec["finalizers"] = ["kubernetes"]
     obj["status"] = {"phase": "Active"}
+
+
+def pod_qos_class(pod: JSON) -> str:
+    """The pod's QoS class, as kube's ``qos.GetPodQOS`` decides it for cpu and memory:
+    no requests or limits at all → BestEffort; every container with limits equal to
+    requests for both → Guaranteed; anything else → Burstable."""
+    spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+    containers = [
+        c
+        for key in ("initContainers", "containers")
+        for c in (spec or {}).get(key) or []
+        if isinstance(c, dict)
+    ]
+    any_set = False
+    guaranteed = bool(containers)
+    for c in containers:
+        res = c.get("resources") if isinstance(c.get("resources"), dict) else {}
+        requests = (res or {}).get("requests") or {}
+        limits = (res or {}).get("limits") or {}
+        if any(requests.get(r) or limits.get(r) for r in ("cpu", "memory")):
+            any_set = True
+        for r in ("cpu", "memory"):
+            limit = limits.get(r)
+            if not limit or requests.get(r, limit) != limit:
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
 
 
 def check_name_matches_url(obj: JSON, name: str, namespace: str, resource: ResourceInfo) -> None:

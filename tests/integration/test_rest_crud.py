@@ -219,11 +219,12 @@ async def test_status_subresource_splits_status_and_spec(
     http: aiohttp.ClientSession, namespace: str
 ) -> None:
     obj = await create(http, pods(namespace), pod_body("st"))
+    assert obj["status"] == {"phase": "Pending", "qosClass": "BestEffort"}  # defaulted
     # the main resource ignores status changes
     obj["status"] = {"phase": "Running"}
     obj["metadata"]["labels"] = {"x": "y"}
     _, main = await _put(http, pods(namespace, "st"), obj)
-    assert "status" not in main and main["metadata"]["labels"] == {"x": "y"}
+    assert main["status"]["phase"] == "Pending" and main["metadata"]["labels"] == {"x": "y"}
     # /status takes only the status
     main["status"] = {"phase": "Running"}
     main["metadata"]["labels"] = {"ignored": "yes"}

@@ -113,3 +113,20 @@ def test_watch_cache_settings(tmp_path: Path) -> None:
     assert flags.feature_gates == {"A": True, "B": False} and flags.etcd_compaction_interval == 0
     with pytest.raises(ConfigError):
         load_settings(["--etcd-servers=x", "--feature-gates=A"])
+
+
+@pytest.mark.parametrize(
+    ("resources", "qos"),
+    [
+        ({}, "BestEffort"),
+        ({"requests": {"cpu": "1"}}, "Burstable"),
+        ({"limits": {"cpu": "1", "memory": "1Gi"}}, "Guaranteed"),
+        (
+            {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "1Gi"}},
+            "Burstable",
+        ),
+    ],
+)
+def test_pod_qos_class(resources: dict[str, object], qos: str) -> None:
+    pod = {"spec": {"containers": [{"name": "c", "resources": resources}]}}
+    assert object_meta.pod_qos_class(pod) == qos
