@@ -41,6 +41,8 @@ __all__ = ["delete_collection", "list_objects", "watch_objects", "write_list"]
 log = logging.getLogger("watchcache.proxy")
 
 CHUNK_BYTES = 256 * 1024
+# request key of a LIST response whose headers are out: an error can no longer be a Status
+STREAMING = "watchcache_streaming_response"
 
 
 def _namespace(info: RequestInfo, rs: ResourceStorage) -> str:
@@ -100,6 +102,7 @@ async def write_list(
     response.content_type = negotiation.JSON_TYPE
     response.enable_chunked_encoding()
     await response.prepare(request)
+    request[STREAMING] = response
     buffer: list[bytes] = [list_head(rs, metadata)]
     size = len(buffer[0])
     for index, item in enumerate(items):

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from aiohttp import web
 
 from proxy import negotiation, status
+from proxy.collection import STREAMING
 from proxy.context import API_CONTEXT, APIContext
 from proxy.discovery import setup_discovery_routes
 from proxy.health import setup_health_routes
@@ -85,6 +86,13 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except serr.StorageError as e:
         return _status_response(status.from_storage_error(e, "", ""))
     except TimeoutError:
+        if request.get(STREAMING) is not None:
+            # headers and part of a LIST are out: cut the connection so the client sees
+            # a truncated response, never a well-formed partial list
+            log.warning("request timeout while streaming %s; closing", request.path)
+            if request.transport is not None:
+                request.transport.close()
+            raise
         return _status_response(
             status.timeout(
                 "request did not complete within requested timeout - context deadline exceeded",
