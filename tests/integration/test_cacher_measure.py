@@ -1,7 +1,7 @@
 """Figures for the watch cache at the storage level (not timed tests).
 
     .venv/bin/python -m tests.integration.test_cacher_measure [--pods 10000] [--nodes 100]
-        [--watchers 1000] [--rate 200] [--seconds 5]
+        [--watchers 1000] [--rate 200] [--seconds 5] [--buffer 100] [--budget 0.25]
 
 On N realistic pods (lab.seed) written straight into a private etcd, with a cacher
 (``new_cached_storage``) over it, it reports:
@@ -122,7 +122,7 @@ class Figures:
 
 async def measure(
     cluster: EtcdCluster, *, pods: int, nodes: int, watchers: int, rate: float, seconds: float,
-    runs: int = 7,
+    runs: int = 7, buffer: int = 100, budget: float = 0.25,
 ) -> Figures:  # fmt: skip
     prefix = f"/m-{uuid.uuid4().hex[:8]}/registry"
     client = EtcdClient(cluster.endpoints, request_timeout=60.0)
@@ -134,7 +134,7 @@ async def measure(
         gc.collect()
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
-        c = cached(store, client, prefix, watcher_buffer_size=1000, watcher_time_budget=2.0)
+        c = cached(store, client, prefix, watcher_buffer_size=buffer, watcher_time_budget=budget)
         assert await c.cacher.wait_ready(120)
         gc.collect()
         fig.cache_bytes = tracemalloc.get_traced_memory()[0] - base
@@ -226,11 +226,14 @@ def main() -> None:
     ap.add_argument("--watchers", type=int, default=1000)
     ap.add_argument("--rate", type=float, default=200.0)
     ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--buffer", type=int, default=100, help="per-watcher buffer (events)")
+    ap.add_argument("--budget", type=float, default=0.25, help="per-watcher time budget (s)")
     args = ap.parse_args()
     with EtcdCluster(size=1) as cluster:
         fig = asyncio.run(
             measure(cluster, pods=args.pods, nodes=args.nodes, watchers=args.watchers,
-                    rate=args.rate, seconds=args.seconds)
+                    rate=args.rate, seconds=args.seconds, buffer=args.buffer,
+                    budget=args.budget)
         )  # fmt: skip
     print(f"etcd {cluster.version_string}")
     print(fig.report())
