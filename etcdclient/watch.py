@@ -400,8 +400,10 @@ class WatchStream:
             writer.cancel()
             try:
                 await writer
-            except (asyncio.CancelledError, grpc.aio.AioRpcError):
-                pass  # we cancelled it, or the stream it wrote to broke
+            except (asyncio.CancelledError, grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                # we cancelled it, or the stream it wrote to broke or finished under a
+                # write in flight (grpc.aio raises InvalidStateError "RPC already finished")
+                pass
             except Exception:
                 log.exception("etcd watch stream writer failed")
             call.cancel()
