@@ -204,7 +204,7 @@ async def _prepare(topo: Topology, cfg: BenchConfig, pods: int, pods_from: int) 
     return {"cached_body": cached, "pod": seed.pod(0, cfg.nodes, cfg.namespaces)}
 
 
-def _scenarios(topo: Topology, cfg: BenchConfig, pod: dict[str, Any]) -> list[dict[str, str]]:
+def _scenarios(topo: Topology, cfg: BenchConfig, pod: dict[str, Any]) -> list[dict[str, Any]]:
     node = seed.node_name(1 % cfg.nodes)
     fs = f"fieldSelector=spec.nodeName%3D{node}"
     ls = "labelSelector=app%3Dweb"
@@ -226,11 +226,11 @@ def _scenarios(topo: Topology, cfg: BenchConfig, pod: dict[str, Any]) -> list[di
         ("floor_etcd_range", "etcd_range", "/registry/pods/", "etcd"),
         ("floor_bytes", "http", f"{topo.floor}/api/v1/pods", "floor"),
     ]  # fmt: skip
-    return [{"name": n, "kind": k, "target": t, "serving": p} for n, k, t, p in sc
-            if n not in topo.unavailable]  # fmt: skip
+    return [{"name": n, "kind": k, "target": t, "serving": p, "churn": n == "list_consistent"}
+            for n, k, t, p in sc if n not in topo.unavailable]  # fmt: skip
 
 
-def _measure(topo: Topology, cfg: BenchConfig, scenarios: list[dict[str, str]],
+def _measure(topo: Topology, cfg: BenchConfig, scenarios: list[dict[str, Any]],
              workdir: Path, pods: int) -> dict[str, Any]:  # fmt: skip
     spec = {
         "runs": cfg.runs, "warmup": cfg.warmup, "scenarios": scenarios,

@@ -11,6 +11,8 @@ sampled after each request.
 Kinds of scenario: ``http`` (one GET, body read in full, not parsed), ``paginate``
 (follow ``continue`` tokens until the list ends; one sample is the whole walk) and
 ``etcd_range`` (one Range of the prefix through etcdclient: the etcd path's floor).
+A ``churn`` scenario first writes an unrelated key (untimed), so that etcd's revision is
+ahead of the watch cache's and a consistent read must establish freshness.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ from lab.observe import FETCHED, RETURNED, SERVED_FROM
 
 __all__ = ["Sample", "Scenario", "run"]
 
+# Outside every resource prefix: writing it moves etcd's revision past every watch
+# cache's, as the constant writes of a live cluster do, without touching any object.
+CHURN_KEY = b"/watchcache-bench/churn"
+
 
 @dataclass(frozen=True)
 class Scenario:
@@ -39,6 +45,7 @@ class Scenario:
     kind: str  # http | paginate | etcd_range
     target: str  # URL for http/paginate, key prefix for etcd_range
     serving: str  # the accounted process that serves it (key of "processes")
+    churn: bool = False  # move etcd's revision (an unrelated key) before each request
 
 
 @dataclass
@@ -148,9 +155,12 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
         aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as session,
         EtcdClient(spec["etcd_endpoints"], request_timeout=120) as etcd,
     ):
+        start = acct.cpu()
         for rnd in range(warmup + runs):
             k = rnd % len(scenarios)
             for sc in scenarios[k:] + scenarios[:k]:
+                if sc.churn:
+                    await etcd.put(CHURN_KEY, str(rnd).encode())
                 before = acct.cpu()
                 if sc.kind == "http":
                     s = await _http(session, sc, parse=rnd == 0)
@@ -165,7 +175,9 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
                     d = asdict(s)
                     d["warmup"] = rnd < warmup
                     samples[sc.name].append(d)
-    return {"samples": samples, "peak_rss": acct.peak_rss}
+        end = acct.cpu()
+    cpu_total = {p: end[p] - start[p] for p in end}
+    return {"samples": samples, "peak_rss": acct.peak_rss, "cpu_total": cpu_total}
 
 
 def main(argv: list[str] | None = None) -> int:

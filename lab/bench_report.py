@@ -22,7 +22,7 @@ __all__ = [
 SCENARIOS: dict[str, tuple[str, str]] = {
     "list_etcd": ("LIST all", "RV unset: quorum read from etcd"),
     "list_cache": ("LIST all", "RV=0: from the watch cache"),
-    "list_consistent": ("LIST all", "RV unset, ConsistentListFromCache on"),
+    "list_consistent": ("LIST all", "RV unset, ConsistentListFromCache on, etcd revision moved"),
     "list_paginated": ("LIST all", "limit=500 pages from etcd (full walk)"),
     "field_etcd": ("fieldSelector", "spec.nodeName=X, RV unset: etcd full scan"),
     "field_cache_indexed": ("fieldSelector", "spec.nodeName=X, RV=0: cache, nodeName index"),

@@ -13,6 +13,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -60,6 +61,23 @@ def _etcd_supports_consistent_read(version: str) -> bool:
         return True
     need = CONSISTENT_READ_ETCD.get(major, {}).get(minor)
     return need is not None and patch >= need
+
+
+def _log(state: LabState, demo: str) -> Path:
+    """Where a demo's own server logs: next to the lab's files."""
+    return Path(state.kubeconfig).parent / f"{demo}-server.log"
+
+
+async def _warm(ctx: DemoContext, base: str, path: str) -> None:
+    """Wait (up to 15 s) until ``base`` serves ``path`` with RV=0 from its watch cache:
+    a fresh server builds and primes a resource's cache on first use."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        o = await ctx.get(f"{path}?resourceVersion=0&limit=1", base=base, show=False)
+        if o.status == 200 and o.served_from == "cache":
+            return
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"{base}{path} not served from the cache after 15 s")
 
 
 async def _touch_pod(ctx: DemoContext, ns: str, name: str, note: str) -> Observation:
@@ -282,9 +300,11 @@ async def too_old(ctx: DemoContext) -> None:
     t = ctx.t
     st = ctx.state
     t.title("watch from a compacted resourceVersion: 410 Gone")
-    small = APIServer(st.etcd_endpoints, st.prefix, extra_args=("--default-watch-cache-size=20",))
+    small = APIServer(st.etcd_endpoints, st.prefix, extra_args=("--default-watch-cache-size=20",),
+                      log_path=_log(st, "too-old"))  # fmt: skip
     await asyncio.to_thread(small.start)
     try:
+        await _warm(ctx, small.url, "/api/v1/configmaps")
         t.say(f"  started a second server with --default-watch-cache-size=20 at {small.url}")
         start = await ctx.get("/api/v1/configmaps?limit=1")
         old_rv = start.resource_version or 0
@@ -387,22 +407,30 @@ async def consistent_read(ctx: DemoContext) -> None:
         version = (await etcd.status()).version
     fixed = _etcd_supports_consistent_read(version)
     gated = APIServer(st.etcd_endpoints, st.prefix,
-                      extra_args=("--feature-gates=ConsistentListFromCache=true",))  # fmt: skip
+                      extra_args=("--feature-gates=ConsistentListFromCache=true",),
+                      log_path=_log(st, "consistent-read"))  # fmt: skip
     await asyncio.to_thread(gated.start)
     try:
+        await _warm(ctx, gated.url, "/api/v1/configmaps")
         t.say(f"  etcd {version}; second server with the gate on at {gated.url}")
         ns = seed.namespace_name(0)
         name = f"lab-consistent-{int(time.time() * 1000)}"
         cm = {"apiVersion": "v1", "kind": "ConfigMap",
               "metadata": {"name": name, "namespace": ns}, "data": {"k": "v"}}  # fmt: skip
-        made = await ctx.send("POST", f"/api/v1/namespaces/{ns}/configmaps", cm)
-        wrote = int((made.body or {}).get("metadata", {}).get("resourceVersion", 0))
+        await ctx.send("POST", f"/api/v1/namespaces/{ns}/configmaps", cm)
+        # Then a write elsewhere (a pod), as a live cluster always has: etcd's revision
+        # is now ahead of the configmaps cache, which must prove it is fresh.
+        every = await ctx.get("/api/v1/pods?resourceVersion=0&limit=1", show=False)
+        meta = every.items[0]["metadata"]
+        put = await _touch_pod(ctx, meta["namespace"], meta["name"], f"consistent-{name}")
+        wrote = int((put.body or {}).get("metadata", {}).get("resourceVersion", 0))
         off = await ctx.get(f"/api/v1/namespaces/{ns}/configmaps")
         t.check("gate off: unset RV is served from etcd", off.served_from == "etcd")
         on = await ctx.get(f"/api/v1/namespaces/{ns}/configmaps", base=gated.url)
         names = {i["metadata"]["name"] for i in on.items}
         t.check("gate on: the list includes the write just made (read-your-writes)",
-                on.status == 200 and name in names and (on.resource_version or 0) >= wrote)
+                on.status == 200 and name in names and (on.resource_version or 0) >= wrote,
+                f"list rv {on.resource_version} >= {wrote}")
         if fixed:
             t.check(f"gate on, etcd {version}: served from the cache", on.served_from == "cache")
         else:
@@ -413,8 +441,9 @@ async def consistent_read(ctx: DemoContext) -> None:
     finally:
         await asyncio.to_thread(gated.stop)
     t.explain("with the gate on, an unset-RV LIST asks etcd only for its current revision, "
-              "waits until the cache has caught up, and answers from memory; this needs "
-              "etcd >= 3.5.13 (progress notifications), otherwise it goes to etcd as before.")
+              "waits until the cache has caught up (a progress notification proves it when "
+              "the resource itself did not change) and answers from memory; that needs "
+              "etcd >= 3.5.13, otherwise it goes to etcd as before.")
 
 
 DemoFn = Callable[[DemoContext], Awaitable[None]]
