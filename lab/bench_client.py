@@ -59,6 +59,27 @@ class Sample:
     returned: int | None = None
     items: int | None = None
     cpu: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+# Counters read from the serving server's /metrics around one request of each scenario.
+METRICS = {
+    "storage_fetched": "apiserver_storage_list_fetched_objects_total",
+    "storage_evaluated": "apiserver_storage_list_evaluated_objects_total",
+    "storage_returned": "apiserver_storage_list_returned_objects_total",
+    "cache_fetched": "apiserver_cache_list_fetched_objects_total",
+    "cache_returned": "apiserver_cache_list_returned_objects_total",
+}
+
+
+async def _scrape(session: aiohttp.ClientSession, url: str) -> Any:
+    from lab.metrics import scrape
+
+    base = "/".join(url.split("/")[:3])
+    try:
+        return await scrape(session, base)
+    except (aiohttp.ClientError, ValueError):
+        return None  # a server without /metrics (the floor): nothing to cite
 
 
 class Accounting:
@@ -161,6 +182,9 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
             for sc in scenarios[k:] + scenarios[:k]:
                 if sc.churn:
                     await etcd.put(CHURN_KEY, str(rnd).encode())
+                # Metrics once per scenario, on the parsed round, outside timing and CPU.
+                metered = rnd == 0 and sc.kind != "etcd_range"
+                m0 = await _scrape(session, sc.target) if metered else None
                 before = acct.cpu()
                 if sc.kind == "http":
                     s = await _http(session, sc, parse=rnd == 0)
@@ -170,6 +194,9 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
                     s = await _etcd_range(etcd, sc)
                 after = acct.cpu()
                 s.cpu = {p: after[p] - before[p] for p in after}
+                m1 = await _scrape(session, sc.target) if m0 is not None else None
+                if m0 is not None and m1 is not None:
+                    s.metrics = {k: m1.since(m0, n, resource="pods") for k, n in METRICS.items()}
                 acct.sample_rss()
                 if rnd >= warmup or rnd == 0:
                     d = asdict(s)

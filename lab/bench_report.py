@@ -67,6 +67,7 @@ class ScenarioStats:
     server_cpu: float  # CPU seconds of the serving process per sample (mean)
     etcd_cpu: float  # CPU seconds of etcd per sample (mean)
     peak_rss: int  # peak RSS of the serving process over the whole run
+    metrics: dict[str, float] | None = None  # counters moved by one request (/metrics)
     available: bool = True
     note: str = ""
 
@@ -82,7 +83,7 @@ def summarize(
         if name in unavailable:
             nan = math.nan
             out.append(ScenarioStats(name, group, desc, 0, nan, nan, nan, nan, 0.0, 0, 0, 0,
-                                     None, None, None, None, 0.0, 0.0, 0, False,
+                                     None, None, None, None, 0.0, 0.0, 0, None, False,
                                      unavailable[name]))  # fmt: skip
             continue
         samples = raw["samples"].get(name)
@@ -102,6 +103,7 @@ def summarize(
             statistics.fmean(s["cpu"].get(proc, 0.0) for s in timed) if proc != "etcd" else 0.0,
             statistics.fmean(s["cpu"].get("etcd", 0.0) for s in timed),
             int(raw.get("peak_rss", {}).get(proc, 0)),
+            next((s["metrics"] for s in samples if s.get("metrics")), None),
         ))  # fmt: skip
     return out
 
@@ -226,6 +228,7 @@ def _run_markdown(run: dict[str, Any]) -> list[str]:
             f"{s['server_cpu'] * 1000:.1f} | {s['etcd_cpu'] * 1000:.1f} | "
             f"{s['peak_rss'] / 2**20:.0f} MiB |"
         )
+    lines += _metrics_markdown(run)
     raw = run.get("raw") or {}
     if raw.get("peak_rss"):
         lines += ["", "### Processes (whole measurement)", "",
@@ -236,6 +239,23 @@ def _run_markdown(run: dict[str, Any]) -> list[str]:
     tag = run["pods"]
     lines += ["", f"![latency](latency-{tag}.png) ![fetched vs returned](objects-{tag}.png) "
               f"![cpu](cpu-{tag}.png)", ""]  # fmt: skip
+    return lines
+
+
+def _metrics_markdown(run: dict[str, Any]) -> list[str]:
+    """What one request of each scenario moved in the server's /metrics."""
+    rows = [s for s in run["scenarios"] if s.get("metrics")]
+    if not rows:
+        return []
+    cols = ("storage_fetched", "storage_evaluated", "storage_returned", "cache_fetched",
+            "cache_returned")  # fmt: skip
+    lines = ["", "### Objects per request, from /metrics (kube-apiserver's counters)", "",
+             "| scenario | " + " | ".join(f"apiserver_{c.split('_')[0]}_list_{c.split('_')[1]}"
+                                         "_objects_total" for c in cols) + " |",
+             "|---|" + "---:|" * len(cols)]  # fmt: skip
+    for s in rows:
+        lines.append(f"| {s['name']} | " + " | ".join(f"{s['metrics'].get(c, 0):.0f}"
+                                                      for c in cols) + " |")  # fmt: skip
     return lines
 
 

@@ -22,6 +22,7 @@ import orjson
 from lab import seed
 from lab.apiserver import APIServer
 from lab.control import etcd_start, etcd_stop
+from lab.metrics import Scrape, scrape
 from lab.observe import Observation, Transcript, WatchStream, event_line, request, watch
 from lab.state import LabState
 
@@ -30,7 +31,14 @@ __all__ = ["DEMOS", "DemoContext", "run_demo"]
 # A consistent read from the cache needs etcd's progress-notification fixes
 # (etcd #15220, #17507): 3.4.31+ or 3.5.13+.
 CONSISTENT_READ_ETCD = {3: {4: 31, 5: 13}}
-ETCD_DOWN_BOUND = 30.0  # seconds within which an unset-RV read must fail with etcd down
+ETCD_DOWN_BOUND = 30.0
+# kube-apiserver's metric names (SEMANTICS.md §7), as the demos cite them.
+STORAGE_FETCHED = "apiserver_storage_list_fetched_objects_total"
+STORAGE_RETURNED = "apiserver_storage_list_returned_objects_total"
+CACHE_FETCHED = "apiserver_cache_list_fetched_objects_total"
+CACHE_RETURNED = "apiserver_cache_list_returned_objects_total"
+CONSISTENT_READS = "apiserver_watch_cache_consistent_read_total"
+PODS = {"resource": "pods"}  # seconds within which an unset-RV read must fail with etcd down
 
 
 @dataclass
@@ -50,6 +58,27 @@ class DemoContext:
 
     async def send(self, method: str, path: str, body: Any) -> Observation:
         return self.t.obs(await request(self.session, self.base, path, method=method, body=body))
+
+    async def metered(self, path: str, *, base: str | None = None) -> tuple[Observation, Scrape]:
+        """GET ``path`` and the scrape of ``/metrics`` taken just before it."""
+        before = await scrape(self.session, base or self.base)
+        return await self.get(path, base=base), before
+
+    async def cite(self, before: Scrape, counters: list[tuple[str, dict[str, str], int]],
+                   *, base: str | None = None) -> None:  # fmt: skip
+        """Show how each (metric, labels, expected increase) moved since ``before`` and
+        check it. Counters are bumped as a response ends: re-scrape briefly until they
+        show up (never longer than 2 s)."""
+        deadline = time.monotonic() + 2
+        while True:
+            after = await scrape(self.session, base or self.base)
+            moved = [int(after.since(before, n, **ls)) for n, ls, _ in counters]
+            if moved == [want for _, _, want in counters] or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
+        for (name, labels, want), got in zip(counters, moved, strict=True):
+            sel = ",".join(f'{k}="{v}"' for k, v in labels.items())
+            self.t.check(f"metric {name}{{{sel}}} +{want}", got == want, f"+{got}")
 
 
 def _etcd_supports_consistent_read(version: str) -> bool:
@@ -94,17 +123,19 @@ async def _touch_pod(ctx: DemoContext, ns: str, name: str, note: str) -> Observa
 async def rv0_ignores_limit(ctx: DemoContext) -> None:
     t = ctx.t
     t.title("limit=10 with and without resourceVersion=0")
-    etcd = await ctx.get("/api/v1/pods?limit=10")
+    etcd, before = await ctx.metered("/api/v1/pods?limit=10")
     t.check("unset RV is served from etcd", etcd.served_from == "etcd", str(etcd.served_from))
     t.check("etcd honours limit: 10 items and a continue token",
             etcd.status == 200 and len(etcd.items) == 10 and bool(etcd.continue_token))
+    await ctx.cite(before, [(STORAGE_RETURNED, PODS, 10)])
     total = 10 + int(etcd.metadata.get("remainingItemCount", 0))
-    cache = await ctx.get("/api/v1/pods?limit=10&resourceVersion=0")
+    cache, before = await ctx.metered("/api/v1/pods?limit=10&resourceVersion=0")
     t.check("RV=0 is served from the watch cache", cache.served_from == "cache",
             str(cache.served_from))
     t.check(f"the cache ignores limit: all {total} pods, no continue token",
             cache.status == 200 and len(cache.items) == total and not cache.continue_token,
             f"{len(cache.items)} items")
+    await ctx.cite(before, [(CACHE_RETURNED, PODS, total)])
     t.explain("resourceVersion=0 means 'any version is fine', so the watch cache answers with "
               "everything it holds and drops limit; a paginated client must leave RV unset.")
 
@@ -119,22 +150,27 @@ async def field_selector_full_scan(ctx: DemoContext) -> None:
     every = await ctx.get("/api/v1/pods?resourceVersion=0", show=False)
     total = len(every.items)
     sel = f"fieldSelector=spec.nodeName%3D{node}"
-    etcd = await ctx.get(f"/api/v1/pods?{sel}")
+    etcd, before = await ctx.metered(f"/api/v1/pods?{sel}")
     k = len(etcd.items)
     t.check("etcd reads every pod to return the node's pods (full scan)",
             etcd.served_from == "etcd" and etcd.fetched == total and etcd.returned == k > 0,
             f"fetched {etcd.fetched} of {total}, returned {etcd.returned}")
-    cache = await ctx.get(f"/api/v1/pods?{sel}&resourceVersion=0")
+    await ctx.cite(before, [(STORAGE_FETCHED, PODS, total), (STORAGE_RETURNED, PODS, k)])
+    cache, before = await ctx.metered(f"/api/v1/pods?{sel}&resourceVersion=0")
     t.check("the cache's spec.nodeName index touches only that node's pods",
             cache.served_from == "cache" and cache.fetched == k and cache.returned == k,
             f"fetched {cache.fetched}, returned {cache.returned}")
+    await ctx.cite(before, [(CACHE_FETCHED, {**PODS, "index": "spec.nodeName"}, k),
+                            (CACHE_RETURNED, PODS, k)])  # fmt: skip
     target = etcd.items[0] if etcd.items else {}
     ip = (target.get("status") or {}).get("podIP")
     field_sel = f"status.podIP%3D{ip}" if ip else f"metadata.name%3D{target['metadata']['name']}"
-    scan = await ctx.get(f"/api/v1/pods?fieldSelector={field_sel}&resourceVersion=0")
+    scan, before = await ctx.metered(f"/api/v1/pods?fieldSelector={field_sel}&resourceVersion=0")
     t.check("a field without an index scans the whole cache",
             scan.served_from == "cache" and scan.fetched == total and scan.returned == 1,
             f"fetched {scan.fetched}, returned {scan.returned}")
+    await ctx.cite(before, [(CACHE_FETCHED, {**PODS, "index": ""}, total),
+                            (CACHE_RETURNED, PODS, 1)])  # fmt: skip
     t.explain(f"etcd knows nothing of fields: {total} pods fetched for {k} returned. The watch "
               "cache indexes pods by spec.nodeName (what every kubelet lists), so it reads "
               "only the matches; any other field is a scan of memory, still no etcd.")
@@ -426,7 +462,7 @@ async def consistent_read(ctx: DemoContext) -> None:
         wrote = int((put.body or {}).get("metadata", {}).get("resourceVersion", 0))
         off = await ctx.get(f"/api/v1/namespaces/{ns}/configmaps")
         t.check("gate off: unset RV is served from etcd", off.served_from == "etcd")
-        on = await ctx.get(f"/api/v1/namespaces/{ns}/configmaps", base=gated.url)
+        on, before = await ctx.metered(f"/api/v1/namespaces/{ns}/configmaps", base=gated.url)
         names = {i["metadata"]["name"] for i in on.items}
         t.check("gate on: the list includes the write just made (read-your-writes)",
                 on.status == 200 and name in names and (on.resource_version or 0) >= wrote,
@@ -436,6 +472,9 @@ async def consistent_read(ctx: DemoContext) -> None:
         else:
             t.check(f"gate on, etcd {version} (no progress-notify fixes): falls back to etcd",
                     on.served_from == "etcd", str(on.served_from))
+        await ctx.cite(before, [(CONSISTENT_READS, {"resource": "configmaps",
+                                                    "fallback": str(not fixed).lower()}, 1)],
+                       base=gated.url)  # fmt: skip
         await request(ctx.session, ctx.base, f"/api/v1/namespaces/{ns}/configmaps/{name}",
                       method="DELETE")  # fmt: skip
     finally:
