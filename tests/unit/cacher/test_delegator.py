@@ -66,7 +66,7 @@ def make(clock: FakeClock, *, version: str = "3.5.1", gate: bool = False) -> tup
         client, resource="pods", resource_prefix=PREFIX, attrs=POD_ATTRS, kind="Pod",
         api_version="v1", indexes=("spec.nodeName",), config=cfg,
     )  # fmt: skip
-    return CacheDelegator(store, cacher, client), store, client  # type: ignore[arg-type]
+    return CacheDelegator(store, cacher, client), store, client
 
 
 def lo(rv: str = "", match: Any = "", limit: int = 0, token: str = "") -> ListOptions:

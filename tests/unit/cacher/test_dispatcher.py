@@ -36,7 +36,7 @@ def test_node_scoped_watchers_woken_only_for_their_node() -> None:
     d.add_watcher(n2, "n2")
     d.add_watcher(ns)
     calls: list[str] = []
-    n2.add = lambda ev: calls.append(ev.key)  # type: ignore[method-assign]
+    n2.add = lambda event: calls.append(event.key)  # type: ignore[method-assign]
     ev = c.process(f"{PREFIX}default/a", pod("a", 2, node="n1"), 2)
     assert ev is not None
     d.dispatch(ev)

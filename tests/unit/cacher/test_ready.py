@@ -43,4 +43,4 @@ async def test_pending_again_and_stop_is_terminal() -> None:
     with pytest.raises(Stopped):
         await waiter
     r.set_ready()
-    assert r.state is State.STOPPED
+    assert r.state.value == State.STOPPED.value
