@@ -31,6 +31,30 @@ class CloseReason(enum.Enum):
     REPLACED = "replaced"  # the cache re-listed; the client must reconnect
 
 
+def in_scope(key: str, watch_key: str, recursive: bool) -> bool:
+    """Whether an object's ``key`` is under a watch on ``watch_key``."""
+    return key.startswith(watch_key) if recursive else key == watch_key
+
+
+def convert(event: WatchCacheEvent, predicate: SelectionPredicate) -> WatchEvent | None:
+    """The event a watch with ``predicate`` sees for ``event``, or None (SEMANTICS §5)."""
+    rv = event.resource_version
+    if predicate.empty:
+        return WatchEvent(event.type, event.object.stored.data, rv)
+    if event.type == "DELETED":
+        # event.object is the last state (its attrs) at the deletion revision
+        if event.object.matches(predicate):
+            return WatchEvent("DELETED", event.object.stored.data, rv)
+        return None
+    now = event.object.matches(predicate)
+    before = event.prev is not None and event.prev.matches(predicate)
+    if now:
+        return WatchEvent("MODIFIED" if before else "ADDED", event.object.stored.data, rv)
+    if before:
+        return WatchEvent("DELETED", event.prev_at_rv(), rv)
+    return None
+
+
 class CacheWatcher:
     """Consumed by exactly one task (the HTTP handler); fed by the dispatcher.
 
@@ -79,7 +103,7 @@ class CacheWatcher:
     # -- producer side (dispatcher) ------------------------------------------------------
 
     def interested(self, key: str) -> bool:
-        return key.startswith(self.key) if self.recursive else key == self.key
+        return in_scope(key, self.key, self.recursive)
 
     def add(self, event: WatchCacheEvent) -> None:
         """Deliver a cache event (already known to be in this watcher's key range)."""
@@ -91,21 +115,9 @@ class CacheWatcher:
 
     def convert(self, event: WatchCacheEvent) -> WatchEvent | None:
         """The event this watcher's client sees, or None (SEMANTICS §5)."""
-        rv = event.resource_version
         if self._match_all:
-            return WatchEvent(event.type, event.object.stored.data, rv)
-        if event.type == "DELETED":
-            # event.object is the last state (its attrs) at the deletion revision
-            if event.object.matches(self.predicate):
-                return WatchEvent("DELETED", event.object.stored.data, rv)
-            return None
-        now = event.object.matches(self.predicate)
-        before = event.prev is not None and event.prev.matches(self.predicate)
-        if now:
-            return WatchEvent("MODIFIED" if before else "ADDED", event.object.stored.data, rv)
-        if before:
-            return WatchEvent("DELETED", event.prev_at_rv(), rv)
-        return None
+            return WatchEvent(event.type, event.object.stored.data, event.resource_version)
+        return convert(event, self.predicate)
 
     def add_bookmark(self, event: WatchEvent) -> None:
         """Best effort: a bookmark is dropped rather than counted against the budget."""

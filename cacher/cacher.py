@@ -16,7 +16,7 @@ from collections.abc import Coroutine, Iterator, Sequence
 from typing import Any, Protocol
 
 from cacher import metrics
-from cacher.cache_watcher import CacheWatcher, CloseReason, ErrorWatcher
+from cacher.cache_watcher import CacheWatcher, CloseReason, ErrorWatcher, convert, in_scope
 from cacher.config import CacherConfig
 from cacher.dispatcher import Dispatcher, bookmark_bytes
 from cacher.history import History, TooOldResourceVersion
@@ -264,20 +264,11 @@ class Cacher:
         self.dispatcher.add_watcher(w, index_value)
         return w
 
-    def _replay(
-        self, events: list[WatchCacheEvent], key: str, opts: ListOptions
-    ) -> Iterator[WatchEvent]:
-        probe = CacheWatcher(
-            key=key,
-            recursive=opts.recursive,
-            predicate=opts.predicate,
-            start_rv=-1,
-            initial=iter(()),
-            clock=self._clock,
-        )
+    @staticmethod
+    def _replay(events: list[WatchCacheEvent], key: str, opts: ListOptions) -> Iterator[WatchEvent]:
         for ev in events:
-            if probe.interested(ev.key):
-                out = probe.convert(ev)
+            if in_scope(ev.key, key, opts.recursive):
+                out = convert(ev, opts.predicate)
                 if out is not None:
                     yield out
 

@@ -31,6 +31,7 @@ from storage.errors import TooLargeResourceVersion
 log = logging.getLogger(__name__)
 
 PROGRESS_REQUEST_INTERVAL = 0.1
+_LOGGED: set[str] = set()
 
 
 class Outcome(enum.Enum):
@@ -86,8 +87,10 @@ class ProgressRequester:
             status = await self._client.status()
             self.etcd_version = status.version_tuple
             self.supported = progress_requests_supported(self.etcd_version)
-            log.info("etcd %s: progress requests %s", status.version,
-                     "enabled" if self.supported else "disabled (#15220/#17507)")  # fmt: skip
+            if status.version not in _LOGGED:  # once per process, not once per resource
+                _LOGGED.add(status.version)
+                log.info("etcd %s: progress requests %s", status.version,
+                         "enabled" if self.supported else "disabled (#15220/#17507)")  # fmt: skip
         return self.supported
 
     async def wait_until_fresh(
