@@ -24,8 +24,10 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from proxy import metrics, negotiation, status
+from proxy import metrics, negotiation, status, watch_list
 from proxy.context import APIContext
+from proxy.delete_options import parse_delete_options
+from proxy.dry_run import DryRunStore
 from proxy.list_options import (
     parse_list_query,
     to_list_options,
@@ -34,7 +36,7 @@ from proxy.list_options import (
 )
 from proxy.request_info import RequestInfo
 from proxy.storage_factory import ResourceStorage
-from storage.interfaces import ListOptions, ListResult, Preconditions, StoredObject
+from storage.interfaces import Interface, ListOptions, ListResult, Preconditions, StoredObject
 
 __all__ = ["delete_collection", "list_objects", "watch_objects", "write_list"]
 
@@ -152,8 +154,12 @@ async def watch_objects(
         timeout_seconds=duration,
     )
     with status.storage_errors(rs.resource.qualified):
-        watcher = await rs.store.watch(rs.list_key(_namespace(info, rs)), opts)
+        watcher = await watch_list.open_watch(
+            rs.store, rs.list_key(_namespace(info, rs)), opts,
+            rs.resource.kind, rs.resource.api_version,
+        )  # fmt: skip
     ctx.watchers.add(watcher)
+    encode = negotiation.watch_encoder(fmt, rs.resource, request)
     try:
         response = web.StreamResponse(status=200)
         response.headers["Content-Type"] = fmt.content_type
@@ -165,9 +171,7 @@ async def watch_objects(
         ):
             async with asyncio.timeout(duration):
                 async for event in watcher:
-                    data = negotiation.watch_event_object(
-                        fmt, rs.resource, event.type, event.data, request
-                    )
+                    data = encode(event.type, event.data)
                     await response.write(_event_line(event.type, data))
                     metrics.observe_watch_event(info)
         with contextlib.suppress(ConnectionResetError):
@@ -184,6 +188,9 @@ async def delete_collection(
     """Delete every object the selectors match (read from etcd, newest); the response is
     the List of deleted objects, each with its deletion revision."""
     negotiation.response_format(request, is_list=True)
+    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    delete_opts = parse_delete_options(request.query, body, negotiation.media_type_of(request))
+    writer: Interface | DryRunStore = DryRunStore(rs.store) if delete_opts.dry_run else rs.store
     query = parse_list_query(request.query)
     validate_list_query(query)
     opts = to_list_options(query, rs.resource.plural, rs.get_attrs)
@@ -196,7 +203,7 @@ async def delete_collection(
         name = str(meta.get("name", ""))
         try:
             with status.storage_errors(rs.resource.qualified, name):
-                gone = await rs.store.delete(item.key, Preconditions(uid=meta.get("uid")))
+                gone = await writer.delete(item.key, Preconditions(uid=meta.get("uid")))
         except status.StatusError as e:
             if e.code in (404, 409):  # deleted or replaced meanwhile: not ours to delete
                 continue

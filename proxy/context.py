@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,8 @@ class APIContext:
     # the OpenAPI v3 documents, built on first request
     openapi: OpenAPIV3 | None = None
     shutting_down: bool = False
+    # set once the system namespaces (default, kube-system, ...) exist; None: not run
+    system_namespaces_ready: asyncio.Event | None = None
 
     async def stop_watches(self) -> None:
         """End every open watch (their handlers then finish their responses)."""

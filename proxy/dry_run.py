@@ -9,7 +9,7 @@ current one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import orjson
 
@@ -27,7 +27,7 @@ from storage.interfaces import (
     ValidateDeletion,
 )
 
-__all__ = ["DryRunStore", "is_dry_run"]
+__all__ = ["DryRunStore", "dry_run_values", "is_dry_run"]
 
 
 def is_dry_run(query: Mapping[str, str], options_kind: str) -> bool:
@@ -35,6 +35,12 @@ def is_dry_run(query: Mapping[str, str], options_kind: str) -> bool:
     values = query.getall("dryRun", []) if hasattr(query, "getall") else []
     if not values and "dryRun" in query:
         values = [query["dryRun"]]
+    return dry_run_values(values, options_kind)
+
+
+def dry_run_values(values: Sequence[str], options_kind: str) -> bool:
+    """Whether ``dryRun`` values (query or options body) ask for a dry run; 422 Invalid
+    on ``<options_kind>.meta.k8s.io`` for a value other than ``All``."""
     if not values:
         return False
     bad = [v for v in values if v != "All"]

@@ -70,9 +70,7 @@ class FieldValidationOptionError(ValueError):
             f'Unsupported value: "{value}": supported values: "", "Ignore", "Strict", "Warn"'
         )
         self.options_kind = options_kind
-        super().__init__(
-            f'{options_kind}.meta.k8s.io "" is invalid: {self.field}: {self.detail}'
-        )
+        super().__init__(f'{options_kind}.meta.k8s.io "" is invalid: {self.field}: {self.detail}')
 
     @property
     def causes(self) -> list[dict[str, str]]:
@@ -150,9 +148,7 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _walk(
-    value: JSON, node: SchemaNode | None, path: str, typed: bool
-) -> Iterator[str]:
+def _walk(value: JSON, node: SchemaNode | None, path: str, typed: bool) -> Iterator[str]:
     """Strict decoding errors below ``value``, in document order."""
     if isinstance(value, list):
         elem = node.items() if node is not None else None
@@ -415,8 +411,7 @@ def _check(
         causes.append(
             FieldCause(
                 "FieldValueTypeInvalid",
-                f'Invalid value: "{actual}": {path} in body must be of type {expected}: '
-                f'"{actual}"',
+                f'Invalid value: "{actual}": {path} in body must be of type {expected}: "{actual}"',
                 path,
             )
         )

@@ -8,6 +8,8 @@ ending ``<name> check failed``; success answers ``ok`` (or the list, ending
 
 - ``etcd``: a quorum read of etcd's revision within a short deadline. Part of healthz
   and readyz: readyz fails while etcd is unreachable.
+- ``poststarthook/start-system-namespaces-controller`` (readyz only): fails until the
+  system namespaces exist (``proxy.system_namespaces``).
 - ``shutdown``: fails once shutdown has begun (readyz only), so load balancers drain.
 - livez has no etcd check: restarting this server does not bring etcd back, and it
   recovers by itself when etcd returns.
@@ -46,10 +48,24 @@ async def _shutdown(ctx: APIContext) -> None:
         raise RuntimeError("server is shutting down")
 
 
+async def _system_namespaces(ctx: APIContext) -> None:
+    ready = ctx.system_namespaces_ready
+    if ready is not None and not ready.is_set():
+        raise RuntimeError("system namespaces not created yet")
+
+
+SYSTEM_NAMESPACES_CHECK = "poststarthook/start-system-namespaces-controller"
+
 CHECKS: dict[str, list[tuple[str, Check]]] = {
     "healthz": [("ping", _ping), ("log", _ping), ("etcd", _etcd)],
     "livez": [("ping", _ping), ("log", _ping)],
-    "readyz": [("ping", _ping), ("log", _ping), ("etcd", _etcd), ("shutdown", _shutdown)],
+    "readyz": [
+        ("ping", _ping),
+        ("log", _ping),
+        ("etcd", _etcd),
+        (SYSTEM_NAMESPACES_CHECK, _system_namespaces),
+        ("shutdown", _shutdown),
+    ],
 }
 
 
@@ -95,4 +111,4 @@ def setup_health_routes(app: web.Application) -> None:
             return await _endpoint(request, _e)
 
         app.router.add_get(f"/{endpoint}", handler)
-        app.router.add_get(f"/{endpoint}/{{check}}", handler)
+        app.router.add_get(f"/{endpoint}/{{check:.+}}", handler)

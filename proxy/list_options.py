@@ -29,7 +29,14 @@ from storage.selectors import (
     parse_label_selector,
 )
 
-__all__ = ["ListQuery", "parse_list_query", "to_list_options", "validate_list_query"]
+__all__ = [
+    "ListQuery",
+    "parse_list_query",
+    "query_bool",
+    "query_int",
+    "to_list_options",
+    "validate_list_query",
+]
 
 _LIST_OPTIONS_KIND = "ListOptions.meta.k8s.io"
 _TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
@@ -52,7 +59,8 @@ class ListQuery:
     timeout_seconds: int | None = None
 
 
-def _bool(query: Mapping[str, str], name: str) -> bool | None:
+def query_bool(query: Mapping[str, str], name: str) -> bool | None:
+    """A boolean query parameter as Go's strconv.ParseBool reads it (400 otherwise)."""
     if name not in query:
         return None
     value = query[name]
@@ -63,7 +71,8 @@ def _bool(query: Mapping[str, str], name: str) -> bool | None:
     raise status.bad_request(f'strconv.ParseBool: parsing "{value}": invalid syntax')
 
 
-def _int(query: Mapping[str, str], name: str) -> int | None:
+def query_int(query: Mapping[str, str], name: str) -> int | None:
+    """An integer query parameter (400 with strconv.ParseInt's words otherwise)."""
     if name not in query or query[name] == "":
         return None
     value = query[name]
@@ -75,7 +84,7 @@ def _int(query: Mapping[str, str], name: str) -> int | None:
 
 def parse_list_query(query: Mapping[str, str], *, watch: bool = False) -> ListQuery:
     """The parameters of a list or watch request (400 on unparsable values)."""
-    limit = _int(query, "limit") or 0
+    limit = query_int(query, "limit") or 0
     return ListQuery(
         resource_version=query.get("resourceVersion", ""),
         resource_version_match=query.get("resourceVersionMatch", ""),
@@ -83,10 +92,10 @@ def parse_list_query(query: Mapping[str, str], *, watch: bool = False) -> ListQu
         limit=max(limit, 0),
         label_selector=query.get("labelSelector", ""),
         field_selector=query.get("fieldSelector", ""),
-        watch=watch or bool(_bool(query, "watch")),
-        allow_watch_bookmarks=bool(_bool(query, "allowWatchBookmarks")),
-        send_initial_events=_bool(query, "sendInitialEvents"),
-        timeout_seconds=_int(query, "timeoutSeconds"),
+        watch=watch or bool(query_bool(query, "watch")),
+        allow_watch_bookmarks=bool(query_bool(query, "allowWatchBookmarks")),
+        send_initial_events=query_bool(query, "sendInitialEvents"),
+        timeout_seconds=query_int(query, "timeoutSeconds"),
     )
 
 

@@ -13,7 +13,7 @@ as they are) or YAML, a ``meta.k8s.io`` Table (``as=Table``, printed by
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -26,6 +26,7 @@ from proxy.registry import ResourceInfo
 __all__ = [
     "JSON_TYPE",
     "MAX_REQUEST_BODY_BYTES",
+    "PROTOBUF_TYPE",
     "YAML_TYPE",
     "decode_object",
     "decode_structured",
@@ -34,6 +35,7 @@ __all__ = [
     "media_type_of",
     "read_body",
     "response_format",
+    "unsupported_body_type",
 ]
 
 JSON = dict[str, Any]
@@ -41,6 +43,7 @@ JSON = dict[str, Any]
 MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's limit for a request body
 JSON_TYPE = "application/json"
 YAML_TYPE = "application/yaml"
+PROTOBUF_TYPE = "application/vnd.kubernetes.protobuf"
 BODY_TYPES = (JSON_TYPE, YAML_TYPE)
 RESPONSE_TYPES = (JSON_TYPE, YAML_TYPE)
 
@@ -97,7 +100,7 @@ def decode_object(body: bytes, media_type: str, resource: ResourceInfo) -> JSON:
     is filled in from the endpoint (the decoder's default GVK).
     """
     if media_type not in BODY_TYPES:
-        raise status.unsupported_media_type(media_type, BODY_TYPES)
+        raise unsupported_body_type(media_type, BODY_TYPES)
     try:
         obj = decode_structured(body, media_type)
     except ValueError as e:
@@ -112,7 +115,36 @@ def decode_object(body: bytes, media_type: str, resource: ResourceInfo) -> JSON:
             f"({_summarize(body)})"
         )
     check_kind(obj, resource)
+    _check_metadata(obj, resource)
     return obj
+
+
+_GO_JSON_TYPES = {str: "string", int: "number", float: "number", bool: "bool", list: "array"}
+
+
+def _check_metadata(obj: JSON, resource: ResourceInfo) -> None:
+    """400 as Go's decoder when ``metadata`` is not an object (null is no metadata)."""
+    meta = obj.get("metadata")
+    if meta is None or isinstance(meta, dict):
+        return
+    go_type = _GO_JSON_TYPES.get(type(meta), "value")
+    raise status.bad_request(
+        f'{resource.kind} in version "{resource.version}" cannot be handled as a '
+        f"{resource.kind}: json: cannot unmarshal {go_type} into Go struct field "
+        f"{resource.kind}.metadata of type v1.ObjectMeta"
+    )
+
+
+def unsupported_body_type(media_type: str, accepted: Sequence[str]) -> status.StatusError:
+    """415 naming the accepted media types; a protobuf body (``kubectl create namespace|
+    configmap|secret|deployment`` send one) also says how to get the same object in."""
+    err = status.unsupported_media_type(media_type, accepted)
+    if media_type == PROTOBUF_TYPE:
+        err.body["message"] += (
+            f"; {PROTOBUF_TYPE} request bodies are not supported by this server: send the "
+            "object as JSON or YAML (for kubectl: a manifest with create -f or apply -f)"
+        )
+    return err
 
 
 def check_kind(obj: JSON, resource: ResourceInfo) -> None:
@@ -241,28 +273,34 @@ def converted_list(
     }
 
 
-def watch_event_object(
-    fmt: table.AcceptedFormat,
-    resource: ResourceInfo,
-    event_type: str,
-    data: bytes,
-    request: web.Request,
-) -> bytes:
-    """The ``object`` of a watch event in ``fmt`` (JSON bytes)."""
-    if fmt.format == "json" or event_type in ("ERROR", "BOOKMARK"):
-        return data
-    obj = orjson.loads(data)
-    if fmt.format == "table":
+WatchEncoder = Callable[[str, bytes], bytes]
+
+
+def watch_encoder(
+    fmt: table.AcceptedFormat, resource: ResourceInfo, request: web.Request
+) -> WatchEncoder:
+    """For one watch stream: ``encode(event_type, data)`` → the event's ``object`` in
+    ``fmt`` (JSON bytes). Tables carry their column definitions on the first printed
+    event only (kube's watchEmbeddedEncoder); ERROR and BOOKMARK pass through."""
+    tables = table.TableWatchEncoder(
+        resource,
+        include_object=request.query.get("includeObject", "Metadata"),
+        table_version=fmt.version,
+    )
+
+    def encode(event_type: str, data: bytes) -> bytes:
+        if fmt.format == "json" or event_type in ("ERROR", "BOOKMARK"):
+            return data
+        obj = orjson.loads(data)
+        if fmt.format != "table":
+            return orjson.dumps(_partial(obj, fmt.version))
         try:
-            event = table.table_watch_event(
-                resource, event_type, obj,
-                include_object=request.query.get("includeObject", "Metadata"),
-                now=_now(), table_version=fmt.version,
-            )  # fmt: skip
+            event = tables.encode(event_type, obj, _now())
         except table.TableError as e:
             raise _table_error(e) from None
         return orjson.dumps(event["object"])
-    return orjson.dumps(_partial(obj, fmt.version))
+
+    return encode
 
 
 def dump_json(obj: Any) -> bytes:

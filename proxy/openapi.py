@@ -224,8 +224,7 @@ DRY_RUN = _query_param(
 )
 FIELD_MANAGER = _query_param(
     "fieldManager",
-    "fieldManager is a name associated with the actor or entity that is making these "
-    "changes.",
+    "fieldManager is a name associated with the actor or entity that is making these changes.",
 )
 FIELD_VALIDATION = _query_param(
     "fieldValidation",
@@ -241,7 +240,7 @@ FIELD_VALIDATION = _query_param(
 )
 FORCE = _query_param(
     "force",
-    "Force is going to \"force\" Apply requests. It means user will re-acquire conflicting "
+    'Force is going to "force" Apply requests. It means user will re-acquire conflicting '
     "fields owned by other people.",
     "boolean",
 )

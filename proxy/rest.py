@@ -17,6 +17,7 @@ from aiohttp import web
 
 from proxy import collection, negotiation, object_meta, patch, status, validation
 from proxy.context import API_CONTEXT, APIContext
+from proxy.delete_options import parse_delete_options
 from proxy.dry_run import DryRunStore, is_dry_run
 from proxy.field_validation import Mode
 from proxy.registry import ResourceInfo
@@ -24,7 +25,7 @@ from proxy.request_info import RequestInfo, parse_request_info
 from proxy.storage_factory import ResourceStorage
 from proxy.table import AcceptedFormat
 from storage import errors as serr
-from storage.interfaces import GetOptions, Interface, JSONObject, Preconditions
+from storage.interfaces import GetOptions, Interface, JSONObject
 
 __all__ = ["handle_resource", "storage_errors"]
 
@@ -255,38 +256,18 @@ async def patch_object(
     )
 
 
-def parse_delete_options(body: bytes, media_type: str) -> Preconditions | None:
-    """Preconditions of a DeleteOptions body (an empty body has none)."""
-    if not body.strip():
-        return None
-    try:
-        opts = negotiation.decode_structured(
-            body, media_type if media_type == negotiation.YAML_TYPE else negotiation.JSON_TYPE
-        )
-    except ValueError as e:
-        raise status.bad_request(f"invalid DeleteOptions: {e}") from None
-    if not isinstance(opts, dict):
-        raise status.bad_request("invalid DeleteOptions: expected an object")
-    pre = opts.get("preconditions") or {}
-    if not isinstance(pre, dict):
-        raise status.bad_request("invalid DeleteOptions: preconditions must be an object")
-    uid, rv = pre.get("uid"), pre.get("resourceVersion")
-    if uid is None and rv is None:
-        return None
-    return Preconditions(uid=str(uid) if uid else None, resource_version=str(rv) if rv else None)
-
-
 async def delete_object(
     request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
 ) -> web.StreamResponse:
-    """DELETE: the object as it was, with the deletion revision as its resourceVersion."""
+    """DELETE: the object as it was, with the deletion revision as its resourceVersion.
+    DeleteOptions come from the body (as kubectl sends them) or the query."""
     media = _response_type(request)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    preconditions = parse_delete_options(body, negotiation.media_type_of(request))
-    writer = _writer(request, rs, "DeleteOptions")
+    opts = parse_delete_options(request.query, body, negotiation.media_type_of(request))
+    writer: Writer = DryRunStore(rs.store) if opts.dry_run else rs.store
     key = rs.object_key(_namespace(info, rs.resource), info.name)
     with storage_errors(rs.resource, info.name):
-        stored = await writer.delete(key, preconditions)
+        stored = await writer.delete(key, opts.preconditions)
     return negotiation.object_response(request, rs.resource, stored.data, fmt=media)
 
 

@@ -23,7 +23,7 @@ import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from aiohttp import web
 
@@ -37,6 +37,7 @@ from proxy.registry import Registry, build_registry
 from proxy.rest import handle_resource
 from proxy.settings import ConfigError, Settings, load_settings
 from proxy.storage_factory import StorageContext, StorageMap
+from proxy.system_namespaces import SystemNamespaces
 from storage import errors as serr
 
 __all__ = ["build_app", "main", "serve", "version_info"]
@@ -154,6 +155,9 @@ def build_app(
     app.router.add_route("*", "/api/{tail:.+}", handle_resource)
     app.router.add_route("*", "/apis/{tail:.+}", handle_resource)
 
+    if settings.system_namespaces:
+        app.cleanup_ctx.append(_system_namespaces_task(ctx))
+
     async def on_shutdown(app: web.Application) -> None:
         await ctx.stop_watches()
 
@@ -165,6 +169,23 @@ def build_app(
     app.on_shutdown.append(on_shutdown)
     app.on_cleanup.append(on_cleanup)
     return app
+
+
+def _system_namespaces_task(
+    ctx: APIContext,
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    """A cleanup context that runs ``SystemNamespaces`` for the app's lifetime."""
+
+    async def run(app: web.Application) -> AsyncIterator[None]:
+        creator = SystemNamespaces(ctx.registry, ctx.storages)
+        ctx.system_namespaces_ready = creator.ready
+        task = asyncio.create_task(creator.run(), name="system-namespaces")
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    return run
 
 
 def _new_client(settings: Settings) -> object:

@@ -118,6 +118,9 @@ class Settings:
     request_timeout: float = 60.0
     shutdown_timeout: float = 5.0
     max_request_body_bytes: int = 3 * 1024 * 1024
+    # create default, kube-system, kube-public, kube-node-lease at start-up (as
+    # kube-apiserver's system-namespaces controller); false leaves etcd untouched
+    system_namespaces: bool = True
     log_level: str = "info"
 
 
@@ -130,6 +133,7 @@ _CONVERTERS: dict[str, Any] = {
     "shutdown_timeout": _parse_duration,
     "watch_cache": _parse_bool,
     "watch_cache_index": _parse_bool,
+    "system_namespaces": _parse_bool,
     "default_watch_cache_size": int,
     "feature_gates": _parse_feature_gates,
     "watch_cache_indexes": _parse_indexes,
@@ -161,6 +165,8 @@ _FLAG_HELP: dict[str, str] = {
     "request_timeout": "bound on the duration of a non-watch request",
     "shutdown_timeout": "time in-flight requests get to finish on SIGINT/SIGTERM",
     "max_request_body_bytes": "largest request body accepted (413 above)",
+    "system_namespaces": "create the default, kube-system, kube-public and kube-node-lease "
+    "namespaces at start-up (false: write nothing until asked)",
     "log_level": "debug, info, warning or error",
 }
 

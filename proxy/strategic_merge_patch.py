@@ -175,9 +175,7 @@ def _merge_map(
     return original
 
 
-def _merge_key(
-    original: dict[str, JSON], key: str, value: JSON, schema: SchemaNode | None
-) -> None:
+def _merge_key(original: dict[str, JSON], key: str, value: JSON, schema: SchemaNode | None) -> None:
     is_delete_list = key.startswith(DELETE_FROM_PRIMITIVE_LIST)
     if is_delete_list:
         key = _extract_key(key, DELETE_FROM_PRIMITIVE_LIST, ERR_PRIMITIVE_LIST)
@@ -215,9 +213,7 @@ def _map_directive(patch: dict[str, JSON], schema: SchemaNode | None) -> dict[st
     )
 
 
-def _set_fresh(
-    original: dict[str, JSON], key: str, value: JSON, schema: SchemaNode | None
-) -> None:
+def _set_fresh(original: dict[str, JSON], key: str, value: JSON, schema: SchemaNode | None) -> None:
     """Store a patch value where the original has none: directives applied, nulls gone."""
     keep, fresh = _fresh(value, schema)
     if keep:
@@ -317,9 +313,7 @@ def _apply_list_directives(
             if merge_key not in item:
                 raise _err_no_merge_key(item, merge_key)
             wanted = item[merge_key]
-            original = [
-                o for o in original if not (merge_key in o and _same(o[merge_key], wanted))
-            ]
+            original = [o for o in original if not (merge_key in o and _same(o[merge_key], wanted))]
         elif directive == REPLACE:
             replace = True
         elif directive == MERGE:
@@ -424,9 +418,7 @@ def _merge_key_equal(left: JSON, right: JSON, merge_key: str) -> bool:
 # ------------------------------------------------------------------------ ordering
 
 
-def _partition(
-    merged: list[JSON], by: list[JSON], merge_key: str
-) -> tuple[list[JSON], list[JSON]]:
+def _partition(merged: list[JSON], by: list[JSON], merge_key: str) -> tuple[list[JSON], list[JSON]]:
     """Split ``merged`` into the items present in ``by`` and the server-only rest."""
     present: list[JSON] = []
     server_only: list[JSON] = []
@@ -459,9 +451,7 @@ def _normalize_element_order(
     return _merge_sorted(server_only, patch_items, server_order, merge_key, kind)
 
 
-def _sort_by_order(
-    items: list[JSON], order: list[JSON], merge_key: str, kind: str
-) -> list[JSON]:
+def _sort_by_order(items: list[JSON], order: list[JSON], merge_key: str, kind: str) -> list[JSON]:
     deletes: list[JSON] = []
     if kind == "map":
         for v in [*items, *order]:
@@ -474,7 +464,7 @@ def _sort_by_order(
     missing = len(order)
     items = sorted(
         items,
-        key=lambda v: (i if (i := _index(order, v, merge_key, kind)) >= 0 else missing),
+        key=lambda v: i if (i := _index(order, v, merge_key, kind)) >= 0 else missing,
     )
     return items + deletes
 
@@ -529,9 +519,7 @@ def _split_strategies(strategies: tuple[str, ...]) -> str:
     """The strategy besides ``retainKeys`` (``merge``, ``replace`` or ``""``)."""
     others = [s for s in strategies if s != RETAIN_KEYS_STRATEGY]
     if len(others) > 1 or len(strategies) > 2:
-        raise StrategicMergePatchError(
-            f"unexpected patch strategy: {go_format(list(strategies))}"
-        )
+        raise StrategicMergePatchError(f"unexpected patch strategy: {go_format(list(strategies))}")
     return others[0] if others else ""
 
 
@@ -601,4 +589,3 @@ def _find_by_key(items: list[JSON], merge_key: str, value: JSON) -> int:
         if merge_key in item and _same(item[merge_key], value):
             return n
     return -1
-

@@ -236,9 +236,7 @@ def _is_restartable_init(container: JSON) -> bool:
 
 
 def _condition_true(conditions: JSON, ctype: str) -> bool:
-    return any(
-        _get(c, "type") == ctype and _get(c, "status") == "True" for c in _list(conditions)
-    )
+    return any(_get(c, "type") == ctype and _get(c, "status") == "True" for c in _list(conditions))
 
 
 @dataclass
@@ -901,9 +899,7 @@ def printer_for(resource: TableResource) -> TablePrinter:
 LIST_META_KEYS = ("resourceVersion", "continue", "remainingItemCount")
 
 
-def _row_object(
-    obj: dict[str, JSON], include_object: IncludeObject, table_version: str
-) -> JSON:
+def _row_object(obj: dict[str, JSON], include_object: IncludeObject, table_version: str) -> JSON:
     if include_object == "None":
         return None
     if include_object == "Object":
@@ -1104,9 +1100,7 @@ class AcceptedFormat:
         if self.format == "partial":
             return f"{self.media_type};as=PartialObjectMetadata;v={self.version};g={META_GROUP}"
         if self.format == "partial-list":
-            return (
-                f"{self.media_type};as=PartialObjectMetadataList;v={self.version};g={META_GROUP}"
-            )
+            return f"{self.media_type};as=PartialObjectMetadataList;v={self.version};g={META_GROUP}"
         return self.media_type
 
 
@@ -1117,9 +1111,7 @@ class NotAcceptableError(ValueError):
     reason = "NotAcceptable"
 
     def __init__(self, accepted: Sequence[str] = (JSON_MEDIA, YAML_MEDIA)) -> None:
-        super().__init__(
-            f"only the following media types are accepted: {', '.join(accepted)}"
-        )
+        super().__init__(f"only the following media types are accepted: {', '.join(accepted)}")
 
 
 def _media_ranges(header: str) -> list[tuple[float, str, dict[str, str]]]:
