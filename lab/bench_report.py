@@ -210,6 +210,11 @@ def _run_markdown(run: dict[str, Any]) -> list[str]:
     for t in run["targets"]:
         m = "-" if t["measured"] is None else f"{t['measured']:.2f}x"
         lines.append(f"| {t['claim']} | {m} | {t['bound']}x | {t['verdict']} |")
+    ceiling = _ceiling(run)
+    if ceiling is not None:
+        lines += ["", f"A full LIST cannot beat the bytes floor: on this machine the RV=0 "
+                      f"speed-up is bounded by p50(list_etcd) / p50(floor_bytes) = "
+                      f"{ceiling:.1f}x (the client must still read every byte)."]
     lines += [
         "", "### Scenarios", "",
         "| scenario | what | p50 ms | p90 ms | p99 ms | req/s | bytes | requests | from | "
@@ -240,6 +245,13 @@ def _run_markdown(run: dict[str, Any]) -> list[str]:
     lines += ["", f"![latency](latency-{tag}.png) ![fetched vs returned](objects-{tag}.png) "
               f"![cpu](cpu-{tag}.png)", ""]  # fmt: skip
     return lines
+
+
+def _ceiling(run: dict[str, Any]) -> float | None:
+    p = {s["name"]: s["p50"] for s in run["scenarios"] if s["available"] and s["status"] == 200}
+    if "list_etcd" in p and p.get("floor_bytes"):
+        return float(p["list_etcd"] / p["floor_bytes"])
+    return None
 
 
 def _metrics_markdown(run: dict[str, Any]) -> list[str]:
