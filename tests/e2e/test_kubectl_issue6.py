@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import urllib.error
 import urllib.request
@@ -338,7 +339,7 @@ def test_edit_with_a_scripted_editor(kc: Path, tmp_path: Path) -> None:
     editor = tmp_path / "editor.sh"
     editor.write_text('#!/bin/sh\nsed -i "s/image: busybox/image: busybox:edited/" "$1"\n')
     editor.chmod(0o755)
-    env = {"EDITOR": str(editor), "KUBE_EDITOR": str(editor), "PATH": "/usr/bin:/bin"}
+    env = {**os.environ, "EDITOR": str(editor), "KUBE_EDITOR": str(editor)}
     assert ok(kc, "edit", "pod", "ed", "-n", ns, env=env).strip() == "pod/ed edited"
     containers = get_json(kc, "pod", "ed", "-n", ns)["spec"]["containers"]  # type: ignore[index]
     assert [c["image"] for c in containers] == ["nginx:1.25", "busybox:edited"]

@@ -4,6 +4,7 @@ discovery, 406 for nothing acceptable."""
 from __future__ import annotations
 
 import aiohttp
+import orjson
 import pytest
 
 from tests.integration.conftest import create, pod_body
@@ -80,3 +81,159 @@ async def test_openapi_v3_index_and_document(http: aiohttp.ClientSession) -> Non
     assert any(path.endswith("/deployments/{name}") for path in doc["paths"])
     async with http.get("/openapi/v3/apis/nope/v1") as resp:
         assert resp.status == 404
+
+
+# --- bad input: every answer a Status with upstream's code, reason and words ----------
+
+
+async def _status(resp: aiohttp.ClientResponse, code: int, reason: str) -> str:
+    body = await resp.json()
+    assert (resp.status, body["kind"], body["reason"]) == (code, "Status", reason), body
+    message: str = body["message"]
+    return message
+
+
+async def test_metadata_that_is_not_an_object_is_400(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    for metadata, go_type in (("x", "string"), ([1], "array"), (5, "number")):
+        body = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata}
+        async with http.post(f"/api/v1/namespaces/{namespace}/pods", json=body) as resp:
+            message = await _status(resp, 400, "BadRequest")
+        assert message == (
+            'Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal '
+            f"{go_type} into Go struct field Pod.metadata of type v1.ObjectMeta"
+        )
+
+
+async def test_protobuf_body_is_a_clear_415(http: aiohttp.ClientSession, namespace: str) -> None:
+    headers = {"Content-Type": "application/vnd.kubernetes.protobuf"}
+    async with http.post("/api/v1/namespaces", data=b"k8s\x00", headers=headers) as resp:
+        message = await _status(resp, 415, "UnsupportedMediaType")
+    assert message.startswith(
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json, application/yaml; application/vnd.kubernetes.protobuf request "
+        "bodies are not supported by this server"
+    )
+    async with http.post(
+        f"/api/v1/namespaces/{namespace}/pods", data=b"{}", headers={"Content-Type": "text/plain"}
+    ) as resp:
+        assert (await _status(resp, 415, "UnsupportedMediaType")).endswith(
+            "accepted media types include: application/json, application/yaml"
+        )
+    path = f"/api/v1/namespaces/{namespace}/pods/none"
+    async with http.patch(path, data=b"{}", headers={"Content-Type": "application/json"}) as r:
+        assert (await _status(r, 415, "UnsupportedMediaType")).endswith(
+            "application/json-patch+json, application/merge-patch+json, "
+            "application/strategic-merge-patch+json"
+        )
+
+
+async def test_delete_options_from_the_body_and_the_query(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    await create(http, pods, pod_body("keep", labels={"a": "b"}))
+    dry = {"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]}
+    async with http.delete(f"{pods}/keep", json=dry) as resp:  # as kubectl sends it
+        assert resp.status == 200
+    async with http.delete(pods, json={**dry, "propagationPolicy": "Background"}) as resp:
+        assert resp.status == 200
+        assert [i["metadata"]["name"] for i in (await resp.json())["items"]] == ["keep"]
+    async with http.delete(f"{pods}?dryRun=All") as resp:
+        assert resp.status == 200
+    async with http.get(f"{pods}/keep") as resp:
+        assert resp.status == 200  # none of the dry runs deleted it
+
+    async with http.delete(f"{pods}/keep?gracePeriodSeconds=abc") as resp:
+        assert await _status(resp, 400, "BadRequest") == (
+            'strconv.ParseInt: parsing "abc": invalid syntax'
+        )
+    async with http.delete(f"{pods}/keep?orphanDependents=maybe") as resp:
+        await _status(resp, 400, "BadRequest")
+    async with http.delete(f"{pods}/keep?propagationPolicy=Sometimes") as resp:
+        assert await _status(resp, 422, "Invalid") == (
+            'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
+            '"Sometimes": supported values: "Foreground", "Background", "Orphan", "nil"'
+        )
+    async with http.delete(f"{pods}/keep", json={"dryRun": ["Yes"]}) as resp:
+        assert "dryRun: Unsupported value" in await _status(resp, 422, "Invalid")
+    async with http.delete(f"{pods}/keep", json={"gracePeriodSeconds": "x"}) as resp:
+        await _status(resp, 400, "BadRequest")
+    async with http.delete(f"{pods}/keep", data=b"{bad") as resp:
+        await _status(resp, 400, "BadRequest")
+    both = {"orphanDependents": True, "propagationPolicy": "Orphan"}
+    async with http.delete(f"{pods}/keep", json=both) as resp:
+        assert "cannot be both set" in await _status(resp, 422, "Invalid")
+    async with http.get(f"{pods}/keep") as resp:
+        assert resp.status == 200
+    async with http.delete(f"{pods}/keep", json={"gracePeriodSeconds": 0}) as resp:
+        assert resp.status == 200
+
+
+async def test_bad_query_parameters(http: aiohttp.ClientSession, namespace: str) -> None:
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    cases = [
+        ("?limit=abc", 400, "BadRequest", 'strconv.ParseInt: parsing "abc": invalid syntax'),
+        ("?watch=1&timeoutSeconds=abc", 400, "BadRequest", "strconv.ParseInt"),
+        ("?watch=maybe", 400, "BadRequest", 'strconv.ParseBool: parsing "maybe"'),
+        ("?labelSelector=a%3D%3D%3Db", 400, "BadRequest", "unable to parse requirement"),
+        ("?fieldSelector=spec.foo%3Dx", 400, "BadRequest", "field label not supported"),
+        ("?resourceVersion=abc", 400, "BadRequest", "invalid resource version"),
+        ("?resourceVersionMatch=Foo", 422, "Invalid", "ListOptions.meta.k8s.io"),
+    ]
+    for query, code, reason, words in cases:
+        async with http.get(pods + query) as resp:
+            assert words in await _status(resp, code, reason), query
+    async with http.get(f"/api/v1/namespaces/{namespace}/foos") as resp:
+        await _status(resp, 404, "NotFound")
+
+
+async def test_streaming_list_on_the_uncached_store_ends_with_the_bookmark(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    await create(http, f"/api/v1/namespaces/{namespace}/pods", pod_body("s1"))
+    query = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+    query += "&allowWatchBookmarks=true&timeoutSeconds=5"
+    async with http.get(f"/api/v1/namespaces/{namespace}/pods?{query}") as resp:
+        assert resp.status == 200
+        added = orjson.loads(await resp.content.readline())
+        bookmark = orjson.loads(await resp.content.readline())
+        assert (added["type"], added["object"]["metadata"]["name"]) == ("ADDED", "s1")
+        assert bookmark["type"] == "BOOKMARK"
+        meta = bookmark["object"]["metadata"]
+        assert meta["annotations"] == {"k8s.io/initial-events-end": "true"}
+        assert int(meta["resourceVersion"]) >= int(added["object"]["metadata"]["resourceVersion"])
+        await create(http, f"/api/v1/namespaces/{namespace}/pods", pod_body("s2"))
+        later = orjson.loads(await resp.content.readline())
+        assert (later["type"], later["object"]["metadata"]["name"]) == ("ADDED", "s2")
+    query = query.replace("sendInitialEvents=true", "sendInitialEvents=false")
+    async with http.get(f"/api/v1/namespaces/{namespace}/pods?{query}") as resp:
+        await create(http, f"/api/v1/namespaces/{namespace}/pods", pod_body("s3"))
+        only = orjson.loads(await resp.content.readline())
+        assert (only["type"], only["object"]["metadata"]["name"]) == ("ADDED", "s3")
+
+
+async def test_table_watch_sends_columns_on_the_first_event_only(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    await create(http, f"/api/v1/namespaces/{namespace}/pods", pod_body("w1"))
+    await create(http, f"/api/v1/namespaces/{namespace}/pods", pod_body("w2"))
+    headers = {"Accept": KUBECTL_TABLE}
+    path = f"/api/v1/namespaces/{namespace}/pods?watch=1&timeoutSeconds=5"
+    async with http.get(path, headers=headers) as resp:
+        first = orjson.loads(await resp.content.readline())
+        second = orjson.loads(await resp.content.readline())
+    assert first["object"]["kind"] == second["object"]["kind"] == "Table"
+    assert [c["name"] for c in first["object"]["columnDefinitions"]][:2] == ["Name", "Ready"]
+    assert not second["object"].get("columnDefinitions")
+    assert second["object"]["rows"][0]["cells"][0] == "w2"
+
+
+async def test_system_namespaces_exist(http: aiohttp.ClientSession) -> None:
+    for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
+        async with http.get(f"/api/v1/namespaces/{name}") as resp:
+            assert resp.status == 200
+            assert (await resp.json())["status"] == {"phase": "Active"}
+    async with http.get("/readyz?verbose") as resp:
+        assert "[+]poststarthook/start-system-namespaces-controller ok" in await resp.text()
