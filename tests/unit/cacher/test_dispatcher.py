@@ -70,3 +70,21 @@ def test_bookmarks_every_interval_and_before_deadline_only_above_start_rv() -> N
     }
     clock.advance(2)
     assert w.closed is not None and len(d) == 0
+
+
+def test_tick_closes_a_watcher_full_past_its_budget_without_new_events() -> None:
+    clock = FakeClock()
+    d = Dispatcher(clock=clock, kind="Pod", api_version="v1")
+    c = new_cache(clock)
+    c.replace([], 1)
+    w = make(clock, d, buffer_size=2, time_budget=0.5)
+    d.add_watcher(w)
+    for rv in (2, 3, 4):  # the third event finds the buffer full: the budget starts
+        ev = c.process(f"{PREFIX}default/p{rv}", pod(f"p{rv}", rv), rv)
+        assert ev is not None
+        d.dispatch(ev)
+    d.tick(4)
+    assert w.closed is None
+    clock.advance(0.6)
+    d.tick(4)
+    assert w.closed is not None and len(d) == 0 and d.terminated_slow == 1
