@@ -34,10 +34,7 @@ async def etcd_client(cluster: EtcdCluster, **kw: Any) -> AsyncIterator[EtcdClie
     try:
         yield client
     finally:
-        # etcdclient race (REQUESTS.md, 10:07): close() right after a watch cancel can
-        # raise InvalidStateError from its writer task; the client is closed regardless.
-        with contextlib.suppress(asyncio.InvalidStateError):
-            await client.close()
+        await client.close()
 
 
 @contextlib.asynccontextmanager
