@@ -178,15 +178,15 @@ async def _openapi_v3(request: web.Request) -> web.StreamResponse:
 
 def setup_discovery_routes(app: web.Application) -> None:
     """Discovery GET routes; registered before the resource catch-all routes."""
-    app.router.add_get("/api", _api)
-    app.router.add_get("/api/", _api)
-    app.router.add_get("/api/{version}", _api_v1)
-    app.router.add_get("/api/{version}/", _api_v1)
-    app.router.add_get("/apis", _apis)
-    app.router.add_get("/apis/", _apis)
-    app.router.add_get("/apis/{group}", _apis_group)
-    app.router.add_get("/apis/{group}/", _apis_group)
-    app.router.add_get("/apis/{group}/{version}", _apis_group_version)
-    app.router.add_get("/apis/{group}/{version}/", _apis_group_version)
+    routes = (
+        ("/api", _api),
+        ("/api/{version}", _api_v1),
+        ("/apis", _apis),
+        ("/apis/{group}", _apis_group),
+        ("/apis/{group}/{version}", _apis_group_version),
+    )
+    for path, handler in routes:  # with and without the trailing slash, as go-restful
+        app.router.add_get(path, handler)
+        app.router.add_get(path + "/", handler)
     app.router.add_get("/openapi/v3", _openapi_v3)
     app.router.add_get("/openapi/v3/{path:.+}", _openapi_v3)

@@ -14,13 +14,12 @@ body); :func:`respond` answers ``If-None-Match`` with 304, as upstream's
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-import orjson
+from proxy.cached_document import CachedDocument
+from proxy.served_resource import DiscoveredResource
 
 __all__ = [
     "AGGREGATED_CONTENT_TYPE",
@@ -41,27 +40,7 @@ AGGREGATED_CONTENT_TYPE = (
 )
 
 
-class DiscoveryResource(Protocol):
-    """One served resource (the registry's ResourceInfo fits this structurally)."""
-
-    @property
-    def group(self) -> str: ...
-    @property
-    def version(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def plural(self) -> str: ...
-    @property
-    def namespaced(self) -> bool: ...
-    @property
-    def verbs(self) -> Sequence[str]: ...
-    @property
-    def short_names(self) -> Sequence[str]: ...
-    @property
-    def categories(self) -> Sequence[str]: ...
-    @property
-    def subresources(self) -> Sequence[str]: ...
+DiscoveryResource = DiscoveredResource  # one discovery entry (proxy.served_resource)
 
 
 # kube-aggregator's group priorities (higher first); unknown groups sort after, by name.
@@ -204,17 +183,7 @@ def build_aggregated(resources: Iterable[DiscoveryResource], *, legacy: bool) ->
     }
 
 
-@dataclass(frozen=True)
-class AggregatedDiscovery:
-    """One served document: its JSON bytes and its quoted ETag."""
-
-    body: bytes
-    etag: str
-
-    @classmethod
-    def of(cls, document: Mapping[str, JSON]) -> AggregatedDiscovery:
-        body = orjson.dumps(document)
-        return cls(body, '"' + hashlib.sha512(body).hexdigest().upper() + '"')
+AggregatedDiscovery = CachedDocument  # one served document: body, hash, etag
 
 
 def build_documents(resources: Iterable[DiscoveryResource]) -> dict[str, AggregatedDiscovery]:
@@ -263,17 +232,7 @@ def respond(
         "Vary": "Accept",
         "Cache-Control": "public",
     }
-    if _header(request_headers, "If-None-Match") == document.etag:
+    if document.not_modified(request_headers):
         return 304, headers, b""
     headers["Content-Type"] = AGGREGATED_CONTENT_TYPE
     return 200, headers, document.body
-
-
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    if name in headers:
-        return headers[name]
-    lowered = name.lower()
-    for key, value in headers.items():
-        if key.lower() == lowered:
-            return value
-    return None

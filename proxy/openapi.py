@@ -26,15 +26,14 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from email.utils import format_datetime
-from typing import Any, Protocol
+from typing import Any
 
-import orjson
-
+from proxy.cached_document import CachedDocument
 from proxy.schemas import definition_name, definitions, ref_name, schema_version
+from proxy.served_resource import ServedResource
 
 __all__ = [
     "CachedDocument",
@@ -59,45 +58,12 @@ PATCH_TYPES = (
 RESPONSE_TYPES = ("application/json", "application/yaml")
 
 
-class OpenAPIResource(Protocol):
-    """One served resource (the registry's ResourceInfo fits this structurally)."""
-
-    @property
-    def group(self) -> str: ...
-    @property
-    def version(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def plural(self) -> str: ...
-    @property
-    def namespaced(self) -> bool: ...
-    @property
-    def verbs(self) -> Sequence[str]: ...
-    @property
-    def subresources(self) -> Sequence[str]: ...
+OpenAPIResource = ServedResource  # what the documents need (proxy.served_resource)
 
 
 def gv_path(group: str, version: str) -> str:
     """The document path of a group-version: ``api/v1``, ``apis/apps/v1``."""
     return f"api/{version}" if not group else f"apis/{group}/{version}"
-
-
-@dataclass(frozen=True)
-class CachedDocument:
-    """A serialized document and its hash (upper-case hex SHA-512 of the bytes)."""
-
-    body: bytes
-    hash: str
-
-    @classmethod
-    def of(cls, document: Mapping[str, JSON]) -> CachedDocument:
-        body = orjson.dumps(document)
-        return cls(body, hashlib.sha512(body).hexdigest().upper())
-
-    @property
-    def etag(self) -> str:
-        return f'"{self.hash}"'
 
 
 # ----------------------------------------------------------------- schema rewriting
@@ -487,14 +453,6 @@ class OpenAPIV3:
             headers["Vary"] = "Accept"
             headers["Cache-Control"] = "public, immutable"
             headers["Expires"] = format_datetime(now + dt.timedelta(days=365), usegmt=True)
-        if _header(request_headers, "If-None-Match") == doc.etag:
+        if doc.not_modified(request_headers):
             return 304, {k: v for k, v in headers.items() if k != "Content-Type"}, b""
         return 200, headers, doc.body
-
-
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    lowered = name.lower()
-    for key, value in headers.items():
-        if key.lower() == lowered:
-            return value
-    return None

@@ -13,6 +13,7 @@ as kube-apiserver's REST storages declare them.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import importlib.util
 from collections.abc import Iterable, Iterator
@@ -317,18 +318,6 @@ def build_registry(
         info = by_key.get(key)
         if info is None:
             raise LookupError(f"resource {key} is not in the lightkube-models catalogue")
-        registry.add(
-            ResourceInfo(
-                group=info.group,
-                version=info.version,
-                kind=info.kind,
-                plural=info.plural,
-                namespaced=info.namespaced,
-                verbs=info.verbs,
-                subresources=tuple(s for s in info.subresources if s in SERVED_SUBRESOURCES),
-                short_names=info.short_names,
-                categories=info.categories,
-                create_on_update=info.create_on_update,
-            )
-        )
+        served_subresources = tuple(s for s in info.subresources if s in SERVED_SUBRESOURCES)
+        registry.add(dataclasses.replace(info, subresources=served_subresources))
     return registry

@@ -120,11 +120,7 @@ async def create_object(
     resource = rs.resource
     if info.name:  # POST on a named path creates a subresource; none is served
         raise status.method_not_supported(resource.qualified, "create")
-    media = _response_type(request)
-    mode = validation.field_mode(request.query, "CreateOptions")
-    writer = _writer(request, rs, "CreateOptions")
-    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    obj, warnings = _decode_validated(request, body, resource, mode)
+    media, writer, obj, warnings = await _write_request(request, ctx, rs, "CreateOptions")
     namespace = _namespace(info, resource)
     object_meta.prepare_for_create(obj, resource, namespace)
     if resource.namespaced:
@@ -135,6 +131,20 @@ async def create_object(
     return negotiation.object_response(
         request, resource, stored.data, 201, fmt=media, warnings=warnings
     )
+
+
+async def _write_request(
+    request: web.Request, ctx: APIContext, rs: ResourceStorage, options_kind: str
+) -> tuple[AcceptedFormat, Writer, JSONObject, list[str]]:
+    """What a create or update starts with: the response format, where writes go (a
+    dry-run view for ``?dryRun=All``), and the decoded, field-validated body with its
+    Warning headers. Options are checked (406/422) before the body is read."""
+    media = _response_type(request)
+    mode = validation.field_mode(request.query, options_kind)
+    writer = _writer(request, rs, options_kind)
+    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    obj, warnings = _decode_validated(request, body, rs.resource, mode)
+    return media, writer, obj, warnings
 
 
 def _decode_validated(
@@ -161,11 +171,7 @@ async def update_object(
     request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
 ) -> web.StreamResponse:
     resource = rs.resource
-    media = _response_type(request)
-    mode = validation.field_mode(request.query, "UpdateOptions")
-    writer = _writer(request, rs, "UpdateOptions")
-    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    new, warnings = _decode_validated(request, body, resource, mode)
+    media, writer, new, warnings = await _write_request(request, ctx, rs, "UpdateOptions")
     namespace = _namespace(info, resource)
     object_meta.check_name_matches_url(new, info.name, namespace, resource)
     if resource.namespaced:

@@ -20,9 +20,10 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, cast
 
 from proxy.schemas import definitions
+from proxy.served_resource import NamedResource
 
 __all__ = [
     "META_GROUP",
@@ -47,17 +48,7 @@ META_GROUP = "meta.k8s.io"
 TABLE_VERSIONS = ("v1", "v1beta1")
 
 
-class TableResource(Protocol):
-    """What printing needs to know of a resource (the registry's ResourceInfo fits)."""
-
-    @property
-    def group(self) -> str: ...
-    @property
-    def version(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def plural(self) -> str: ...
+TableResource = NamedResource  # what printing needs (proxy.served_resource)
 
 
 class TableError(ValueError):

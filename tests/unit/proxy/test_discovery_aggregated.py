@@ -16,18 +16,12 @@ from proxy.discovery_aggregated import (
     respond,
     version_sort_key,
 )
+from tests.unit.proxy import resources
 
 
 @dataclass(frozen=True)
-class Res:
-    group: str
-    version: str
-    kind: str
-    plural: str
-    namespaced: bool = True
+class Res(resources.Res):
     verbs: tuple[str, ...] = ("create", "delete", "get", "list", "patch", "update", "watch")
-    short_names: tuple[str, ...] = ()
-    categories: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ()
 
 

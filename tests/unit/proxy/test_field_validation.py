@@ -115,9 +115,7 @@ def test_without_raw_body_only_unknown_fields_are_seen() -> None:
     obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"foo": 1}}
     with pytest.raises(StrictDecodingError, match=r'unknown field "spec.foo"$'):
         validate_fields(obj, POD, "Strict")
-    assert validate_fields(obj, POD, "Warn")[1] == [
-        'unknown field "spec.foo"'
-    ]
+    assert validate_fields(obj, POD, "Warn")[1] == ['unknown field "spec.foo"']
 
 
 def test_clean_object_passes_strict() -> None:

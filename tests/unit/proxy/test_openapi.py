@@ -5,7 +5,6 @@ ported from kubectl's supportsQueryParamV3), and the hash/ETag/redirect answers.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -13,20 +12,10 @@ import pytest
 
 from proxy.openapi import OpenAPIV3, convert_schema, gv_path
 from proxy.schemas import definitions
+from tests.unit.proxy.resources import ALL_VERBS, Res
 
 NOW = dt.datetime(2026, 1, 10, 12, 0, 0, tzinfo=dt.UTC)
-ALL = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
-
-
-@dataclass(frozen=True)
-class Res:
-    group: str
-    version: str
-    kind: str
-    plural: str
-    namespaced: bool = True
-    verbs: tuple[str, ...] = ALL
-    subresources: tuple[str, ...] = ()
+ALL = ALL_VERBS
 
 
 RESOURCES = [

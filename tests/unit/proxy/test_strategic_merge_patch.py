@@ -461,9 +461,7 @@ def test_pod_volume_mounts_by_mount_path_and_volumes_retain_keys() -> None:
     )
     patch = {
         "spec": {
-            "containers": [
-                {"name": "a", "volumeMounts": [{"name": "w", "mountPath": "/data"}]}
-            ],
+            "containers": [{"name": "a", "volumeMounts": [{"name": "w", "mountPath": "/data"}]}],
             "volumes": [
                 {"name": "v", "$retainKeys": ["configMap", "name"], "configMap": {"name": "c"}}
             ],
@@ -548,9 +546,7 @@ def test_parse_patch_body() -> None:
     with pytest.raises(StrategicMergePatchError) as info:
         parse_patch_body(b"[1]")
     assert info.value.status_code == 400
-    assert "cannot unmarshal array into Go value of type map[string]interface {}" in str(
-        info.value
-    )
+    assert "cannot unmarshal array into Go value of type map[string]interface {}" in str(info.value)
     with pytest.raises(StrategicMergePatchError) as info:
         parse_patch_body(b"{nope")
     assert info.value.status_code == 400

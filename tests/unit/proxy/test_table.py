@@ -4,7 +4,6 @@ HumanDuration, includeObject, list metadata, watch events, Accept negotiation.""
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -23,20 +22,13 @@ from proxy.table import (
     table_watch_event,
     to_table,
 )
+from tests.unit.proxy.resources import Res
 
 NOW = dt.datetime(2026, 1, 10, 12, 0, 0, tzinfo=dt.UTC)
 
 
 def ago(**kw: float) -> str:
     return (NOW - dt.timedelta(**kw)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclass(frozen=True)
-class Res:
-    group: str
-    version: str
-    kind: str
-    plural: str
 
 
 PODS = Res("", "v1", "Pod", "pods")

@@ -1,0 +1,43 @@
+"""What the pure modules (tables, OpenAPI, aggregated discovery) need to know of a served
+resource, as structural Protocols: the registry's ``ResourceInfo`` fits each, and unit
+tests pass small dataclasses. One place, so the three modules agree on the names."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+__all__ = ["DiscoveredResource", "NamedResource", "ServedResource"]
+
+
+class NamedResource(Protocol):
+    """Group, version, kind and plural name: enough to print a Table."""
+
+    @property
+    def group(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def plural(self) -> str: ...
+
+
+class ServedResource(NamedResource, Protocol):
+    """A resource with its scope, verbs and subresources: enough for OpenAPI paths."""
+
+    @property
+    def namespaced(self) -> bool: ...
+    @property
+    def verbs(self) -> Sequence[str]: ...
+    @property
+    def subresources(self) -> Sequence[str]: ...
+
+
+class DiscoveredResource(ServedResource, Protocol):
+    """A served resource with its short names and categories: a discovery entry."""
+
+    @property
+    def short_names(self) -> Sequence[str]: ...
+    @property
+    def categories(self) -> Sequence[str]: ...
