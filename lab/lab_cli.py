@@ -63,7 +63,11 @@ class Lab:
         """etcd, server, seed, kubeconfig, state file. Blocking steps are not
         interrupted; a stop request takes effect between them or during seeding."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        LabState.remove(self.dir)
+        with contextlib.suppress(NoLab):
+            other = LabState.load(self.dir)
+            raise RuntimeError(f"a lab is already running in {self.dir} (pid {other.lab_pid}); "
+                               "stop it first or use another --dir")  # fmt: skip
+        LabState.remove(self.dir)  # a stale file of a lab that died
         endpoints, version = await self._start_etcd()
         self._step()
         port = self.a.port or free_port()
@@ -141,8 +145,9 @@ class Lab:
     # -- stop ----------------------------------------------------------------------------
 
     async def shutdown(self) -> None:
-        """Stop what this lab started, by PID, newest first; remove the state file."""
-        LabState.remove(self.dir)
+        """Stop what this lab started, by PID, newest first; remove its state file."""
+        if self.state is not None:
+            LabState.remove(self.dir)
         if self.control is not None:
             await self.control.close()
         if self.server is not None:

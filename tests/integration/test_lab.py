@@ -107,6 +107,13 @@ def test_demo_without_a_lab_says_so(tmp_path: Path) -> None:
     assert r.returncode == 2 and "no running lab" in r.stdout
 
 
+def test_a_second_lab_in_the_same_dir_refuses(lab: RunningLab) -> None:
+    r = subprocess.run([*WATCHCACHE, "lab", "--dir", str(lab.dir), "--port", "0", "--quiet"],
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 1 and "already running" in r.stdout
+    assert LabState.load(lab.dir).lab_pid == lab.process.pid  # the running lab is untouched
+
+
 def test_sigterm_stops_everything_it_started(lab: RunningLab) -> None:
     """Runs last in this module: the lab stops its server and etcd, by PID."""
     st = LabState.load(lab.dir)  # etcd-down restarted etcd: fresh PIDs
