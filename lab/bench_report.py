@@ -326,21 +326,24 @@ def charts(results: dict[str, Any], out: Path) -> list[Path]:
         written.append(_save(fig, out / f"cpu-{tag}.png"))
 
     if results.get("sweep"):
-        fig, ax = plt.subplots(figsize=(9, 6))
+        fig, ax = plt.subplots(figsize=(11, 6))
         ns = [r["pods"] for r in results["runs"]]
-        for name in SCENARIOS:
+        cmap = plt.get_cmap("tab20")
+        colors = [cmap(j) for j in range(20)]
+        for i, name in enumerate(SCENARIOS):
             p50s: list[float] = []
             for r in results["runs"]:
                 s = next((x for x in r["scenarios"] if x["name"] == name), None)
                 p50s.append(s["p50"] * 1000 if s and s["available"] else math.nan)
             if not all(math.isnan(y) for y in p50s):
-                ax.plot(ns, p50s, marker="o", label=name)
+                style = "--" if name.startswith("floor") else "-"
+                ax.plot(ns, p50s, style, marker="o", label=name, color=colors[i % len(colors)])
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("pods")
         ax.set_ylabel("p50 latency (ms)")
         ax.set_title("how each scenario's cost grows with the object count")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
         fig.tight_layout()
         written.append(_save(fig, out / "sweep.png"))
     return written
