@@ -58,6 +58,19 @@ class BenchConfig:
     quiet: bool = False
 
 
+def source_revision() -> str:
+    """The git commit measured (with ``+dirty`` for local changes), or ``unknown``."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (rev + ("+dirty" if dirty.strip() else "")) if rev else "unknown"
+
+
 def machine_label() -> str:
     mem = psutil.virtual_memory().total / 2**30
     return f"{os.cpu_count()} cores, {mem:.0f} GiB, {platform.system()} {platform.machine()}"
@@ -316,6 +329,7 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
             "etcd_members": topo.etcd_members, "pods": sizes[-1], "nodes": cfg.nodes,
             "namespaces": cfg.namespaces, "runs": cfg.runs, "warmup": cfg.warmup,
             "python": platform.python_version(), "elapsed_s": time.monotonic() - t0,
+            "commit": source_revision(),
             "pod_bytes_in_etcd": pod_bytes, "notes": notes,
         },
         "sweep": bool(cfg.sweep),

@@ -181,7 +181,8 @@ def markdown(results: dict[str, Any]) -> str:
         "one client process, sequential requests over keep-alive HTTP",
         "- CPU per request: the serving process's and etcd's CPU time (/proc, 10 ms ticks) "
         "read around each request, averaged over the runs",
-        f"- python {meta['python']}; total time {meta['elapsed_s']:.0f} s",
+        f"- watchcache commit {meta.get('commit', 'unknown')}, python {meta['python']}; "
+        f"total time {meta['elapsed_s']:.0f} s",
         "",
     ]
     for note in meta.get("notes", []):

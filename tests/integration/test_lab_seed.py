@@ -100,3 +100,18 @@ def test_percentile() -> None:
     assert bench_report.percentile([1, 2, 3, 4], 50) == 2.5
     assert bench_report.percentile([5], 99) == 5
     assert math.isnan(bench_report.percentile([], 50))
+
+
+def test_metrics_scrape_sums_matching_series() -> None:
+    from lab.metrics import parse
+
+    before = parse('# TYPE apiserver_cache_list_fetched_objects counter\n'
+                   'apiserver_cache_list_fetched_objects_total{resource="pods",index=""} 5\n')
+    after = parse('# TYPE apiserver_cache_list_fetched_objects counter\n'
+                  'apiserver_cache_list_fetched_objects_total{resource="pods",index=""} 9\n'
+                  'apiserver_cache_list_fetched_objects_total'
+                  '{resource="pods",index="spec.nodeName"} 3\n')
+    name = "apiserver_cache_list_fetched_objects_total"
+    assert after.since(before, name, resource="pods") == 7
+    assert after.since(before, name, resource="pods", index="spec.nodeName") == 3
+    assert after.value(name, resource="nodes") == 0 and after.has(name)
