@@ -279,6 +279,7 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
 
     console = Console(highlight=False, soft_wrap=True, quiet=cfg.quiet)
     t0 = time.monotonic()
+    load_before = os.getloadavg()[0]
     cfg.out.mkdir(parents=True, exist_ok=True)
     sizes = sorted(set(cfg.sweep)) if cfg.sweep else [cfg.pods]
     with tempfile.TemporaryDirectory(prefix="watchcache-bench-") as tmp:
@@ -330,6 +331,7 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
             "namespaces": cfg.namespaces, "runs": cfg.runs, "warmup": cfg.warmup,
             "python": platform.python_version(), "elapsed_s": time.monotonic() - t0,
             "commit": source_revision(),
+            "loadavg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             "pod_bytes_in_etcd": pod_bytes, "notes": notes,
         },
         "sweep": bool(cfg.sweep),

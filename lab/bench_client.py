@@ -2,8 +2,9 @@
 
 ``python -m lab.bench_client SPEC.json OUT.json``. The spec names the scenarios, the
 runs, and the PIDs of the processes to account (servers, etcd members, the bytes
-floor). Scenarios run interleaved, round-robin with a rotating start, so that drift
-(caches warming, the machine's other work) spreads evenly over all of them. Around
+floor). Scenarios run interleaved, in a new seeded random order each round, so that drift
+(caches warming, the machine's other work, a previous request's garbage) spreads evenly
+over all of them. Around
 every request the client reads the CPU time of each accounted process (psutil), so a
 scenario's CPU cost is measured even though all processes run throughout; peak RSS is
 sampled after each request.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -178,8 +180,10 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
     ):
         start = acct.cpu()
         for rnd in range(warmup + runs):
-            k = rnd % len(scenarios)
-            for sc in scenarios[k:] + scenarios[:k]:
+            # A fresh (seeded) order each round: no scenario always follows the same one,
+            # so leftover work of an expensive request (GC of a 40 MB response) is not
+            # charged to one cheap neighbour every time.
+            for sc in random.Random(rnd).sample(scenarios, len(scenarios)):
                 if sc.churn:
                     await etcd.put(CHURN_KEY, str(rnd).encode())
                 # Metrics once per scenario, on the parsed round, outside timing and CPU.

@@ -183,6 +183,8 @@ def markdown(results: dict[str, Any]) -> str:
         "read around each request, averaged over the runs",
         f"- watchcache commit {meta.get('commit', 'unknown')}, python {meta['python']}; "
         f"total time {meta['elapsed_s']:.0f} s",
+        "- machine load (1-min load average) before / after: "
+        + " / ".join(str(x) for x in meta.get("loadavg_1m", ["?"])),
         "",
     ]
     for note in meta.get("notes", []):
