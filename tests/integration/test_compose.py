@@ -149,8 +149,15 @@ def test_dockerfile_is_slim_nonroot_with_readyz_healthcheck() -> None:
         assert set(extra.split(",")) <= set(extras["optional-dependencies"]), extra
     assert json.loads(instruction("ENTRYPOINT")[0]) == ["watchcache"]
     assert "watchcache" in extras["scripts"]
-    # The image's default command is the one compose runs.
-    assert json.loads(instruction("CMD")[0]) == compose()["services"]["watchcache"]["command"]
+    # The image's default command is the one compose runs, and the real CLI accepts it.
+    cmd = json.loads(instruction("CMD")[0])
+    assert cmd == compose()["services"]["watchcache"]["command"]
+    from proxy.settings import load_settings
+
+    assert cmd[0] == "serve"
+    settings = load_settings(cmd[1:])
+    assert list(settings.etcd_servers) == [f"http://etcd-{i}:2379" for i in range(3)]
+    assert (settings.bind_address, settings.port) == ("0.0.0.0", 8080)
 
 
 @pytest.mark.etcd
