@@ -221,8 +221,9 @@ def watch_timeout(
     q: ListQuery, min_request_timeout: float, rng: random.Random | None = None
 ) -> float:
     """A watch's duration: ``timeoutSeconds`` if given, else the minimum request timeout
-    times a random factor in [1, 2) — kube-apiserver spreads reconnects this way."""
-    if q.timeout_seconds is not None and q.timeout_seconds > 0:
-        return float(q.timeout_seconds)
+    times a random factor in [1, 2) — kube-apiserver spreads reconnects this way. A
+    negative ``timeoutSeconds`` ends the watch at once (upstream's timer fires then)."""
+    if q.timeout_seconds:
+        return max(float(q.timeout_seconds), 0.0)
     factor = (rng or random).random() + 1.0
     return min_request_timeout * factor

@@ -79,13 +79,75 @@ def _summarize(data: bytes, max_length: int = 30) -> str:
     return data[:max_length].hex() + (" ..." if len(data) > max_length else "")
 
 
+# a YAML document's nodes once its aliases are expanded (a 3 MiB body of plain YAML has
+# far fewer); more is an alias bomb, which Go's yaml decoder refuses too
+MAX_YAML_NODES = 1_000_000
+
+
+def _expanded_size(value: Any) -> int:
+    """How many nodes ``value`` has with shared (aliased) subtrees counted each time
+    they appear; each distinct container is walked once. Depth is bounded by the YAML
+    parser's own recursion (a deeper document fails to load first)."""
+    sizes: dict[int, int] = {}
+
+    def size(node: Any) -> int:
+        if not isinstance(node, (dict, list)):
+            return 1
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        children = node.values() if isinstance(node, dict) else node
+        total = 1 + sum(size(child) for child in children)
+        sizes[id(node)] = total
+        return total
+
+    return size(value)
+
+
+# deepest nesting of a request body: orjson encodes at most 255 levels, and the Python
+# validators recurse per level; real objects (CRDs included) stay far below
+MAX_DEPTH = 200
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests dicts/lists more than ``limit`` deep (iterative walk;
+    shared subtrees are visited once)."""
+    seen: set[int] = set()
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, (dict, list)) or id(node) in seen:
+            continue
+        if depth > limit:
+            return True
+        seen.add(id(node))
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def decode_structured(body: bytes, media_type: str) -> Any:
-    """Decode JSON or YAML to Python values; raises ValueError with the decoder message."""
+    """Decode JSON or YAML to Python values; raises ValueError with the decoder message
+    (also for a document nested deeper than ``MAX_DEPTH``)."""
+    value = _decode_structured(body, media_type)
+    if too_deep(value):
+        raise ValueError(f"exceeded max depth of {MAX_DEPTH}")
+    return value
+
+
+def _decode_structured(body: bytes, media_type: str) -> Any:
     if media_type == YAML_TYPE:
         try:
-            return yaml.safe_load(body)
+            value = yaml.safe_load(body)
         except yaml.YAMLError as e:
             raise ValueError(f"error converting YAML to JSON: {e}") from None
+        except RecursionError:
+            raise ValueError("error converting YAML to JSON: yaml: exceeded max depth") from None
+        if _expanded_size(value) > MAX_YAML_NODES:
+            raise ValueError(
+                "error converting YAML to JSON: yaml: document contains excessive aliasing"
+            )
+        return value
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError as e:

@@ -21,7 +21,7 @@ from typing import Any
 import jsonpatch
 import orjson
 
-from proxy import status
+from proxy import negotiation, status
 from proxy.registry import ResourceInfo
 
 __all__ = ["JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "apply_patch", "merge_patch"]
@@ -80,9 +80,14 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 def _decode_patch(body: bytes) -> Any:
     try:
-        return orjson.loads(body)
+        patch = orjson.loads(body)
     except orjson.JSONDecodeError as e:
         raise status.bad_request(f"error decoding patch: {e}") from None
+    if negotiation.too_deep(patch):
+        raise status.bad_request(
+            f"error decoding patch: exceeded max depth of {negotiation.MAX_DEPTH}"
+        )
+    return patch
 
 
 def decoded_patch(body: bytes) -> Any:

@@ -75,10 +75,10 @@ def validate_patched(
     try:
         cleaned, warnings = fv.validate_fields(patched, node, mode)
     except fv.StrictDecodingError as e:
+        # upstream: errors.NewInvalid(schema.GroupKind{}, "", ...): no kind, no name,
+        # so the message starts ` "" is invalid` and kubectl says "The request is invalid"
         message, causes = e.for_patch(patch)
         details: JSON = {"causes": causes}
-        raise status.StatusError(
-            status.status_body(422, "Invalid", f"{resource.group_kind}{message}", details)
-        ) from None
+        raise status.StatusError(status.status_body(422, "Invalid", message, details)) from None
     check_schema(cleaned, resource)
     return cleaned, _warning_headers(warnings)

@@ -3,6 +3,8 @@ discovery, 406 for nothing acceptable."""
 
 from __future__ import annotations
 
+import asyncio
+
 import aiohttp
 import orjson
 import pytest
@@ -237,3 +239,56 @@ async def test_system_namespaces_exist(http: aiohttp.ClientSession) -> None:
             assert (await resp.json())["status"] == {"phase": "Active"}
     async with http.get("/readyz?verbose") as resp:
         assert "[+]poststarthook/start-system-namespaces-controller ok" in await resp.text()
+
+
+async def test_pathological_bodies_are_400(http: aiohttp.ClientSession, namespace: str) -> None:
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    deep = "1"
+    for _ in range(300):
+        deep = '{"a":' + deep + "}"
+    body = '{"metadata":{"name":"d"},"spec":{"affinity":' + deep + "}}"
+    headers = {"Content-Type": "application/json"}
+    async with http.post(pods, data=body, headers=headers) as resp:
+        assert "exceeded max depth of 200" in await _status(resp, 400, "BadRequest")
+    yaml_headers = {"Content-Type": "application/yaml"}
+    async with http.post(pods, data="a: " + "[" * 5000, headers=yaml_headers) as resp:
+        assert "error converting YAML to JSON" in await _status(resp, 400, "BadRequest")
+    bomb = 'a: &a ["x", "x"]\n'
+    for level, prev in zip("bcdefgh", "abcdefg", strict=True):
+        bomb += f"{level}: &{level} [{', '.join([f'*{prev}'] * 9)}]\n"
+    bomb += "i: [" + ", ".join(["*h"] * 9) + "]\n"
+    async with http.post(pods, data=bomb, headers=yaml_headers) as resp:
+        assert "excessive aliasing" in await _status(resp, 400, "BadRequest")
+    await create(http, pods, pod_body("d"))
+    patch_headers = {"Content-Type": "application/merge-patch+json"}
+    async with http.patch(f"{pods}/d", data='{"spec":' + deep + "}", headers=patch_headers) as r:
+        assert await _status(r, 400, "BadRequest") == (
+            "error decoding patch: exceeded max depth of 200"
+        )
+
+
+async def test_strict_patch_is_invalid_without_a_kind(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    await create(http, pods, pod_body("sp"))
+    headers = {"Content-Type": "application/merge-patch+json"}
+    path = f"{pods}/sp?fieldValidation=Strict"
+    async with http.patch(path, data=b'{"spec":{"foo":1}}', headers=headers) as resp:
+        body = await resp.json()
+    assert (resp.status, body["reason"]) == (422, "Invalid")
+    assert body["message"] == (
+        ' "" is invalid: patch: Invalid value: "map[spec:map[foo:1]]": '
+        'strict decoding error: unknown field "spec.foo"'
+    )
+    assert "kind" not in body["details"] and body["details"]["causes"][0]["field"] == "patch"
+
+
+async def test_negative_watch_timeout_ends_the_watch(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    async with asyncio.timeout(10):
+        path = f"/api/v1/namespaces/{namespace}/pods?watch=1&timeoutSeconds=-5"
+        async with http.get(path) as resp:
+            assert resp.status == 200
+            assert await resp.read() == b""
