@@ -165,6 +165,9 @@ class Lab:
         node = seed.node_name(0)
         url = s.server_url
         rel = _short(self.dir)
+        dir_arg = "" if rel == ".lab" else f" --dir {rel}"
+        wc = _short(Path(shutil.which("watchcache", path=str(Path(sys.executable).parent))
+                         or "watchcache"))  # fmt: skip
         return f"""
 [bold green]watchcache lab is ready[/bold green]
   server   {url}  (pid {s.server_pid}, log {rel}/server.log)
@@ -183,10 +186,11 @@ class Lab:
   curl -si '{url}/api/v1/pods?fieldSelector=spec.nodeName={node}&resourceVersion=0' \\
       | grep -i x-watchcache
 
-[bold]demos[/bold] (in another terminal; `watchcache lab demo all` runs them in order):
+[bold]demos[/bold] (in another terminal; `{wc} lab demo all{dir_arg}` runs them in order):
 """ + "\n".join(
-            f"  watchcache lab demo {name:<25} {help_}" for name, (_, help_) in _demos().items()
-        ) + f"{'' if rel == '.lab' else f'  (add --dir {rel})'}\n\nCtrl-C stops everything."
+            f"  {f'{wc} lab demo {name}{dir_arg}':<{len(wc) + len(dir_arg) + 36}} # {help_}"
+            for name, (_, help_) in _demos().items()
+        ) + "\n\nCtrl-C stops everything."
 
 
 def _short(path: Path) -> str:
