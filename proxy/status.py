@@ -188,9 +188,29 @@ class FieldError:
         )
 
 
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+               "\t": "\\t", "\v": "\\v", "\\": "\\\\", '"': '\\"'}  # fmt: skip
+
+
+def _go_quote_char(char: str) -> str:
+    if char in _GO_ESCAPES:
+        return _GO_ESCAPES[char]
+    if char.isprintable():
+        return char
+    code = ord(char)
+    return (
+        f"\\x{code:02x}"
+        if code < 0x80
+        else f"\\u{code:04x}"
+        if code <= 0xFFFF
+        else (f"\\U{code:08x}")
+    )
+
+
 def _go_quote(value: object) -> str:
+    """Go's ``%q`` of a string (escapes for control and unprintable characters)."""
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return '"' + "".join(_go_quote_char(c) for c in value) + '"'
     return str(value)
 
 

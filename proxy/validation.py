@@ -26,12 +26,38 @@ JSON = dict[str, Any]
 
 
 def field_mode(query: Mapping[str, str], options_kind: str) -> fv.Mode:
-    """The request's fieldValidation mode (422 for an unsupported value)."""
+    """The request's fieldValidation mode (422 for an unsupported value); also checks
+    ``fieldManager``, which every verb with a fieldValidation mode accepts."""
+    check_field_manager(query, options_kind)
     try:
         return fv.parse_field_validation(query.get("fieldValidation"), options_kind)
     except fv.FieldValidationOptionError as e:
         details = {"group": "meta.k8s.io", "kind": e.options_kind, "causes": e.causes}
         raise status.StatusError(status.status_body(422, "Invalid", str(e), details)) from None
+
+
+FIELD_MANAGER_MAX_LENGTH = 128
+
+
+def check_field_manager(query: Mapping[str, str], options_kind: str) -> None:
+    """``fieldManager`` is accepted as sent (there are no managedFields here) but checked
+    as upstream's ValidateFieldManager: at most 128 bytes, printable characters only;
+    422 Invalid on ``<options_kind>.meta.k8s.io`` otherwise."""
+    manager = query.get("fieldManager", "")
+    errs: list[status.FieldError] = []
+    if len(manager.encode()) > FIELD_MANAGER_MAX_LENGTH:
+        errs.append(status.FieldError(
+            "FieldValueTooLong", "fieldManager",
+            f"Too long: may not be more than {FIELD_MANAGER_MAX_LENGTH} bytes",
+        ))  # fmt: skip
+    position = 0
+    for char in manager:
+        if not char.isprintable():
+            detail = f"invalid character U+{ord(char):04X} (at position {position})"
+            errs.append(status.FieldError.invalid("fieldManager", manager, detail))
+        position += len(char.encode())
+    if errs:
+        raise status.invalid(f"{options_kind}.meta.k8s.io", "", errs)
 
 
 def check_schema(obj: JSON, resource: ResourceInfo) -> None:

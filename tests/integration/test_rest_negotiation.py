@@ -292,3 +292,24 @@ async def test_negative_watch_timeout_ends_the_watch(
         async with http.get(path) as resp:
             assert resp.status == 200
             assert await resp.read() == b""
+
+
+async def test_field_manager_accepted_and_checked(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    await create(http, f"{pods}?fieldManager=kubectl-client-side-apply", pod_body("fm"))
+    headers = {"Content-Type": "application/merge-patch+json"}
+    patch = b'{"metadata":{"labels":{"a":"b"}}}'
+    async with http.patch(f"{pods}/fm?fieldManager=kubectl-label", data=patch, headers=headers):
+        pass
+    async with http.patch(f"{pods}/fm?fieldManager={'m' * 129}", data=patch, headers=headers) as r:
+        assert await _status(r, 422, "Invalid") == (
+            'PatchOptions.meta.k8s.io "" is invalid: fieldManager: '
+            "Too long: may not be more than 128 bytes"
+        )
+    async with http.post(f"{pods}?fieldManager=a%07b", json=pod_body("fm2")) as resp:
+        assert await _status(resp, 422, "Invalid") == (
+            'CreateOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value: "a\\ab": '
+            "invalid character U+0007 (at position 1)"
+        )
