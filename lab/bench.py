@@ -194,6 +194,19 @@ async def _get(session: aiohttp.ClientSession, url: str) -> tuple[int, bytes]:
         return r.status, await r.read()
 
 
+async def _caught_up(s: aiohttp.ClientSession, url: str, rv: str, within: float = 120) -> None:
+    """Wait until ``url``'s pods cache has reached ``rv``: an RV=N LIST waits up to 3 s
+    server-side (then 504), so ask again until the cache is there."""
+    deadline = time.monotonic() + within
+    while True:
+        status, _ = await _get(s, f"{url}/api/v1/namespaces/default/pods?resourceVersion={rv}")
+        if status == 200:
+            return
+        if status not in (429, 504) or time.monotonic() > deadline:
+            raise RuntimeError(f"{url} did not catch up to rv {rv}: {status}")
+        await asyncio.sleep(0.2)
+
+
 async def _prepare(topo: Topology, cfg: BenchConfig, pods: int, pods_from: int) -> dict[str, Any]:
     """Seed pods [pods_from, pods); wait until every server's cache has them; return
     facts the scenarios need (a pod's name, the cached LIST body for the floor)."""
@@ -206,11 +219,8 @@ async def _prepare(topo: Topology, cfg: BenchConfig, pods: int, pods_from: int) 
         status, body = await _get(s, topo.main + "/api/v1/pods?limit=1")
         rv = orjson.loads(body)["metadata"]["resourceVersion"]
         for url in (topo.main, topo.consistent, topo.noindex):
-            if url:  # RV=N (no limit) waits until that server's cache has reached N
-                ns_pods = f"{url}/api/v1/namespaces/default/pods?resourceVersion={rv}"
-                status, _ = await _get(s, ns_pods)
-                if status != 200:
-                    raise RuntimeError(f"{url} did not catch up to rv {rv}: {status}")
+            if url:
+                await _caught_up(s, url, rv)
         status, cached = await _get(s, topo.main + "/api/v1/pods?resourceVersion=0")
         if status != 200:
             raise RuntimeError(f"cached LIST failed: {status}")
