@@ -85,13 +85,17 @@ def _resource_entry(resource: ResourceInfo) -> JSON:
 
 
 def _subresource_entry(resource: ResourceInfo, sub: str) -> JSON:
-    return {
+    entry: JSON = {
         "name": f"{resource.plural}/{sub}",
         "singularName": "",
         "namespaced": resource.namespaced,
         "kind": resource.kind,
         "verbs": ["get", "patch", "update"],
     }
+    if sub in discovery_aggregated.SUBRESOURCE_KINDS:  # scale: autoscaling/v1 Scale
+        group, version, kind = discovery_aggregated.SUBRESOURCE_KINDS[sub]
+        entry.update(group=group, version=version, kind=kind)
+    return entry
 
 
 def api_resource_list(registry: Registry, group: str, version: str) -> JSON | None:

@@ -56,7 +56,7 @@ SERVED: tuple[tuple[str, str, str], ...] = (
 )
 
 # Subresources served (the catalogue lists more: scale, log, eviction, ...).
-SERVED_SUBRESOURCES = frozenset({"status"})
+SERVED_SUBRESOURCES = frozenset({"status", "scale"})
 
 # kubectl's short names, as kube-apiserver's REST storages declare them (ShortNames()).
 SHORT_NAMES: dict[str, tuple[str, ...]] = {

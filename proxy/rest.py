@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy import collection, negotiation, object_meta, patch, status, validation
+from proxy import collection, negotiation, object_meta, patch, scale, status, validation
 from proxy.context import API_CONTEXT, APIContext
 from proxy.delete_options import parse_delete_options
 from proxy.dry_run import DryRunStore, is_dry_run
@@ -75,6 +75,8 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
         raise path_not_found()
     resource = _resolve(ctx, info)
     rs = ctx.storages.for_resource(resource)
+    if info.subresource == "scale":
+        return await scale.handle_scale(request, ctx, info, rs)
     handler = _HANDLERS[info.verb]
     return await handler(request, ctx, info, rs)
 

@@ -215,6 +215,32 @@ def test_get_other_kinds_tables(kc: Path) -> None:
     assert header(cms) == ["NAME", "DATA", "AGE"] and cms.splitlines()[1].split()[:2] == ["cm", "2"]
 
 
+def test_scale_deployment(kc: Path) -> None:
+    ns = namespace(kc, "e6-scale")
+    deployment = (
+        f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: s, namespace: {ns}}}\n"
+        "spec:\n  replicas: 1\n  selector: {matchLabels: {app: s}}\n"
+        "  template:\n    metadata: {labels: {app: s}}\n"
+        "    spec: {containers: [{name: c, image: nginx}]}\n"
+    )
+    ok(kc, "apply", "-f", "-", stdin=deployment)
+    assert ok(kc, "scale", "deployment", "s", "-n", ns, "--replicas=3").strip() == (
+        "deployment.apps/s scaled"
+    )
+    dry = ok(kc, "scale", "deployment/s", "-n", ns, "--replicas=9", "--dry-run=server")
+    assert "(server dry run)" in dry
+    stored = get_json(kc, "deployment", "s", "-n", ns)
+    assert stored["spec"]["replicas"] == 3 and stored["metadata"]["generation"] == 2  # type: ignore[index]
+    err = failing(kc, "scale", "deployment", "s", "-n", ns, "--current-replicas=1", "--replicas=2")
+    assert "Expected replicas to be 1, was 3" in err
+    scale = json.loads(ok(kc, "get", "--raw", f"/apis/apps/v1/namespaces/{ns}/deployments/s/scale"))
+    assert (scale["kind"], scale["spec"], scale["status"]) == (
+        "Scale",
+        {"replicas": 3},
+        {"replicas": 0, "selector": "app=s"},
+    )
+
+
 def test_describe_pod(kc: Path) -> None:
     ns = namespace(kc, "e6-describe")
     ok(kc, "apply", "-f", "-", stdin=pod_manifest("web", ns))

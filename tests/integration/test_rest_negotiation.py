@@ -313,3 +313,41 @@ async def test_field_manager_accepted_and_checked(
             'CreateOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value: "a\\ab": '
             "invalid character U+0007 (at position 1)"
         )
+
+
+async def test_scale_subresource(http: aiohttp.ClientSession, namespace: str) -> None:
+    base = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    deployment = {
+        "metadata": {"name": "d"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "d"}},
+            "template": {
+                "metadata": {"labels": {"app": "d"}},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        },
+    }
+    await create(http, base, deployment)
+    async with http.get(f"{base}/d/scale") as resp:
+        scale = await resp.json()
+    assert scale["kind"] == "Scale" and scale["spec"] == {"replicas": 1}
+    scale["spec"]["replicas"] = 4
+    async with http.put(f"{base}/d/scale", json=scale) as resp:
+        assert resp.status == 200 and (await resp.json())["spec"] == {"replicas": 4}
+    async with http.put(f"{base}/d/scale", json=scale) as resp:  # stale resourceVersion
+        await _status(resp, 409, "Conflict")
+    merge = {"Content-Type": "application/merge-patch+json"}
+    async with http.patch(f"{base}/d/scale", data=b'{"spec":{"replicas":-1}}', headers=merge) as r:
+        assert "spec.replicas: Invalid value: -1" in await _status(r, 422, "Invalid")
+    async with http.patch(
+        f"{base}/d/scale?dryRun=All", data=b'{"spec":{"replicas":9}}', headers=merge
+    ) as resp:
+        assert (await resp.json())["spec"] == {"replicas": 9}
+    async with http.get(f"{base}/d") as resp:
+        stored = await resp.json()
+    assert stored["spec"]["replicas"] == 4 and stored["metadata"]["generation"] == 2
+    async with http.put(f"{base}/d/scale", json={**deployment, "kind": "Deployment"}) as resp:
+        await _status(resp, 400, "BadRequest")
+    async with http.get(f"{base}/none/scale") as resp:
+        await _status(resp, 404, "NotFound")

@@ -20,7 +20,7 @@ def test_every_served_resource_is_in_the_catalogue() -> None:
         ("", "namespaces", "Namespace", False, ("ns",), ("status",)),
         ("", "configmaps", "ConfigMap", True, ("cm",), ()),
         ("", "endpoints", "Endpoints", True, ("ep",), ()),
-        ("apps", "deployments", "Deployment", True, ("deploy",), ("status",)),
+        ("apps", "deployments", "Deployment", True, ("deploy",), ("scale", "status")),
         ("batch", "cronjobs", "CronJob", True, ("cj",), ("status",)),
         ("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", False, (), ()),
         ("discovery.k8s.io", "endpointslices", "EndpointSlice", True, (), ()),
