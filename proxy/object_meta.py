@@ -8,6 +8,7 @@ Pure functions on decoded objects; they raise ``StatusError`` (422/400).
 
 from __future__ import annotations
 
+import base64
 import copy
 import datetime
 import re
@@ -147,12 +148,32 @@ def prepare_for_create(
     meta["generation"] = 1
     if resource.plural == "namespaces":
         _namespace_defaults(obj, str(name))
+    elif is_core(resource, "secrets"):
+        secret_defaults(obj)
     elif resource.plural == "pods" and not obj.get("status"):
         obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(obj)}
     for system in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
         meta.pop(system, None)
     meta.pop("resourceVersion", None)
     return obj
+
+
+def is_core(resource: ResourceInfo, plural: str) -> bool:
+    return resource.group == "" and resource.plural == plural
+
+
+def secret_defaults(obj: JSON) -> None:
+    """As the Secret's conversion and defaulting on every write: ``stringData`` (write
+    only) is merged into ``data`` base64-encoded, its keys winning; type ``Opaque``."""
+    string_data = obj.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        current = obj.get("data")
+        data: JSON = current if isinstance(current, dict) else {}
+        for key, value in string_data.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        obj["data"] = data
+    if not obj.get("type"):
+        obj["type"] = "Opaque"
 
 
 def _namespace_defaults(obj: JSON, name: str) -> None:
@@ -240,6 +261,8 @@ def prepare_for_update(new: JSON, old: JSON, resource: ResourceInfo, subresource
             new["status"] = copy.deepcopy(old["status"])
         else:
             new.pop("status", None)
+    if is_core(resource, "secrets"):
+        secret_defaults(new)
     meta = _metadata(new)
     old_meta = old.get("metadata") or {}
     errs: list[FieldError] = []

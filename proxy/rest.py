@@ -15,7 +15,16 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy import collection, negotiation, object_meta, patch, scale, status, validation
+from proxy import (
+    collection,
+    namespace_lifecycle,
+    negotiation,
+    object_meta,
+    patch,
+    scale,
+    status,
+    validation,
+)
 from proxy.context import API_CONTEXT, APIContext
 from proxy.delete_options import parse_delete_options
 from proxy.dry_run import DryRunStore, is_dry_run
@@ -274,6 +283,12 @@ async def delete_object(
     opts = parse_delete_options(request.query, body, negotiation.media_type_of(request))
     writer: Writer = DryRunStore(rs.store) if opts.dry_run else rs.store
     key = rs.object_key(_namespace(info, rs.resource), info.name)
+    if namespace_lifecycle.is_namespaces(rs.resource):
+        namespace_lifecycle.check_deletable(info.name)
+        with storage_errors(rs.resource, info.name):  # 404 before its contents go
+            await rs.store.get(key, GetOptions())
+        if not opts.dry_run:
+            await namespace_lifecycle.delete_contents(ctx, info.name)
     with storage_errors(rs.resource, info.name):
         stored = await writer.delete(key, opts.preconditions)
     return negotiation.object_response(request, rs.resource, stored.data, fmt=media)

@@ -148,6 +148,16 @@ def conflict(qualified: str, name: str, detail: str) -> StatusError:
     )
 
 
+def forbidden(qualified: str, name: str, reason: str) -> StatusError:
+    """403 as ``errors.NewForbidden``: ``<resource> "<name>" is forbidden: <reason>``."""
+    return StatusError(
+        status_body(
+            403, "Forbidden", f'{qualified} "{name}" is forbidden: {reason}',
+            _details(name, qualified),
+        )
+    )  # fmt: skip
+
+
 def bad_request(message: str) -> StatusError:
     return StatusError(status_body(400, "BadRequest", message))
 

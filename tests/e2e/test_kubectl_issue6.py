@@ -518,3 +518,20 @@ def test_dynamic_client_lists_and_patches(kc: Path, dyn: dynamic.DynamicClient) 
     table_type = "application/json;as=Table;v=v1;g=meta.k8s.io"
     as_table = pods.get(namespace=ns, header_params={"Accept": table_type})
     assert [c["name"] for c in as_table.columnDefinitions][:3] == ["Name", "Ready", "Status"]
+
+
+def test_namespace_deletion_and_secrets(kc: Path) -> None:
+    err = failing(kc, "delete", "namespace", "default")
+    assert 'namespaces "default" is forbidden: this namespace may not be deleted' in err
+    ns = namespace(kc, "e6-gone")
+    ok(kc, "run", "p", "-n", ns, "--image=busybox")
+    secret = f"apiVersion: v1\nkind: Secret\nmetadata: {{name: s, namespace: {ns}}}\n"
+    ok(kc, "apply", "-f", "-", stdin=secret + "stringData: {user: admin}\n")
+    stored = get_json(kc, "secret", "s", "-n", ns)
+    assert (stored["type"], stored["data"]) == ("Opaque", {"user": "YWRtaW4="})
+    assert "stringData" not in stored
+    assert "(server dry run)" in ok(kc, "delete", "namespace", ns, "--dry-run=server")
+    assert names(ok(kc, "get", "pods", "-n", ns)) == ["p"]
+    assert ok(kc, "delete", "namespace", ns).strip() == f'namespace "{ns}" deleted'
+    assert "No resources found" in run(kc, "get", "pods,secrets", "-n", ns).stderr
+    assert f'namespaces "{ns}" not found' in failing(kc, "get", "namespace", ns)
