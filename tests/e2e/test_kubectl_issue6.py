@@ -76,6 +76,15 @@ def pod_manifest(name: str, ns: str, *, image: str = "nginx:1.25", sidecar: bool
     return text
 
 
+def deployment_manifest(name: str, ns: str, *, replicas: int) -> str:
+    return (
+        f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: {ns}}}\n"
+        f"spec:\n  replicas: {replicas}\n  selector: {{matchLabels: {{app: {name}}}}}\n"
+        f"  template:\n    metadata: {{labels: {{app: {name}}}}}\n"
+        "    spec: {containers: [{name: c, image: nginx}]}\n"
+    )
+
+
 def header(table: str) -> list[str]:
     return table.splitlines()[0].split()
 
@@ -197,13 +206,7 @@ def test_get_tables_and_formats(kc: Path) -> None:
 
 def test_get_other_kinds_tables(kc: Path) -> None:
     ns = namespace(kc, "e6-kinds")
-    deployment = (
-        f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d, namespace: {ns}}}\n"
-        "spec:\n  replicas: 2\n  selector: {matchLabels: {app: d}}\n"
-        "  template:\n    metadata: {labels: {app: d}}\n"
-        "    spec: {containers: [{name: c, image: nginx}]}\n"
-    )
-    ok(kc, "apply", "-f", "-", stdin=deployment)
+    ok(kc, "apply", "-f", "-", stdin=deployment_manifest("d", ns, replicas=2))
     ok(kc, "apply", "-f", "-", stdin=(
         f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cm, namespace: {ns}}}\n"
         "data: {a: '1', b: '2'}\n"
@@ -217,13 +220,7 @@ def test_get_other_kinds_tables(kc: Path) -> None:
 
 def test_scale_deployment(kc: Path) -> None:
     ns = namespace(kc, "e6-scale")
-    deployment = (
-        f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: s, namespace: {ns}}}\n"
-        "spec:\n  replicas: 1\n  selector: {matchLabels: {app: s}}\n"
-        "  template:\n    metadata: {labels: {app: s}}\n"
-        "    spec: {containers: [{name: c, image: nginx}]}\n"
-    )
-    ok(kc, "apply", "-f", "-", stdin=deployment)
+    ok(kc, "apply", "-f", "-", stdin=deployment_manifest("s", ns, replicas=1))
     assert ok(kc, "scale", "deployment", "s", "-n", ns, "--replicas=3").strip() == (
         "deployment.apps/s scaled"
     )
