@@ -69,7 +69,8 @@ async def open_watch(
     list_opts = ListOptions(
         resource_version=opts.resource_version,
         resource_version_match="NotOlderThan" if opts.resource_version else "",
-        predicate=opts.predicate,
+        # the initial state is the whole list: a watch's limit/continue do not page it
+        predicate=dataclasses.replace(opts.predicate, limit=0, continue_token=""),
         recursive=opts.recursive,
     )
     listed = await store.get_list(key, list_opts)
