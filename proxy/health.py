@@ -10,6 +10,9 @@ ending ``<name> check failed``; success answers ``ok`` (or the list, ending
   and readyz: readyz fails while etcd is unreachable.
 - ``poststarthook/start-system-namespaces-controller`` (readyz only): fails until the
   system namespaces exist (``proxy.system_namespaces``).
+- ``poststarthook/storage-readiness`` (readyz only): fails until every resource's watch
+  cache (all built at start-up) has been ready once, as kube-apiserver's hook of that
+  name; passes at once with ``--watch-cache=false``.
 - ``shutdown``: fails once shutdown has begun (readyz only), so load balancers drain.
 - livez has no etcd check: restarting this server does not bring etcd back, and it
   recovers by itself when etcd returns.
@@ -54,7 +57,13 @@ async def _system_namespaces(ctx: APIContext) -> None:
         raise RuntimeError("system namespaces not created yet")
 
 
+async def _storage_readiness(ctx: APIContext) -> None:
+    if not ctx.storages.caches_ready():
+        raise RuntimeError("watch caches not initialized yet")
+
+
 SYSTEM_NAMESPACES_CHECK = "poststarthook/start-system-namespaces-controller"
+STORAGE_READINESS_CHECK = "poststarthook/storage-readiness"
 
 CHECKS: dict[str, list[tuple[str, Check]]] = {
     "healthz": [("ping", _ping), ("log", _ping), ("etcd", _etcd)],
@@ -64,6 +73,7 @@ CHECKS: dict[str, list[tuple[str, Check]]] = {
         ("log", _ping),
         ("etcd", _etcd),
         (SYSTEM_NAMESPACES_CHECK, _system_namespaces),
+        (STORAGE_READINESS_CHECK, _storage_readiness),
         ("shutdown", _shutdown),
     ],
 }

@@ -155,6 +155,7 @@ def build_app(
     app.router.add_route("*", "/api/{tail:.+}", handle_resource)
     app.router.add_route("*", "/apis/{tail:.+}", handle_resource)
 
+    app.cleanup_ctx.append(_storages_and_compactor(ctx))
     if settings.system_namespaces:
         app.cleanup_ctx.append(_system_namespaces_task(ctx))
 
@@ -169,6 +170,30 @@ def build_app(
     app.on_shutdown.append(on_shutdown)
     app.on_cleanup.append(on_cleanup)
     return app
+
+
+def _storages_and_compactor(
+    ctx: APIContext,
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    """A cleanup context that, at start-up, builds every served resource's storage (so
+    every watch cache primes at once, as kube-apiserver creates its cachers) and holds
+    the etcd client's compactor (``--etcd-compaction-interval``) whether or not the
+    watch cache is on. The compactor registry keys on the client, so the cachers that
+    also acquire it share this one: one compaction per interval either way."""
+
+    async def run(app: web.Application) -> AsyncIterator[None]:
+        from cacher.compactor import Compactor
+
+        compactor = Compactor.acquire(
+            ctx.storage_ctx.client,
+            ctx.settings.etcd_compaction_interval,
+        )
+        ctx.storages.build_all(ctx.registry)
+        yield
+        if compactor is not None:
+            await compactor.release()
+
+    return run
 
 
 def _system_namespaces_task(

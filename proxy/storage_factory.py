@@ -11,6 +11,7 @@ resources, and a per-resource view (``ResourceStorage``) that knows the resource
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -49,8 +50,9 @@ def new_storage(resource: ResourceInfo, ctx: StorageContext) -> Interface:
     """THE choice of storage for ``resource``: with ``--watch-cache`` (the default) the
     etcd3 store wrapped in the resource's watch cache (``cacher.new_cached_storage``:
     RV=0 reads and every watch from memory, the rest routed as kube-apiserver does);
-    with ``--watch-cache=false`` the etcd3 store alone. Called once per resource, on its
-    first request, with the event loop running."""
+    with ``--watch-cache=false`` the etcd3 store alone. Called once per resource, at
+    server start-up (``StorageMap.build_all``) as kube-apiserver builds every cacher,
+    with the event loop running; etcd may be down (the cache then stays unready)."""
     settings = ctx.settings
     if not settings.watch_cache:
         return ctx.etcd3()
@@ -105,10 +107,30 @@ class ResourceStorage:
 
 @dataclass
 class StorageMap:
-    """Per-resource storages, built on first use; ``close()`` closes each store once."""
+    """Per-resource storages, built at start-up by ``build_all`` (or, for a resource not
+    built then, on first use); ``close()`` closes each store once."""
 
     ctx: StorageContext
     _by_resource: dict[tuple[str, str, str], ResourceStorage] = field(default_factory=dict)
+    # resources whose watch cache has been ready once (latched: storage-readiness)
+    _ready_once: set[tuple[str, str, str]] = field(default_factory=set)
+
+    def build_all(self, resources: Iterable[ResourceInfo]) -> None:
+        """Build every resource's storage now (its watch cache starts priming at once)."""
+        for resource in resources:
+            self.for_resource(resource)
+
+    def caches_ready(self) -> bool:
+        """True once every built watch cache has been ready at least once (kube-apiserver's
+        ``poststarthook/storage-readiness``); always true without watch caches."""
+        for key, rs in self._by_resource.items():
+            if key in self._ready_once:
+                continue
+            cacher = getattr(rs.store, "cacher", None)
+            if cacher is not None and not cacher.ready.check():
+                return False
+            self._ready_once.add(key)
+        return True
 
     def for_resource(self, resource: ResourceInfo) -> ResourceStorage:
         key = (resource.group, resource.version, resource.plural)
