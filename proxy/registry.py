@@ -53,7 +53,50 @@ SERVED: tuple[tuple[str, str, str], ...] = (
     ("rbac.authorization.k8s.io", "v1", "clusterroles"),
     ("rbac.authorization.k8s.io", "v1", "clusterrolebindings"),
     ("discovery.k8s.io", "v1", "endpointslices"),
+    # every other built-in resource with plain storage, at its preferred version
+    ("", "v1", "podtemplates"),
+    ("", "v1", "replicationcontrollers"),
+    ("", "v1", "limitranges"),
+    ("", "v1", "resourcequotas"),
+    ("apps", "v1", "controllerrevisions"),
+    ("autoscaling", "v2", "horizontalpodautoscalers"),
+    ("policy", "v1", "poddisruptionbudgets"),
+    ("networking.k8s.io", "v1", "ingresses"),
+    ("networking.k8s.io", "v1", "ingressclasses"),
+    ("networking.k8s.io", "v1", "networkpolicies"),
+    ("networking.k8s.io", "v1", "ipaddresses"),
+    ("networking.k8s.io", "v1", "servicecidrs"),
+    ("storage.k8s.io", "v1", "storageclasses"),
+    ("storage.k8s.io", "v1", "volumeattachments"),
+    ("storage.k8s.io", "v1", "csidrivers"),
+    ("storage.k8s.io", "v1", "csinodes"),
+    ("storage.k8s.io", "v1", "csistoragecapacities"),
+    ("storage.k8s.io", "v1", "volumeattributesclasses"),
+    ("scheduling.k8s.io", "v1", "priorityclasses"),
+    ("node.k8s.io", "v1", "runtimeclasses"),
+    ("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations"),
+    ("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations"),
+    ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings"),
+    ("admissionregistration.k8s.io", "v1", "mutatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "v1", "mutatingadmissionpolicybindings"),
+    ("certificates.k8s.io", "v1", "certificatesigningrequests"),
+    ("certificates.k8s.io", "v1", "clustertrustbundles"),
+    ("certificates.k8s.io", "v1", "podcertificaterequests"),
+    ("flowcontrol.apiserver.k8s.io", "v1", "flowschemas"),
+    ("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations"),
+    ("resource.k8s.io", "v1", "deviceclasses"),
+    ("resource.k8s.io", "v1", "devicetaintrules"),
+    ("resource.k8s.io", "v1", "resourceclaims"),
+    ("resource.k8s.io", "v1", "resourceclaimtemplates"),
+    ("resource.k8s.io", "v1", "resourceslices"),
+    ("storagemigration.k8s.io", "v1", "storageversionmigrations"),
 )
+# Not served: virtual resources without storage (bindings, componentstatuses,
+# tokenreviews, *accessreviews, selfsubject*, pods/eviction, serviceaccounts/token),
+# CRDs and aggregation (apiextensions, apiregistration), alpha and beta versions (off by
+# default in kube-apiserver), and events.k8s.io/v1 events (the core events' storage seen
+# through a conversion this server does not have).
 
 # Subresources served (the catalogue lists more: scale, log, eviction, ...).
 SERVED_SUBRESOURCES = frozenset({"status", "scale"})
@@ -76,6 +119,17 @@ SHORT_NAMES: dict[str, tuple[str, ...]] = {
     "statefulsets": ("sts",),
     "daemonsets": ("ds",),
     "cronjobs": ("cj",),
+    "limitranges": ("limits",),
+    "resourcequotas": ("quota",),
+    "horizontalpodautoscalers": ("hpa",),
+    "poddisruptionbudgets": ("pdb",),
+    "ingresses": ("ing",),
+    "networkpolicies": ("netpol",),
+    "storageclasses": ("sc",),
+    "priorityclasses": ("pc",),
+    "certificatesigningrequests": ("csr",),
+    "ipaddresses": ("ip",),
+    "volumeattributesclasses": ("vac",),
 }
 
 # Categories (Categories()): `kubectl get all` expands "all" through discovery.

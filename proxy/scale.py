@@ -1,6 +1,6 @@
-"""The ``/scale`` subresource of deployments, replicasets and statefulsets: the object
-seen as an ``autoscaling/v1`` Scale, as ``kubectl scale`` (a merge PATCH of
-``{"spec":{"replicas":N}}``) and autoscalers use it.
+"""The ``/scale`` subresource of deployments, replicasets, statefulsets and
+replicationcontrollers: the object seen as an ``autoscaling/v1`` Scale, as ``kubectl scale``
+(a merge PATCH of ``{"spec":{"replicas":N}}``) and autoscalers use it.
 
 - GET: the Scale (name, namespace, uid, resourceVersion and creationTimestamp of the
   object; ``spec.replicas``; ``status.replicas`` and ``status.selector`` as a selector
@@ -53,7 +53,12 @@ def from_object(obj: JSONObject) -> JSON:
         "spec": {"replicas": replicas} if replicas else {},
         "status": {"replicas": int((obj.get("status") or {}).get("replicas") or 0)},
     }
-    selector = format_label_selector(spec.get("selector"))
+    raw_selector = spec.get("selector")
+    if obj.get("kind") == "ReplicationController" and isinstance(raw_selector, dict):
+        # a ReplicationController's selector is a plain label map (SelectorFromSet)
+        selector = ",".join(f"{k}={v}" for k, v in sorted(raw_selector.items()))
+    else:
+        selector = format_label_selector(raw_selector)
     if selector:
         scale["status"]["selector"] = selector
     return scale

@@ -121,6 +121,40 @@ def test_api_resources_and_versions(kc: Path) -> None:
     assert "nodes" in namespaced and "pods" not in namespaced
     versions = ok(kc, "api-versions").split()
     assert {"v1", "apps/v1", "batch/v1"} <= set(versions)
+    # every built-in resource with plain storage, at its preferred version
+    assert rows["podtemplates"] == ["podtemplates", "v1", "true", "PodTemplate"]
+    assert rows["horizontalpodautoscalers"] == [
+        "horizontalpodautoscalers",
+        "hpa",
+        "autoscaling/v2",
+        "true",
+        "HorizontalPodAutoscaler",
+    ]
+    assert rows["storageclasses"] == [
+        "storageclasses",
+        "sc",
+        "storage.k8s.io/v1",
+        "false",
+        "StorageClass",
+    ]
+    assert rows["flowschemas"][1:] == ["flowcontrol.apiserver.k8s.io/v1", "false", "FlowSchema"]
+    assert {"policy/v1", "networking.k8s.io/v1", "node.k8s.io/v1"} <= set(versions)
+    for virtual in ("bindings", "componentstatuses", "tokenreviews", "apiservices"):
+        assert virtual not in rows
+
+
+def test_podtemplates_generic_table(kc: Path) -> None:
+    ns = namespace(kc, "podtemplates-table")
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": {"name": "pt", "namespace": ns},
+        "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+    }
+    ok(kc, "apply", "-f", "-", stdin=json.dumps(manifest))
+    table = ok(kc, "get", "podtemplates", "-n", ns)
+    assert header(table) == ["NAME", "AGE"]  # the generic NAME/AGE table
+    assert table.splitlines()[1].split()[0] == "pt"
 
 
 @pytest.mark.parametrize("path", ["/api", "/apis"])

@@ -32,6 +32,7 @@ async def test_rv0_list_right_after_readyz_is_served_from_cache(
         for path, expected in (
             ("/api/v1/pods?resourceVersion=0", ["p0"]),
             ("/apis/apps/v1/deployments?resourceVersion=0", []),
+            ("/api/v1/podtemplates?resourceVersion=0", []),
         ):
             async with http.get(path) as resp:
                 assert resp.status == 200, path
