@@ -173,6 +173,7 @@ class Cacher:
         """Every match under ``key`` once the cache reached ``resource_version``; ``limit``
         is ignored (the whole list, no continue token), as kube-apiserver does."""
         await self.wait_until_fresh(resource_version)
+        key = scope_key(key, opts.recursive)
         res = self.cache.list_objects(key, opts.predicate, recursive=opts.recursive)
         self._count_list(res)
         return ListResult(
@@ -202,6 +203,7 @@ class Cacher:
         initial-events-end BOOKMARK when bookmarks are allowed; False: changes only.
         Raises NotReady (429) while (re)initializing, TooLargeResourceVersion (504)."""
         rv = parse_resource_version(opts.resource_version)
+        key = scope_key(key, opts.recursive)
         if not self.ready.check():
             raise NotReady()
         sie = opts.send_initial_events
@@ -271,6 +273,12 @@ class Cacher:
                 out = convert(ev, opts.predicate)
                 if out is not None:
                     yield out
+
+
+def scope_key(key: str, recursive: bool) -> str:
+    """A recursive read's key as a directory: "/pods/a" must not take in "/pods/ab/..."
+    (upstream's cacher and etcd3 store add the trailing "/" the same way)."""
+    return key if not recursive or key.endswith("/") else key + "/"
 
 
 def _added_then(items: list[CachedObject], last: WatchEvent | None) -> Iterator[WatchEvent]:

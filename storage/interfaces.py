@@ -114,6 +114,10 @@ class ListOptions:
     # the watch's server-side deadline in seconds (timeoutSeconds, or the REST layer's
     # defaulted 1800 s x [1, 2)); the stream ends cleanly then. None = no deadline.
     timeout_seconds: float | None = None
+    # (apiVersion, kind) of the watched resource, for BOOKMARK objects a store builds
+    # itself (the etcd3 watcher's initial-events-end bookmark; the cacher knows its kind).
+    # Unset: the kind of the first initial object, or a bookmark with metadata only.
+    bookmark_kind: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -171,6 +171,9 @@ class Etcd3Store:
     async def watch(self, key: str, opts: ListOptions) -> Watcher:
         """A watch served by etcd (``--watch-cache=false``); see Etcd3Watcher."""
         start = parse_resource_version(opts.resource_version)
+        if start == 0 and opts.send_initial_events is False:
+            # No initial state: changes after etcd's revision at the time of this call.
+            start = await self.current_resource_version()
         watcher = Etcd3Watcher(self._client, self._timeout, key, start, opts)
         self._watchers.add(watcher)
         watcher.on_stop = self._watchers.discard

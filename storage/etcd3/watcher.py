@@ -3,7 +3,15 @@ the watch cache is off.
 
 - RV unset or "0": synthetic ``ADDED`` for every current object (a list at the current
   revision), then the changes after that revision.
-- RV=N: the changes after N. If etcd compacted past N: one ``ERROR`` event (410 Expired,
+- RV=N: the changes after N.
+- ``send_initial_events`` (WatchList) overrides both: True sends the current state (a
+  list at the newest revision, whatever N is) as ``ADDED`` and then, with
+  ``allow_watch_bookmarks``, one ``BOOKMARK`` at the list's revision annotated
+  ``k8s.io/initial-events-end: "true"`` (upstream's isInitialEventsEndBookmarkRequired);
+  False sends no initial state, starting from N, or from the current revision for
+  RV unset/"0" (upstream's getStartWatchResourceVersion; the store reads that revision
+  before ``watch`` returns, so nothing written after the call is missed).
+- If etcd compacted past N: one ``ERROR`` event (410 Expired,
   ``The resourceVersion for the provided watch is too old.``), then the stream ends.
 - A created key is ``ADDED``, a changed one ``MODIFIED``, a deleted one ``DELETED``
   carrying the previous value with the deletion revision as its resourceVersion.
@@ -22,6 +30,8 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 
+import orjson
+
 from etcdclient import EtcdClient, prefix_end
 from etcdclient import errors as etcd_errors
 from etcdclient.types import Event, EventType, KeyValue
@@ -36,6 +46,7 @@ log = logging.getLogger(__name__)
 QUEUE_SIZE = 100
 _INITIAL_BATCH = 10_000
 _END = WatchEvent("ERROR", b"", -1)  # sentinel: the stream has ended
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
 class Etcd3Watcher:
@@ -50,6 +61,10 @@ class Etcd3Watcher:
         self._key = key if not opts.recursive or key.endswith("/") else key + "/"
         self._start_rv = start_rv
         self._pred: SelectionPredicate = opts.predicate
+        sie = opts.send_initial_events
+        self._initial = bool(sie) if sie is not None else start_rv == 0
+        self._end_bookmark = bool(sie) and opts.allow_watch_bookmarks
+        self._bookmark_kind = opts.bookmark_kind
         self._queue: asyncio.Queue[WatchEvent] = asyncio.Queue(maxsize=QUEUE_SIZE)
         self._task: asyncio.Task[None] | None = None
         self._ended = False  # set by the producer when it cannot enqueue _END
@@ -86,7 +101,7 @@ class Etcd3Watcher:
     async def _run(self) -> None:
         try:
             revision = self._start_rv
-            if revision == 0:
+            if self._initial:
                 revision = await self._send_initial_state()
             await self._follow(revision)
         except (etcd_errors.Compacted, Expired):
@@ -117,6 +132,7 @@ class Etcd3Watcher:
         start = self._key.encode()
         end = prefix_end(start) if self._recursive else None
         revision = 0
+        first: bytes | None = None
         while True:
             resp = await call(
                 self._client.range(start, end, limit=_INITIAL_BATCH, revision=revision),
@@ -127,10 +143,26 @@ class Etcd3Watcher:
             for kv in resp.kvs:
                 stored = self._decode(kv, kv.mod_revision)
                 if self._matches(stored):
+                    first = first or stored.data
                     await self._queue.put(WatchEvent("ADDED", stored.data, kv.mod_revision))
             if not resp.more or not resp.kvs:
-                return revision
+                break
             start = resp.kvs[-1].key + b"\x00"
+        if self._end_bookmark:
+            await self._queue.put(self._initial_events_end(revision, first))
+        return revision
+
+    def _initial_events_end(self, revision: int, sample: bytes | None) -> WatchEvent:
+        """The BOOKMARK ending a streaming list's initial state: the resource's kind with
+        only the resourceVersion (the list's revision) and the end annotation."""
+        head: dict[str, object] = {}
+        if self._bookmark_kind is not None:
+            head = {"apiVersion": self._bookmark_kind[0], "kind": self._bookmark_kind[1]}
+        elif sample is not None:
+            obj = orjson.loads(sample)
+            head = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+        meta = {"resourceVersion": str(revision), "annotations": {INITIAL_EVENTS_END: "true"}}
+        return WatchEvent("BOOKMARK", orjson.dumps({**head, "metadata": meta}), revision)
 
     async def _follow(self, revision: int) -> None:
         key = self._key.encode()

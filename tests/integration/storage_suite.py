@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -667,3 +668,224 @@ async def test_compacted_continue_is_expired_with_fresh_token(
     pages = await list_all(store, key_prefix, list_opts(limit=1, token=err.value.continue_token))
     assert [n for p in pages for n in names(p)] == ["b", "bb", "c"]
     assert pages[0].resource_version >= latest.resource_version
+
+
+# ----------------------------------------------------------------------------- ported tables
+# Ported from store_tests.go (RunTestList's RV x match x limit table, RunTestGetListNonRecursive,
+# the "/pods/a" vs "/pods/ab" prefix case) and watcher_tests.go (RunTestWatchFromZero,
+# RunTestWatchDeleteEventObjectHaveLatestRV, RunTestNamespaceScopedWatch, RunWatchSemantics).
+
+
+async def test_list_table_rv_match_limit(
+    store: Interface, key_prefix: str, store_kind: str
+) -> None:
+    """Every RV x match x limit combination: the items, the list RV, the error. (The
+    cacher serves RV=0 and NotOlderThan from memory, where the limit is ignored.)"""
+    _, b, c = await seed(store, key_prefix, ["a", "b", "c"])
+    gone = await store.delete(key_of(key_prefix, "b"))
+    a2 = await set_node(store, key_of(key_prefix, "a"), "n1")
+    latest = a2.resource_version
+    await store.get(key_of(key_prefix, "a"), GetOptions(resource_version=str(latest)))
+    future = str(latest + 1_000_000)
+    now = ["a", "c"]
+    # (rv, match) -> (names, rv check) ; rv check: "eq" = list RV == rv, "ge" = >= rv
+    table: list[tuple[str, str, list[str], str, type[Exception] | None]] = [
+        ("", "", now, "ge-latest", None),
+        ("0", "", now, "ge-0", None),
+        ("0", "NotOlderThan", now, "ge-0", None),
+        (str(b.resource_version), "NotOlderThan", now, "ge", None),
+        (str(b.resource_version), "Exact", ["a", "b"], "eq", None),
+        (str(gone.resource_version), "Exact", ["a", "c"], "eq", None),
+        (str(c.resource_version), "Exact", ["a", "b", "c"], "eq", None),
+        (str(latest), "NotOlderThan", now, "ge", None),
+        (str(latest), "Exact", now, "eq", None),
+        (future, "NotOlderThan", [], "", TooLargeResourceVersion),
+        (future, "Exact", [], "", TooLargeResourceVersion),
+    ]
+    for rv, match, want, check, error in table:
+        for limit in (0, 1, 2, 5):
+            case = f"rv={rv!r} match={match!r} limit={limit}"
+            opts = list_opts(rv, match, limit=limit)
+            if error is not None:
+                if limit and match != "Exact":
+                    continue  # a cacher waits its 3 s freshness bound per try: once is enough
+                with pytest.raises(error):
+                    await store.get_list(key_prefix, opts)
+                continue
+            pages = await list_all(store, key_prefix, opts)
+            assert [n for p in pages for n in names(p)] == want, case
+            from_cache = store_kind == "cacher" and (rv == "0" or match == "NotOlderThan")
+            if from_cache:
+                assert len(pages) == 1, case
+            else:
+                assert all(limit == 0 or len(p.items) <= limit for p in pages), case
+            assert len({p.resource_version for p in pages}) == 1, case
+            got = pages[0].resource_version
+            if check == "eq":
+                assert got == int(rv), case
+            elif check == "ge":
+                assert got >= int(rv), case
+            elif check == "ge-latest":
+                assert got >= latest, case
+            for p in pages:
+                for item in p.items:
+                    assert rv_of(item) == str(item.resource_version), case
+                    assert check != "eq" or item.resource_version <= int(rv), case
+    # Legacy exact: RV=N (no match) with a limit reads at N.
+    pages = await list_all(store, key_prefix, list_opts(str(b.resource_version), limit=1))
+    assert [n for p in pages for n in names(p)] == ["a", "b"]
+    assert {p.resource_version for p in pages} == {b.resource_version}
+    # RV=N (no match) without a limit: not older than N.
+    legacy = await store.get_list(key_prefix, list_opts(str(b.resource_version)))
+    assert names(legacy) == now and legacy.resource_version >= latest
+
+
+async def test_list_non_recursive_single_key(store: Interface, key_prefix: str) -> None:
+    a = await create(store, key_prefix, pod("a"))
+    await create(store, key_prefix, pod("ab"))
+    nested = await create(store, key_prefix, pod("a", "a"))  # "<prefix>a/a": under "a/"
+    await store.get(nested.key, GetOptions(resource_version=str(nested.resource_version)))
+    key = key_of(key_prefix, "a")
+    for rv in ("", "0", str(a.resource_version)):
+        opts = dataclasses.replace(list_opts(rv), recursive=False)
+        got = await store.get_list(key, opts)
+        assert names(got) == ["a"], rv
+        assert got.items[0].key == key
+        missing = await store.get_list(key_of(key_prefix, "zz"), opts)
+        assert list(missing.items) == [], rv
+        assert missing.resource_version >= a.resource_version
+
+
+async def test_list_prefix_excludes_sibling_with_longer_name(
+    store: Interface, key_prefix: str
+) -> None:
+    await create(store, key_prefix, pod("x", "a"))
+    await create(store, key_prefix, pod("y", "ab"))
+    last = await create(store, key_prefix, pod("z", "a"))
+    await store.get(last.key, GetOptions(resource_version=str(last.resource_version)))
+    for rv in ("", "0", str(last.resource_version)):
+        for prefix in (f"{key_prefix}a", f"{key_prefix}a/"):
+            got = await store.get_list(prefix, list_opts(rv))
+            assert names(got) == ["x", "z"], (rv, prefix)
+    paged = await list_all(store, f"{key_prefix}a", list_opts(limit=1))
+    assert [n for p in paged for n in names(p)] == ["x", "z"]
+    async with watching(store, f"{key_prefix}a", list_opts(str(last.resource_version))) as w:
+        await create(store, key_prefix, pod("w", "ab"))
+        mine = await create(store, key_prefix, pod("w", "a"))
+        (event,) = await next_events(w, 1)
+    assert event_view(event) == ("ADDED", "w", mine.resource_version)
+    assert orjson.loads(event.data)["metadata"]["namespace"] == "a"
+
+
+async def test_watch_from_zero_after_deletions(store: Interface, key_prefix: str) -> None:
+    key = key_of(key_prefix, "a")
+    await create(store, key_prefix, pod("a"))
+    await create(store, key_prefix, pod("b"))
+    await store.delete(key_of(key_prefix, "b"))
+    updated = await set_node(store, key, "n1")
+    await store.get(key, GetOptions(resource_version=str(updated.resource_version)))
+    async with watching(store, key_prefix, list_opts("0")) as w:
+        (initial,) = await next_events(w, 1)
+        again = await set_node(store, key, "n2")
+        gone = await store.delete(key)
+        live = await next_events(w, 2)
+    assert event_view(initial) == ("ADDED", "a", updated.resource_version)
+    assert [event_view(e) for e in live] == [
+        ("MODIFIED", "a", again.resource_version),
+        ("DELETED", "a", gone.resource_version),
+    ]
+
+
+async def test_watch_delete_event_object_has_latest_rv(store: Interface, key_prefix: str) -> None:
+    key = key_of(key_prefix, "a")
+    created = await create(store, key_prefix, pod("a", node="n1"))
+    for recursive, watched in ((True, key_prefix), (False, key)):
+        opts = dataclasses.replace(list_opts(str(created.resource_version)), recursive=recursive)
+        async with watching(store, watched, opts) as w:
+            gone = await store.delete(key)
+            (event,) = await next_events(w, 1)
+        assert event.type == "DELETED"
+        obj = orjson.loads(event.data)
+        assert obj["metadata"]["resourceVersion"] == str(gone.resource_version)
+        assert event.resource_version == gone.resource_version > created.resource_version
+        assert obj["spec"]["nodeName"] == "n1"
+        created = await create(store, key_prefix, pod("a", node="n1"))
+
+
+async def test_namespace_scoped_watch(store: Interface, key_prefix: str) -> None:
+    start = await create(store, key_prefix, pod("seed", "ns0"))
+    rv = str(start.resource_version)
+    by_prefix = watching(store, f"{key_prefix}ns1/", list_opts(rv))
+    by_field = watching(store, key_prefix, list_opts(rv, field="metadata.namespace=ns1"))
+    async with by_prefix as w1, by_field as w2:
+        await create(store, key_prefix, pod("a", "ns2"))
+        a1 = await create(store, key_prefix, pod("a", "ns1"))
+        await set_node(store, key_of(key_prefix, "a", "ns2"), "n1")
+        b1 = await set_node(store, key_of(key_prefix, "a", "ns1"), "n1")
+        await store.delete(key_of(key_prefix, "a", "ns2"))
+        c1 = await store.delete(key_of(key_prefix, "a", "ns1"))
+        for w in (w1, w2):
+            events = await next_events(w, 3)
+            assert [event_view(e) for e in events] == [
+                ("ADDED", "a", a1.resource_version),
+                ("MODIFIED", "a", b1.resource_version),
+                ("DELETED", "a", c1.resource_version),
+            ]
+            assert {orjson.loads(e.data)["metadata"]["namespace"] for e in events} == {"ns1"}
+
+
+# RunWatchSemantics: sendInitialEvents x allowWatchBookmarks x resourceVersion.
+_WATCH_SEMANTICS = [
+    (sie, bookmarks, rv)
+    for sie in (None, True, False)
+    for bookmarks in (False, True)
+    for rv in ("unset", "0", "before", "current")
+]
+
+
+async def test_watch_semantics_table(store: Interface, key_prefix: str) -> None:
+    """Per case, three objects exist (created after "before", at or before "current");
+    the watch must deliver: the initial ADDED (any order) when sendInitialEvents=true
+    or (unset and RV unset/0); the history ADDED in order for RV=before without
+    sendInitialEvents=true; one initial-events-end BOOKMARK (at the list's RV, no
+    earlier than the last object) iff sendInitialEvents=true and bookmarks allowed;
+    then the live event, and nothing else."""
+    for i, (sie, bookmarks, rv_kind) in enumerate(_WATCH_SEMANTICS):
+        case = f"sendInitialEvents={sie} allowWatchBookmarks={bookmarks} rv={rv_kind}"
+        ns = f"c{i}"
+        before = await store.current_resource_version()
+        made = [await create(store, key_prefix, pod(n, ns)) for n in ("p1", "p2", "p3")]
+        last = made[-1].resource_version
+        await store.get(key_of(key_prefix, "p3", ns), GetOptions(resource_version=str(last)))
+        rv = {"unset": "", "0": "0", "before": str(before), "current": str(last)}[rv_kind]
+        opts = dataclasses.replace(
+            list_opts(rv, "NotOlderThan" if sie is not None and rv else ""),
+            send_initial_events=sie,
+            allow_watch_bookmarks=bookmarks,
+        )
+        added = [("ADDED", s.obj["metadata"]["name"], s.resource_version) for s in made]
+        initial = sie is True or (sie is None and rv_kind in ("unset", "0"))
+        replayed = not initial and rv_kind == "before"
+        async with watching(store, f"{key_prefix}{ns}/", opts) as w:
+            got: list[WatchEvent] = []
+            if initial or replayed:
+                got += await next_events(w, 3)
+            if sie is True and bookmarks:
+                got += await next_events(w, 1)
+            live = await create(store, key_prefix, pod("p4", ns))
+            got += await next_events(w, 1)
+        views = [event_view(e) if e.type != "BOOKMARK" else None for e in got]
+        if initial:
+            assert sorted(v for v in views[:3] if v) == added, case
+        elif replayed:
+            assert views[:3] == added, case
+        if sie is True and bookmarks:
+            mark = got[-2]
+            assert mark.type == "BOOKMARK", case
+            meta = orjson.loads(mark.data)["metadata"]
+            assert meta["annotations"] == {"k8s.io/initial-events-end": "true"}, case
+            assert meta["resourceVersion"] == str(mark.resource_version), case
+            assert last <= mark.resource_version < live.resource_version, case
+        assert views[-1] == ("ADDED", "p4", live.resource_version), case
+        expected_count = (3 if initial or replayed else 0) + (sie is True and bookmarks) + 1
+        assert len(got) == expected_count, case
