@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 import pytest
 
+from storage.continue_token import encode_continue
 from storage.errors import (
     AlreadyExists,
     Expired,
@@ -889,3 +890,389 @@ async def test_watch_semantics_table(store: Interface, key_prefix: str) -> None:
         assert views[-1] == ("ADDED", "p4", live.resource_version), case
         expected_count = (3 if initial or replayed else 0) + (sie is True and bookmarks) + 1
         assert len(got) == expected_count, case
+
+
+async def test_list_continue_table(store: Interface, key_prefix: str) -> None:
+    """RunTestList's limit/continue cases: exact tokens, remainingItemCount, rv -1 tokens
+    (consistent read at the latest revision), and invalid tokens."""
+    a, b, c, d = await seed(store, key_prefix, ["a", "b", "c", "d"])
+    u = await set_node(store, key_of(key_prefix, "a"), "n1")
+
+    def token(after: str, rv: int) -> str:
+        return encode_continue(key_of(key_prefix, after) + "\x00", key_prefix, rv)
+
+    # (rv, match, limit, token) -> (names, list RV (None: >= latest), token, remaining)
+    table: list[tuple[str, str, int, str, list[str], int | None, str, int | None]] = [
+        (
+            str(b.resource_version),
+            "Exact",
+            1,
+            "",
+            ["a"],
+            b.resource_version,
+            token("a", b.resource_version),
+            1,
+        ),
+        (
+            str(d.resource_version),
+            "Exact",
+            2,
+            "",
+            ["a", "b"],
+            d.resource_version,
+            token("b", d.resource_version),
+            2,
+        ),
+        (
+            str(d.resource_version),
+            "Exact",
+            4,
+            "",
+            ["a", "b", "c", "d"],
+            d.resource_version,
+            "",
+            None,
+        ),
+        (
+            str(u.resource_version),
+            "Exact",
+            1,
+            "",
+            ["a"],
+            u.resource_version,
+            token("a", u.resource_version),
+            3,
+        ),
+        ("", "", 1, token("a", b.resource_version), ["b"], b.resource_version, "", None),
+        (
+            "",
+            "",
+            1,
+            token("a", d.resource_version),
+            ["b"],
+            d.resource_version,
+            token("b", d.resource_version),
+            2,
+        ),
+        ("", "", 4, token("b", c.resource_version), ["c"], c.resource_version, "", None),
+        ("", "", 0, token("a", -1), ["b", "c", "d"], None, "", None),
+        ("", "", 2, token("a", -1), ["b", "c"], None, "latest", 1),
+    ]
+    for rv, match, limit, tok, want, want_rv, want_token, remaining in table:
+        case = f"rv={rv!r} match={match!r} limit={limit} token={tok!r}"
+        got = await store.get_list(key_prefix, list_opts(rv, match, limit=limit, token=tok))
+        assert names(got) == want, case
+        if want_rv is None:
+            assert got.resource_version >= u.resource_version, case
+        else:
+            assert got.resource_version == want_rv, case
+        if want_token == "latest":
+            want_token = token(want[-1], got.resource_version)
+        assert got.continue_token == want_token, case
+        assert got.remaining_item_count == remaining, case
+    # The exact version of the updated object is served at its own revision.
+    at_c = await store.get_list(key_prefix, list_opts(str(c.resource_version), "Exact"))
+    assert at_c.items[0].resource_version == a.resource_version
+
+    bad = [
+        encode_continue(key_prefix, key_prefix, d.resource_version),  # empty start key
+        token("a", 0),  # no resource version
+    ]
+    for tok in bad:
+        with pytest.raises(InvalidContinue):
+            await store.get_list(key_prefix, list_opts(limit=1, token=tok))
+    with pytest.raises(InvalidResourceVersion):
+        await store.get_list(key_prefix, list_opts("-1"))
+
+
+async def test_list_filter_pages(store: Interface, key_prefix: str) -> None:
+    """RunTestList's filter cases: a page is full when it reaches the limit (a token
+    follows even if nothing else matches); a page that reaches the end has no token."""
+    await seed(store, key_prefix, ["a", "b", "c", "d", "e"])
+    table = [
+        ("metadata.name=a", 1, ["a"], True),
+        ("metadata.name=a", 2, ["a"], False),
+        ("metadata.name=a", 5, ["a"], False),
+        ("metadata.name=e", 1, ["e"], False),
+        ("metadata.name!=c", 2, ["a", "b"], True),
+        ("metadata.name!=c", 4, ["a", "b", "d", "e"], False),
+        ("metadata.name=zz", 2, [], False),
+    ]
+    for field, limit, want, more in table:
+        got = await store.get_list(key_prefix, list_opts(limit=limit, field=field))
+        assert names(got) == want, (field, limit)
+        assert bool(got.continue_token) == more, (field, limit)
+        assert got.remaining_item_count is None, (field, limit)
+
+
+async def test_get_table(store: Interface, key_prefix: str) -> None:
+    """RunTestGet: RV 0 may be any past state; RV N (not older than N) never older than
+    N; MaxInt64 is TooLargeResourceVersion; a missing key is NotFound, or an empty object
+    with ignore_not_found."""
+    key = key_of(key_prefix, "a")
+    created = await create(store, key_prefix, pod("a"))
+    updated = await set_node(store, key, "n1")
+    other = await create(store, key_prefix, pod("b"))
+    for rv in (str(updated.resource_version), str(other.resource_version), ""):
+        got = await store.get(key, GetOptions(resource_version=rv))
+        assert got.resource_version == updated.resource_version, rv
+    got = await store.get(key, GetOptions(resource_version=str(created.resource_version)))
+    assert got.resource_version in (created.resource_version, updated.resource_version)
+    got = await store.get(key, GetOptions(resource_version="0", ignore_not_found=True))
+    assert got.resource_version in (0, created.resource_version, updated.resource_version)
+    with pytest.raises(TooLargeResourceVersion):
+        await store.get(key, GetOptions(resource_version=str(2**63 - 1)))
+    missing = key_of(key_prefix, "missing")
+    for rv in ("", "0", str(other.resource_version)):
+        with pytest.raises(NotFound):
+            await store.get(missing, GetOptions(resource_version=rv))
+        empty = await store.get(missing, GetOptions(resource_version=rv, ignore_not_found=True))
+        assert empty.obj == {}, rv
+
+
+async def test_delete_with_conflicting_update_retries(store: Interface, key_prefix: str) -> None:
+    """RunTestDeleteWithConflict: an update lands between the delete's read and its
+    write; the delete re-reads, validates again, and returns the updated object."""
+    key = key_of(key_prefix, "a")
+    await create(store, key_prefix, pod("a"))
+    seen: list[JSONObject] = []
+    updated: list[StoredObject] = []
+
+    async def validate(obj: JSONObject) -> None:
+        seen.append(obj)
+        if len(seen) == 1:
+            updated.append(await set_node(store, key, "n1"))
+
+    deleted = await store.delete(key, None, validate)
+    assert len(seen) == 2 and len(updated) == 1
+    assert seen[1]["spec"]["nodeName"] == "n1"
+    assert deleted.obj["spec"]["nodeName"] == "n1"
+    assert deleted.resource_version > updated[0].resource_version
+    with pytest.raises(NotFound):
+        await store.get(key, GetOptions())
+
+
+async def test_delete_precondition_checked_on_the_latest_state(
+    store: Interface, key_prefix: str
+) -> None:
+    """RunTestPreconditionalDeleteWithOnlySuggestionPass: preconditions and validation
+    are checked against the stored object, not an older copy."""
+    key = key_of(key_prefix, "a")
+    await create(store, key_prefix, pod("a", uid="myUID"))
+
+    async def new_uid(obj: JSONObject) -> JSONObject:
+        obj["metadata"]["uid"] = "otherUID"
+        return obj
+
+    updated = await store.guaranteed_update(key, None, new_uid)
+    with pytest.raises(PreconditionFailed):
+        await store.delete(key, Preconditions(uid="myUID"))
+    got = await store.get(key, GetOptions())
+    assert got.resource_version == updated.resource_version
+    deleted = await store.delete(key, Preconditions(uid="otherUID"))
+    assert deleted.obj["metadata"]["uid"] == "otherUID"
+
+
+async def test_get_list_recursive_prefix_table(store: Interface, key_prefix: str) -> None:
+    """RunTestGetListRecursivePrefix: keys that are prefixes of each other ("foo" and
+    "foobar"), recursive or not, for Exact, consistent and RV=0 lists."""
+    foo = await create(store, key_prefix, pod("foo", "test-ns"))
+    foobar = await create(store, key_prefix, pod("foobar", "test-ns"))
+    other = await create(store, key_prefix, pod("baz", "test-ns2"))
+    last = other.resource_version
+    await store.get(other.key, GetOptions(resource_version=str(last)))
+    cases = [
+        (key_prefix, False, []),
+        (key_prefix, True, ["foo", "foobar", "baz"]),
+        (f"{key_prefix}test-ns/", False, []),
+        (f"{key_prefix}test-ns/", True, ["foo", "foobar"]),
+        (foo.key, False, ["foo"]),
+        (foo.key, True, []),
+        (foobar.key, False, ["foobar"]),
+        (foobar.key, True, []),
+    ]
+    for rv, match in ((str(last), "Exact"), ("", ""), ("0", "NotOlderThan")):
+        for key, recursive, want in cases:
+            opts = dataclasses.replace(list_opts(rv, match), recursive=recursive)
+            got = await store.get_list(key, opts)
+            assert names(got) == want, (rv, match, key, recursive)
+            assert got.resource_version > 0
+
+
+async def test_get_list_non_recursive_table(store: Interface, key_prefix: str) -> None:
+    """RunTestGetListNonRecursive: one key at every RV x match, with a selector."""
+    key = key_of(key_prefix, "foo")
+    prev = await create(store, key_prefix, pod("foo"))
+
+    async def annotate(obj: JSONObject) -> JSONObject:
+        obj["metadata"]["annotations"] = {"version": "second"}
+        return obj
+
+    cur = await store.guaranteed_update(key, None, annotate)
+    await create(store, key_prefix, pod("other"))  # the prefix moves past the object
+
+    def opts(rv: str, match: Any = "", field: str = "") -> ListOptions:
+        return dataclasses.replace(list_opts(rv, match, field=field), recursive=False)
+
+    any_of = {0, prev.resource_version, cur.resource_version}
+    for rv, match in (("0", ""), ("0", "NotOlderThan")):
+        got = await store.get_list(key, opts(rv, match))
+        assert {i.resource_version for i in got.items} <= any_of
+    exact = {
+        ("", ""): cur,
+        (str(cur.resource_version), ""): cur,
+        (str(cur.resource_version), "NotOlderThan"): cur,
+        (str(cur.resource_version), "Exact"): cur,
+        (str(prev.resource_version), "Exact"): prev,
+    }
+    for (rv, match), want in exact.items():
+        got = await store.get_list(key, opts(rv, match))
+        assert [i.resource_version for i in got.items] == [want.resource_version], (rv, match)
+        assert got.resource_version > 0
+    got = await store.get_list(key, opts(str(prev.resource_version), "NotOlderThan"))
+    assert got.items[0].resource_version in (prev.resource_version, cur.resource_version)
+    with pytest.raises(TooLargeResourceVersion):
+        await store.get_list(key, opts(str(2**63 - 1)))
+    for k, rv in ((key_of(key_prefix, "missing"), ""), (key, str(cur.resource_version))):
+        got = await store.get_list(k, opts(rv, field="metadata.name!=foo"))
+        assert list(got.items) == []
+
+
+async def test_count_excludes_sibling_prefix(store: Interface, key_prefix: str) -> None:
+    """RunTestCount: counting "<p>abc" must not include "<p>abcdef/..."."""
+    for i in range(3):
+        await create(store, key_prefix, pod(f"foo-{i}", "abc"))
+    for i in range(2):
+        await create(store, key_prefix, pod(f"foo-{i}", "abcdef"))
+    assert await store.count(f"{key_prefix}abc") == 3
+    assert await store.count(f"{key_prefix}abc/") == 3
+    assert await store.count(key_prefix) == 5
+
+
+async def test_list_continuation_with_filter(store: Interface, key_prefix: str) -> None:
+    """RunTestListContinuationWithFilter / RunTestListContinuation: each page of a
+    filtered paged list is full, at the first page's RV."""
+    made = [await create(store, key_prefix, pod("foo", ns)) for ns in ("1", "3", "4")]
+    await create(store, key_prefix, pod("bar", "2"))
+    last = await create(store, key_prefix, pod("foo", "5"))
+    opts = list_opts(limit=2, field="metadata.name!=bar")
+    pages = await list_all(store, key_prefix, opts)
+    got = [[(s.obj["metadata"]["namespace"], s.resource_version) for s in p.items] for p in pages]
+    assert got == [
+        [("1", made[0].resource_version), ("3", made[1].resource_version)],
+        [("4", made[2].resource_version), ("5", last.resource_version)],
+    ]
+    assert {p.resource_version for p in pages} == {pages[0].resource_version}
+    assert pages[0].resource_version >= last.resource_version
+    assert pages[-1].continue_token == ""
+
+
+async def test_namespace_scoped_list_table(store: Interface, key_prefix: str) -> None:
+    """RunTestNamespaceScopedList: namespace prefix x field selectors (metadata.name,
+    metadata.namespace, spec.nodeName incl. the cacher's index), for RV unset and 0."""
+    placed = [("foo1", "ns1", "bar1"), ("foo2", "ns1", ""), ("foo1", "ns2", "bar2"),
+              ("foo2", "ns2", "bar1"), ("foo1", "ns3", "bar2"), ("foo2", "ns3", "")]  # fmt: skip
+    last = None
+    for name, ns, node in placed:
+        last = await create(store, key_prefix, pod(name, ns, node=node))
+    assert last is not None
+    await store.get(last.key, GetOptions(resource_version=str(last.resource_version)))
+    cases: list[tuple[str, str, list[str]]] = [
+        ("", "", ["ns1/foo1", "ns1/foo2", "ns2/foo1", "ns2/foo2", "ns3/foo1", "ns3/foo2"]),
+        ("", "metadata.namespace=ns1", ["ns1/foo1", "ns1/foo2"]),
+        ("", "spec.nodeName=bar1", ["ns1/foo1", "ns2/foo2"]),
+        ("", "spec.nodeName!=bar1", ["ns1/foo2", "ns2/foo1", "ns3/foo1", "ns3/foo2"]),
+        ("", "metadata.name=foo1", ["ns1/foo1", "ns2/foo1", "ns3/foo1"]),
+        ("", "metadata.name=foo1,metadata.namespace=ns2", ["ns2/foo1"]),
+        ("", "metadata.name=foo1,spec.nodeName=bar1", ["ns1/foo1"]),
+        ("", "spec.nodeName!=bar1,metadata.name=foo1", ["ns2/foo1", "ns3/foo1"]),
+        ("ns1", "", ["ns1/foo1", "ns1/foo2"]),
+        ("ns1", "metadata.namespace=ns1", ["ns1/foo1", "ns1/foo2"]),
+        ("ns1", "metadata.namespace=ns2", []),
+        ("ns2", "spec.nodeName=bar2", ["ns2/foo1"]),
+        ("ns2", "spec.nodeName!=bar2", ["ns2/foo2"]),
+        ("ns1", "metadata.name=foo1", ["ns1/foo1"]),
+        ("ns2", "metadata.name=foo2,metadata.namespace=ns2,spec.nodeName=bar1", ["ns2/foo2"]),
+        ("ns3", "spec.nodeName!=bar2,metadata.name=foo1", []),
+    ]
+    for rv in ("", "0", str(last.resource_version)):
+        for ns, field, want in cases:
+            prefix = f"{key_prefix}{ns}/" if ns else key_prefix
+            got = await store.get_list(prefix, list_opts(rv, field=field))
+            seen = [
+                f"{s.obj['metadata']['namespace']}/{s.obj['metadata']['name']}" for s in got.items
+            ]
+            assert seen == want, (rv, ns, field)
+
+
+async def test_guaranteed_update_table(store: Interface, key_prefix: str) -> None:
+    """RunTestGuaranteedUpdate: a change writes (new RV); the same data, or the same
+    data with a selfLink, writes nothing (same RV, no selfLink); UID match/mismatch;
+    a missing key is NotFound, or created with ignore_not_found."""
+    key = key_of(key_prefix, "foo")
+    created = await create(store, key_prefix, pod("foo", uid="A"))
+    rv = created.resource_version
+
+    def setting(annotations: dict[str, str] | None, self_link: bool = False) -> Any:
+        async def update(obj: JSONObject) -> JSONObject:
+            if annotations is None:
+                obj["metadata"].pop("annotations", None)
+            else:
+                obj["metadata"]["annotations"] = annotations
+            if self_link:
+                obj["metadata"]["selfLink"] = "testlink"
+            return obj
+
+        return update
+
+    same = await store.guaranteed_update(key, None, setting(None))
+    assert same.resource_version == rv
+    linked = await store.guaranteed_update(key, None, setting(None, self_link=True))
+    assert linked.resource_version == rv
+    assert "selfLink" not in linked.obj["metadata"]
+    uid_ok = await store.guaranteed_update(key, Preconditions(uid="A"), setting(None))
+    assert uid_ok.resource_version == rv
+    with pytest.raises(PreconditionFailed):
+        await store.guaranteed_update(key, Preconditions(uid="B"), setting({"v": "1"}))
+    changed = await store.guaranteed_update(key, None, setting({"v": "2"}, self_link=True))
+    assert changed.resource_version > rv
+    assert changed.obj["metadata"]["annotations"] == {"v": "2"}
+    assert "selfLink" not in orjson.loads(changed.data)["metadata"]
+    got = await store.get(key, GetOptions(resource_version=str(changed.resource_version)))
+    assert "selfLink" not in got.obj["metadata"]
+
+
+async def test_guaranteed_update_conflict_calls_update_again(
+    store: Interface, key_prefix: str
+) -> None:
+    """RunTestGuaranteedUpdateWithConflict: the second updater read the old state, lost
+    the race, and is called again with the winner's state."""
+    key = key_of(key_prefix, "foo")
+    await create(store, key_prefix, pod("foo"))
+    second_entered = asyncio.Event()
+    first_done = asyncio.Event()
+    seen: list[str] = []
+
+    async def first(obj: JSONObject) -> JSONObject:
+        await second_entered.wait()
+        obj["metadata"]["labels"] = {"by": "first"}
+        return obj
+
+    async def second(obj: JSONObject) -> JSONObject:
+        seen.append(obj["metadata"].get("labels", {}).get("by", ""))
+        if len(seen) == 1:
+            second_entered.set()
+            await first_done.wait()
+        obj["metadata"]["labels"] = {"by": "second"}
+        return obj
+
+    async def run_first() -> StoredObject:
+        try:
+            return await store.guaranteed_update(key, None, first)
+        finally:
+            first_done.set()
+
+    won, final = await asyncio.gather(run_first(), store.guaranteed_update(key, None, second))
+    assert seen == ["", "first"]
+    assert final.resource_version > won.resource_version
+    assert final.obj["metadata"]["labels"] == {"by": "second"}

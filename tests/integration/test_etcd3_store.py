@@ -4,6 +4,7 @@ compaction (on a private etcd), etcd down, the raw key layout and value."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -204,3 +205,53 @@ async def test_etcd_down_is_unavailable_within_bound(etcd_own: EtcdCluster) -> N
                 await call
             assert time.monotonic() - started < 3.0
         await store.close()
+
+
+async def test_guaranteed_update_checks_stored_data(store: Etcd3Store, key_prefix: str) -> None:
+    """RunTestGuaranteedUpdateChecksStoredData: stored bytes that a write would normalise
+    (here: leading whitespace, another key order) are rewritten by a no-op update; once
+    canonical, a no-op update writes nothing."""
+    key = key_of(key_prefix, "foo")
+    raw = b' {"metadata":{"namespace":"ns","name":"foo"},"kind":"Pod","apiVersion":"v1"}'
+    await store.client.put(key.encode(), raw)
+    initial = await store.get(key, GetOptions())
+
+    async def same(obj: dict[str, object]) -> dict[str, object]:
+        return obj
+
+    rewritten = await store.guaranteed_update(key, None, same)
+    assert rewritten.resource_version > initial.resource_version
+    stored = await store.client.get(key.encode())
+    assert stored.kv is not None and stored.kv.value != raw
+    again = await store.guaranteed_update(key, None, same)
+    assert again.resource_version == rewritten.resource_version
+
+
+async def test_watch_list_bookmark_kind(store: Etcd3Store, key_prefix: str) -> None:
+    """The initial-events-end BOOKMARK carries ListOptions.bookmark_kind, else the kind of
+    the first initial object; an empty initial state still ends with the BOOKMARK."""
+    empty = f"{key_prefix}empty/"
+    base = dataclasses.replace(list_opts(), send_initial_events=True, allow_watch_bookmarks=True)
+    async with watching(store, empty, base) as w:
+        (mark,) = await next_events(w, 1)
+    assert mark.type == "BOOKMARK"
+    assert orjson.loads(mark.data) == {
+        "metadata": {
+            "resourceVersion": str(mark.resource_version),
+            "annotations": {"k8s.io/initial-events-end": "true"},
+        }
+    }
+    with_kind = dataclasses.replace(base, bookmark_kind=("v1", "Pod"))
+    async with watching(store, empty, with_kind) as w:
+        (mark,) = await next_events(w, 1)
+    assert orjson.loads(mark.data)["kind"] == "Pod"
+    assert orjson.loads(mark.data)["apiVersion"] == "v1"
+    made = await create(store, key_prefix, pod("a"))
+    async with watching(store, key_prefix, base) as w:
+        added, mark = await next_events(w, 2)
+    assert added.type == "ADDED" and added.resource_version == made.resource_version
+    assert mark.type == "BOOKMARK" and mark.resource_version >= made.resource_version
+    assert {k: orjson.loads(mark.data)[k] for k in ("kind", "apiVersion")} == {
+        "kind": "Pod",
+        "apiVersion": "v1",
+    }
