@@ -7,7 +7,8 @@ LIST: RV unset → etcd (or, with ConsistentListFromCache, the cache once it rea
       current revision, else etcd); RV 0 / NotOlderThan → cache, limit ignored; RV N
       without limit → cache after waiting for N; Exact, legacy exact (RV N + limit) and
       continue → etcd.
-WATCH: always the cache. Writes, count and current_resource_version: always etcd.
+WATCH: the cache (a streaming list from "now" on an etcd without usable progress
+       notifications: etcd). Writes, count and current_resource_version: always etcd.
 A read or watch that needs the cache while it is (re)initializing waits up to 3 s for it,
 then gets NotReady (429).
 """
@@ -15,6 +16,7 @@ then gets NotReady (429).
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from cacher import metrics
 from cacher.cacher import Cacher, EtcdForCacher, parse_resource_version
@@ -189,12 +191,15 @@ class CacheDelegator:
         etcd_revision = None
         if opts.send_initial_events and opts.resource_version == "":
             # A streaming list from "now": the state at etcd's current revision when the
-            # cache can be made to reach it; otherwise the cache's own state.
+            # cache can be made to reach it (progress requests); on an etcd that cannot
+            # prove the cache current, etcd serves it, as a consistent LIST falls back.
             try:
-                if await self.cacher.progress.detect():
-                    etcd_revision = await self._etcd_revision()
+                if not await self.cacher.progress.detect():
+                    kind = (self.cacher.api_version, self.cacher.kind)
+                    return await self.store.watch(key, replace(opts, bookmark_kind=kind))
+                etcd_revision = await self._etcd_revision()
             except (EtcdError, TimeoutError):
-                etcd_revision = None
+                etcd_revision = None  # etcd unreachable: the cache's own state
         if not self.cacher.ready.check():
             await self._wait_ready()
         return await self.cacher.watch(key, opts, etcd_revision=etcd_revision)

@@ -1276,3 +1276,101 @@ async def test_guaranteed_update_conflict_calls_update_again(
     assert seen == ["", "first"]
     assert final.resource_version > won.resource_version
     assert final.obj["metadata"]["labels"] == {"by": "second"}
+
+
+def _labelled(name: str, ns: str, *, select: bool, node: str = "") -> JSONObject:
+    return pod(name, ns, labels={"select": "true"} if select else None, node=node)
+
+
+async def test_watch_table_recursive_and_single_key(store: Interface, key_prefix: str) -> None:
+    """watcher_tests.go testWatch, recursive and not: create -> ADDED; entering the
+    selector -> ADDED; update -> MODIFIED; leaving it -> DELETED (old object, new RV);
+    label filtering; a write under the sibling namespace "<ns>-bad" is never seen."""
+    steps_by_case: list[tuple[str, str, list[tuple[JSONObject | None, str]]]] = [
+        ("", "create", [(pod("foo"), "ADDED")]),
+        ("spec.nodeName=bar", "enter", [(pod("foo"), ""), (pod("foo", node="bar"), "ADDED")]),
+        ("", "update", [(pod("foo"), "ADDED"), (pod("foo", node="bar"), "MODIFIED")]),
+        ("spec.nodeName!=bar", "leave",
+         [(pod("foo"), "ADDED"), (pod("foo", node="bar"), "DELETED")]),
+        ("label:select=true", "filter", [
+            (_labelled("foo", "", select=True), "ADDED"),
+            (_labelled("foo", "", select=False), "DELETED"),
+            (_labelled("foo", "", select=True), "ADDED"),
+            (_labelled("foo", "", select=True, node="bar"), "MODIFIED"),
+            (None, "DELETED"),
+        ]),
+    ]  # fmt: skip
+    for recursive in (True, False):
+        for selector, name, steps in steps_by_case:
+            ns = f"{name}-{recursive}"
+            key = key_of(key_prefix, "foo", ns)
+            watch_key = f"{key_prefix}{ns}" if recursive else key
+            label = selector.removeprefix("label:") if selector.startswith("label:") else ""
+            field = "" if label else selector
+            start = await store.get_list(watch_key, list_opts(label=label, field=field))
+            opts = dataclasses.replace(
+                list_opts(str(start.resource_version), label=label, field=field),
+                recursive=recursive,
+            )
+            async with watching(store, watch_key, opts) as w:
+                await create(store, key_prefix, pod("foo", f"{ns}-bad"))
+                prev: StoredObject | None = None
+                expected: list[tuple[str, str, int, bytes]] = []
+                for obj, kind in steps:
+                    if obj is None:
+                        out = await store.delete(key)
+                    else:
+                        obj["metadata"]["namespace"] = ns
+                        body = obj
+
+                        async def put(_: JSONObject, body: JSONObject = body) -> JSONObject:
+                            return body
+
+                        out = await store.guaranteed_update(key, None, put, ignore_not_found=True)
+                    if kind:
+                        shown = out if kind != "DELETED" or prev is None else prev
+                        expected.append((kind, ns, out.resource_version, shown.data))
+                    prev = out
+                events = await next_events(w, len(expected))
+            case = (recursive, name)
+            for event, (kind, ns_, rv, data) in zip(events, expected, strict=True):
+                obj = orjson.loads(event.data)
+                assert (event.type, obj["metadata"]["namespace"], event.resource_version) == (
+                    kind,
+                    ns_,
+                    rv,
+                ), case
+                want = orjson.loads(data)
+                want["metadata"]["resourceVersion"] = str(rv)
+                assert obj == want, case
+
+
+async def test_watch_list_bookmark_has_the_global_rv(store: Interface, key_prefix: str) -> None:
+    """RunWatchSemanticInitialEventsExtended / RunWatchListMatchSingle: the initial
+    events are only those in scope (namespace, field selector), in key order, and the
+    initial-events-end BOOKMARK carries the revision of the last write to the resource,
+    even when that write is out of scope."""
+    made = [await create(store, key_prefix, pod(f"pod-{i}", "ns-foo")) for i in range(1, 6)]
+    other = await create(store, key_prefix, pod("pod-1", "other-ns-foo"))
+    for watch_key, field, want in (
+        (f"{key_prefix}ns-foo", "", made),
+        (key_prefix, "metadata.name=pod-3", [made[2]]),
+        (f"{key_prefix}ns-foo/", "metadata.name=pod-3", [made[2]]),
+    ):
+        opts = dataclasses.replace(
+            list_opts(field=field), send_initial_events=True, allow_watch_bookmarks=True
+        )
+        async with watching(store, watch_key, opts) as w:
+            events = await next_events(w, len(want) + 1)
+        assert [(e.type, e.resource_version) for e in events[:-1]] == [
+            ("ADDED", s.resource_version) for s in want
+        ], (watch_key, field)
+        mark = events[-1]
+        assert mark.type == "BOOKMARK"
+        assert mark.resource_version >= other.resource_version
+        assert mark.resource_version <= await store.current_resource_version()
+        meta = orjson.loads(mark.data)["metadata"]
+        assert meta == {
+            "resourceVersion": str(mark.resource_version),
+            "annotations": {"k8s.io/initial-events-end": "true"},
+        }
