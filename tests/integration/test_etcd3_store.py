@@ -255,3 +255,39 @@ async def test_watch_list_bookmark_kind(store: Etcd3Store, key_prefix: str) -> N
         "kind": "Pod",
         "apiVersion": "v1",
     }
+
+
+async def test_watch_from_zero_after_compaction(
+    store: Etcd3Store, key_prefix: str, compact: Callable[[int], Awaitable[None]]
+) -> None:
+    """RunTestWatchFromZero (etcd half): after compaction a watch from 0 still starts
+    with the current state; a watch from a compacted RV is one 410 ERROR."""
+    key = key_of(key_prefix, "foo")
+    await create(store, key_prefix, pod("foo"))
+    old = await set_node(store, key, "n1")
+    newest = await set_node(store, key, "n2")
+    await compact(newest.resource_version)
+    async with watching(store, key_prefix, list_opts("0")) as w:
+        (added,) = await next_events(w, 1)
+    assert (added.type, added.resource_version) == ("ADDED", newest.resource_version)
+    async with watching(store, key, list_opts(str(old.resource_version - 1))) as w:
+        async with asyncio.timeout(EVENT_TIMEOUT):
+            events = [e async for e in w]
+    assert [e.type for e in events] == ["ERROR"]
+    assert orjson.loads(events[0].data)["code"] == 410
+
+
+async def test_watch_of_undecodable_value_is_an_error_then_ends(
+    store: Etcd3Store, key_prefix: str
+) -> None:
+    """RunTestWatchError / RunWatchErrorIsBlockingFurtherEvents: a value that cannot be
+    decoded ends the watch with one 500 ERROR; later events are not delivered."""
+    start = await create(store, key_prefix, pod("a"))
+    async with watching(store, key_prefix, list_opts(str(start.resource_version))) as w:
+        await store.client.put(key_of(key_prefix, "bad").encode(), b"k8s\x00\x0a\x02v1")
+        await create(store, key_prefix, pod("later"))
+        async with asyncio.timeout(EVENT_TIMEOUT):
+            events = [e async for e in w]
+    assert [e.type for e in events] == ["ERROR"]
+    status = orjson.loads(events[0].data)
+    assert (status["code"], status["reason"]) == (500, "InternalError")
