@@ -1374,3 +1374,20 @@ async def test_watch_list_bookmark_has_the_global_rv(store: Interface, key_prefi
             "resourceVersion": str(mark.resource_version),
             "annotations": {"k8s.io/initial-events-end": "true"},
         }
+
+
+async def test_watch_from_future_rv_starts_after_it(store: Interface, key_prefix: str) -> None:
+    """cacher_whitebox TestStartingResourceVersion: a watch of one key from an RV ahead
+    of every write delivers exactly the changes after that RV, in order."""
+    key = key_of(key_prefix, "foo")
+    created = await create(store, key_prefix, pod("foo"))
+    start = created.resource_version + 5
+    opts = dataclasses.replace(list_opts(str(start)), recursive=False)
+    async with watching(store, key, opts) as w:
+        updates = [await set_node(store, key, f"n{i}") for i in range(11)]
+        later = [u for u in updates if u.resource_version > start]
+        events = await next_events(w, len(later))
+    assert later, "revisions advanced past the start"
+    assert [(e.type, e.resource_version) for e in events] == [
+        ("MODIFIED", u.resource_version) for u in later
+    ]
