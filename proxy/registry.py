@@ -143,6 +143,7 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
     "daemonsets": ("all",),
     "jobs": ("all",),
     "cronjobs": ("all",),
+    "horizontalpodautoscalers": ("all",),
 }
 
 # Resources whose PUT creates a missing object (AllowCreateOnUpdate in their strategy).
