@@ -73,3 +73,42 @@ async def test_compactor_runs_with_and_without_watch_cache(
     # one compactor per etcd client: at most one round (one write of the key) a second
     assert key.kv.version <= int(elapsed) + 1
     assert "etcd compaction failed" not in srv.log()
+
+
+@pytest.mark.parametrize("watch_cache", ["true", "false"])
+async def test_one_compactor_per_client_shared_with_the_caches(
+    etcd: EtcdCluster, watch_cache: str
+) -> None:
+    """In process: after start-up every resource has its storage, and the server's
+    compactor is the one the cachers acquired (one task compacting per interval)."""
+    from aiohttp import web
+
+    from cacher.compactor import Compactor
+    from proxy.context import API_CONTEXT
+    from proxy.server import build_app
+    from proxy.settings import load_settings
+    from proxy.storage_factory import StorageContext
+
+    settings = load_settings(
+        [
+            f"--etcd-servers={','.join(etcd.endpoints)}",
+            f"--etcd-prefix=/t-compactor-{watch_cache}/registry",
+            f"--watch-cache={watch_cache}",
+            "--system-namespaces=false",
+        ]
+    )
+    async with EtcdClient(list(etcd.endpoints)) as client:
+        app = build_app(settings, StorageContext(settings=settings, client=client))
+        runner = web.AppRunner(app)
+        await runner.setup()
+        try:
+            ctx = app[API_CONTEXT]
+            served = list(ctx.registry)
+            assert len(ctx.storages._by_resource) == len(served)
+            compactor = Compactor._registry[id(client)]
+            cached = sum(hasattr(rs.store, "cacher") for rs in ctx.storages._by_resource.values())
+            assert cached == (len(served) if watch_cache == "true" else 0)
+            assert compactor._users == 1 + cached
+        finally:
+            await runner.cleanup()
+        assert id(client) not in Compactor._registry  # released by everyone at shutdown
