@@ -146,18 +146,32 @@ async def test_sigterm_with_open_watch_shuts_down_cleanly(server_factory: Server
     assert errors == []
 
 
+@pytest.mark.parametrize("watch_cache", ["false", "true"])
 async def test_starts_while_etcd_is_down_and_becomes_ready(
-    server_factory: ServerFactory, etcd_own: EtcdCluster
+    server_factory: ServerFactory, etcd_own: EtcdCluster, watch_cache: str
 ) -> None:
+    """Every watch cache is built at start-up even with etcd down: they stay unready
+    (readyz says so, RV=0 reads fall back to etcd and fail bounded) and prime once
+    etcd is back, with no request needed."""
     await asyncio.to_thread(etcd_own.stop_member, 0)
-    flags = ("--watch-cache=false", "--etcd-dial-timeout=1s", "--etcd-request-timeout=1s")
+    flags = (
+        f"--watch-cache={watch_cache}",
+        "--etcd-dial-timeout=1s",
+        "--etcd-request-timeout=1s",
+    )
     srv = server_factory(*flags, etcd=etcd_own, wait_ready=False)
     async with aiohttp.ClientSession(base_url=srv.url) as http:
         async with http.get("/readyz?verbose") as resp:
             assert resp.status == 500
-            assert "[-]etcd failed" in await resp.text()
-        async with http.get("/api/v1/namespaces") as resp:
-            assert resp.status in (503, 504)
+            text = await resp.text()
+        assert "[-]etcd failed" in text
+        readiness = "poststarthook/storage-readiness"
+        assert (f"[-]{readiness} failed" if watch_cache == "true" else f"[+]{readiness} ok") in (
+            text
+        )
+        for path in ("/api/v1/namespaces", "/api/v1/namespaces?resourceVersion=0"):
+            async with http.get(path) as resp:
+                assert resp.status in (503, 504), path
         await asyncio.to_thread(etcd_own.start_member, 0)
         deadline = time.monotonic() + 30
         while True:
@@ -168,6 +182,10 @@ async def test_starts_while_etcd_is_down_and_becomes_ready(
             await asyncio.sleep(0.2)
         async with http.get("/api/v1/namespaces") as resp:
             assert resp.status == 200
+        async with http.get("/api/v1/namespaces?resourceVersion=0") as resp:
+            assert resp.status == 200
+            served_from = "cache" if watch_cache == "true" else "etcd"
+            assert resp.headers["X-Watchcache-Served-From"] == served_from
 
 
 async def test_metrics_and_access_log(
