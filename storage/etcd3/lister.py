@@ -13,6 +13,20 @@ knows nothing of labels or fields, so with a selector the store keeps reading at
 fixed revision, doubling the batch (up to 10,000) until the page is full or the keys
 run out. remainingItemCount is set only when more remain and there is no selector.
 Compaction: Expired — for a continue token with a fresh token (rv -1) to go on with.
+
+A list without a limit is not one Range of the whole prefix: that held the gRPC
+message, the parsed RangeResponse, the client's KeyValues and the StoredObjects all at
+once (4x the JSON of 50,000 pods at peak). It is read in pages at
+ONE revision — the first page's header revision, or the revision asked for — each page
+decoded into StoredObjects and dropped before the next is fetched, so the result is the
+same snapshot a single Range would give. One difference: etcd may compact between two
+pages. If the list was at the latest revision (nothing asked the caller for one), it is
+read again from scratch once; a second compaction mid-walk, or a compaction of a
+revision the caller asked for, is Expired as for a compacted single read.
+
+etcd limits a Range by keys, not bytes, so the page size follows the values seen so
+far: ``FIRST_PAGE`` keys, then as many as make ~``PAGE_BYTES`` at the average value
+size, never more than ``page_size`` (injectable, ``PAGE_SIZE`` by default).
 """
 
 from __future__ import annotations
@@ -36,6 +50,12 @@ from storage.resource_version import parse_resource_version
 
 # The largest batch the store grows to while filtering (upstream maxLimit).
 MAX_LIMIT = 10_000
+# Paging of a list without a limit: at most PAGE_SIZE keys per etcd Range, FIRST_PAGE
+# keys in the first one (value sizes still unknown), then about PAGE_BYTES of values per
+# Range (~2,000 pods of 4 KB: each page costs about three times its size while decoded).
+PAGE_SIZE = 10_000
+FIRST_PAGE = 500
+PAGE_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -54,16 +74,33 @@ class _Plan:
 class _Page:
     items: list[StoredObject] = field(default_factory=list)
     fetched: int = 0
+    fetched_bytes: int = 0  # of the values fetched (sizes the pages of a no-limit list)
     evaluated: int = 0
     last_key: bytes = b""
     has_more: bool = False
 
 
 async def list_objects(
-    client: EtcdClient, request_timeout: float, key: str, opts: ListOptions
+    client: EtcdClient,
+    request_timeout: float,
+    key: str,
+    opts: ListOptions,
+    *,
+    page_size: int = PAGE_SIZE,
 ) -> ListResult:
-    """One page of the objects under ``key`` matching ``opts.predicate``."""
+    """One page of the objects under ``key`` matching ``opts.predicate``; without a
+    limit, all of them, read from etcd in pages of at most ``page_size`` keys at one
+    revision."""
     plan = _plan(key, opts)
+    if opts.predicate.limit <= 0 and opts.recursive:
+        return await _list_all(client, request_timeout, plan, opts, page_size)
+    return await _list_page(client, request_timeout, plan, opts)
+
+
+async def _list_page(
+    client: EtcdClient, request_timeout: float, plan: _Plan, opts: ListOptions
+) -> ListResult:
+    """A list with a limit (or of one key): batches at one revision until it is full."""
     pred = opts.predicate
     page = _Page()
     limit = pred.limit
@@ -92,6 +129,73 @@ async def list_objects(
         fetched=page.fetched,
         evaluated=page.evaluated,
     )
+
+
+async def _list_all(
+    client: EtcdClient, request_timeout: float, plan: _Plan, opts: ListOptions, page_size: int
+) -> ListResult:
+    """Every object under the prefix (matching the predicate), one page at a time."""
+    start, latest = plan.start, plan.revision == 0
+    try:
+        return await _walk(client, request_timeout, plan, opts, page_size)
+    except _CompactedMidWalk as mid:
+        if not latest:
+            raise mid.expired from None
+    # Compacted between two pages of a read at the latest revision: a single Range
+    # could not have seen that, so read the latest state again, once.
+    plan.start, plan.revision = start, 0
+    try:
+        return await _walk(client, request_timeout, plan, opts, page_size)
+    except _CompactedMidWalk as mid:
+        raise mid.expired from None
+
+
+class _CompactedMidWalk(Exception):
+    """etcd compacted the walk's revision after its first page was read."""
+
+    def __init__(self, expired: Expired) -> None:
+        super().__init__(str(expired))
+        self.expired = expired
+
+
+async def _walk(
+    client: EtcdClient, request_timeout: float, plan: _Plan, opts: ListOptions, page_size: int
+) -> ListResult:
+    page = _Page()
+    limit = min(page_size, FIRST_PAGE)
+    revision = await _read_into(page, client, request_timeout, plan, opts, limit)
+    # Every further page at the first one's revision: one snapshot.
+    plan.revision = revision
+    while page.has_more:
+        plan.start = page.last_key.decode() + "\x00"
+        limit = max(1, min(page_size, PAGE_BYTES * page.fetched // max(page.fetched_bytes, 1)))
+        try:
+            await _read_into(page, client, request_timeout, plan, opts, limit)
+        except Expired as e:
+            raise _CompactedMidWalk(e) from None
+    return ListResult(
+        items=page.items,
+        resource_version=revision,
+        served_from="etcd",
+        fetched=page.fetched,
+        evaluated=page.evaluated,
+    )
+
+
+async def _read_into(
+    page: _Page,
+    client: EtcdClient,
+    request_timeout: float,
+    plan: _Plan,
+    opts: ListOptions,
+    limit: int,
+) -> int:
+    """Read the next ``limit`` keys into ``page``; returns the revision read. The etcd
+    response is gone when this returns, before the caller reads the next one."""
+    resp = await _read(client, request_timeout, plan, opts, limit)
+    page.fetched_bytes += sum(len(kv.value) for kv in resp.kvs)
+    _take(page, resp, opts.predicate)
+    return plan.revision or resp.revision
 
 
 def _plan(key: str, opts: ListOptions) -> _Plan:

@@ -23,7 +23,7 @@ from storage.errors import (
     PreconditionFailed,
     TooLargeResourceVersion,
 )
-from storage.etcd3.lister import list_objects
+from storage.etcd3.lister import PAGE_SIZE, list_objects
 from storage.etcd3.translate import call
 from storage.etcd3.watcher import Etcd3Watcher
 from storage.interfaces import (
@@ -43,9 +43,14 @@ from storage.resource_version import parse_resource_version
 class Etcd3Store:
     """storage.interfaces.Interface over etcd. Keys are full etcd keys."""
 
-    def __init__(self, client: EtcdClient, *, request_timeout: float = 10.0) -> None:
+    def __init__(
+        self, client: EtcdClient, *, request_timeout: float = 10.0, list_page_size: int = PAGE_SIZE
+    ) -> None:
+        """``list_page_size``: keys per etcd Range when a list without a limit is read
+        page by page at one revision (see ``storage.etcd3.lister``)."""
         self._client = client
         self._timeout = request_timeout
+        self._page_size = list_page_size
         # Watchers still open; stopped by close(). Changed by watch() and the watchers.
         self._watchers: set[Etcd3Watcher] = set()
 
@@ -75,7 +80,7 @@ class Etcd3Store:
 
     async def get_list(self, key: str, opts: ListOptions) -> ListResult:
         """See ``storage.etcd3.lister.list_objects``."""
-        return await list_objects(self._client, self._timeout, key, opts)
+        return await list_objects(self._client, self._timeout, key, opts, page_size=self._page_size)
 
     async def count(self, key: str) -> int:
         prefix = key if key.endswith("/") else key + "/"

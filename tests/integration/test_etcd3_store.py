@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -15,9 +16,10 @@ import orjson
 import pytest
 
 from etcdclient import EtcdClient
+from etcdclient.types import RangeResult
 from lab.etcd import EtcdCluster
 from storage import keys
-from storage.errors import InternalStorageError, InvalidResourceVersion, Unavailable
+from storage.errors import Expired, InternalStorageError, InvalidResourceVersion, Unavailable
 from storage.etcd3 import Etcd3Store
 from storage.interfaces import GetOptions
 from tests.integration.storage_suite import *  # noqa: F403  (the shared suite)
@@ -291,3 +293,149 @@ async def test_watch_of_undecodable_value_is_an_error_then_ends(
     assert [e.type for e in events] == ["ERROR"]
     status = orjson.loads(events[0].data)
     assert (status["code"], status["reason"]) == (500, "InternalError")
+
+
+# ------------------------------------------------- lists without a limit, read in pages
+
+
+LIST_TOO_OLD_MESSAGE = re.escape("The resourceVersion for the provided list is too old.")
+
+
+class _PagedClient(EtcdClient):
+    """A real client that records each Range of a prefix and runs ``between`` after it,
+    so writes (or a compaction) land for sure between two pages of one list."""
+
+    def __init__(self, endpoints: list[str]) -> None:
+        super().__init__(endpoints, request_timeout=5.0)
+        self.ranges: list[tuple[int, int]] = []  # (limit, revision) asked for
+        self.returned: list[int] = []  # keys per answered Range
+        self.between: Callable[[int], Awaitable[None]] | None = None
+
+    async def range(
+        self,
+        key: bytes,
+        range_end: bytes | None = None,
+        *,
+        limit: int = 0,
+        revision: int = 0,
+        keys_only: bool = False,
+        count_only: bool = False,
+        serializable: bool = False,
+    ) -> RangeResult:
+        listing = range_end is not None and not count_only
+        if listing:
+            self.ranges.append((limit, revision))
+        resp = await super().range(
+            key, range_end, limit=limit, revision=revision, keys_only=keys_only,
+            count_only=count_only, serializable=serializable,
+        )  # fmt: skip
+        if listing:
+            self.returned.append(len(resp.kvs))
+            if self.between is not None:
+                await self.between(len(self.returned))
+        return resp
+
+
+@pytest.fixture
+async def paged(etcd_under_test: EtcdCluster) -> AsyncIterator[tuple[_PagedClient, Etcd3Store]]:
+    async with _PagedClient(etcd_under_test.endpoints) as c:
+        s = Etcd3Store(c, request_timeout=5.0, list_page_size=7)
+        try:
+            yield c, s
+        finally:
+            await s.close()
+
+
+async def test_list_without_limit_is_one_snapshot_across_pages(
+    paged: tuple[_PagedClient, Etcd3Store], key_prefix: str
+) -> None:
+    """A no-limit list read in pages of 7 keys while writes go on between the pages is
+    the snapshot at the first page's revision: same items, bytes and counters as one
+    Range at that revision; later creates, updates and deletes do not show."""
+    client, store = paged
+    names_ = [f"p{i:02d}" for i in range(30)]
+    for n in names_:
+        await create(store, key_prefix, pod(n))
+
+    async def write(page: int) -> None:  # behind and ahead of the walk
+        await create(store, key_prefix, pod(f"p{page:02d}x"))
+        await create(store, key_prefix, pod(f"p{29 - page:02d}y"))
+        await set_node(store, key_of(key_prefix, f"p{28 - page:02d}"), f"n{page}")
+        await store.delete(key_of(key_prefix, f"p{20 - page:02d}"))
+
+    client.between = write
+    result = await store.get_list(key_prefix, list_opts())
+    client.between = None
+    pages = client.ranges
+    assert [limit for limit, _ in pages] == [7] * 5 and pages[0][1] == 0
+    assert {rev for _, rev in pages[1:]} == {result.resource_version}
+    assert [s.obj["metadata"]["name"] for s in result.items] == names_
+    assert all(s.obj["spec"]["nodeName"] == "" for s in result.items)
+    assert all(s.resource_version <= result.resource_version for s in result.items)
+    assert (result.fetched, result.evaluated) == (30, 30)
+    assert (result.continue_token, result.remaining_item_count) == ("", None)
+    # The same snapshot read whole, at that revision: identical.
+    whole = await Etcd3Store(client, request_timeout=5.0, list_page_size=1000).get_list(
+        key_prefix, list_opts(str(result.resource_version), "Exact")
+    )
+    assert [s.data for s in whole.items] == [s.data for s in result.items]
+    assert dataclasses.replace(whole, items=[]) == dataclasses.replace(result, items=[])
+    now = await store.get_list(key_prefix, list_opts())
+    assert now.resource_version > result.resource_version and len(now.items) == 30 + 10 - 5
+
+
+async def test_list_without_limit_selects_across_pages(
+    paged: tuple[_PagedClient, Etcd3Store], key_prefix: str
+) -> None:
+    client, store = paged
+    for i in range(20):
+        await create(store, key_prefix, pod(f"p{i:02d}", node="n1" if i % 3 == 0 else "n2"))
+    result = await store.get_list(key_prefix, list_opts(field="spec.nodeName=n1"))
+    assert [s.obj["metadata"]["name"] for s in result.items] == [
+        f"p{i:02d}" for i in range(0, 20, 3)
+    ]
+    assert (result.fetched, result.evaluated, result.continue_token) == (20, 20, "")
+    assert client.returned == [7, 7, 6]
+
+
+async def test_list_without_limit_compacted_between_pages(
+    paged: tuple[_PagedClient, Etcd3Store],
+    key_prefix: str,
+    compact: Callable[[int], Awaitable[None]],
+) -> None:
+    """etcd compacts between two pages. At the latest revision the list is read again,
+    once, from scratch (a single Range could not have failed); at an Exact revision it
+    is Expired, as the whole read would be; compacted again on the retry: Expired."""
+    client, store = paged
+    for i in range(10):
+        await create(store, key_prefix, pod(f"p{i:02d}"))
+
+    async def compact_now(page: int) -> None:
+        if page == 1:  # after the first page of the first walk only
+            made = await create(store, key_prefix, pod(f"late{time.monotonic_ns()}"))
+            await compact(made.resource_version)
+
+    client.between = compact_now
+    result = await store.get_list(key_prefix, list_opts())
+    assert len(result.items) == 11  # the retry read the newest state, the late pod included
+    assert [rev for _, rev in client.ranges][:3] == [0, result.resource_version - 1, 0]
+    assert {s.resource_version for s in result.items} <= set(range(result.resource_version + 1))
+
+    client.ranges.clear()
+    client.returned.clear()
+    exact = list_opts(str(result.resource_version), "Exact")
+    with pytest.raises(Expired, match=LIST_TOO_OLD_MESSAGE):
+        await store.get_list(key_prefix, exact)
+    assert [rev for _, rev in client.ranges] == [result.resource_version] * 2  # no retry
+
+    async def compact_always(page: int) -> None:
+        if client.ranges[-1][1] == 0:  # after the first page of every walk
+            made = await create(store, key_prefix, pod(f"late{page}"))
+            await compact(made.resource_version)
+
+    client.ranges.clear()
+    client.returned.clear()
+    client.between = compact_always
+    with pytest.raises(Expired, match=LIST_TOO_OLD_MESSAGE):
+        await store.get_list(key_prefix, list_opts())
+    assert [rev for _, rev in client.ranges][::2] == [0, 0] and len(client.ranges) == 4
