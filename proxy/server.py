@@ -164,8 +164,7 @@ def build_app(
 
     async def on_cleanup(app: web.Application) -> None:
         await ctx.storages.close()
-        if storage_ctx._etcd3 is not None:
-            await storage_ctx._etcd3.close()
+        await storage_ctx.close()
 
     app.on_shutdown.append(on_shutdown)
     app.on_cleanup.append(on_cleanup)

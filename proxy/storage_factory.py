@@ -33,17 +33,31 @@ class StorageContext:
 
     settings: Settings
     client: EtcdClient
-    _etcd3: Interface | None = None
+    # etcd3 stores by (group, resource); ("", "") is the unlabelled one health checks use
+    _etcd3: dict[tuple[str, str], Interface] = field(default_factory=dict)
 
-    def etcd3(self) -> Interface:
-        """The one etcd3 store (it holds no per-resource state)."""
-        if self._etcd3 is None:
+    def etcd3(self, resource: ResourceInfo | None = None) -> Interface:
+        """The etcd3 store of ``resource`` (one per resource, as kube-apiserver's, so its
+        etcd calls are labelled in etcd_request_duration_seconds)."""
+        key = (resource.group, resource.plural) if resource is not None else ("", "")
+        store = self._etcd3.get(key)
+        if store is None:
             from storage.etcd3 import Etcd3Store
 
-            self._etcd3 = Etcd3Store(
-                self.client, request_timeout=self.settings.etcd_request_timeout
+            store = Etcd3Store(
+                self.client,
+                request_timeout=self.settings.etcd_request_timeout,
+                group=key[0],
+                resource=key[1],
             )
-        return self._etcd3
+            self._etcd3[key] = store
+        return store
+
+    async def close(self) -> None:
+        """Close every etcd3 store (each stops its open watchers)."""
+        for store in self._etcd3.values():
+            await store.close()
+        self._etcd3.clear()
 
 
 def new_storage(resource: ResourceInfo, ctx: StorageContext) -> Interface:
@@ -55,7 +69,7 @@ def new_storage(resource: ResourceInfo, ctx: StorageContext) -> Interface:
     with the event loop running; etcd may be down (the cache then stays unready)."""
     settings = ctx.settings
     if not settings.watch_cache:
-        return ctx.etcd3()
+        return ctx.etcd3(resource)
     from cacher import DEFAULT_INDEXES, CacherConfig, new_cached_storage
 
     indexes: tuple[str, ...] = ()
@@ -70,7 +84,7 @@ def new_storage(resource: ResourceInfo, ctx: StorageContext) -> Interface:
         compaction_interval=settings.etcd_compaction_interval,
     )
     return new_cached_storage(
-        ctx.etcd3(),
+        ctx.etcd3(resource),
         ctx.client,
         resource=resource.plural,
         resource_prefix=keys.resource_prefix(resource.group, resource.plural, settings.etcd_prefix),

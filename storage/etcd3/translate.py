@@ -1,9 +1,10 @@
 """The one place where etcd client errors become storage errors.
 
 Every etcd call of the store goes through ``call``: it bounds the call by the
-store's request timeout and translates ``etcdclient.errors`` by type (never by
-message): Unavailable → Unavailable, DeadlineExceeded or our own deadline →
-Unavailable(timeout=True), Compacted → Expired, anything else → InternalStorageError.
+store's request timeout, records etcd_request_duration_seconds, and translates
+``etcdclient.errors`` by type (never by message): Unavailable → Unavailable,
+DeadlineExceeded or our own deadline → Unavailable(timeout=True), Compacted → Expired,
+anything else → InternalStorageError.
 Callers that give a compaction a more specific meaning (a continue token, an Exact
 list) catch ``etcdclient.errors.Compacted`` themselves via ``call(..., raw=...)``.
 """
@@ -11,11 +12,12 @@ list) catch ``etcdclient.errors.Compacted`` themselves via ``call(..., raw=...)`
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable
 from typing import TypeVar
 
 from etcdclient import errors as etcd_errors
-from storage import errors
+from storage import errors, metrics
 
 T = TypeVar("T")
 
@@ -53,6 +55,10 @@ async def call(
 
     Errors of the types in ``raw`` are re-raised untranslated for the caller to
     interpret."""
+    # the etcd client method's name (get, range, create, ...) names the operation
+    code = getattr(awaitable, "cr_code", None)
+    operation = code.co_name if code is not None else "unknown"
+    started = time.perf_counter()
     try:
         async with asyncio.timeout(request_timeout):
             return await awaitable
@@ -64,3 +70,5 @@ async def call(
         if raw and isinstance(err, raw):
             raise
         raise translate(err, key) from err
+    finally:
+        metrics.observe(operation, time.perf_counter() - started)

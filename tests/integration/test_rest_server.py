@@ -204,5 +204,11 @@ async def test_metrics_and_access_log(
     assert 'apiserver_storage_list_fetched_objects_total{group="",resource="pods"}' in text
     assert "apiserver_request_duration_seconds_bucket" in text
     assert "apiserver_longrunning_requests" in text
+    # every etcd call of the pods store is timed under its operation and resource
+    for operation in ("create", "range"):
+        assert (
+            f'etcd_request_duration_seconds_count{{group="",operation="{operation}",'
+            'resource="pods"}'
+        ) in text
     access = [line for line in server.log().splitlines() if "watchcache.access" in line]
     assert any('"servedFrom":"etcd"' in line and '"returned":0' in line for line in access)
