@@ -29,8 +29,12 @@ SRC
   dpkg-deb -x "$deb" "$dest.tmp"
   rm -rf "$dest"; mv "$dest.tmp" "$dest"
   rm -rf "$root"
-  "$dest/usr/bin/etcd" --version | head -1 | grep -q "$version" \
-    || { echo "unexpected etcd version in $deb" >&2; exit 1; }
+  # read the whole output first: `etcd --version | head -1` can die of SIGPIPE under pipefail
+  local reported; reported=$("$dest/usr/bin/etcd" --version)
+  case "$reported" in
+    *"etcd Version: $version"*) ;;
+    *) echo "unexpected etcd version in $deb: $reported" >&2; exit 1 ;;
+  esac
 }
 
 fetch bookworm 3.4.23
