@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from proxy import metrics, negotiation, status, watch_list
+from proxy import metrics, negotiation, status
 from proxy.context import APIContext
 from proxy.delete_options import parse_delete_options
 from proxy.dry_run import DryRunStore
@@ -152,12 +152,11 @@ async def watch_objects(
     opts = dataclasses.replace(
         to_list_options(query, rs.resource.plural, rs.get_attrs, info.name),
         timeout_seconds=duration,
+        # the kind of a streaming list's k8s.io/initial-events-end BOOKMARK
+        bookmark_kind=(rs.resource.api_version, rs.resource.kind),
     )
     with status.storage_errors(rs.resource.qualified):
-        watcher = await watch_list.open_watch(
-            rs.store, rs.list_key(_namespace(info, rs)), opts,
-            rs.resource.kind, rs.resource.api_version,
-        )  # fmt: skip
+        watcher = await rs.store.watch(rs.list_key(_namespace(info, rs)), opts)
     ctx.watchers.add(watcher)
     encode = negotiation.watch_encoder(fmt, rs.resource, request)
     try:
