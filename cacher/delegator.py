@@ -129,8 +129,9 @@ class CacheDelegator:
         return await self.cacher.get_list(key, opts, rv)
 
     async def _wait_ready(self) -> None:
-        """A read or watch that needs the cache waits a bounded time for it (the cache is
-        built on a resource's first request), then gets NotReady (429)."""
+        """A read or watch that needs the cache waits a bounded time for it (it is
+        (re)initializing: priming at start-up, or re-listing after a compaction), then gets
+        NotReady (429)."""
         try:
             ready = await self.cacher.ready.wait(self.cacher.config.freshness_wait)
         except Stopped:
