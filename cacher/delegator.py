@@ -23,7 +23,7 @@ from cacher.cacher import Cacher, EtcdForCacher, parse_resource_version
 from cacher.compactor import Compactor
 from cacher.progress import Outcome
 from cacher.ready import Stopped
-from cacher.reflector import bytes_prefix_end
+from etcdclient import prefix_end
 from etcdclient.errors import EtcdError
 from storage.errors import NotFound, NotReady, TooLargeResourceVersion
 from storage.interfaces import (
@@ -161,7 +161,7 @@ class CacheDelegator:
         """etcd's current revision from a count-only range on the resource prefix."""
         prefix = self.cacher.resource_prefix.encode()
         async with asyncio.timeout(self._timeout):
-            resp = await self._client.range(prefix, bytes_prefix_end(prefix), count_only=True)
+            resp = await self._client.range(prefix, prefix_end(prefix), count_only=True)
         return resp.revision
 
     async def _from_cache(

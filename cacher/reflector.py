@@ -25,6 +25,7 @@ from cacher.clock import Clock
 from cacher.dispatcher import Dispatcher
 from cacher.ready import Ready
 from cacher.watch_cache import WatchCache
+from etcdclient import prefix_end
 from etcdclient.errors import Compacted, EtcdError
 from etcdclient.types import Event, EventType, RangeResult, WatchBatch
 from storage import codec
@@ -68,16 +69,6 @@ class ListerWatcher(Protocol):
     ) -> EtcdWatch: ...
 
 
-def bytes_prefix_end(prefix: bytes) -> bytes:
-    end = bytearray(prefix)
-    while end:
-        if end[-1] < 0xFF:
-            end[-1] += 1
-            return bytes(end)
-        end.pop()
-    return b"\x00"
-
-
 class Reflector:
     """Runs as one task owned by the cacher (``run``); cancelling it stops the watch.
 
@@ -99,7 +90,7 @@ class Reflector:
         self._client = client
         self.prefix = prefix
         self._key = prefix.encode()
-        self._end = bytes_prefix_end(self._key)
+        self._end = prefix_end(self._key)
         self._cache = cache
         self._dispatcher = dispatcher
         self._ready = ready
