@@ -152,7 +152,7 @@ def test_dockerfile_is_slim_nonroot_with_readyz_healthcheck() -> None:
     # The image's default command is the one compose runs, and the real CLI accepts it.
     cmd = json.loads(instruction("CMD")[0])
     assert cmd == compose()["services"]["watchcache"]["command"]
-    from proxy.settings import load_settings
+    from proxy.server.settings import load_settings
 
     assert cmd[0] == "serve"
     settings = load_settings(cmd[1:])

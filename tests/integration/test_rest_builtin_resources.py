@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from etcdclient import EtcdClient
-from proxy.registry import ResourceInfo, build_registry
+from proxy.registry.resources import ResourceInfo, build_registry
 from storage import keys
 from tests.integration.conftest import ServerProcess, create
 

@@ -84,10 +84,10 @@ async def test_one_compactor_per_client_shared_with_the_caches(
     from aiohttp import web
 
     from cacher.compactor import Compactor
-    from proxy.context import API_CONTEXT
-    from proxy.server import build_app
-    from proxy.settings import load_settings
-    from proxy.storage_factory import StorageContext
+    from proxy.registry.storage_factory import StorageContext
+    from proxy.server.app import build_app
+    from proxy.server.context import API_CONTEXT
+    from proxy.server.settings import load_settings
 
     settings = load_settings(
         [

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import orjson
 import pytest
 
-from proxy.discovery_aggregated import (
+from proxy.endpoints.discovery.aggregated import (
     AGGREGATED_CONTENT_TYPE,
     build_aggregated,
     build_documents,

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from proxy.field_validation import (
+from proxy.openapi.schemas import kind_schema
+from proxy.registry.field_validation import (
     FieldCause,
     FieldValidationOptionError,
     StrictDecodingError,
@@ -24,7 +25,6 @@ from proxy.field_validation import (
     validate_yaml_fields,
     warning_header,
 )
-from proxy.schemas import kind_schema
 
 DEPLOYMENT = kind_schema("apps", "v1", "Deployment")
 POD = kind_schema("", "v1", "Pod")

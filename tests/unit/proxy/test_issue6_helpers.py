@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 from multidict import MultiDict
 
-from proxy import negotiation, object_meta, scale, status
-from proxy.delete_options import DeleteOptions, parse_delete_options
-from proxy.registry import build_registry
-from proxy.system_namespaces import SYSTEM_NAMESPACES, SystemNamespaces
+from proxy import apierrors
+from proxy.endpoints import negotiation
+from proxy.endpoints.handlers.delete_options import DeleteOptions, parse_delete_options
+from proxy.registry import object_meta, scale
+from proxy.registry.resources import build_registry
+from proxy.server.system_namespaces import SYSTEM_NAMESPACES, SystemNamespaces
 from storage import errors as serr
 from storage.interfaces import Preconditions, StoredObject
 
@@ -43,7 +45,7 @@ def test_delete_options_body_wins_over_the_query() -> None:
     ],
 )
 def test_delete_options_errors(body: bytes, code: int) -> None:
-    with pytest.raises(status.StatusError) as err:
+    with pytest.raises(apierrors.StatusError) as err:
         parse_delete_options(MultiDict(), body, "application/json")
     assert err.value.code == code
 
@@ -88,8 +90,8 @@ def test_nesting_and_alias_limits() -> None:
 
 
 def test_go_quote_escapes_like_percent_q() -> None:
-    assert status._go_quote('a\x07"\\\n\u0085é') == '"a\\a\\"\\\\\\n\\u0085é"'
-    assert status._go_quote(5) == "5"
+    assert apierrors._go_quote('a\x07"\\\n\u0085é') == '"a\\a\\"\\\\\\n\\u0085é"'
+    assert apierrors._go_quote(5) == "5"
 
 
 @dataclass

@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.openapi import OpenAPIV3, convert_schema, gv_path
-from proxy.schemas import definitions
+from proxy.openapi.documents import OpenAPIV3, convert_schema, gv_path
+from proxy.openapi.schemas import definitions
 from tests.unit.proxy.resources import ALL_VERBS, Res
 
 NOW = dt.datetime(2026, 1, 10, 12, 0, 0, tzinfo=dt.UTC)

@@ -7,11 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from proxy import object_meta, status
-from proxy.list_options import ListQuery, parse_list_query, validate_list_query, watch_timeout
-from proxy.patch import merge_patch
-from proxy.registry import build_registry
-from proxy.settings import ConfigError, load_settings
+from proxy import apierrors
+from proxy.endpoints.handlers.list_options import (
+    ListQuery,
+    parse_list_query,
+    validate_list_query,
+    watch_timeout,
+)
+from proxy.patch.patcher import merge_patch
+from proxy.registry import object_meta
+from proxy.registry.resources import build_registry
+from proxy.server.settings import ConfigError, load_settings
 
 
 def test_merge_patch_rfc7386_examples() -> None:
@@ -34,7 +40,7 @@ def test_watch_query_and_timeout() -> None:
 
 def test_watch_resource_version_match_must_be_not_older_than() -> None:
     q = ListQuery(watch=True, resource_version_match="Exact", send_initial_events=True)
-    with pytest.raises(status.StatusError) as e:
+    with pytest.raises(apierrors.StatusError) as e:
         validate_list_query(q)
     assert e.value.message == (
         'ListOptions.meta.k8s.io "" is invalid: [resourceVersionMatch: Forbidden: '

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.registry import SERVED, build_registry, load_catalogue
+from proxy.registry.resources import SERVED, build_registry, load_catalogue
 
 
 def test_every_served_resource_is_in_the_catalogue() -> None:

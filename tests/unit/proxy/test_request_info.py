@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.request_info import parse_request_info
+from proxy.endpoints.request_info import parse_request_info
 
 
 @pytest.mark.parametrize(

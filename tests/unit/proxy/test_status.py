@@ -2,34 +2,34 @@
 
 from __future__ import annotations
 
-from proxy import status
+from proxy import apierrors
 from storage import errors as serr
 
 
 def test_not_found_and_already_exists() -> None:
-    e = status.from_storage_error(
+    e = apierrors.from_storage_error(
         serr.NotFound("/registry/deployments/a/x"), "deployments.apps", "x"
     )
     assert (e.code, e.reason, e.message) == (404, "NotFound", 'deployments.apps "x" not found')
     assert e.body["details"] == {"name": "x", "group": "apps", "kind": "deployments"}
-    e = status.from_storage_error(serr.AlreadyExists("/k"), "pods", "x")
+    e = apierrors.from_storage_error(serr.AlreadyExists("/k"), "pods", "x")
     assert (e.code, e.reason, e.message) == (409, "AlreadyExists", 'pods "x" already exists')
 
 
 def test_conflict_and_precondition() -> None:
-    e = status.from_storage_error(serr.Conflict("/k"), "pods", "x")
+    e = apierrors.from_storage_error(serr.Conflict("/k"), "pods", "x")
     assert e.code == 409 and e.reason == "Conflict"
     assert e.message == (
         'Operation cannot be fulfilled on pods "x": the object has been modified; please apply '
         "your changes to the latest version and try again"
     )
     detail = "Precondition failed: UID in precondition: B, UID in object meta: A"
-    e = status.from_storage_error(serr.PreconditionFailed(detail, "/k"), "pods", "x")
+    e = apierrors.from_storage_error(serr.PreconditionFailed(detail, "/k"), "pods", "x")
     assert e.message == f'Operation cannot be fulfilled on pods "x": {detail}'
 
 
 def test_too_large_resource_version() -> None:
-    e = status.from_storage_error(serr.TooLargeResourceVersion(10, 7), "pods")
+    e = apierrors.from_storage_error(serr.TooLargeResourceVersion(10, 7), "pods")
     assert e.code == 504 and e.reason == "Timeout"
     assert e.message == "Timeout: Too large resource version: 10, current: 7"
     assert e.body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
@@ -38,29 +38,29 @@ def test_too_large_resource_version() -> None:
 
 
 def test_expired_with_continue_and_not_ready() -> None:
-    e = status.from_storage_error(serr.Expired("too old", continue_token="tok"), "pods")
+    e = apierrors.from_storage_error(serr.Expired("too old", continue_token="tok"), "pods")
     assert (e.code, e.reason) == (410, "Expired")
     assert e.body["metadata"] == {"continue": "tok"}
-    e = status.from_storage_error(serr.NotReady(retry_after=2), "pods")
+    e = apierrors.from_storage_error(serr.NotReady(retry_after=2), "pods")
     assert (e.code, e.reason, e.message) == (429, "TooManyRequests", "storage is (re)initializing")
     assert e.headers["Retry-After"] == "2"
 
 
 def test_unavailable_and_internal() -> None:
-    e = status.from_storage_error(serr.Unavailable("deadline", timeout=True), "pods")
+    e = apierrors.from_storage_error(serr.Unavailable("deadline", timeout=True), "pods")
     assert e.code == 504 and e.reason == "Timeout"
-    e = status.from_storage_error(serr.Unavailable("refused"), "pods")
+    e = apierrors.from_storage_error(serr.Unavailable("refused"), "pods")
     assert e.code == 503 and e.reason == "ServiceUnavailable"
-    e = status.from_storage_error(serr.InternalStorageError("bad value", "/k"), "pods")
+    e = apierrors.from_storage_error(serr.InternalStorageError("bad value", "/k"), "pods")
     assert e.code == 500 and e.message == "Internal error occurred: bad value"
 
 
 def test_invalid_aggregates_like_apimachinery() -> None:
     errs = [
-        status.FieldError.forbidden("a", "no"),
-        status.FieldError.not_supported("b", "x", ["Exact", ""]),
+        apierrors.FieldError.forbidden("a", "no"),
+        apierrors.FieldError.not_supported("b", "x", ["Exact", ""]),
     ]
-    e = status.invalid("ListOptions.meta.k8s.io", "", errs)
+    e = apierrors.invalid("ListOptions.meta.k8s.io", "", errs)
     assert e.message == (
         'ListOptions.meta.k8s.io "" is invalid: [a: Forbidden: no, b: Unsupported value: "x": '
         'supported values: "Exact", ""]'

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from proxy.schemas import SchemaNode, kind_schema
-from proxy.strategic_merge_patch import (
+from proxy.openapi.schemas import SchemaNode, kind_schema
+from proxy.patch.strategic import (
     StrategicMergePatchError,
     apply_strategic_merge_patch,
     go_format,

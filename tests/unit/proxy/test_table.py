@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from proxy.table import (
+from proxy.printers.table import (
     AcceptedFormat,
     NotAcceptableError,
     TableError,

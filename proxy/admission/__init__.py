@@ -1,0 +1,1 @@
+"""Admission (k8s.io/apiserver/pkg/admission): the plugins a write passes before storage."""

@@ -1,0 +1,1 @@
+"""API discovery: the legacy documents and aggregated discovery (apidiscovery.k8s.io/v2)."""

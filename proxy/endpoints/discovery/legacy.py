@@ -1,0 +1,202 @@
+"""Legacy discovery documents, built from the registry:
+
+- ``/api`` → APIVersions; ``/apis`` → APIGroupList; ``/apis/<group>`` → APIGroup;
+- ``/api/v1`` and ``/apis/<group>/<version>`` → APIResourceList, with each resource's
+  name, singularName, namespaced, kind, verbs, shortNames, categories and its served
+  subresources as ``pods/status``.
+
+kubectl and client-go resolve resource names, short names and the "all" category from
+these. ``/api`` and ``/apis`` answer with the aggregated document
+(``apidiscovery.k8s.io/v2``, built by ``proxy.endpoints.discovery.aggregated``) when the
+Accept header asks for it first, as kubectl does. ``/openapi/v3`` serves the documents of
+``proxy.openapi.documents``.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+from typing import Any
+
+from aiohttp import web
+
+from proxy import apierrors
+from proxy.endpoints import negotiation
+from proxy.endpoints.discovery import aggregated as discovery_aggregated
+from proxy.openapi import documents as openapi
+from proxy.registry.resources import Registry, ResourceInfo
+from proxy.server.context import API_CONTEXT
+
+__all__ = [
+    "api_group",
+    "api_group_list",
+    "api_resource_list",
+    "api_versions",
+    "setup_discovery_routes",
+]
+
+JSON = dict[str, Any]
+
+
+def storage_version_hash(resource: ResourceInfo) -> str:
+    """An opaque hash of the storage version, as upstream (sha256, 8 bytes, base64)."""
+    text = f"{resource.group}/{resource.version}/{resource.kind}".encode()
+    return base64.b64encode(hashlib.sha256(text).digest()[:8]).decode()
+
+
+def api_versions(server_address: str) -> JSON:
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}
+        ],
+    }
+
+
+def _group(registry: Registry, group: str) -> JSON:
+    versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in registry.versions(group)]
+    return {"name": group, "versions": versions, "preferredVersion": versions[0]}
+
+
+def api_group_list(registry: Registry) -> JSON:
+    return {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [_group(registry, g) for g in registry.groups()],
+    }
+
+
+def api_group(registry: Registry, group: str) -> JSON:
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group(registry, group)}
+
+
+def _resource_entry(resource: ResourceInfo) -> JSON:
+    entry: JSON = {
+        "name": resource.plural,
+        "singularName": resource.singular,
+        "namespaced": resource.namespaced,
+        "kind": resource.kind,
+        "verbs": list(resource.verbs),
+    }
+    if resource.short_names:
+        entry["shortNames"] = list(resource.short_names)
+    if resource.categories:
+        entry["categories"] = list(resource.categories)
+    entry["storageVersionHash"] = storage_version_hash(resource)
+    return entry
+
+
+def _subresource_entry(resource: ResourceInfo, sub: str) -> JSON:
+    entry: JSON = {
+        "name": f"{resource.plural}/{sub}",
+        "singularName": "",
+        "namespaced": resource.namespaced,
+        "kind": resource.kind,
+        "verbs": ["get", "patch", "update"],
+    }
+    if sub in discovery_aggregated.SUBRESOURCE_KINDS:  # scale: autoscaling/v1 Scale
+        group, version, kind = discovery_aggregated.SUBRESOURCE_KINDS[sub]
+        entry.update(group=group, version=version, kind=kind)
+    return entry
+
+
+def api_resource_list(registry: Registry, group: str, version: str) -> JSON | None:
+    resources = registry.in_group_version(group, version)
+    if not resources:
+        return None
+    entries: list[JSON] = []
+    for r in sorted(resources, key=lambda r: r.plural):
+        entries.append(_resource_entry(r))
+        entries.extend(_subresource_entry(r, s) for s in r.subresources)
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": entries,
+    }
+
+
+def _not_found() -> apierrors.StatusError:
+    return apierrors.StatusError(
+        apierrors.status_body(
+            404, "NotFound", "the server could not find the requested resource", {}
+        )
+    )
+
+
+def _aggregated(request: web.Request, path: str) -> web.StreamResponse | None:
+    """The aggregated (apidiscovery.k8s.io/v2) document when the client asks for it."""
+    if not discovery_aggregated.is_aggregated_request(request.headers.get("Accept")):
+        return None
+    ctx = request.app[API_CONTEXT]
+    if not ctx.aggregated_discovery:
+        ctx.aggregated_discovery.update(discovery_aggregated.build_documents(ctx.registry))
+    code, headers, body = discovery_aggregated.respond(
+        ctx.aggregated_discovery[path], request.headers
+    )
+    return web.Response(status=code, headers=headers, body=body)
+
+
+async def _api(request: web.Request) -> web.StreamResponse:
+    return _aggregated(request, "/api") or negotiation.json_response(api_versions(request.host))
+
+
+async def _api_v1(request: web.Request) -> web.StreamResponse:
+    body = api_resource_list(request.app[API_CONTEXT].registry, "", request.match_info["version"])
+    if body is None:
+        raise _not_found()
+    return negotiation.json_response(body)
+
+
+async def _apis(request: web.Request) -> web.StreamResponse:
+    return _aggregated(request, "/apis") or negotiation.json_response(
+        api_group_list(request.app[API_CONTEXT].registry)
+    )
+
+
+async def _apis_group(request: web.Request) -> web.StreamResponse:
+    registry = request.app[API_CONTEXT].registry
+    group = request.match_info["group"]
+    if group not in registry.groups():
+        raise _not_found()
+    return negotiation.json_response(api_group(registry, group))
+
+
+async def _apis_group_version(request: web.Request) -> web.StreamResponse:
+    registry = request.app[API_CONTEXT].registry
+    body = api_resource_list(registry, request.match_info["group"], request.match_info["version"])
+    if body is None:
+        raise _not_found()
+    return negotiation.json_response(body)
+
+
+async def _openapi_v3(request: web.Request) -> web.StreamResponse:
+    """``/openapi/v3`` and its per-group-version documents (``proxy.openapi.documents``)."""
+    ctx = request.app[API_CONTEXT]
+    if ctx.openapi is None:
+        ctx.openapi = openapi.OpenAPIV3(ctx.registry)
+    code, headers, body = ctx.openapi.respond(
+        request.match_info.get("path", ""),
+        query_hash=request.query.get("hash"),
+        request_headers=request.headers,
+        now=dt.datetime.now(dt.UTC),
+    )
+    return web.Response(status=code, headers=headers, body=body)
+
+
+def setup_discovery_routes(app: web.Application) -> None:
+    """Discovery GET routes; registered before the resource catch-all routes."""
+    routes = (
+        ("/api", _api),
+        ("/api/{version}", _api_v1),
+        ("/apis", _apis),
+        ("/apis/{group}", _apis_group),
+        ("/apis/{group}/{version}", _apis_group_version),
+    )
+    for path, handler in routes:  # with and without the trailing slash, as go-restful
+        app.router.add_get(path, handler)
+        app.router.add_get(path + "/", handler)
+    app.router.add_get("/openapi/v3", _openapi_v3)
+    app.router.add_get("/openapi/v3/{path:.+}", _openapi_v3)

@@ -1,0 +1,1 @@
+"""PATCH: JSON patch, JSON merge patch and strategic merge patch."""

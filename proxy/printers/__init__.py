@@ -1,0 +1,1 @@
+"""Server-side printing: meta.k8s.io Tables (k8s.io/kubernetes/pkg/printers)."""

@@ -1,0 +1,449 @@
+"""Server-side field validation (``fieldValidation=Strict|Warn|Ignore``) and schema checks.
+
+What kube-apiserver does while decoding a request body into a typed object:
+- unknown fields (not in the kind's schema) and duplicate fields are collected in
+  document order as ``unknown field "spec.foo"`` / ``duplicate field "metadata.name"``
+  (a field both unknown and duplicated is reported once, as unknown; list elements
+  appear as ``spec.containers[0].x``);
+- ``Strict``: the request fails with ``strict decoding error: <e1>, <e2>, ...`` — 400
+  BadRequest on create/update (message prefixed ``Pod in version "v1" cannot be
+  handled as a Pod: ``), 422 Invalid on patch (see :class:`StrictDecodingError`);
+- ``Warn`` (the default when the parameter is absent): each error becomes a
+  ``Warning: 299 - "<error>"`` response header and unknown fields are dropped;
+- ``Ignore``: unknown fields are silently dropped (decoding into a Go struct prunes).
+
+:func:`schema_violations` adds what the schema alone can say (wrong JSON types,
+missing required fields outside ``status``) as Status causes for a 422 Invalid; the
+message of such an error is built by :func:`invalid_message`.
+
+Pure functions: bytes and dicts in, results out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import yaml
+
+from proxy.openapi.schemas import SchemaNode
+from proxy.patch.strategic import go_format
+
+__all__ = [
+    "FIELD_VALIDATION_MODES",
+    "FieldCause",
+    "FieldValidationOptionError",
+    "StrictDecodingError",
+    "causes_json",
+    "decode_with_pairs",
+    "decode_yaml_checking_duplicates",
+    "find_duplicate_fields",
+    "invalid_message",
+    "parse_field_validation",
+    "prune_unknown_fields",
+    "schema_violations",
+    "strict_decoding_errors",
+    "strict_decoding_errors_yaml",
+    "validate_fields",
+    "validate_patched",
+    "validate_yaml_fields",
+    "warning_header",
+    "warnings_of",
+]
+
+JSON = Any
+Mode = Literal["Strict", "Warn", "Ignore"]
+FIELD_VALIDATION_MODES: tuple[Mode, ...] = ("Strict", "Warn", "Ignore")
+
+
+class FieldValidationOptionError(ValueError):
+    """An unsupported ``fieldValidation`` value: 422 Invalid, as kube-apiserver answers."""
+
+    status_code = 422
+    reason = "Invalid"
+
+    def __init__(self, value: str, options_kind: str) -> None:
+        self.field = "fieldValidation"
+        self.detail = (
+            f'Unsupported value: "{value}": supported values: "", "Ignore", "Strict", "Warn"'
+        )
+        self.options_kind = options_kind
+        super().__init__(f'{options_kind}.meta.k8s.io "" is invalid: {self.field}: {self.detail}')
+
+    @property
+    def causes(self) -> list[dict[str, str]]:
+        return [{"reason": "FieldValueNotSupported", "message": self.detail, "field": self.field}]
+
+
+def parse_field_validation(value: str | None, options_kind: str = "CreateOptions") -> Mode:
+    """The ``fieldValidation`` query parameter; absent or empty means ``Warn``.
+
+    ``options_kind`` names the options in the error (CreateOptions, UpdateOptions,
+    PatchOptions).
+    """
+    if not value:
+        return "Warn"
+    if value in FIELD_VALIDATION_MODES:
+        return value
+    raise FieldValidationOptionError(value, options_kind)
+
+
+class StrictDecodingError(ValueError):
+    """Unknown or duplicate fields under ``fieldValidation=Strict``.
+
+    ``str(e)`` is upstream's ``strict decoding error: unknown field "spec.foo", ...``.
+    The HTTP layer answers create/update with 400 BadRequest and the message
+    :meth:`for_create` builds, and patch with 422 Invalid (:meth:`for_patch`).
+    """
+
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = list(errors)
+        super().__init__("strict decoding error: " + ", ".join(self.errors))
+
+    def for_create(self, kind: str, version: str) -> str:
+        """The 400 message of create/update: ``Pod in version "v1" cannot be handled ...``."""
+        return f'{kind} in version "{version}" cannot be handled as a {kind}: {self}'
+
+    def for_patch(self, patch: JSON) -> tuple[str, list[dict[str, str]]]:
+        """The 422 message and causes of a patch: ``field.Invalid(patch, "%+v", err)``."""
+        body = f"Invalid value: {json.dumps(go_format(patch))}: {self}"
+        return f' "" is invalid: patch: {body}', [
+            {"reason": "FieldValueInvalid", "message": body, "field": "patch"}
+        ]
+
+
+def warning_header(message: str) -> str:
+    """A ``Warning`` header value as kube-apiserver sends it: ``299 - "<message>"``."""
+    escaped = message.replace("\\", "\\\\").replace('"', '\\"')
+    return f'299 - "{escaped}"'
+
+
+# ------------------------------------------------------------------- raw decoding
+
+
+class Pairs(dict[str, JSON]):
+    """A decoded JSON object that remembers every key/value pair in document order."""
+
+    pairs: list[tuple[str, JSON]]
+
+
+def _pairs_hook(items: list[tuple[str, JSON]]) -> Pairs:
+    obj = Pairs(items)
+    obj.pairs = items
+    return obj
+
+
+def decode_with_pairs(raw: bytes | str) -> JSON:
+    """Decode JSON keeping duplicate keys visible (objects are :class:`Pairs`).
+
+    Raises ``ValueError`` (``json.JSONDecodeError``) on malformed JSON. The last
+    occurrence of a duplicated key wins in the dict view, as in Go.
+    """
+    return json.loads(raw, object_pairs_hook=_pairs_hook)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _walk(value: JSON, node: SchemaNode | None, path: str, typed: bool) -> Iterator[str]:
+    """Strict decoding errors below ``value``, in document order."""
+    if isinstance(value, list):
+        elem = node.items() if node is not None else None
+        for i, item in enumerate(value):
+            yield from _walk(item, elem, f"{path}[{i}]", typed)
+        return
+    if not isinstance(value, dict):
+        return
+    pairs = value.pairs if isinstance(value, Pairs) else list(value.items())
+    seen: set[str] = set()
+    unknown: set[str] = set()
+    for key, item in pairs:
+        child = node.child(key) if node is not None else None
+        field_path = _join(path, key)
+        is_unknown = typed and _is_unknown(node, key)
+        if key in seen:
+            if key not in unknown:
+                yield f'duplicate field "{field_path}"'
+            continue
+        seen.add(key)
+        if is_unknown:
+            unknown.add(key)
+            yield f'unknown field "{field_path}"'
+            continue
+        yield from _walk(item, child, field_path, typed and child is not None)
+
+
+def _is_unknown(node: SchemaNode | None, key: str) -> bool:
+    if node is None or not node.is_struct or node.preserves_unknown:
+        return False
+    return node.field(key) is None
+
+
+def strict_decoding_errors(raw: bytes | str, kind_schema: SchemaNode | None) -> list[str]:
+    """Unknown and duplicate fields of a JSON body, in document order, upstream-worded.
+
+    Without a schema (custom resources) only duplicates are reported. Malformed JSON
+    raises ``ValueError``.
+    """
+    return list(_walk(decode_with_pairs(raw), kind_schema, "", kind_schema is not None))
+
+
+def find_duplicate_fields(raw: bytes | str) -> list[str]:
+    """The paths of duplicated fields in a JSON body (``metadata.name``), in order."""
+    prefix = 'duplicate field "'
+    return [
+        e[len(prefix) : -1]
+        for e in _walk(decode_with_pairs(raw), None, "", False)
+        if e.startswith(prefix)
+    ]
+
+
+class _DuplicateKeyLoader(yaml.SafeLoader):
+    """A safe YAML loader that records keys set twice in one mapping (with lines)."""
+
+    def __init__(self, stream: str | bytes) -> None:
+        super().__init__(stream)
+        self.duplicates: list[tuple[int, str]] = []
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key is None or key == "<<":
+                continue
+            if key in seen:
+                self.duplicates.append((key_node.start_mark.line + 1, str(key)))
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def decode_yaml_checking_duplicates(raw: bytes | str) -> tuple[JSON, list[str]]:
+    """Decode one YAML document; also its duplicate keys as go-yaml words them
+    (``line 5: key "name" already set in map``). Raises ``yaml.YAMLError``."""
+    loader = _DuplicateKeyLoader(raw)
+    try:
+        value = loader.get_single_data()
+    finally:
+        loader.dispose()
+    lines = [f'line {line}: key "{key}" already set in map' for line, key in loader.duplicates]
+    return value, lines
+
+
+def strict_decoding_errors_yaml(
+    raw: bytes | str, kind_schema: SchemaNode | None
+) -> tuple[JSON, list[str]]:
+    """The decoded YAML body and its strict errors, as kube-apiserver gives them for
+    ``application/yaml``: one ``yaml: unmarshal errors:`` error listing the duplicate
+    keys line by line, then the unknown fields sorted by path."""
+    value, duplicates = decode_yaml_checking_duplicates(raw)
+    errors = []
+    if duplicates:
+        errors.append("yaml: unmarshal errors:\n  " + "\n  ".join(duplicates))
+    if isinstance(value, dict):
+        unknown = sorted(prune_unknown_fields(value, kind_schema)[1])
+        errors += [f'unknown field "{path}"' for path in unknown]
+    return value, errors
+
+
+def warnings_of(errors: list[str]) -> list[str]:
+    """One warning per error; a YAML ``unmarshal errors`` block gives one per line."""
+    out: list[str] = []
+    for error in errors:
+        if error.startswith("yaml: unmarshal errors:\n"):
+            out += [line.strip() for line in error.splitlines()[1:] if line.strip()]
+        else:
+            out.append(error)
+    return out
+
+
+# ---------------------------------------------------------------------- pruning
+
+
+def prune_unknown_fields(obj: JSON, kind_schema: SchemaNode | None) -> tuple[JSON, list[str]]:
+    """A copy of ``obj`` without the fields its schema does not know, and their paths."""
+    removed: list[str] = []
+    return _prune(obj, kind_schema, "", removed), removed
+
+
+def _prune(value: JSON, node: SchemaNode | None, path: str, removed: list[str]) -> JSON:
+    if node is None:
+        return value
+    if isinstance(value, list):
+        elem = node.items()
+        return [_prune(v, elem, f"{path}[{i}]", removed) for i, v in enumerate(value)]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, JSON] = {}
+    for key, item in value.items():
+        if _is_unknown(node, key):
+            removed.append(_join(path, key))
+            continue
+        out[key] = _prune(item, node.child(key), _join(path, key), removed)
+    return out
+
+
+def validate_fields(
+    obj: dict[str, JSON],
+    kind_schema: SchemaNode | None,
+    mode: Mode,
+    *,
+    raw: bytes | str | None = None,
+) -> tuple[dict[str, JSON], list[str]]:
+    """Apply a field-validation mode to a decoded body: ``(cleaned object, warnings)``.
+
+    ``raw`` (the JSON request body) lets duplicates be seen; without it only unknown
+    fields are. Strict raises :class:`StrictDecodingError` if anything was found; Warn
+    returns the pruned object and the errors as warnings; Ignore the pruned object and
+    no warnings. An unknown kind (``kind_schema`` None) is returned unpruned.
+    """
+    if raw is not None:
+        errors = strict_decoding_errors(raw, kind_schema)
+    else:
+        errors = [f'unknown field "{p}"' for p in prune_unknown_fields(obj, kind_schema)[1]]
+    if mode == "Strict" and errors:
+        raise StrictDecodingError(errors)
+    cleaned, _ = prune_unknown_fields(obj, kind_schema)
+    return cleaned, (errors if mode == "Warn" else [])
+
+
+def validate_yaml_fields(
+    raw: bytes | str, kind_schema: SchemaNode | None, mode: Mode
+) -> tuple[JSON, list[str]]:
+    """:func:`validate_fields` for an ``application/yaml`` body: decodes it and returns
+    ``(pruned object, warnings)``; Strict raises :class:`StrictDecodingError` worded as
+    upstream's YAML path (duplicates by line, then sorted unknown fields)."""
+    value, errors = strict_decoding_errors_yaml(raw, kind_schema)
+    if mode == "Strict" and errors:
+        raise StrictDecodingError(errors)
+    cleaned = prune_unknown_fields(value, kind_schema)[0] if isinstance(value, dict) else value
+    return cleaned, (warnings_of(errors) if mode == "Warn" else [])
+
+
+def validate_patched(
+    patched: dict[str, JSON],
+    kind_schema: SchemaNode | None,
+    mode: Mode,
+    *,
+    raw_patch: bytes | str,
+) -> tuple[dict[str, JSON], list[str]]:
+    """Field validation of a PATCH (strategic or JSON merge): ``(cleaned, warnings)``.
+
+    As kube-apiserver: duplicate fields come from the patch body (paths inside the
+    patch), unknown fields from the patched object; duplicates first. Strict raises
+    :class:`StrictDecodingError` (answer with :meth:`StrictDecodingError.for_patch`,
+    422); Warn returns them as warnings; Ignore returns none. The result is pruned.
+    """
+    errors = strict_decoding_errors(raw_patch, None)
+    cleaned, unknown = prune_unknown_fields(patched, kind_schema)
+    errors += [f'unknown field "{path}"' for path in unknown]
+    if mode == "Strict" and errors:
+        raise StrictDecodingError(errors)
+    return cleaned, (errors if mode == "Warn" else [])
+
+
+# ----------------------------------------------------------------- schema checks
+
+
+@dataclass(frozen=True)
+class FieldCause:
+    """One Status cause of a 422 Invalid: ``reason`` (CauseType), ``message``, ``field``."""
+
+    reason: str
+    message: str
+    field: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"reason": self.reason, "message": self.message, "field": self.field}
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+_JSON_TYPE_NAMES = {
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+}
+
+
+def _type_name(value: JSON) -> str:
+    return _JSON_TYPE_NAMES.get(type(value), "object" if isinstance(value, dict) else "string")
+
+
+def _type_ok(value: JSON, allowed: frozenset[str]) -> bool:
+    if value is None or not allowed:
+        return True
+    actual = _type_name(value)
+    if actual == "integer" and "number" in allowed:
+        return True
+    if actual == "number" and "integer" in allowed and float(value).is_integer():
+        return True
+    return actual in allowed
+
+
+def schema_violations(obj: JSON, kind_schema: SchemaNode | None) -> list[FieldCause]:
+    """Wrong JSON types and missing required fields, as 422 causes naming the field.
+
+    ``status`` is not checked for required fields (controllers own it and kube does not
+    validate it on create). Unknown fields are not reported here (see
+    :func:`validate_fields`).
+    """
+    if kind_schema is None:
+        return []
+    causes: list[FieldCause] = []
+    _check(obj, kind_schema, "", causes, check_required=True)
+    return causes
+
+
+def _check(
+    value: JSON, node: SchemaNode, path: str, causes: list[FieldCause], check_required: bool
+) -> None:
+    allowed = node.types
+    if not _type_ok(value, allowed):
+        expected = sorted(allowed)[0] if len(allowed) == 1 else " or ".join(sorted(allowed))
+        actual = _type_name(value)
+        causes.append(
+            FieldCause(
+                "FieldValueTypeInvalid",
+                f'Invalid value: "{actual}": {path} in body must be of type {expected}: "{actual}"',
+                path,
+            )
+        )
+        return
+    if isinstance(value, list):
+        elem = node.items()
+        if elem is not None:
+            for i, item in enumerate(value):
+                _check(item, elem, f"{path}[{i}]", causes, check_required)
+        return
+    if not isinstance(value, dict):
+        return
+    if check_required and node.is_struct:
+        for name in node.required:
+            if value.get(name) is None:
+                causes.append(FieldCause("FieldValueRequired", "Required value", _join(path, name)))
+    for key, item in value.items():
+        child = node.child(key)
+        if child is not None:
+            required_below = check_required and not (path == "" and key == "status")
+            _check(item, child, _join(path, key), causes, required_below)
+
+
+def invalid_message(group_kind: str, name: str, causes: list[FieldCause]) -> str:
+    """``Pod "x" is invalid: spec.containers[0].name: Required value`` (``[a, b]`` if many)."""
+    if not causes:
+        return f'{group_kind} "{name}" is invalid'
+    if len(causes) == 1:
+        return f'{group_kind} "{name}" is invalid: {causes[0]}'
+    return f'{group_kind} "{name}" is invalid: [{", ".join(str(c) for c in causes)}]'
+
+
+def causes_json(causes: list[FieldCause]) -> list[dict[str, str]]:
+    """The ``details.causes`` list of a Status."""
+    return [c.to_json() for c in causes]

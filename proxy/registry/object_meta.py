@@ -1,0 +1,286 @@
+"""ObjectMeta rules of the generic registry (kube-apiserver's ``rest.BeforeCreate`` /
+``rest.BeforeUpdate`` and the strategies' PrepareFor*): system fields set on create,
+preserved on update, generation bumps, status-subresource splitting, and name
+validation with the upstream messages.
+
+Pure functions on decoded objects; they raise ``StatusError`` (422/400).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import datetime
+import re
+import secrets
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from proxy import apierrors
+from proxy.apierrors import FieldError
+from proxy.registry.resources import ResourceInfo
+
+__all__ = [
+    "check_name_matches_url",
+    "generate_name",
+    "now_rfc3339",
+    "prepare_for_create",
+    "prepare_for_update",
+]
+
+JSON = dict[str, Any]
+
+# apimachinery's names.SimpleNameGenerator alphabet (no vowels, no confusable digits).
+_ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
+_RANDOM_LENGTH = 5
+_MAX_GENERATED_BASE = 63 - _RANDOM_LENGTH
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+    "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+    "regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+# Resources whose names are DNS labels (at most 63 chars); the rest are subdomains.
+_LABEL_NAMED = frozenset({"namespaces", "services"})
+# RBAC names are path segments, validated loosely upstream.
+_PATH_SEGMENT_NAMED = frozenset({"roles", "rolebindings", "clusterroles", "clusterrolebindings"})
+
+
+def now_rfc3339(clock: Callable[[], datetime.datetime] | None = None) -> str:
+    now = clock() if clock else datetime.datetime.now(datetime.UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def generate_name(base: str) -> str:
+    """``base`` + 5 random characters, base truncated so the result fits 63."""
+    suffix = "".join(secrets.choice(_ALPHANUMS) for _ in range(_RANDOM_LENGTH))
+    return base[:_MAX_GENERATED_BASE] + suffix
+
+
+def _name_errors(resource: ResourceInfo, name: str) -> list[FieldError]:
+    path = "metadata.name"
+    if resource.plural in _PATH_SEGMENT_NAMED:
+        for bad in (".", ".."):
+            if name == bad:
+                return [FieldError.invalid(path, name, f"may not be '{bad}'")]
+        for bad in ("/", "%"):
+            if bad in name:
+                return [FieldError.invalid(path, name, f"may not contain '{bad}'")]
+        return []
+    if resource.plural in _LABEL_NAMED:
+        errs = []
+        if len(name) > 63:
+            errs.append(FieldError.invalid(path, name, "must be no more than 63 characters"))
+        if not _DNS1123_LABEL.match(name):
+            errs.append(FieldError.invalid(path, name, _LABEL_MSG))
+        return errs
+    errs = []
+    if len(name) > 253:
+        errs.append(FieldError.invalid(path, name, "must be no more than 253 characters"))
+    if not _DNS1123_SUBDOMAIN.match(name):
+        errs.append(FieldError.invalid(path, name, _SUBDOMAIN_MSG))
+    return errs
+
+
+def _metadata(obj: JSON) -> JSON:
+    meta = obj.get("metadata")
+    if meta is None:
+        meta = obj["metadata"] = {}
+    if not isinstance(meta, dict):
+        raise apierrors.bad_request("metadata must be an object")
+    return meta
+
+
+def prepare_for_create(
+    obj: JSON,
+    resource: ResourceInfo,
+    namespace: str,
+    clock: Callable[[], datetime.datetime] | None = None,
+) -> JSON:
+    """Fill the system fields of a new object (mutates and returns ``obj``).
+
+    Namespace: the request's for namespaced resources (a conflicting one in the body is
+    400), cleared for cluster-scoped ones. Name from ``generateName`` when unset.
+    ``metadata.resourceVersion`` must be empty (as upstream's store refuses it).
+    Server-owned fields are set: uid, creationTimestamp, generation 1. Status of a
+    resource with a status subresource is kept as sent (upstream strategies reset some,
+    we keep what the client wrote so tests and seeders can create complete objects).
+    """
+    meta = _metadata(obj)
+    body_ns = meta.get("namespace") or ""
+    if resource.namespaced:
+        if body_ns and body_ns != namespace:
+            raise apierrors.bad_request(
+                "the namespace of the provided object does not match the namespace sent "
+                "on the request"
+            )
+        meta["namespace"] = namespace
+    else:
+        meta.pop("namespace", None)
+    if meta.get("resourceVersion"):
+        # upstream's etcd3 store returns a plain error here: 500, no reason
+        raise apierrors.unknown_error("resourceVersion should not be set on objects to be created")
+    name = meta.get("name") or ""
+    if not name and meta.get("generateName"):
+        name = meta["name"] = generate_name(str(meta["generateName"]))
+    if not name:
+        raise apierrors.invalid(
+            resource.group_kind,
+            "",
+            [FieldError.required("metadata.name", "name or generateName is required")],
+        )
+    errs = _name_errors(resource, str(name))
+    if errs:
+        raise apierrors.invalid(resource.group_kind, str(name), errs)
+    meta["uid"] = str(uuid.uuid4())
+    meta["creationTimestamp"] = now_rfc3339(clock)
+    meta["generation"] = 1
+    if resource.plural == "namespaces":
+        _namespace_defaults(obj, str(name))
+    elif is_core(resource, "secrets"):
+        secret_defaults(obj)
+    elif resource.plural == "pods" and not obj.get("status"):
+        obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(obj)}
+    for system in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+        meta.pop(system, None)
+    meta.pop("resourceVersion", None)
+    return obj
+
+
+def is_core(resource: ResourceInfo, plural: str) -> bool:
+    return resource.group == "" and resource.plural == plural
+
+
+def secret_defaults(obj: JSON) -> None:
+    """As the Secret's conversion and defaulting on every write: ``stringData`` (write
+    only) is merged into ``data`` base64-encoded, its keys winning; type ``Opaque``."""
+    string_data = obj.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        current = obj.get("data")
+        data: JSON = current if isinstance(current, dict) else {}
+        for key, value in string_data.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        obj["data"] = data
+    if not obj.get("type"):
+        obj["type"] = "Opaque"
+
+
+def _namespace_defaults(obj: JSON, name: str) -> None:
+    """What kube-apiserver's namespace strategy sets on create: the immutable
+    ``kubernetes.io/metadata.name`` label, the ``kubernetes`` finalizer, phase Active."""
+    labels = obj["metadata"].setdefault("labels", {})
+    if isinstance(labels, dict):
+        labels["kubernetes.io/metadata.name"] = name
+    spec = obj.setdefault("spec", {})
+    if isinstance(spec, dict) and not spec.get("finalizers"):
+        spec["finalizers"] = ["kubernetes"]
+    obj["status"] = {"phase": "Active"}
+
+
+def pod_qos_class(pod: JSON) -> str:
+    """The pod's QoS class, as kube's ``qos.GetPodQOS`` decides it for cpu and memory:
+    no requests or limits at all → BestEffort; every container with limits equal to
+    requests for both → Guaranteed; anything else → Burstable."""
+    spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+    containers = [
+        c
+        for key in ("initContainers", "containers")
+        for c in (spec or {}).get(key) or []
+        if isinstance(c, dict)
+    ]
+    any_set = False
+    guaranteed = bool(containers)
+    for c in containers:
+        res = c.get("resources") if isinstance(c.get("resources"), dict) else {}
+        requests = (res or {}).get("requests") or {}
+        limits = (res or {}).get("limits") or {}
+        if any(requests.get(r) or limits.get(r) for r in ("cpu", "memory")):
+            any_set = True
+        for r in ("cpu", "memory"):
+            limit = limits.get(r)
+            if not limit or requests.get(r, limit) != limit:
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def check_name_matches_url(obj: JSON, name: str, namespace: str, resource: ResourceInfo) -> None:
+    """PUT/PATCH: the body's name and namespace must match the URL (400, upstream wording)."""
+    meta = obj.get("metadata") or {}
+    obj_name = meta.get("name", "")
+    if obj_name != name:
+        raise apierrors.bad_request(
+            f"the name of the object ({obj_name}) does not match the name on the URL ({name})"
+        )
+    obj_ns = meta.get("namespace") or ""
+    if resource.namespaced and obj_ns and obj_ns != namespace:
+        raise apierrors.bad_request(
+            f"the namespace of the object ({obj_ns}) does not match the namespace on the "
+            f"request ({namespace})"
+        )
+
+
+def _spec_part(obj: JSON) -> JSON:
+    """Everything generation tracks: all but metadata, status, kind, apiVersion."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
+
+
+def prepare_for_update(new: JSON, old: JSON, resource: ResourceInfo, subresource: str) -> JSON:
+    """Merge a PUT/PATCH result ``new`` onto the stored ``old`` (mutates ``new``).
+
+    - the main resource of a kind with a status subresource ignores status changes;
+      ``/status`` takes only the status (and keeps everything else as stored);
+    - uid, creationTimestamp, generation, deletionTimestamp are the server's: a
+      missing uid is taken from old, a different one is 422 (field is immutable);
+    - generation bumps when anything but metadata/status changed.
+    """
+    if subresource == "status":
+        merged = copy.deepcopy(old)
+        if "status" in new:
+            merged["status"] = new["status"]
+        else:
+            merged.pop("status", None)
+        new_meta = new.get("metadata") or {}
+        if new_meta.get("resourceVersion"):
+            merged["metadata"]["resourceVersion"] = new_meta["resourceVersion"]
+        new = merged
+    elif resource.has_status:
+        if "status" in old:
+            new["status"] = copy.deepcopy(old["status"])
+        else:
+            new.pop("status", None)
+    if is_core(resource, "secrets"):
+        secret_defaults(new)
+    meta = _metadata(new)
+    old_meta = old.get("metadata") or {}
+    errs: list[FieldError] = []
+    if not meta.get("uid"):
+        meta["uid"] = old_meta.get("uid")
+    elif meta["uid"] != old_meta.get("uid"):
+        errs.append(FieldError.invalid("metadata.uid", meta["uid"], "field is immutable"))
+    if errs:
+        raise apierrors.invalid(resource.group_kind, str(meta.get("name", "")), errs)
+    for system in ("creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
+        if system in old_meta:
+            meta[system] = old_meta[system]
+        else:
+            meta.pop(system, None)
+    meta.pop("selfLink", None)
+    generation = int(old_meta.get("generation") or 0)
+    if subresource != "status" and _spec_part(new) != _spec_part(old):
+        generation += 1
+    if generation:
+        meta["generation"] = generation
+    return new

@@ -1,0 +1,135 @@
+"""The ``/scale`` subresource of deployments, replicasets, statefulsets and
+replicationcontrollers: the object seen as an ``autoscaling/v1`` Scale, as ``kubectl scale``
+(a merge PATCH of ``{"spec":{"replicas":N}}``) and autoscalers use it.
+
+- GET: the Scale (name, namespace, uid, resourceVersion and creationTimestamp of the
+  object; ``spec.replicas``; ``status.replicas`` and ``status.selector`` as a selector
+  string).
+- PUT: a Scale body; its ``resourceVersion``, when set, must be the object's (409); its
+  name must be the URL's (400).
+- PATCH: json, merge or strategic patch applied to the Scale.
+
+Only ``spec.replicas`` of the object changes (its generation bumps); a negative count
+is 422 Invalid on ``Scale.autoscaling``. ``?dryRun=All`` writes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from aiohttp import web
+
+from proxy import apierrors
+from proxy.apierrors import FieldError
+from proxy.endpoints import negotiation
+from proxy.endpoints.request_info import RequestInfo
+from proxy.patch import patcher as patch
+from proxy.printers.table import format_label_selector
+from proxy.registry import object_meta
+from proxy.registry.dry_run import DryRunStore, is_dry_run
+from proxy.registry.resources import ResourceInfo
+from proxy.registry.storage_factory import ResourceStorage
+from proxy.server.context import APIContext
+from storage import errors as serr
+from storage.interfaces import GetOptions, Interface, JSONObject
+
+__all__ = ["SCALE", "from_object", "handle_scale"]
+
+JSON = dict[str, Any]
+
+SCALE = ResourceInfo(
+    group="autoscaling", version="v1", kind="Scale", plural="scale", namespaced=True, verbs=()
+)
+_META_KEYS = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+
+
+def from_object(obj: JSONObject) -> JSON:
+    """The autoscaling/v1 Scale of a scalable object."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    replicas = spec.get("replicas")
+    scale: JSON = {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {k: meta[k] for k in _META_KEYS if k in meta},
+        "spec": {"replicas": replicas} if replicas else {},
+        "status": {"replicas": int((obj.get("status") or {}).get("replicas") or 0)},
+    }
+    raw_selector = spec.get("selector")
+    if obj.get("kind") == "ReplicationController" and isinstance(raw_selector, dict):
+        # a ReplicationController's selector is a plain label map (SelectorFromSet)
+        selector = ",".join(f"{k}={v}" for k, v in sorted(raw_selector.items()))
+    else:
+        selector = format_label_selector(raw_selector)
+    if selector:
+        scale["status"]["selector"] = selector
+    return scale
+
+
+def _replicas(scale: JSON, name: str) -> int:
+    replicas = (scale.get("spec") or {}).get("replicas", 0)
+    if not isinstance(replicas, int) or isinstance(replicas, bool):
+        err = FieldError.invalid("spec.replicas", replicas, "must be an integer")
+        raise apierrors.invalid(SCALE.group_kind, name, [err])
+    if replicas < 0:
+        err = FieldError.invalid("spec.replicas", replicas, "must be greater than or equal to 0")
+        raise apierrors.invalid(SCALE.group_kind, name, [err])
+    return replicas
+
+
+def _scaled(current: JSONObject, scale: JSON, rs: ResourceStorage, info: RequestInfo) -> JSON:
+    """``current`` with the Scale's replica count (a Conflict for a stale RV)."""
+    raw_meta = scale.get("metadata")
+    meta: JSON = raw_meta if isinstance(raw_meta, dict) else {}
+    if meta.get("name", info.name) != info.name:
+        raise apierrors.bad_request(
+            f"the name of the object ({meta.get('name')}) does not match the name on the "
+            f"URL ({info.name})"
+        )
+    rv = str(meta.get("resourceVersion") or "")
+    if rv and rv != str((current.get("metadata") or {}).get("resourceVersion")):
+        raise serr.Conflict(rs.object_key(info.namespace, info.name))
+    updated = copy.deepcopy(current)
+    updated.setdefault("spec", {})["replicas"] = _replicas(scale, info.name)
+    return object_meta.prepare_for_update(updated, current, rs.resource, "")
+
+
+async def _write(
+    request: web.Request, info: RequestInfo, rs: ResourceStorage, options_kind: str, body: bytes
+) -> web.Response:
+    writer: Interface | DryRunStore = (
+        DryRunStore(rs.store) if is_dry_run(request.query, options_kind) else rs.store
+    )
+    media_type = negotiation.media_type_of(request, default="")
+    key = rs.object_key(info.namespace, info.name)
+
+    async def try_update(current: JSONObject) -> JSONObject:
+        if not current:
+            raise serr.NotFound(key)
+        if info.verb == "patch":
+            scale = patch.apply_patch(media_type, from_object(current), body, SCALE)
+        else:
+            scale = negotiation.decode_object(body, media_type or negotiation.JSON_TYPE, SCALE)
+        return _scaled(current, scale, rs, info)
+
+    with apierrors.storage_errors(rs.resource.qualified, info.name):
+        stored = await writer.guaranteed_update(key, None, try_update)
+    return negotiation.json_response(from_object(stored.obj))
+
+
+async def handle_scale(
+    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+) -> web.StreamResponse:
+    """GET, PUT or PATCH of ``<resource>/<name>/scale``."""
+    if info.verb == "get":
+        key = rs.object_key(info.namespace, info.name)
+        with apierrors.storage_errors(rs.resource.qualified, info.name):
+            opts = GetOptions(resource_version=request.query.get("resourceVersion", ""))
+            stored = await rs.store.get(key, opts)
+        return negotiation.json_response(from_object(stored.obj))
+    if info.verb == "patch":
+        patch.check_patch_type(negotiation.media_type_of(request, default=""))
+    options_kind = "PatchOptions" if info.verb == "patch" else "UpdateOptions"
+    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    return await _write(request, info, rs, options_kind, body)

@@ -1,0 +1,168 @@
+"""Which storage serves each resource — decided in exactly one function, ``new_storage``.
+
+With ``--watch-cache=false`` every resource is served by the etcd3 store. The cacher
+plugs in by editing ``new_storage`` to wrap the etcd3 store of a resource in its watch
+cache when ``ctx.settings.watch_cache`` is true (until then: etcd3 either way). The
+cache's knobs are in ``ctx.settings``: default_watch_cache_size, watch_cache_index,
+watch_cache_indexes, feature_gates, etcd_compaction_interval, watch_bookmark_interval.
+Everything else here is plumbing: one etcd client and one etcd3 store shared by all
+resources, and a per-resource view (``ResourceStorage``) that knows the resource's keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from proxy.registry.resources import ResourceInfo
+from proxy.server.settings import Settings
+from storage import keys
+from storage.fields import attrs_func
+from storage.interfaces import AttrsFunc, Interface
+
+if TYPE_CHECKING:
+    from etcdclient import EtcdClient
+
+__all__ = ["ResourceStorage", "StorageContext", "StorageMap", "new_storage"]
+
+
+@dataclass
+class StorageContext:
+    """What a storage needs to be built: settings and the shared etcd client."""
+
+    settings: Settings
+    client: EtcdClient
+    # etcd3 stores by (group, resource); ("", "") is the unlabelled one health checks use
+    _etcd3: dict[tuple[str, str], Interface] = field(default_factory=dict)
+
+    def etcd3(self, resource: ResourceInfo | None = None) -> Interface:
+        """The etcd3 store of ``resource`` (one per resource, as kube-apiserver's, so its
+        etcd calls are labelled in etcd_request_duration_seconds)."""
+        key = (resource.group, resource.plural) if resource is not None else ("", "")
+        store = self._etcd3.get(key)
+        if store is None:
+            from storage.etcd3 import Etcd3Store
+
+            store = Etcd3Store(
+                self.client,
+                request_timeout=self.settings.etcd_request_timeout,
+                group=key[0],
+                resource=key[1],
+            )
+            self._etcd3[key] = store
+        return store
+
+    async def close(self) -> None:
+        """Close every etcd3 store (each stops its open watchers)."""
+        for store in self._etcd3.values():
+            await store.close()
+        self._etcd3.clear()
+
+
+def new_storage(resource: ResourceInfo, ctx: StorageContext) -> Interface:
+    """THE choice of storage for ``resource``: with ``--watch-cache`` (the default) the
+    etcd3 store wrapped in the resource's watch cache (``cacher.new_cached_storage``:
+    RV=0 reads and every watch from memory, the rest routed as kube-apiserver does);
+    with ``--watch-cache=false`` the etcd3 store alone. Called once per resource, at
+    server start-up (``StorageMap.build_all``) as kube-apiserver builds every cacher,
+    with the event loop running; etcd may be down (the cache then stays unready)."""
+    settings = ctx.settings
+    if not settings.watch_cache:
+        return ctx.etcd3(resource)
+    from cacher import DEFAULT_INDEXES, CacherConfig, new_cached_storage
+
+    indexes: tuple[str, ...] = ()
+    if settings.watch_cache_index:
+        indexes = DEFAULT_INDEXES.get(resource.plural, ())
+        extra = settings.watch_cache_indexes.get(resource.plural, ())
+        indexes += tuple(f for f in extra if f not in indexes)
+    config = CacherConfig(
+        default_watch_cache_size=settings.default_watch_cache_size,
+        bookmark_interval=settings.watch_bookmark_interval,
+        consistent_list_from_cache=settings.feature_gates.get("ConsistentListFromCache", False),
+        compaction_interval=settings.etcd_compaction_interval,
+    )
+    return new_cached_storage(
+        ctx.etcd3(resource),
+        ctx.client,
+        resource=resource.plural,
+        resource_prefix=keys.resource_prefix(resource.group, resource.plural, settings.etcd_prefix),
+        attrs=attrs_func(resource.plural),
+        kind=resource.kind,
+        api_version=resource.api_version,
+        indexes=indexes,
+        config=config,
+        request_timeout=settings.etcd_request_timeout,
+    )
+
+
+@dataclass(frozen=True)
+class ResourceStorage:
+    """A resource's storage and key layout (``/registry/pods/<ns>/<name>``)."""
+
+    resource: ResourceInfo
+    store: Interface
+    prefix: str
+    get_attrs: AttrsFunc
+
+    def object_key(self, namespace: str, name: str) -> str:
+        ns = namespace if self.resource.namespaced else ""
+        return keys.object_key(self.resource.group, self.resource.plural, name, ns, self.prefix)
+
+    def list_key(self, namespace: str) -> str:
+        """The prefix of a list/watch: one namespace, or the whole resource."""
+        if self.resource.namespaced and namespace:
+            return keys.namespace_prefix(
+                self.resource.group, self.resource.plural, namespace, self.prefix
+            )
+        return keys.resource_prefix(self.resource.group, self.resource.plural, self.prefix)
+
+
+@dataclass
+class StorageMap:
+    """Per-resource storages, built at start-up by ``build_all`` (or, for a resource not
+    built then, on first use); ``close()`` closes each store once."""
+
+    ctx: StorageContext
+    _by_resource: dict[tuple[str, str, str], ResourceStorage] = field(default_factory=dict)
+    # resources whose watch cache has been ready once (latched: storage-readiness)
+    _ready_once: set[tuple[str, str, str]] = field(default_factory=set)
+
+    def build_all(self, resources: Iterable[ResourceInfo]) -> None:
+        """Build every resource's storage now (its watch cache starts priming at once)."""
+        for resource in resources:
+            self.for_resource(resource)
+
+    def caches_ready(self) -> bool:
+        """True once every built watch cache has been ready at least once (kube-apiserver's
+        ``poststarthook/storage-readiness``); always true without watch caches."""
+        for key, rs in self._by_resource.items():
+            if key in self._ready_once:
+                continue
+            cacher = getattr(rs.store, "cacher", None)
+            if cacher is not None and not cacher.ready.check():
+                return False
+            self._ready_once.add(key)
+        return True
+
+    def for_resource(self, resource: ResourceInfo) -> ResourceStorage:
+        key = (resource.group, resource.version, resource.plural)
+        found = self._by_resource.get(key)
+        if found is None:
+            found = ResourceStorage(
+                resource=resource,
+                store=new_storage(resource, self.ctx),
+                prefix=self.ctx.settings.etcd_prefix,
+                get_attrs=attrs_func(resource.plural),
+            )
+            self._by_resource[key] = found
+        return found
+
+    async def close(self) -> None:
+        seen: set[int] = set()
+        for rs in self._by_resource.values():
+            if id(rs.store) not in seen:
+                seen.add(id(rs.store))
+                await rs.store.close()
+        self._by_resource.clear()

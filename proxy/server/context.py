@@ -1,0 +1,54 @@
+"""The server-wide state handlers reach through ``request.app[API_CONTEXT]``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from proxy.openapi.documents import OpenAPIV3
+from proxy.registry.resources import Registry
+from proxy.registry.storage_factory import StorageContext, StorageMap
+from proxy.server.settings import Settings
+from storage.interfaces import Watcher
+
+__all__ = ["API_CONTEXT", "APIContext"]
+
+log = logging.getLogger("watchcache.proxy")
+
+
+@dataclass
+class APIContext:
+    """Settings, the served resources, their storages, and the open watches.
+
+    ``watchers`` is changed only by the watch handler (add on open, discard on close)
+    and read by ``stop_watches`` at shutdown, all on the event loop.
+    """
+
+    settings: Settings
+    registry: Registry
+    storage_ctx: StorageContext
+    storages: StorageMap
+    watchers: set[Watcher] = field(default_factory=set)
+    # path -> AggregatedDiscovery, built on first request (the registry never changes)
+    aggregated_discovery: dict[str, Any] = field(default_factory=dict)
+    # the OpenAPI v3 documents, built on first request
+    openapi: OpenAPIV3 | None = None
+    shutting_down: bool = False
+    # set once the system namespaces (default, kube-system, ...) exist; None: not run
+    system_namespaces_ready: asyncio.Event | None = None
+
+    async def stop_watches(self) -> None:
+        """End every open watch (their handlers then finish their responses)."""
+        self.shutting_down = True
+        for watcher in list(self.watchers):
+            try:
+                await watcher.stop()
+            except Exception:  # a failing stop must not block the others
+                log.exception("stopping a watch failed")
+
+
+API_CONTEXT = web.AppKey("watchcache_api_context", APIContext)

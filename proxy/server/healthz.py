@@ -1,0 +1,124 @@
+"""Health endpoints as kube-apiserver's: ``/healthz``, ``/livez``, ``/readyz`` and one
+path per check (``/readyz/etcd``).
+
+Each endpoint runs its checks; ``?verbose`` lists them (``[+]etcd ok``), ``?exclude=etcd``
+skips one. A failing check makes the endpoint answer 500 and always list the checks,
+ending ``<name> check failed``; success answers ``ok`` (or the list, ending
+``<name> check passed``).
+
+- ``etcd``: a quorum read of etcd's revision within a short deadline. Part of healthz
+  and readyz: readyz fails while etcd is unreachable.
+- ``poststarthook/start-system-namespaces-controller`` (readyz only): fails until the
+  system namespaces exist (``proxy.server.system_namespaces``).
+- ``poststarthook/storage-readiness`` (readyz only): fails until every resource's watch
+  cache (all built at start-up) has been ready once, as kube-apiserver's hook of that
+  name; passes at once with ``--watch-cache=false``.
+- ``shutdown``: fails once shutdown has begun (readyz only), so load balancers drain.
+- livez has no etcd check: restarting this server does not bring etcd back, and it
+  recovers by itself when etcd returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from proxy.server.context import API_CONTEXT, APIContext
+
+__all__ = ["setup_health_routes"]
+
+log = logging.getLogger("watchcache.proxy")
+
+Check = Callable[[APIContext], Awaitable[None]]  # raises on failure
+
+ETCD_CHECK_TIMEOUT = 2.0
+
+
+async def _ping(ctx: APIContext) -> None:
+    return None
+
+
+async def _etcd(ctx: APIContext) -> None:
+    async with asyncio.timeout(min(ETCD_CHECK_TIMEOUT, ctx.settings.etcd_request_timeout)):
+        await ctx.storage_ctx.etcd3().current_resource_version()
+
+
+async def _shutdown(ctx: APIContext) -> None:
+    if ctx.shutting_down:
+        raise RuntimeError("server is shutting down")
+
+
+async def _system_namespaces(ctx: APIContext) -> None:
+    ready = ctx.system_namespaces_ready
+    if ready is not None and not ready.is_set():
+        raise RuntimeError("system namespaces not created yet")
+
+
+async def _storage_readiness(ctx: APIContext) -> None:
+    if not ctx.storages.caches_ready():
+        raise RuntimeError("watch caches not initialized yet")
+
+
+SYSTEM_NAMESPACES_CHECK = "poststarthook/start-system-namespaces-controller"
+STORAGE_READINESS_CHECK = "poststarthook/storage-readiness"
+
+CHECKS: dict[str, list[tuple[str, Check]]] = {
+    "healthz": [("ping", _ping), ("log", _ping), ("etcd", _etcd)],
+    "livez": [("ping", _ping), ("log", _ping)],
+    "readyz": [
+        ("ping", _ping),
+        ("log", _ping),
+        ("etcd", _etcd),
+        (SYSTEM_NAMESPACES_CHECK, _system_namespaces),
+        (STORAGE_READINESS_CHECK, _storage_readiness),
+        ("shutdown", _shutdown),
+    ],
+}
+
+
+async def _run(ctx: APIContext, name: str, check: Check) -> bool:
+    try:
+        await check(ctx)
+    except Exception as e:  # any failure of a check is a failed check, not a 500 trace
+        log.warning("%s check failed: %s", name, e or type(e).__name__)
+        return False
+    return True
+
+
+async def _endpoint(request: web.Request, endpoint: str) -> web.Response:
+    ctx = request.app[API_CONTEXT]
+    only = request.match_info.get("check")
+    excluded = set(request.query.getall("exclude", []))
+    checks = [(n, c) for n, c in CHECKS[endpoint] if n not in excluded]
+    if only is not None:
+        checks = [(n, c) for n, c in checks if n == only]
+        if not checks:
+            return web.Response(status=404, text="404 page not found\n")
+    results = await asyncio.gather(*(_run(ctx, n, c) for n, c in checks))
+    ok = all(results)
+    if only is not None:
+        return web.Response(
+            status=200 if ok else 500,
+            text="ok" if ok else f"internal server error: {only} check failed\n",
+        )
+    if ok and "verbose" not in request.query:
+        return web.Response(text="ok")
+    lines = [
+        f"[+]{n} ok" if passed else f"[-]{n} failed: reason withheld"
+        for (n, _), passed in zip(checks, results, strict=True)
+    ]
+    lines.append(f"{endpoint} check {'passed' if ok else 'failed'}")
+    return web.Response(status=200 if ok else 500, text="\n".join(lines) + "\n")
+
+
+def setup_health_routes(app: web.Application) -> None:
+    for endpoint in CHECKS:
+
+        async def handler(request: web.Request, _e: str = endpoint) -> web.Response:
+            return await _endpoint(request, _e)
+
+        app.router.add_get(f"/{endpoint}", handler)
+        app.router.add_get(f"/{endpoint}/{{check:.+}}", handler)

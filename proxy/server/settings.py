@@ -1,0 +1,255 @@
+"""Server settings: kube-apiserver-style flags and the same settings as YAML.
+
+Precedence: built-in defaults < ``--config`` YAML file < flags given on the command
+line. YAML keys are the flag names without the leading dashes (``etcd-servers``);
+underscores are accepted too. ``etcd-servers`` may be a comma-separated string or a
+list, ``feature-gates`` a string or a mapping. The watch cache's extra field indexes
+are YAML only: ``watch-cache-indexes: {configmaps: [metadata.namespace]}`` (or
+``watchCache: {indexes: ...}``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["ConfigError", "Settings", "build_parser", "load_settings"]
+
+
+class ConfigError(ValueError):
+    """A bad flag value or configuration file."""
+
+
+def _parse_bool(value: str | bool) -> bool:
+    if isinstance(value, bool):
+        return value
+    low = value.strip().lower()
+    if low in ("1", "t", "true", "yes", "on"):
+        return True
+    if low in ("0", "f", "false", "no", "off"):
+        return False
+    raise ConfigError(f"invalid boolean value {value!r}")
+
+
+def _parse_duration(value: str | float | int) -> float:
+    """Seconds from ``10``, ``10s``, ``1.5s``, ``500ms``, ``2m`` (Go duration subset)."""
+    if isinstance(value, int | float):
+        return float(value)
+    text = value.strip()
+    for suffix, scale in (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+        if text.endswith(suffix) and text[: -len(suffix)].replace(".", "", 1).isdigit():
+            return float(text[: -len(suffix)]) * scale
+    try:
+        return float(text)
+    except ValueError:
+        raise ConfigError(f"invalid duration {value!r}") from None
+
+
+def _parse_feature_gates(value: str | Mapping[str, Any]) -> Mapping[str, bool]:
+    """``A=true,B=false`` (flag) or a YAML mapping -> {gate: enabled}."""
+    if isinstance(value, Mapping):
+        return {str(k): _parse_bool(v) for k, v in value.items()}
+    gates: dict[str, bool] = {}
+    for item in value.split(","):
+        if not item.strip():
+            continue
+        name, sep, enabled = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"invalid feature gate {item!r} (want Name=true|false)")
+        gates[name.strip()] = _parse_bool(enabled)
+    return gates
+
+
+def _parse_indexes(value: Any) -> Mapping[str, tuple[str, ...]]:
+    """``{configmaps: [metadata.namespace]}``: extra watch-cache field indexes (YAML)."""
+    if not isinstance(value, Mapping):
+        raise ConfigError("watch-cache-indexes must map resources to lists of fields")
+    out: dict[str, tuple[str, ...]] = {}
+    for resource, fields_ in value.items():
+        items = [fields_] if isinstance(fields_, str) else list(fields_ or [])
+        out[str(resource)] = tuple(str(f) for f in items)
+    return out
+
+
+def _parse_servers(value: str | Sequence[str]) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return tuple(s.strip() for s in items if s and s.strip())
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of ``watchcache serve``. Durations are seconds."""
+
+    etcd_servers: tuple[str, ...] = ()
+    etcd_prefix: str = "/registry"
+    etcd_cafile: str = ""
+    etcd_certfile: str = ""
+    etcd_keyfile: str = ""
+    etcd_dial_timeout: float = 5.0
+    # bound on every etcd request: the time a request waits on an unreachable etcd
+    etcd_request_timeout: float = 10.0
+    bind_address: str = "127.0.0.1"
+    port: int = 8080
+    # --watch-cache (kube-apiserver's default true): reads and watches from the watch
+    # cache; false: every read from etcd. Which storage serves what is decided in
+    # proxy.registry.storage_factory.new_storage.
+    watch_cache: bool = True
+    # ring size per resource: -1 dynamic (100..102,400 by event age), N > 0 fixed
+    default_watch_cache_size: int = -1
+    # false disables the cache's built-in field indexes (pods spec.nodeName) and the
+    # configured ones, to measure the cache without them
+    watch_cache_index: bool = True
+    # extra per-resource field indexes (YAML only): {configmaps: [metadata.namespace]}
+    watch_cache_indexes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # e.g. ConsistentListFromCache=true
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    # kube-apiserver compacts etcd every 5 minutes; 0 disables
+    etcd_compaction_interval: float = 300.0
+    # how often a watch gets a BOOKMARK (kube: 1 minute; for tests)
+    watch_bookmark_interval: float = 60.0
+    # kube-apiserver's --min-request-timeout: watches last this x random [1, 2)
+    min_request_timeout: float = 1800.0
+    # kube-apiserver's --request-timeout: the bound on a non-long-running request
+    request_timeout: float = 60.0
+    shutdown_timeout: float = 5.0
+    max_request_body_bytes: int = 3 * 1024 * 1024
+    # create default, kube-system, kube-public, kube-node-lease at start-up (as
+    # kube-apiserver's system-namespaces controller); false leaves etcd untouched
+    system_namespaces: bool = True
+    log_level: str = "info"
+
+
+_CONVERTERS: dict[str, Any] = {
+    "etcd_servers": _parse_servers,
+    "etcd_dial_timeout": _parse_duration,
+    "etcd_request_timeout": _parse_duration,
+    "min_request_timeout": _parse_duration,
+    "request_timeout": _parse_duration,
+    "shutdown_timeout": _parse_duration,
+    "watch_cache": _parse_bool,
+    "watch_cache_index": _parse_bool,
+    "system_namespaces": _parse_bool,
+    "default_watch_cache_size": int,
+    "feature_gates": _parse_feature_gates,
+    "watch_cache_indexes": _parse_indexes,
+    "etcd_compaction_interval": _parse_duration,
+    "watch_bookmark_interval": _parse_duration,
+    "port": int,
+    "max_request_body_bytes": int,
+}
+
+_FLAG_HELP: dict[str, str] = {
+    "etcd_servers": "comma-separated etcd client URLs (required)",
+    "etcd_prefix": "key prefix of every object in etcd",
+    "etcd_cafile": "SSL Certificate Authority file for etcd",
+    "etcd_certfile": "SSL certification file for etcd",
+    "etcd_keyfile": "SSL key file for etcd",
+    "etcd_dial_timeout": "timeout of a connection attempt to etcd (e.g. 5s)",
+    "etcd_request_timeout": "timeout of one etcd request; requests on an unreachable etcd "
+    "fail with 504 after it (e.g. 10s)",
+    "bind_address": "IP address to listen on",
+    "port": "port to listen on (0 = any free port)",
+    "watch_cache": "serve reads and watches from a watch cache (false: every read from etcd)",
+    "default_watch_cache_size": "events kept per resource: -1 dynamic, N > 0 a fixed ring",
+    "watch_cache_index": "false disables the watch cache's field indexes (pods spec.nodeName)",
+    "feature_gates": "comma-separated Gate=true|false, e.g. ConsistentListFromCache=true",
+    "etcd_compaction_interval": "interval of etcd compactions (e.g. 5m; 0 disables)",
+    "watch_bookmark_interval": "interval of BOOKMARK events per watch (e.g. 1m)",
+    "min_request_timeout": "minimum watch duration; each watch lasts this times a random "
+    "factor in [1, 2) unless timeoutSeconds is given",
+    "request_timeout": "bound on the duration of a non-watch request",
+    "shutdown_timeout": "time in-flight requests get to finish on SIGINT/SIGTERM",
+    "max_request_body_bytes": "largest request body accepted (413 above)",
+    "system_namespaces": "create the default, kube-system, kube-public and kube-node-lease "
+    "namespaces at start-up (false: write nothing until asked)",
+    "log_level": "debug, info, warning or error",
+}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="watchcache serve",
+        description="Serve the Kubernetes API over etcd.",
+    )
+    parser.add_argument("--config", help="YAML file with the same settings as the flags")
+    for f in fields(Settings):
+        if f.name in _YAML_ONLY:
+            continue
+        # default None: only flags given on the command line override the config file;
+        # booleans work bare (--watch-cache) or with a value (--watch-cache=false)
+        extra: dict[str, Any] = {"nargs": "?", "const": "true"} if f.type in (bool, "bool") else {}
+        parser.add_argument(
+            _flag(f.name), dest=f.name, default=None, help=_FLAG_HELP.get(f.name), **extra
+        )
+    return parser
+
+
+def _convert(name: str, value: Any) -> Any:
+    conv = _CONVERTERS.get(name)
+    try:
+        return conv(value) if conv is not None else str(value)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{_flag(name)}: {e}") from None
+
+
+_YAML_ONLY = frozenset({"watch_cache_indexes"})
+
+
+def _flatten_watch_cache(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``watchCache: {indexes: {...}}`` in YAML is ``watch-cache-indexes``."""
+    nested = data.get("watchCache")
+    if not isinstance(nested, Mapping):
+        return data
+    flat = {k: v for k, v in data.items() if k != "watchCache"}
+    if "indexes" in nested:
+        flat["watch-cache-indexes"] = nested["indexes"]
+    return flat
+
+
+def settings_from_mapping(data: Mapping[str, Any], base: Settings | None = None) -> Settings:
+    """Apply a YAML mapping (flag names as keys) to ``base``; unknown keys are errors."""
+    known = {f.name for f in fields(Settings)}
+    changes: dict[str, Any] = {}
+    for raw_key, value in _flatten_watch_cache(data).items():
+        key = str(raw_key).lstrip("-").replace("-", "_")
+        if key not in known:
+            raise ConfigError(f"unknown setting {raw_key!r}")
+        changes[key] = _convert(key, value)
+    return replace(base or Settings(), **changes)
+
+
+def load_config_file(path: str | Path) -> Mapping[str, Any]:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"cannot read config {path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"invalid YAML in {path}: {e}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the configuration must be a mapping of settings")
+    return data
+
+
+def load_settings(argv: Sequence[str]) -> Settings:
+    """Settings from defaults, ``--config`` and flags. ConfigError on bad input;
+    argparse exits (code 2) on unknown flags, as CLIs do."""
+    args = build_parser().parse_args(list(argv))
+    settings = Settings()
+    if args.config:
+        settings = settings_from_mapping(load_config_file(args.config), settings)
+    given = {k: v for k, v in vars(args).items() if k != "config" and v is not None}
+    settings = settings_from_mapping(given, settings)
+    if not settings.etcd_servers:
+        raise ConfigError("--etcd-servers is required")
+    return settings
