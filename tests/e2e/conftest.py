@@ -19,11 +19,8 @@ def e2e_server(etcd: EtcdCluster, request: pytest.FixtureRequest) -> Iterator[Se
     """A server of its own (a unique prefix: lists see only this module's objects), once
     with every read from etcd (``--watch-cache=false``) and once with the watch cache."""
     flag = "--watch-cache=false" if request.param == "uncached" else "--watch-cache=true"
-    proc = start_server(etcd.endpoints, None, flag)
-    try:
+    with start_server(etcd.endpoints, None, flag) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 def write_kubeconfig(path: Path, url: str) -> Path:

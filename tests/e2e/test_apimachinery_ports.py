@@ -49,11 +49,8 @@ def etcd_private() -> Iterator[EtcdCluster]:
 
 @pytest.fixture(scope="module")
 def cached_server(etcd_private: EtcdCluster) -> Iterator[ServerProcess]:
-    proc = start_server(etcd_private.endpoints, None, "--watch-cache=true")
-    try:
+    with start_server(etcd_private.endpoints, None, "--watch-cache=true") as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 @pytest.fixture(scope="module")

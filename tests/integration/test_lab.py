@@ -20,13 +20,14 @@ from pathlib import Path
 import psutil  # type: ignore[import-untyped]
 import pytest
 
+from lab.apiserver import cli_command
 from lab.demos import DEMOS
 from lab.state import LabState
 
 pytestmark = pytest.mark.etcd
 
 PODS, NODES, NAMESPACES, CONFIGMAPS = 300, 10, 3, 10
-WATCHCACHE = [sys.executable, "-m", "proxy.cli"]
+WATCHCACHE = cli_command()
 
 
 @dataclass

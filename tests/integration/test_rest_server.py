@@ -12,8 +12,9 @@ from typing import Any
 import aiohttp
 import pytest
 
+from lab.apiserver import cli_command
 from lab.etcd import EtcdCluster
-from tests.integration.conftest import PYTHON, REPO, ServerFactory, ServerProcess, create, pod_body
+from tests.integration.conftest import REPO, ServerFactory, ServerProcess, create, pod_body
 
 pytestmark = pytest.mark.etcd
 
@@ -69,7 +70,7 @@ async def test_config_file_and_flag_precedence(
     srv = server_factory(f"--config={config}", prefix="/from-flag")
     async with aiohttp.ClientSession(base_url=srv.url) as http, http.get("/readyz") as resp:
         assert resp.status == 200
-    assert "--etcd-prefix=/from-flag" in srv.args
+    assert "--etcd-prefix=/from-flag" in srv.command()
 
 
 async def test_bad_flags_exit_2(tmp_path: Path) -> None:
@@ -77,10 +78,7 @@ async def test_bad_flags_exit_2(tmp_path: Path) -> None:
     bad.write_text("no-such-setting: 1\n")
     for args in (["serve"], ["serve", f"--config={bad}", "--etcd-servers=http://x"]):
         proc = await asyncio.create_subprocess_exec(
-            PYTHON,
-            "-m",
-            "proxy.cli",
-            *args,
+            *cli_command(*args),
             cwd=REPO,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,

@@ -29,13 +29,10 @@ KUBECTL = REPO / ".venv" / "bin" / "kubectl"
 @pytest.fixture(scope="module")
 def cached_server(etcd: EtcdCluster) -> Iterator[ServerProcess]:
     """A server with a small fixed history ring and fast bookmarks."""
-    proc = start_server(
+    with start_server(
         etcd.endpoints, None, "--default-watch-cache-size=5", "--watch-bookmark-interval=300ms"
-    )
-    try:
+    ) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 @pytest.fixture
