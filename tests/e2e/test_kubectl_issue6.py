@@ -503,7 +503,8 @@ async def test_wait_for_delete(kc: Path) -> None:
 @pytest.fixture(scope="module")
 def dyn(e2e_server: ServerProcess) -> Iterator[dynamic.DynamicClient]:
     with client.ApiClient(client.Configuration(host=e2e_server.url)) as api:
-        yield dynamic.DynamicClient(api)
+        # kubernetes.dynamic has no annotations
+        yield dynamic.DynamicClient(api)  # type: ignore[no-untyped-call]
 
 
 def test_dynamic_client_lists_and_patches(kc: Path, dyn: dynamic.DynamicClient) -> None:
