@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import grpc
 
@@ -90,7 +90,7 @@ class EtcdClient:
 
     # -- lifecycle -------------------------------------------------------------------
 
-    async def __aenter__(self) -> EtcdClient:
+    async def __aenter__(self) -> Self:
         await self.connect()
         return self
 

@@ -13,6 +13,7 @@ from etcdclient import (
     Compacted,
     DeadlineExceeded,
     EtcdClient,
+    Event,
     EventType,
     FutureRevision,
     NotFound,
@@ -148,7 +149,7 @@ async def test_watch_events_prev_kv_filters_and_deletes(
         r1 = await client.put(p + b"a", b"1")
         r2 = await client.put(p + b"a", b"2")
         r3, _ = await client.delete(p + b"a")
-        seen = []
+        seen: list[Event] = []
         while len(seen) < 3:
             seen.extend((await next_batch(all_events)).events)
         assert [(e.type, e.kv.mod_revision) for e in seen] == [

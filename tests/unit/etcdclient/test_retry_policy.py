@@ -11,11 +11,7 @@ import pytest
 from etcdclient import EtcdClient, InvalidArgument, Unavailable
 from etcdclient._endpoints import Endpoint
 from etcdclient._pb import rpc_pb2
-
-
-class RpcError(grpc.aio.AioRpcError):
-    def __init__(self, code: grpc.StatusCode) -> None:
-        super().__init__(code, grpc.aio.Metadata(), grpc.aio.Metadata(), "fake")
+from tests.unit.etcdclient.fakes import rpc_error
 
 
 class FakeKV:
@@ -28,7 +24,7 @@ class FakeKV:
     async def _answer(self, response: Any) -> Any:
         self.calls += 1
         if self.failures:
-            raise RpcError(self.failures.pop(0))
+            raise rpc_error(self.failures.pop(0))
         return response
 
     async def Range(self, request: Any, **kw: Any) -> Any:
