@@ -9,7 +9,7 @@ import grpc
 import pytest
 
 from etcdclient import EtcdClient, InvalidArgument, Unavailable
-from etcdclient._endpoints import Endpoint
+from etcdclient._endpoints import Endpoint, EndpointPool, TLSFiles
 from etcdclient._pb import rpc_pb2
 from tests.unit.etcdclient.fakes import rpc_error
 
@@ -39,32 +39,28 @@ class FakeKV:
         return await self._answer(rpc_pb2.PutResponse(header=rpc_pb2.ResponseHeader(revision=9)))
 
 
-class FakePool:
-    def __init__(self, kv: FakeKV) -> None:
-        self.endpoints = [
-            Endpoint("http://a:1", "a:1", False),
-            Endpoint("http://b:1", "b:1", False),
-        ]
+class FakePool(EndpointPool):
+    """The client's own pool over endpoints that answer with ``kv`` and need no channel:
+    the current endpoint is ready at once; failures are recorded."""
+
+    def __init__(self, urls: list[str], kv: FakeKV) -> None:
+        super().__init__(urls, TLSFiles())
         for ep in self.endpoints:
             ep.kv = kv
         self.failed_urls: list[str] = []
-        self._i = 0
 
     async def ready(self, deadline: float) -> Endpoint:
-        return self.endpoints[self._i]
+        return self.in_order()[0]
 
     def failed(self, ep: Endpoint, error: str = "") -> None:
         self.failed_urls.append(ep.url)
-        self._i = (self._i + 1) % len(self.endpoints)
-
-    async def close(self) -> None:
-        pass
+        super().failed(ep, error)
 
 
 def client_with(kv: FakeKV) -> tuple[EtcdClient, FakePool]:
     c = EtcdClient(["http://a:1", "http://b:1"], request_timeout=2)
-    pool = FakePool(kv)
-    c._pool = pool  # type: ignore[assignment]
+    pool = FakePool(c.endpoints, kv)
+    c._pool = pool
     return c, pool
 
 
