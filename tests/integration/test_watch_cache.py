@@ -287,7 +287,7 @@ async def test_node_scoped_watch_uses_the_index(cached: CacheDelegator) -> None:
     start = await create(cached, pod("a", node="n2"))
     prefix = cached.cacher.resource_prefix
     w = await cached.watch(prefix, opts(str(start.resource_version), field="spec.nodeName=n1"))
-    assert cached.cacher.dispatcher._value_of.get(w) == "n1"  # type: ignore[call-overload]
+    assert isinstance(w, CacheWatcher) and cached.cacher.dispatcher._value_of.get(w) == "n1"
     await create(cached, pod("b", node="n2"))
     c = await create(cached, pod("c", node="n1"))
     moved = await update(cached, "a", node="n1")
