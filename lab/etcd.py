@@ -152,10 +152,16 @@ class EtcdCluster:
         return ".".join(map(str, self.version))
 
     def start(self, timeout: float = 30.0) -> EtcdCluster:
-        for m in self.members:
-            self._spawn(m, new=True)
-        for m in self.members:
-            self.wait_healthy(m, timeout)
+        """Spawn every member and wait until each is healthy; on failure the members
+        already spawned are stopped (by PID) before the error propagates."""
+        try:
+            for m in self.members:
+                self._spawn(m, new=True)
+            for m in self.members:
+                self.wait_healthy(m, timeout)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self) -> None:

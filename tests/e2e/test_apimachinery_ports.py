@@ -41,11 +41,8 @@ TIMEOUT = 30  # seconds a read of a watch may block before the test fails
 @pytest.fixture(scope="module")
 def etcd_private() -> Iterator[EtcdCluster]:
     """This module compacts etcd: a private one, so no other suite loses history."""
-    cluster = EtcdCluster(size=1).start()
-    try:
+    with EtcdCluster(size=1) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture(scope="module")

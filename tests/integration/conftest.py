@@ -13,6 +13,7 @@ Reuse (other suites import these; nothing here is specific to one test file):
 - ``start_server(...)``: the same outside pytest fixtures (e2e, benchmarks); it returns a
   started :class:`lab.apiserver.APIServer` (``ServerProcess`` here): ``.url``, ``.port``,
   ``.prefix``, ``.pid``, ``.stop()``, ``.log()``; ``with start_server(...) as s:`` stops it.
+- ``client`` (function, async): an ``EtcdClient`` connected to the session etcd.
 - ``http`` (function, async): an ``aiohttp.ClientSession`` on the shared server's URL.
 - ``namespace`` (function, async): a fresh namespace created through the shared server.
 
@@ -31,6 +32,7 @@ from typing import Any, Protocol
 import aiohttp
 import pytest
 
+from etcdclient import EtcdClient
 from lab.apiserver import REPO, APIServer
 from lab.etcd import EtcdCluster
 
@@ -100,6 +102,13 @@ def server_factory(etcd: EtcdCluster) -> Iterator[ServerFactory]:
     finally:
         for proc in started:
             proc.stop()
+
+
+@pytest.fixture
+async def client(etcd: EtcdCluster) -> AsyncIterator[EtcdClient]:
+    """An etcd client connected to the session etcd (closed after the test)."""
+    async with EtcdClient(etcd.endpoints) as c:
+        yield c
 
 
 @pytest.fixture

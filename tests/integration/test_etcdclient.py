@@ -26,12 +26,6 @@ from lab.etcd import EtcdCluster
 pytestmark = pytest.mark.etcd
 
 
-@pytest.fixture
-async def client(etcd: EtcdCluster) -> AsyncIterator[EtcdClient]:
-    async with EtcdClient(etcd.endpoints, request_timeout=10) as c:
-        yield c
-
-
 async def next_batch(watch: AsyncIterator[WatchBatch], wait: float = 10) -> WatchBatch:
     async with asyncio.timeout(wait):
         return await anext(watch)

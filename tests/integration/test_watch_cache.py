@@ -12,12 +12,10 @@ import pytest
 from cacher import CacheDelegator
 from cacher.cache_watcher import CacheWatcher, CloseReason
 from etcdclient import EtcdClient
-from lab.etcd import EtcdCluster
 from storage.errors import TooLargeResourceVersion
 from storage.interfaces import JSONObject, StoredObject
 from tests.integration.test_cacher_support import (
     cached_store,
-    etcd_client,
     next_events,
     opts,
     pod,
@@ -26,12 +24,6 @@ from tests.integration.test_cacher_support import (
 )
 
 pytestmark = pytest.mark.etcd
-
-
-@pytest.fixture
-async def client(etcd: EtcdCluster) -> AsyncIterator[EtcdClient]:
-    async with etcd_client(etcd) as c:
-        yield c
 
 
 @pytest.fixture
