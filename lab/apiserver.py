@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lab.etcd import free_port
+from lab.process import stop_process
 
 __all__ = ["APIServer", "ServerNotReady", "cli_command", "serve_command"]
 
@@ -159,14 +160,7 @@ class APIServer:
         the exit code (None if never started); stopping twice is harmless."""
         if self.process is None:
             return None
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.returncode
+        return stop_process(self.process, timeout)
 
     def log(self) -> str:
         """Everything the server wrote so far (stdout and stderr)."""

@@ -35,6 +35,7 @@ from lab import bench_report as report
 from lab import seed
 from lab.apiserver import APIServer, cli_command
 from lab.etcd import EtcdCluster, free_port
+from lab.process import stop_process
 
 __all__ = ["BenchConfig", "main", "run_bench"]
 
@@ -165,15 +166,7 @@ def _start_floor(topo: Topology, body: bytes, workdir: Path) -> None:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
 
-    def stop() -> None:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-    topo.stoppers.append(stop)
+    topo.stoppers.append(lambda: stop_process(proc))
     topo.floor = f"http://127.0.0.1:{port}"
     topo.processes["floor"] = [proc.pid]
     deadline = time.monotonic() + 20

@@ -21,6 +21,7 @@ import pytest
 
 from lab.apiserver import cli_command
 from lab.demos import DEMOS
+from lab.process import stop_process
 from lab.state import LabState
 from tests.integration.conftest import KUBECTL
 
@@ -62,13 +63,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningLab]:
         _wait_ready(proc, output)
         yield RunningLab(d, proc, LabState.load(d), output)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc, 60)
         if proc.stdout is not None:
             proc.stdout.close()
 
