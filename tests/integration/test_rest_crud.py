@@ -69,7 +69,7 @@ async def test_create_namespace_mismatch_is_400(
     http: aiohttp.ClientSession, namespace: str
 ) -> None:
     body = pod_body("p")
-    body["metadata"]["namespace"] = "other"  # type: ignore[index]
+    body["metadata"]["namespace"] = "other"
     status = await create(http, pods(namespace), body, 400)
     assert status["reason"] == "BadRequest"
     assert status["message"] == (
@@ -81,7 +81,7 @@ async def test_create_with_resource_version_is_rejected(
     http: aiohttp.ClientSession, namespace: str
 ) -> None:
     body = pod_body("p")
-    body["metadata"]["resourceVersion"] = "5"  # type: ignore[index]
+    body["metadata"]["resourceVersion"] = "5"
     status = await create(http, pods(namespace), body, 500)
     assert status["message"] == "resourceVersion should not be set on objects to be created"
     assert "reason" not in status

@@ -12,8 +12,9 @@ from typing import Any
 import aiohttp
 import pytest
 
+from lab.apiserver import cli_command
 from lab.etcd import EtcdCluster
-from tests.integration.conftest import PYTHON, REPO, ServerFactory, ServerProcess, create, pod_body
+from tests.integration.conftest import REPO, ServerFactory, ServerProcess, create, pod_body
 
 pytestmark = pytest.mark.etcd
 
@@ -69,7 +70,7 @@ async def test_config_file_and_flag_precedence(
     srv = server_factory(f"--config={config}", prefix="/from-flag")
     async with aiohttp.ClientSession(base_url=srv.url) as http, http.get("/readyz") as resp:
         assert resp.status == 200
-    assert "--etcd-prefix=/from-flag" in srv.args
+    assert "--etcd-prefix=/from-flag" in srv.command()
 
 
 async def test_bad_flags_exit_2(tmp_path: Path) -> None:
@@ -77,10 +78,7 @@ async def test_bad_flags_exit_2(tmp_path: Path) -> None:
     bad.write_text("no-such-setting: 1\n")
     for args in (["serve"], ["serve", f"--config={bad}", "--etcd-servers=http://x"]):
         proc = await asyncio.create_subprocess_exec(
-            PYTHON,
-            "-m",
-            "proxy.cli",
-            *args,
+            *cli_command(*args),
             cwd=REPO,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
@@ -115,14 +113,7 @@ async def test_etcd_down_fails_bounded_then_recovers(
                 assert resp.status == 200
         finally:
             await asyncio.to_thread(etcd_own.start_member, 0)
-        # recovers by itself
-        deadline = time.monotonic() + 30
-        while True:
-            async with http.get("/readyz") as resp:
-                if resp.status == 200:
-                    break
-            assert time.monotonic() < deadline, "server did not recover"
-            await asyncio.sleep(0.2)
+        await asyncio.to_thread(srv.wait_ready, 30)  # recovers by itself
         created = await create(http, "/api/v1/namespaces/d/pods", pod_body("back"))
         assert created["metadata"]["name"] == "back"
 
@@ -173,13 +164,7 @@ async def test_starts_while_etcd_is_down_and_becomes_ready(
             async with http.get(path) as resp:
                 assert resp.status in (503, 504), path
         await asyncio.to_thread(etcd_own.start_member, 0)
-        deadline = time.monotonic() + 30
-        while True:
-            async with http.get("/readyz") as resp:
-                if resp.status == 200:
-                    break
-            assert time.monotonic() < deadline, "never became ready"
-            await asyncio.sleep(0.2)
+        await asyncio.to_thread(srv.wait_ready, 30)
         async with http.get("/api/v1/namespaces") as resp:
             assert resp.status == 200
         async with http.get("/api/v1/namespaces?resourceVersion=0") as resp:

@@ -9,9 +9,10 @@ from hypothesis import strategies as st
 
 from storage import codec
 from storage.errors import InternalStorageError
+from storage.interfaces import JSONObject
 
 
-def pod(**extra: object) -> dict[str, object]:
+def pod(**extra: object) -> JSONObject:
     return {
         "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "x"}]},
         "metadata": {"name": "p", "namespace": "ns", "labels": {"b": "2", "a": "1"}},
@@ -23,14 +24,14 @@ def pod(**extra: object) -> dict[str, object]:
 
 def test_encode_puts_type_and_metadata_first_and_drops_rv_and_selflink() -> None:
     obj = pod()
-    obj["metadata"]["resourceVersion"] = "17"  # type: ignore[index]
-    obj["metadata"]["selfLink"] = "/api/v1/x"  # type: ignore[index]
+    obj["metadata"]["resourceVersion"] = "17"
+    obj["metadata"]["selfLink"] = "/api/v1/x"
     data = codec.encode(obj)
     assert data.startswith(b'{"apiVersion":"v1","kind":"Pod","metadata":{')
     decoded = orjson.loads(data)
     assert "resourceVersion" not in decoded["metadata"]
     assert "selfLink" not in decoded["metadata"]
-    assert obj["metadata"]["resourceVersion"] == "17"  # type: ignore[index]  # not mutated
+    assert obj["metadata"]["resourceVersion"] == "17"  # not mutated
     assert list(decoded) == ["apiVersion", "kind", "metadata", "spec"]
 
 
@@ -97,7 +98,7 @@ def test_stored_from_encoded_sets_rv_on_given_obj() -> None:
     data = codec.encode(obj)
     stored = codec.stored_from_encoded("k", data, 9, obj)
     assert stored.obj is obj
-    assert obj["metadata"]["resourceVersion"] == "9"  # type: ignore[index]
+    assert obj["metadata"]["resourceVersion"] == "9"
     assert orjson.loads(stored.data) == orjson.loads(orjson.dumps(obj))
 
 
