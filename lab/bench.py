@@ -60,8 +60,12 @@ class BenchConfig:
 
 
 def source_revision() -> str:
-    """The git commit measured (with ``+dirty`` for local changes), or ``unknown``."""
+    """The git commit measured (with ``+dirty`` for local changes), or ``unknown``.
+    An installed copy without ``.git`` (the container image) names the commit it was built
+    from in ``WATCHCACHE_COMMIT``."""
     root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return os.environ.get("WATCHCACHE_COMMIT") or "unknown"
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
                              capture_output=True, text=True, timeout=10).stdout.strip()
