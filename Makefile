@@ -45,8 +45,10 @@ proto: venv
 etcd-versions:
 	scripts/fetch-etcd-versions.sh --print
 
+# LAB_ARGS: flags for `watchcache lab`, e.g. make lab LAB_ARGS='--port 8081'
+LAB_ARGS ?=
 lab: venv
-	$(BIN)/watchcache lab
+	$(BIN)/watchcache lab $(LAB_ARGS)
 
 bench: venv
 	$(BIN)/watchcache bench

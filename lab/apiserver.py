@@ -17,6 +17,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,15 +25,31 @@ from pathlib import Path
 from lab.etcd import free_port
 from lab.process import stop_process
 
-__all__ = ["APIServer", "ServerNotReady", "cli_command", "serve_command"]
+__all__ = ["APIServer", "PortTaken", "ServerNotReady", "cli_command", "serve_command"]
 
 # The server runs from the checkout this module belongs to, so ``python -m proxy.cli``
 # imports the same packages as its caller (a worktree's, not an installed copy's).
 REPO = Path(__file__).resolve().parent.parent
 
 
+# The server's answer names its instance, and its exit code says "port taken"
+# (proxy.server.app's constants; literals here so the launcher does not import the server).
+INSTANCE_HEADER = "X-Watchcache-Instance"
+INSTANCE_ID_ENV = "WATCHCACHE_INSTANCE_ID"
+EXIT_PORT_IN_USE = 3
+
+
 class ServerNotReady(RuntimeError):
     """The server exited or did not answer in time; the message ends with its log."""
+
+
+class PortTaken(ServerNotReady):
+    """The server could not listen: another process holds its port."""
+
+    def __init__(self, port: int, log_tail: str) -> None:
+        super().__init__(f"port {port} is already in use by another process, so the "
+                         f"server could not start; {log_tail}")  # fmt: skip
+        self.port = port
 
 
 def cli_command(*args: str, python: str = sys.executable) -> list[str]:
@@ -71,8 +88,11 @@ class APIServer:
     (``--watch-cache=false``, ``--feature-gates=ConsistentListFromCache=true``, ...);
     ``argv``, when given, replaces all of them: the flags after ``serve`` verbatim (its
     ``--port`` must then be ``port``, which ``url`` uses). ``env`` is added to this
-    process's environment. The server's stdout and stderr go to ``log_path``; when it is
-    None, ``start`` creates a temporary file (kept after ``stop``, for ``log()``).
+    process's environment, with ``instance_id`` (a fresh one per launcher), which the
+    server echoes on every response: readiness counts only answers from this very
+    process, never from another server that already listens on ``port``. The server's
+    stdout and stderr go to ``log_path``; when it is None, ``start`` creates a temporary
+    file (kept after ``stop``, for ``log()``).
     ``process`` is set by ``start`` and kept after ``stop`` (its exit code stays
     readable); only its own PID is ever signalled.
     """
@@ -86,6 +106,7 @@ class APIServer:
     env: Mapping[str, str] = field(default_factory=dict)
     python: str = sys.executable
     process: subprocess.Popen[bytes] | None = None
+    instance_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     @property
     def url(self) -> str:
@@ -125,7 +146,8 @@ class APIServer:
             self.process = subprocess.Popen(
                 self.command(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, cwd=REPO,
-                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env,
+                     INSTANCE_ID_ENV: self.instance_id},
             )  # fmt: skip
         finally:
             out.close()
@@ -180,6 +202,8 @@ class APIServer:
         while time.monotonic() < deadline:
             if self.process is None or self.process.poll() is not None:
                 code = None if self.process is None else self.process.returncode
+                if code == EXIT_PORT_IN_USE:
+                    raise PortTaken(self.port, self._tail())
                 raise ServerNotReady(f"watchcache serve exited with {code}; {self._tail()}")
             if self._answers(path):
                 return
@@ -190,7 +214,8 @@ class APIServer:
     def _answers(self, path: str) -> bool:
         try:
             with urllib.request.urlopen(self.url + path, timeout=2.0) as r:
-                return int(r.status) == 200
+                ours = r.headers.get(INSTANCE_HEADER) == self.instance_id
+                return ours and int(r.status) == 200
         except (urllib.error.URLError, OSError, TimeoutError):
             return False
 

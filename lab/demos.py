@@ -483,6 +483,11 @@ async def consistent_read(ctx: DemoContext) -> None:
               "waits until the cache has caught up (a progress notification proves it when "
               "the resource itself did not change) and answers from memory; that needs "
               "etcd >= 3.5.13, otherwise it goes to etcd as before.")
+    if not fixed:
+        t.say(f"   Not from the cache here: etcd {version} lacks the progress-notify fixes\n"
+              "   (etcd #15220, #17507), so the cache cannot prove it is fresh. On 3.5.13+:\n"
+              "     make etcd-versions      # Debian's etcd 3.5.16 into .cache/etcd/\n"
+              "     ETCD_BIN=.cache/etcd/3.5.16/usr/bin/etcd .venv/bin/watchcache lab")
 
 
 DemoFn = Callable[[DemoContext], Awaitable[None]]

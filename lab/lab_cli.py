@@ -26,7 +26,7 @@ from pathlib import Path
 from rich.console import Console
 
 from lab import seed
-from lab.apiserver import APIServer
+from lab.apiserver import APIServer, PortTaken
 from lab.control import ControlServer
 from lab.etcd import EtcdCluster, free_port
 from lab.kubeconfig import write_kubeconfig
@@ -38,6 +38,30 @@ __all__ = ["Lab", "main"]
 
 class Stopped(Exception):
     """A stop signal arrived while the lab was starting."""
+
+
+class LabError(Exception):
+    """A failure the lab explains in its own words (printed as is, no type name)."""
+
+
+def new_log(path: Path) -> Path:
+    """``path`` for this run's log, empty: the previous run's is kept as ``<name>.1``
+    (one log per run, not one file appended across runs)."""
+    if path.exists():
+        path.replace(path.with_name(path.name + ".1"))
+    return path
+
+
+def describe(e: BaseException) -> list[str]:
+    """What failed, one line per cause: an ExceptionGroup (a TaskGroup's) is unwrapped
+    into its leaves, so the learner reads the error, not "unhandled errors in a
+    TaskGroup (2 sub-exceptions)"."""
+    if isinstance(e, BaseExceptionGroup):
+        lines = [line for sub in e.exceptions for line in describe(sub)]
+        return list(dict.fromkeys(lines))  # the same failure from many workers: once
+    if isinstance(e, LabError):
+        return str(e).splitlines()
+    return [f"{type(e).__name__}: {e}"]
 
 
 class Lab:
@@ -73,10 +97,17 @@ class Lab:
         port = self.a.port or free_port()
         self.server = APIServer(
             endpoints, self.a.etcd_prefix, port=port, extra_args=tuple(self.a.server_arg),
-            log_path=self.dir / "server.log",
+            log_path=new_log(self.dir / "server.log"),
         )  # fmt: skip
         self.console.print(f"starting watchcache serve on {self.server.url} ...")
-        await asyncio.to_thread(self.server.start)
+        try:
+            await asyncio.to_thread(self.server.start)
+        except PortTaken as e:
+            raise LabError(
+                f"port {e.port} is taken by another process, so the lab's server could "
+                f"not start.\nChoose another port: `watchcache lab --port {e.port + 1}` "
+                f"(`--port 0`: any free port), or `make lab LAB_ARGS='--port {e.port + 1}'`."
+            ) from e
         self._step()
         self.console.print(f"server ready (pid {self.server.pid}); seeding ...")
         await self._seed()
@@ -160,37 +191,39 @@ class Lab:
     def guide(self) -> str:
         assert self.state is not None
         s = self.state
-        kc = _short(Path(shutil.which("kubectl", path=str(Path(sys.executable).parent))
-                         or "kubectl"))  # fmt: skip
+        bin_dir = Path(sys.executable).parent
         node = seed.node_name(0)
         url = s.server_url
         rel = _short(self.dir)
         dir_arg = "" if rel == ".lab" else f" --dir {rel}"
-        wc = _short(Path(shutil.which("watchcache", path=str(Path(sys.executable).parent))
-                         or "watchcache"))  # fmt: skip
         return f"""
 [bold green]watchcache lab is ready[/bold green]
-  server   {url}  (pid {s.server_pid}, log {rel}/server.log)
-  etcd     {','.join(s.etcd_endpoints)}  (etcd {s.etcd_version}, pids {s.etcd_pids or 'external'})
-  data     {s.pods} pods on {s.nodes} nodes in {s.namespaces} namespaces, {s.configmaps} configmaps
+  server   {url}  (pid {s.server_pid})
+           log {rel}/server.log (the previous run's: server.log.1)
+  etcd     {','.join(s.etcd_endpoints)}
+           etcd {s.etcd_version}, pids {s.etcd_pids or 'external'}
+  data     {s.pods} pods on {s.nodes} nodes in {s.namespaces} namespaces,
+           {s.configmaps} configmaps
 
 [bold]kubectl[/bold] (the bundled real one):
   export KUBECONFIG={_short(Path(s.kubeconfig))}
-  {kc} get pods -A | head
-  {kc} get pods -A --field-selector spec.nodeName={node}
-  {kc} get --raw '/api/v1/pods?limit=5'                  # from etcd, paginated
-  {kc} get pods -A --watch                               # a watch, served by the cache
+  export PATH={bin_dir}:$PATH       # kubectl and watchcache
+  kubectl get pods -A | head
+  kubectl get pods -A --field-selector spec.nodeName={node}
+  kubectl get --raw '/api/v1/pods?limit=5'     # from etcd, paginated
+  kubectl get pods -A --watch                  # a watch, from the cache
 
 [bold]curl[/bold] (see where each read is served from, and what it cost):
-  curl -si '{url}/api/v1/pods?fieldSelector=spec.nodeName={node}' | grep -i x-watchcache
-  curl -si '{url}/api/v1/pods?fieldSelector=spec.nodeName={node}&resourceVersion=0' \\
-      | grep -i x-watchcache
+  curl -si -G {url}/api/v1/pods \\
+      -d fieldSelector=spec.nodeName={node} | grep -i x-watchcache
+  curl -si -G {url}/api/v1/pods -d resourceVersion=0 \\
+      -d fieldSelector=spec.nodeName={node} | grep -i x-watchcache
 
-[bold]demos[/bold] (in another terminal; `{wc} lab demo all{dir_arg}` runs them in order):
-""" + "\n".join(
-            f"  {f'{wc} lab demo {name}{dir_arg}':<{len(wc) + len(dir_arg) + 36}} # {help_}"
-            for name, (_, help_) in _demos().items()
-        ) + "\n\nCtrl-C stops everything."
+[bold]demos[/bold] (in another terminal; `lab demo all` runs them in order):
+  watchcache lab demo NAME{dir_arg}   with NAME one of
+""" + "\n".join(f"    {name:<26}{help_}" for name, (_, help_) in _demos().items()) + """
+
+Ctrl-C stops everything."""
 
 
 def _short(path: Path) -> str:
@@ -223,7 +256,8 @@ async def run_lab(a: argparse.Namespace) -> int:
     except Stopped:
         console.print("stopped while starting")
     except Exception as e:
-        console.print(f"[red]watchcache lab: {type(e).__name__}: {e}[/red]")
+        for line in describe(e):
+            console.print(f"watchcache lab: {line}", style="red", markup=False)
         rc = 1
     finally:
         await lab.shutdown()

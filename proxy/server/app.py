@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
+import os
 import signal
 import sys
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from aiohttp import web
@@ -41,13 +44,34 @@ from proxy.server.settings import ConfigError, Settings, load_settings
 from proxy.server.system_namespaces import SystemNamespaces
 from storage import errors as serr
 
-__all__ = ["build_app", "main", "serve", "version_info"]
+__all__ = [
+    "EXIT_PORT_IN_USE",
+    "INSTANCE_HEADER",
+    "INSTANCE_ID_ENV",
+    "PortInUse",
+    "build_app",
+    "main",
+    "serve",
+    "version_info",
+]
 
 log = logging.getLogger("watchcache.proxy")
 
 KUBERNETES_MAJOR, KUBERNETES_MINOR = "1", "37"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+# Every response names the process that sent it, so a launcher polling /readyz can tell
+# its own server from another one already listening on the port (kube-apiserver's
+# counterpart is its identity lease, apiserver-<id>). The launcher chooses the id.
+INSTANCE_HEADER = "X-Watchcache-Instance"
+INSTANCE_ID_ENV = "WATCHCACHE_INSTANCE_ID"
+# The exit code when the port is taken, so a launcher can say so without reading the log.
+EXIT_PORT_IN_USE = 3
+
+
+class PortInUse(OSError):
+    """The listen address is taken by another process."""
 
 
 def version_info() -> dict[str, str]:
@@ -148,6 +172,12 @@ def build_app(
         storages=StorageMap(storage_ctx),
     )
     app[API_CONTEXT] = ctx
+    instance = os.environ.get(INSTANCE_ID_ENV) or uuid.uuid4().hex
+
+    async def name_instance(request: web.Request, response: web.StreamResponse) -> None:
+        response.headers[INSTANCE_HEADER] = instance
+
+    app.on_response_prepare.append(name_instance)
     setup_health_routes(app)
     setup_metrics_routes(app)
     app.router.add_get("/version", _version)
@@ -252,8 +282,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     )
     try:
         await runner.setup()
-        site = web.TCPSite(runner, settings.bind_address, settings.port)
-        await site.start()
+        await _listen(runner, settings)
         host, port = _bound_address(runner, settings)
         print(f"serving on http://{host}:{port}", flush=True)
         log.info(
@@ -272,6 +301,21 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         await runner.cleanup()
         await client.close()
     return 0
+
+
+async def _listen(runner: web.AppRunner, settings: Settings) -> None:
+    """Start listening; :class:`PortInUse` (not a bare OSError) when the port is taken."""
+    site = web.TCPSite(runner, settings.bind_address, settings.port)
+    try:
+        await site.start()
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            raise PortInUse(
+                e.errno,
+                f"{settings.bind_address}:{settings.port} is already in use by another "
+                "process; choose another port with --port (0 picks a free one)",
+            ) from e
+        raise
 
 
 def _bound_address(runner: web.AppRunner, settings: Settings) -> tuple[str, int]:
@@ -293,5 +337,9 @@ def main(argv: Sequence[str]) -> int:
         stream=sys.stderr,
     )
     with contextlib.suppress(KeyboardInterrupt):
-        return asyncio.run(serve(settings))
+        try:
+            return asyncio.run(serve(settings))
+        except PortInUse as e:
+            print(f"watchcache serve: {e.strerror}", file=sys.stderr)
+            return EXIT_PORT_IN_USE
     return 0

@@ -8,10 +8,12 @@ running.
 
 from __future__ import annotations
 
+import http.server
 import os
 import re
 import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +78,44 @@ def test_lab_is_ready_with_guide_and_state(lab: RunningLab) -> None:
     assert st.own_etcd and st.etcd_pids and st.server_pid
     assert all(psutil.pid_exists(p) for p in [st.server_pid, *st.etcd_pids])
     assert Path(st.kubeconfig) == lab.dir / "kubeconfig"
+
+
+def test_the_guide_fits_80_columns(lab: RunningLab) -> None:
+    long = [line for line in lab.output if len(line.rstrip("\n")) > 80
+            and not line.lstrip().startswith("export PATH=")]  # fmt: skip
+    assert not long
+
+
+def test_a_lab_on_a_taken_port_says_which_and_how(tmp_path: Path) -> None:
+    """Another server answering 200 on the port: the lab must not take it for its own,
+    and must say which port is taken and how to choose another, not an ExceptionGroup."""
+    impostor = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Impostor)
+    threading.Thread(target=impostor.serve_forever, daemon=True).start()
+    port = int(impostor.server_address[1])
+    try:
+        r = subprocess.run(
+            [*WATCHCACHE, "lab", "--dir", str(tmp_path), "--pods", "10", "--nodes", "2",
+             "--namespaces", "1", "--configmaps", "1", "--port", str(port), "--quiet"],
+            capture_output=True, text=True, timeout=90,
+        )  # fmt: skip
+    finally:
+        impostor.shutdown()
+        impostor.server_close()
+    assert r.returncode == 1, r.stdout
+    assert f"port {port} is taken by another process" in r.stdout
+    assert f"--port {port + 1}" in r.stdout
+    assert "ExceptionGroup" not in r.stdout and "seeding" not in r.stdout
+    assert "ready" not in r.stdout.splitlines()
+
+
+class _Impostor(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
 
 
 def test_kubectl_lists_the_seeded_pods(lab: RunningLab) -> None:
