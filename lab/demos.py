@@ -499,7 +499,7 @@ DEMOS: dict[str, tuple[DemoFn, str]] = {
                                  "objects fetched vs returned: etcd, cache, index"),
     "watch": (watch_demo, "ADDED replay, then a live MODIFIED"),
     "bookmark": (bookmark, "BOOKMARK events carry progress without changes"),
-    "raw-etcd": (raw_etcd, "the key layout and stored bytes, straight from etcd"),
+    "raw-etcd": (raw_etcd, "the keys and stored bytes, straight from etcd"),
     "consistent-read": (consistent_read, "ConsistentListFromCache on vs off"),
     "too-old": (too_old, "compaction, then 410 too old resource version"),
     "etcd-down": (etcd_down, "etcd stopped: RV=0 still served, quorum reads fail"),

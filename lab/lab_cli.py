@@ -159,7 +159,7 @@ class Lab:
                 await task
             raise Stopped
         result = task.result()
-        self.console.print(result.summary(), markup=False)
+        self.console.print("seeded " + result.summary(sep="\n       "), markup=False)
         for err in result.errors:
             self.console.print(f"  [red]{err}[/red]")
         if not result.ok:

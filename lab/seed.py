@@ -353,7 +353,8 @@ class SeedResult:
     def ok(self) -> bool:
         return not self.failed
 
-    def summary(self) -> str:
+    def summary(self, sep: str = "; ") -> str:
+        """One part per resource (``pods: 300 created, 2 existed``), joined by ``sep``."""
         parts = []
         for r in sorted(set(self.created) | set(self.existing) | set(self.failed)):
             s = f"{r}: {self.created.get(r, 0)} created"
@@ -362,7 +363,7 @@ class SeedResult:
             if self.failed.get(r):
                 s += f", {self.failed[r]} FAILED"
             parts.append(s)
-        return "; ".join(parts)
+        return sep.join(parts)
 
 
 Progress = Callable[[Item], None]

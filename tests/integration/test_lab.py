@@ -81,8 +81,9 @@ def test_lab_is_ready_with_guide_and_state(lab: RunningLab) -> None:
 
 
 def test_the_guide_fits_80_columns(lab: RunningLab) -> None:
+    """Except where a path the user chose is long (this test's lab dir, the venv)."""
     long = [line for line in lab.output if len(line.rstrip("\n")) > 80
-            and not line.lstrip().startswith("export PATH=")]  # fmt: skip
+            and str(lab.dir) not in line and "export PATH=" not in line]  # fmt: skip
     assert not long
 
 
