@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import importlib.metadata
 import os
 import platform
 import subprocess
@@ -59,21 +60,40 @@ class BenchConfig:
     quiet: bool = False
 
 
-def source_revision() -> str:
-    """The git commit measured (with ``+dirty`` for local changes), or ``unknown``.
-    An installed copy without ``.git`` (the container image) names the commit it was built
-    from in ``WATCHCACHE_COMMIT``."""
-    root = Path(__file__).resolve().parent.parent
+def source_revision(root: Path | None = None) -> str:
+    """What was measured: ``commit <sha>`` (with ``+dirty`` for local changes) in a git
+    checkout; outside one (a container image, an installed copy) ``version <v>`` from
+    ``WATCHCACHE_VERSION`` (``git describe`` at build time) or the package's version,
+    with ``WATCHCACHE_COMMIT`` when the build set it (the image's default is ``unknown``).
+    ``root``: the source tree (default: this checkout)."""
+    root = root or Path(__file__).resolve().parent.parent
     if not (root / ".git").exists():
-        return os.environ.get("WATCHCACHE_COMMIT") or "unknown"
+        version = _build_arg("WATCHCACHE_VERSION") or package_version()
+        commit = _build_arg("WATCHCACHE_COMMIT")
+        return f"version {version}" + (f", commit {commit}" if commit else "")
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
                              capture_output=True, text=True, timeout=10).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
                                cwd=root, capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
+        rev = ""
+    if not rev:
+        return f"version {package_version()}"
+    return f"commit {rev}" + ("+dirty" if dirty.strip() else "")
+
+
+def _build_arg(name: str) -> str:
+    value = os.environ.get(name, "")
+    return "" if value in ("", "unknown") else value
+
+
+def package_version() -> str:
+    """The installed distribution's version (pyproject.toml's), or ``unknown``."""
+    try:
+        return importlib.metadata.version("watchcache")
+    except importlib.metadata.PackageNotFoundError:
         return "unknown"
-    return (rev + ("+dirty" if dirty.strip() else "")) if rev else "unknown"
 
 
 def machine_label() -> str:
@@ -378,7 +398,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes", type=int, default=None, help="nodes (default 100; quick 10)")
     p.add_argument("--namespaces", type=int, default=10)
     p.add_argument("--runs", type=int, default=None, help="runs per scenario (default 10)")
-    p.add_argument("--out", type=Path, default=Path("bench-results"))
+    p.add_argument("--out", type=Path, default=Path("bench-results"),
+                   help="directory for results.json, report.md and the charts "
+                   "(default bench-results)")  # fmt: skip
     p.add_argument("--server", default=None, help="measure this server instead of starting one")
     p.add_argument("--etcd-servers", default="", help="its etcd (for the raw range floor)")
     p.add_argument("--sweep", default="", help="comma-separated pod counts, e.g. 1000,10000")
