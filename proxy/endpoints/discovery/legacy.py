@@ -94,11 +94,13 @@ def _subresource_entry(resource: ResourceInfo, sub: str) -> JSON:
         "singularName": "",
         "namespaced": resource.namespaced,
         "kind": resource.kind,
-        "verbs": ["get", "patch", "update"],
+        "verbs": discovery_aggregated.SUBRESOURCE_VERBS.get(sub, ["get", "patch", "update"]),
     }
     if sub in discovery_aggregated.SUBRESOURCE_KINDS:  # scale: autoscaling/v1 Scale
         group, version, kind = discovery_aggregated.SUBRESOURCE_KINDS[sub]
-        entry.update(group=group, version=version, kind=kind)
+        entry["kind"] = kind
+        if (group, version) != (resource.group, resource.version):  # omitempty: same GV
+            entry.update(group=group, version=version)
     return entry
 
 

@@ -23,7 +23,7 @@ from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.request_info import RequestInfo, parse_request_info
 from proxy.patch import patcher as patch
 from proxy.printers.table import AcceptedFormat
-from proxy.registry import object_meta, scale, validation
+from proxy.registry import object_meta, pods, scale, validation
 from proxy.registry.dry_run import DryRunStore, is_dry_run
 from proxy.registry.field_validation import Mode
 from proxy.registry.resources import ResourceInfo
@@ -65,6 +65,8 @@ def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
         raise path_not_found()
     if resource.namespaced and not info.namespace and info.verb not in ("list", "watch"):
         raise path_not_found()  # only list/watch exist across all namespaces
+    if info.subresource == "binding" and info.verb == "create":
+        return resource  # POST pods/NAME/binding (proxy.registry.pods)
     if info.subresource and info.verb not in ("get", "update", "patch"):
         raise apierrors.method_not_supported(f"{resource.qualified}/{info.subresource}", info.verb)
     if not resource.allows(info.verb):
@@ -82,6 +84,8 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
     rs = ctx.storages.for_resource(resource)
     if info.subresource == "scale":
         return await scale.handle_scale(request, ctx, info, rs)
+    if info.subresource == "binding":
+        return await pods.handle_binding(request, ctx, info, rs)
     handler = _HANDLERS[info.verb]
     return await handler(request, ctx, info, rs)
 
