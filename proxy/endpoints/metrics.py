@@ -14,7 +14,7 @@ metrics are on too — served at ``/metrics``.
 Verbs are kube's metric verbs: GET, LIST, WATCH, POST, PUT, PATCH, DELETE,
 DELETECOLLECTION. Scope: ``resource`` (a named object), ``namespace``, ``cluster``.
 The access log is one JSON line per resource request on the ``watchcache.access``
-logger: verb, path, code, duration, and for LISTs where they were served from and the
+logger: verb, path, code, duration, user agent, and for LISTs where they were served from and the
 objects fetched/returned.
 """
 
@@ -153,6 +153,8 @@ def _access(request: web.Request, info: RequestInfo, code: int, elapsed: float) 
         "path": request.path_qs,
         "code": code,
         "ms": round(elapsed * 1000, 1),
+        # who asked, as kube-apiserver's httplog says it (the lab's controllers show here)
+        "userAgent": request.headers.get("User-Agent", ""),
     }
     cost = request.get("list_cost")
     if isinstance(cost, dict):

@@ -197,3 +197,4 @@ async def test_metrics_and_access_log(
         ) in text
     access = [line for line in server.log().splitlines() if "watchcache.access" in line]
     assert any('"servedFrom":"etcd"' in line and '"returned":0' in line for line in access)
+    assert all('"userAgent":"' in line for line in access)
