@@ -17,9 +17,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import os
 import shutil
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -31,6 +33,7 @@ from lab.control import ControlServer
 from lab.etcd import EtcdCluster, free_port
 from lab.kubeconfig import write_kubeconfig
 from lab.observe import Transcript
+from lab.sim.cluster import Simulation, add_sim_arguments
 from lab.state import LabState, NoLab
 
 __all__ = ["Lab", "main"]
@@ -50,6 +53,27 @@ def new_log(path: Path) -> Path:
     if path.exists():
         path.replace(path.with_name(path.name + ".1"))
     return path
+
+
+def _port_taken(port: int) -> LabError:
+    return LabError(
+        f"port {port} is taken by another process, so the lab's server could not start.\n"
+        f"Choose another port: `watchcache lab --port {port + 1}` (`--port 0`: any free "
+        f"port), or `make lab LAB_ARGS='--port {port + 1}'`."
+    )
+
+
+def _check_port(port: int) -> None:
+    """LabError now, before seeding, when ``port`` is taken on 127.0.0.1 (the server
+    still reports a race with PortTaken)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise _port_taken(port) from e
+            raise
 
 
 def describe(e: BaseException) -> list[str]:
@@ -76,6 +100,7 @@ class Lab:
         self.server: APIServer | None = None
         self.control: ControlServer | None = None
         self.state: LabState | None = None
+        self.sim: Simulation | None = None
 
     # -- start ---------------------------------------------------------------------------
 
@@ -95,6 +120,9 @@ class Lab:
         endpoints, version = await self._start_etcd()
         self._step()
         port = self.a.port or free_port()
+        _check_port(port)
+        await self._seed(endpoints)
+        self._step()
         self.server = APIServer(
             endpoints, self.a.etcd_prefix, port=port, extra_args=tuple(self.a.server_arg),
             log_path=new_log(self.dir / "server.log"),
@@ -103,14 +131,13 @@ class Lab:
         try:
             await asyncio.to_thread(self.server.start)
         except PortTaken as e:
-            raise LabError(
-                f"port {e.port} is taken by another process, so the lab's server could "
-                f"not start.\nChoose another port: `watchcache lab --port {e.port + 1}` "
-                f"(`--port 0`: any free port), or `make lab LAB_ARGS='--port {e.port + 1}'`."
-            ) from e
+            raise _port_taken(e.port) from e
         self._step()
-        self.console.print(f"server ready (pid {self.server.pid}); seeding ...")
-        await self._seed()
+        self.console.print(f"server ready (pid {self.server.pid}); its watch caches start "
+                           "at the seeded revision")  # fmt: skip
+        if self.a.sim:
+            self.sim = Simulation(self.server.url, churn=self.a.churn)
+            self.sim.start()
         kubeconfig = write_kubeconfig(self.dir / "kubeconfig", self.server.url)
         self.state = LabState(
             lab_pid=os.getpid(), server_url=self.server.url, server_pid=self.server.pid,
@@ -145,11 +172,23 @@ class Lab:
         async with EtcdClient(endpoints) as c:
             return (await c.status()).version
 
-    async def _seed(self) -> None:
-        assert self.server is not None
+    async def _seed(self, endpoints: list[str]) -> None:
+        """Seed through a short-lived server without a watch cache, so that the lab's
+        server primes its caches afterwards, at the seeded revision: its watch window
+        starts there, as a kube-apiserver's does on a cluster that has been running (a
+        watch from resourceVersion=1 is 410 Gone, not a replay of the seeding)."""
+        seeder = APIServer(endpoints, self.a.etcd_prefix, extra_args=("--watch-cache=false",),
+                           log_path=new_log(self.dir / "seed-server.log"))  # fmt: skip
+        self.console.print("seeding through a server without a watch cache ...")
+        await asyncio.to_thread(seeder.start)
+        try:
+            await self._seed_into(seeder.url)
+        finally:
+            await asyncio.to_thread(seeder.stop)
+
+    async def _seed_into(self, url: str) -> None:
         plan = seed.Plan(self.a.pods, self.a.nodes, self.a.namespaces, self.a.configmaps)
-        task = asyncio.create_task(seed.seed_with_progress(self.server.url, plan,
-                                                           quiet=self.a.quiet))  # fmt: skip
+        task = asyncio.create_task(seed.seed_with_progress(url, plan, quiet=self.a.quiet))
         stopper = asyncio.create_task(self.stop_requested.wait())
         await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
         stopper.cancel()
@@ -181,6 +220,8 @@ class Lab:
             LabState.remove(self.dir)
         if self.control is not None:
             await self.control.close()
+        if self.sim is not None:
+            await self.sim.stop()
         if self.server is not None:
             await asyncio.to_thread(self.server.stop)
         if self.cluster is not None:
@@ -204,14 +245,15 @@ class Lab:
            etcd {s.etcd_version}, pids {s.etcd_pids or 'external'}
   data     {s.pods} pods on {s.nodes} nodes in {s.namespaces} namespaces,
            {s.configmaps} configmaps
-
-[bold]kubectl[/bold] (the bundled real one):
+""" + self._sim_guide() + f"""[bold]kubectl[/bold] (the bundled real one):
   export KUBECONFIG={_short(Path(s.kubeconfig))}
   export PATH={bin_dir}:$PATH       # kubectl and watchcache
   kubectl get pods -A | head
   kubectl get pods -A --field-selector spec.nodeName={node}
   kubectl get --raw '/api/v1/pods?limit=5'     # from etcd, paginated
   kubectl get pods -A --watch                  # a watch, from the cache
+  kubectl get leases -n kube-node-lease -w     # the node agents' heartbeats
+  kubectl run web --image=nginx && kubectl get pod web -w   # scheduled, Running
 
 [bold]curl[/bold] (see where each read is served from, and what it cost):
   curl -si -G {url}/api/v1/pods \\
@@ -224,6 +266,16 @@ class Lab:
 """ + "\n".join(f"    {name:<26}{help_}" for name, (_, help_) in _demos().items()) + """
 
 Ctrl-C stops everything."""
+
+
+    def _sim_guide(self) -> str:
+        if self.sim is None:
+            return "  cluster  none (--no-sim): nothing writes unless you do\n\n"
+        return f"""  cluster  simulated: a kubelet per node (Lease every 10 s), a scheduler,
+           ReplicaSet and Deployment controllers, {self.a.churn:g} container
+           restarts/s (--churn RATE, --no-sim: none of it)
+
+"""
 
 
 def _short(path: Path) -> str:
@@ -281,6 +333,9 @@ def lab_main(argv: list[str]) -> int:
     p.add_argument("--server-arg", action="append", default=[],
                    help="extra flag for watchcache serve (repeatable)")  # fmt: skip
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--no-sim", dest="sim", action="store_false",
+                   help="no simulated cluster (node agents, scheduler, controllers, churn)")
+    add_sim_arguments(p)
     a = p.parse_args(argv)
     if a.etcd_members < 1:
         p.error("--etcd-members must be >= 1")

@@ -1,8 +1,9 @@
 """Background churn: the small, steady stream of pod changes a real cluster never stops
 making (containers crash and restart; their kubelets report it).
 
-At ``rate`` changes per second on average (exponential gaps, like independent events),
-a random node's agent restarts a container of one of its running pods and patches the
+At ``rate`` changes per second on average (gaps drawn between half and one and a half
+times ``1/rate``, so a watcher never waits much longer than that for one), a random
+node's agent restarts a container of one of its running pods and patches the
 pod's status, under that kubelet's own user agent. That keeps the pods watch cache
 moving, so a watcher gets events and bookmarks as on a live cluster.
 """
@@ -35,7 +36,7 @@ class Churn:
         if self.rate <= 0:
             return
         while True:
-            await asyncio.sleep(random.expovariate(self.rate))
+            await asyncio.sleep(random.uniform(0.5, 1.5) / self.rate)
             agents = list(self.agents.agents.values())
             if not agents:
                 continue

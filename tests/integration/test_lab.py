@@ -14,10 +14,12 @@ import re
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 import psutil  # type: ignore[import-untyped]
 import pytest
 
@@ -117,6 +119,43 @@ class _Impostor(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+
+def _raw(lab: RunningLab, path: str, timeout: float = 30) -> str:
+    r = subprocess.run([str(KUBECTL), "--kubeconfig", lab.state.kubeconfig, "get", "--raw", path],
+                       capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    return r.stdout + r.stderr
+
+
+def test_a_watch_from_resource_version_1_is_too_old(lab: RunningLab) -> None:
+    """The course's experiment: the lab's watch window starts after the seeding, as a
+    real cluster's (not at revision 1, which replayed every seeded pod)."""
+    out = _raw(lab, "/api/v1/pods?watch=1&resourceVersion=1")
+    event = orjson.loads(out.splitlines()[0])
+    assert event["type"] == "ERROR" and event["object"]["code"] == 410
+    assert re.fullmatch(r"too old resource version: 1 \(\d+\)", event["object"]["message"])
+    oldest = int(event["object"]["message"].split("(")[1].rstrip(")"))
+    assert oldest > PODS  # the window starts after the seeding
+
+
+def test_the_course_bookmark_command_shows_a_bookmark(lab: RunningLab) -> None:
+    """Thanks to the simulated cluster's churn the pods cache moves within the watch, so
+    the BOOKMARK due 2 s before timeoutSeconds is sent."""
+    out = _raw(lab, "/api/v1/pods?watch=1&resourceVersion=&timeoutSeconds=6"
+                    "&allowWatchBookmarks=true&fieldSelector=spec.nodeName%3Dno-such-node")
+    events = [orjson.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert [e["type"] for e in events] == ["BOOKMARK"], out[-500:]
+
+
+def test_the_simulated_cluster_keeps_a_lease_per_node(lab: RunningLab) -> None:
+    """Each node agent's first renewal comes within its 10 s interval (spread out)."""
+    deadline = time.monotonic() + 25
+    while True:
+        out = _raw(lab, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+        if len(orjson.loads(out)["items"]) == NODES or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert len(orjson.loads(out)["items"]) == NODES
 
 
 def test_kubectl_lists_the_seeded_pods(lab: RunningLab) -> None:
