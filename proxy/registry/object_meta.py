@@ -256,6 +256,16 @@ def prepare_for_update(new: JSON, old: JSON, resource: ResourceInfo, subresource
         if new_meta.get("resourceVersion"):
             merged["metadata"]["resourceVersion"] = new_meta["resourceVersion"]
         new = merged
+    elif subresource == "finalize":  # namespaces/NAME/finalize: only spec.finalizers
+        merged = copy.deepcopy(old)
+        merged.setdefault("spec", {})["finalizers"] = list(
+            (new.get("spec") or {}).get("finalizers") or [])
+        if not merged["spec"]["finalizers"]:
+            del merged["spec"]["finalizers"]
+        new_meta = new.get("metadata") or {}
+        if new_meta.get("resourceVersion"):
+            merged["metadata"]["resourceVersion"] = new_meta["resourceVersion"]
+        new = merged
     elif resource.has_status:
         if "status" in old:
             new["status"] = copy.deepcopy(old["status"])

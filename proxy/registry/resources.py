@@ -99,7 +99,7 @@ SERVED: tuple[tuple[str, str, str], ...] = (
 # through a conversion this server does not have).
 
 # Subresources served (the catalogue lists more: scale, log, eviction, ...).
-SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding"})
+SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding", "finalize"})
 
 # kubectl's short names, as kube-apiserver's REST storages declare them (ShortNames()).
 SHORT_NAMES: dict[str, tuple[str, ...]] = {

@@ -121,6 +121,12 @@ class Settings:
     # create default, kube-system, kube-public, kube-node-lease at start-up (as
     # kube-apiserver's system-namespaces controller); false leaves etcd untouched
     system_namespaces: bool = True
+    # true when kubelets, a garbage collector and a namespace controller run against this
+    # server (the lab's simulated cluster): DELETE then behaves as kube-apiserver's does
+    # (graceful for bound pods, Foreground/Orphan finalizers, namespaces Terminating).
+    # false: nothing would finish those, so deletes are immediate (see
+    # proxy/registry/deletion.py). Finalizers already on an object are honoured either way.
+    lifecycle_controllers: bool = False
     log_level: str = "info"
 
 
@@ -134,6 +140,7 @@ _CONVERTERS: dict[str, Any] = {
     "watch_cache": _parse_bool,
     "watch_cache_index": _parse_bool,
     "system_namespaces": _parse_bool,
+    "lifecycle_controllers": _parse_bool,
     "default_watch_cache_size": int,
     "feature_gates": _parse_feature_gates,
     "watch_cache_indexes": _parse_indexes,
@@ -167,6 +174,10 @@ _FLAG_HELP: dict[str, str] = {
     "max_request_body_bytes": "largest request body accepted (413 above)",
     "system_namespaces": "create the default, kube-system, kube-public and kube-node-lease "
     "namespaces at start-up (false: write nothing until asked)",
+    "lifecycle_controllers": "kubelets, a garbage collector and a namespace controller run "
+    "against this server (as in `watchcache lab`): bound pods are deleted gracefully, "
+    "propagationPolicy Foreground/Orphan adds its finalizer, a deleted namespace goes "
+    "Terminating; false (default): deletes are immediate",
     "log_level": "debug, info, warning or error",
 }
 

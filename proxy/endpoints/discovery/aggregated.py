@@ -87,6 +87,7 @@ SUBRESOURCE_VERBS: dict[str, list[str]] = {
     "resize": ["get", "patch", "update"],
     "eviction": ["create"],
     "binding": ["create"],
+    "finalize": ["update"],
     "log": ["get"],
     "exec": ["create", "get"],
     "attach": ["create", "get"],

@@ -34,6 +34,7 @@ from proxy.endpoints.handlers.list_options import (
     watch_timeout,
 )
 from proxy.endpoints.request_info import RequestInfo
+from proxy.registry import deletion
 from proxy.registry.dry_run import DryRunStore
 from proxy.registry.storage_factory import ResourceStorage
 from proxy.server.context import APIContext
@@ -201,9 +202,14 @@ async def delete_collection(
     for item in result.items:
         meta = item.obj.get("metadata") or {}
         name = str(meta.get("name", ""))
+        uid = Preconditions(uid=meta.get("uid"))
+        this_one = dataclasses.replace(delete_opts, preconditions=uid)
         try:
             with apierrors.storage_errors(rs.resource.qualified, name):
-                gone = await writer.delete(item.key, Preconditions(uid=meta.get("uid")))
+                gone, _ = await deletion.delete(
+                    writer, rs.resource, item.key, this_one,
+                    lifecycle=ctx.settings.lifecycle_controllers,
+                )  # fmt: skip
         except apierrors.StatusError as e:
             if e.code in (404, 409):  # deleted or replaced meanwhile: not ours to delete
                 continue

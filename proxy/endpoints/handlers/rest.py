@@ -23,7 +23,7 @@ from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.request_info import RequestInfo, parse_request_info
 from proxy.patch import patcher as patch
 from proxy.printers.table import AcceptedFormat
-from proxy.registry import object_meta, pods, scale, validation
+from proxy.registry import deletion, object_meta, pods, scale, validation
 from proxy.registry.dry_run import DryRunStore, is_dry_run
 from proxy.registry.field_validation import Mode
 from proxy.registry.resources import ResourceInfo
@@ -114,15 +114,20 @@ def _writer(request: web.Request, rs: ResourceStorage, options_kind: str) -> Wri
     return DryRunStore(rs.store) if is_dry_run(request.query, options_kind) else rs.store
 
 
-async def ensure_namespace(ctx: APIContext, namespace: str) -> None:
-    """404 ``namespaces "x" not found`` unless the namespace exists (quorum read), as
-    kube-apiserver's NamespaceLifecycle admission does for namespaced creates."""
+async def ensure_namespace(
+    ctx: APIContext, namespace: str, resource: ResourceInfo | None = None, name: str = ""
+) -> None:
+    """404 ``namespaces "x" not found`` unless the namespace exists (quorum read), and
+    403 when it is being terminated, as kube-apiserver's NamespaceLifecycle admission
+    does for namespaced creates."""
     ns_resource = ctx.registry.lookup("", "namespaces")
     if ns_resource is None:
         return
     ns_storage = ctx.storages.for_resource(ns_resource)
     with storage_errors(ns_resource, namespace):
-        await ns_storage.store.get(ns_storage.object_key("", namespace), GetOptions())
+        ns = await ns_storage.store.get(ns_storage.object_key("", namespace), GetOptions())
+    if resource is not None:
+        namespace_lifecycle.check_not_terminating(ns.obj, resource, name)
 
 
 async def create_object(
@@ -134,9 +139,9 @@ async def create_object(
     media, writer, obj, warnings = await _write_request(request, ctx, rs, "CreateOptions")
     namespace = _namespace(info, resource)
     object_meta.prepare_for_create(obj, resource, namespace)
-    if resource.namespaced:
-        await ensure_namespace(ctx, namespace)
     name = str(obj["metadata"]["name"])
+    if resource.namespaced:
+        await ensure_namespace(ctx, namespace, resource, name)
     with storage_errors(resource, name):
         stored = await writer.create(rs.object_key(namespace, name), obj)
     return negotiation.object_response(
@@ -217,6 +222,7 @@ async def update_object(
             try_update,
             ignore_not_found=resource.create_on_update and not info.subresource,
         )
+        stored = await deletion.finish_if_done(writer, key, stored)
     return negotiation.object_response(
         request, resource, stored.data, 201 if outcome.created else 200, fmt=media,
         warnings=warnings,
@@ -268,6 +274,7 @@ async def patch_object(
 
     with storage_errors(resource, info.name):
         stored = await writer.guaranteed_update(key, None, try_update)
+        stored = await deletion.finish_if_done(writer, key, stored)
     return negotiation.object_response(
         request, rs.resource, stored.data, fmt=media, warnings=warnings
     )
@@ -287,11 +294,14 @@ async def delete_object(
         namespace_lifecycle.check_deletable(info.name)
         with storage_errors(rs.resource, info.name):  # 404 before its contents go
             await rs.store.get(key, GetOptions())
-        if not opts.dry_run:
+        if not opts.dry_run and not ctx.settings.lifecycle_controllers:
             await namespace_lifecycle.delete_contents(ctx, info.name)
     with storage_errors(rs.resource, info.name):
-        stored = await writer.delete(key, opts.preconditions)
-    return negotiation.object_response(request, rs.resource, stored.data, fmt=media)
+        stored, removed = await deletion.delete(
+            writer, rs.resource, key, opts, lifecycle=ctx.settings.lifecycle_controllers
+        )
+    code = deletion.response_code(removed, opts)
+    return negotiation.object_response(request, rs.resource, stored.data, code, fmt=media)
 
 
 _HANDLERS = {

@@ -17,7 +17,7 @@ def test_every_served_resource_is_in_the_catalogue() -> None:
     [
         ("", "pods", "Pod", True, ("po",), ("binding", "status")),
         ("", "nodes", "Node", False, ("no",), ("status",)),
-        ("", "namespaces", "Namespace", False, ("ns",), ("status",)),
+        ("", "namespaces", "Namespace", False, ("ns",), ("finalize", "status")),
         ("", "configmaps", "ConfigMap", True, ("cm",), ()),
         ("", "endpoints", "Endpoints", True, ("ep",), ()),
         ("apps", "deployments", "Deployment", True, ("deploy",), ("scale", "status")),
