@@ -123,8 +123,12 @@ class Lab:
         _check_port(port)
         await self._seed(endpoints)
         self._step()
+        # with the simulated cluster, DELETE leaves to its kubelets, garbage collector and
+        # namespace controller what kube-apiserver leaves to the real ones
+        lifecycle = ("--lifecycle-controllers=true",) if self.a.sim else ()
         self.server = APIServer(
-            endpoints, self.a.etcd_prefix, port=port, extra_args=tuple(self.a.server_arg),
+            endpoints, self.a.etcd_prefix, port=port,
+            extra_args=(*lifecycle, *self.a.server_arg),
             log_path=new_log(self.dir / "server.log"),
         )  # fmt: skip
         self.console.print(f"starting watchcache serve on {self.server.url} ...")

@@ -71,6 +71,17 @@ class Client:
             raise APIError(status, body)
         return body
 
+    async def raw(self, method: str, path: str, body: JSON | None = None) -> JSON:
+        """``method path`` through the same client, for what the generated API has no
+        method for (discovery, any resource by its path)."""
+        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+
+        async def request(**kw: Any) -> Any:
+            return await self.api.call_api(path, method, header_params=headers, body=body,
+                                           auth_settings=[], **kw)  # fmt: skip
+
+        return await self.call(request)
+
     async def stream(
         self, method: Callable[..., Awaitable[Any]], *args: Any, read_timeout: float, **kw: Any
     ) -> aiohttp.ClientResponse:

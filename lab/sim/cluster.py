@@ -1,5 +1,8 @@
 """The simulated cluster: node agents, a scheduler, the ReplicaSet and Deployment
-controllers and background churn, all ordinary API clients of one server.
+controllers, the garbage collector, the namespace controller and background churn, all
+ordinary API clients of one server. The server should run with
+``--lifecycle-controllers=true`` (the lab passes it), so that DELETE leaves to these
+controllers what kube-apiserver leaves to kubelets and kube-controller-manager.
 
     watchcache sim --server URL [--churn RATE] [--renew-seconds 10] [-v]
 
@@ -23,7 +26,9 @@ from typing import Any
 from lab.sim.churn import Churn
 from lab.sim.client import Client
 from lab.sim.deployment import DeploymentController
+from lab.sim.garbage_collector import GarbageCollector
 from lab.sim.informer import Informer
+from lab.sim.namespace_controller import NamespaceController
 from lab.sim.node_agent import RENEW_SECONDS, STATUS_SECONDS, NodeAgents
 from lab.sim.replicaset import ReplicaSetController
 from lab.sim.scheduler import Scheduler
@@ -64,10 +69,14 @@ class Simulation:
                                                           self.pods)  # fmt: skip
         self.deployment_controller = DeploymentController(self.server, self.deployments,
                                                           self.replicasets)  # fmt: skip
+        self.garbage_collector = GarbageCollector(self.server, self.pods, self.replicasets,
+                                                  self.deployments)  # fmt: skip
+        self.namespace_controller = NamespaceController(self.server)
         self.churner = Churn(self.agents, self.churn)
         # handlers first, then the informers: every controller sees every first ADDED
         runs = [self.agents.run(), self.scheduler.run(), self.replicaset_controller.run(),
-                self.deployment_controller.run(), self.churner.run(),
+                self.deployment_controller.run(), self.garbage_collector.run(),
+                self.namespace_controller.run(), self.churner.run(),
                 self.nodes.run(), self.pods.run(), self.replicasets.run(),
                 self.deployments.run()]  # fmt: skip
         self._tasks = [asyncio.create_task(_logged(c), name="sim") for c in runs]

@@ -48,7 +48,7 @@ def cluster(etcd: EtcdCluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
     """A server seeded with a few nodes and pods, and `watchcache sim` against it (Leases
     renewed every second to keep the test short)."""
     d = tmp_path_factory.mktemp("sim")
-    with start_server(etcd.endpoints, None) as server:
+    with start_server(etcd.endpoints, None, "--lifecycle-controllers=true") as server:
         plan = seed.Plan(pods=12, nodes=NODES, namespaces=2, configmaps=1)
         result = asyncio.run(seed.seed_with_progress(server.url, plan, quiet=True))
         assert result.ok, result.errors
@@ -132,7 +132,9 @@ def test_deployment_rolls_out_updates_and_scales(cluster: Cluster) -> None:
     d = cluster.json("get", "deploy", "shop")
     assert d["status"]["readyReplicas"] == d["status"]["updatedReplicas"] == 6
     pods = cluster.json("get", "pods", "-l", "app=shop")["items"]
-    assert len([p for p in pods if p["status"].get("phase") == "Running"]) == 6
+    running = [p for p in pods if p["status"].get("phase") == "Running"
+               and not p["metadata"].get("deletionTimestamp")]  # the old ones may terminate
+    assert len(running) == 6
 
 
 def test_controllers_are_clients_with_their_own_user_agents(cluster: Cluster) -> None:
@@ -147,3 +149,64 @@ def test_controllers_are_clients_with_their_own_user_agents(cluster: Cluster) ->
     assert lists and all("resourceVersion=0" in a["path"] for a in lists)
     binds = [a for a in access if a["verb"] == "POST" and a["path"].endswith("/binding")]
     assert binds and all(a["userAgent"].startswith("watchcache-sim-scheduler") for a in binds)
+
+
+def _deployment(name: str, replicas: int = 2) -> str:
+    return (DEPLOYMENT.replace("name: shop", f"name: {name}").replace("app: shop", f"app: {name}")
+            .replace("replicas: 4", f"replicas: {replicas}"))  # fmt: skip
+
+
+def _names(cluster: Cluster, kind: str, selector: str) -> list[str]:
+    items = cluster.json("get", kind, "-l", selector)["items"]
+    return [i["metadata"]["name"] for i in items]
+
+
+def test_kubectl_delete_pod_is_graceful(cluster: Cluster) -> None:
+    cluster.kubectl("run", "brief", "--image=nginx:1.27")
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/brief", "--timeout=30s", timeout=40)
+    cluster.kubectl("delete", "pod", "brief", "--wait=false")
+    pod = cluster.json("get", "pod", "brief")  # still there: its kubelet finishes it
+    assert pod["metadata"]["deletionTimestamp"]
+    assert pod["metadata"]["deletionGracePeriodSeconds"] == 30
+    cluster.kubectl("wait", "--for=delete", "pod/brief", "--timeout=30s", timeout=40)
+
+
+@pytest.mark.parametrize("cascade", ["background", "foreground", "orphan"])
+def test_garbage_collection_per_propagation_policy(cluster: Cluster, cascade: str) -> None:
+    name = f"gc-{cascade}"
+    cluster.kubectl("apply", "-f", "-", stdin=_deployment(name))
+    cluster.kubectl("rollout", "status", f"deploy/{name}", "--timeout=60s", timeout=70)
+    (rs,) = _names(cluster, "rs", f"app={name}")
+    pods = _names(cluster, "pods", f"app={name}")
+    assert len(pods) == 2
+    cluster.kubectl("delete", "deploy", name, f"--cascade={cascade}", "--wait=false")
+    if cascade == "foreground":  # the owner waits for its dependents
+        d = cluster.json("get", "deploy", name)
+        assert d["metadata"]["finalizers"] == ["foregroundDeletion"]
+    cluster.kubectl("wait", "--for=delete", f"deploy/{name}", "--timeout=30s", timeout=40)
+    if cascade == "orphan":
+        orphan = cluster.json("get", "rs", rs)
+        assert not orphan["metadata"].get("ownerReferences")
+        assert sorted(_names(cluster, "pods", f"app={name}")) == sorted(pods)
+        cluster.kubectl("delete", "rs", rs)  # tidy: its pods go in the background
+        return
+    cluster.kubectl("wait", "--for=delete", f"rs/{rs}", "--timeout=30s", timeout=40)
+    _wait("the pods collected", lambda: not _names(cluster, "pods", f"app={name}"))
+
+
+NAMESPACE = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: ending}
+"""
+
+
+def test_a_namespace_terminates_in_the_background(cluster: Cluster) -> None:
+    cluster.kubectl("apply", "-f", "-", stdin=NAMESPACE)
+    cluster.kubectl("run", "-n", "ending", "inside", "--image=nginx:1.27")
+    cluster.kubectl("wait", "-n", "ending", "--for=condition=Ready", "pod/inside",
+                    "--timeout=30s", timeout=40)  # fmt: skip
+    cluster.kubectl("delete", "namespace", "ending", "--wait=false")
+    ns = cluster.json("get", "namespace", "ending")
+    assert ns["status"]["phase"] == "Terminating"
+    cluster.kubectl("wait", "--for=delete", "namespace/ending", "--timeout=40s", timeout=50)
