@@ -1,11 +1,15 @@
 """The simulated cluster (lab/sim) against a lab-like server, through the real kubectl:
 node Leases renew, `kubectl run` ends Running on a node, a Deployment rolls out, is
-updated and scaled, and every controller shows under its own user agent."""
+updated and scaled, every controller shows under its own user agent, a pod is deleted
+gracefully, the garbage collector honours each propagation policy, a namespace
+terminates in the background, and a Kopf operator runs unchanged."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -210,3 +214,50 @@ def test_a_namespace_terminates_in_the_background(cluster: Cluster) -> None:
     ns = cluster.json("get", "namespace", "ending")
     assert ns["status"]["phase"] == "Terminating"
     cluster.kubectl("wait", "--for=delete", "namespace/ending", "--timeout=40s", timeout=50)
+
+
+KOPF_OPERATOR = Path(__file__).with_name("kopf_operator.py")
+
+
+def _annotation(cluster: Cluster, kind: str, name: str, key: str) -> str | None:
+    annotations = cluster.json("get", kind, name)["metadata"].get("annotations") or {}
+    value = annotations.get(f"lab.watchcache.io/{key}")
+    return str(value) if value is not None else None
+
+
+def test_a_kopf_operator_runs_unchanged(cluster: Cluster, tmp_path: Path) -> None:
+    """Kopf, a third-party operator framework, lists, watches and patches through the
+    server as against any cluster (tests/e2e/kopf_operator.py)."""
+    kopf = Path(sys.executable).parent / "kopf"
+    log = open(tmp_path / "kopf.log", "wb")  # noqa: SIM115 - the child's, closed below
+    operator = subprocess.Popen(
+        [str(kopf), "run", "--standalone", "--namespace=default", str(KOPF_OPERATOR)],
+        stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig)},
+    )  # fmt: skip
+    try:
+        cluster.kubectl("apply", "-f", "-", stdin=KOPF_CONFIGMAP)
+        _wait("kopf counted 2 keys",
+              lambda: _annotation(cluster, "configmap", "kopf-cm", "keys") == "2")
+        cluster.kubectl("patch", "configmap", "kopf-cm", "--type=merge",
+                        "-p", '{"data": {"c": "3"}}')  # fmt: skip
+        _wait("kopf saw the update",
+              lambda: _annotation(cluster, "configmap", "kopf-cm", "keys") == "3")
+        deployment = _deployment("kopf-web").replace(
+            "metadata: {name: kopf-web, namespace: default}",
+            'metadata: {name: kopf-web, namespace: default, labels: {kopf-example: "yes"}}')
+        cluster.kubectl("apply", "-f", "-", stdin=deployment)
+        _wait("kopf followed the Deployment's status",
+              lambda: _annotation(cluster, "deploy", "kopf-web", "available") == "2")
+    finally:
+        stop_process(operator, 20)
+        log.close()
+    assert "Traceback" not in (tmp_path / "kopf.log").read_text()
+
+
+KOPF_CONFIGMAP = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: kopf-cm, namespace: default, labels: {kopf-example: "yes"}}
+data: {a: "1", b: "2"}
+"""
