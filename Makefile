@@ -8,7 +8,7 @@ PROTO_DIR := etcdclient/proto
 PB_DIR := etcdclient/_pb
 PYTEST_ARGS ?=
 
-.PHONY: venv test unit integration e2e lint proto proto-check etcd-versions lab bench clean \
+.PHONY: venv test unit integration e2e page-test lint proto proto-check etcd-versions lab bench clean \
         images compose-test compose-bench
 
 venv: $(STAMP)
@@ -35,6 +35,11 @@ integration: venv
 
 e2e: venv
 	$(BIN)/python -m pytest -q tests/e2e $(PYTEST_ARGS)
+
+# The lab's live page in Debian's headless chromium (apt-get install chromium), Playwright.
+page-test: venv
+	@command -v chromium >/dev/null || { echo "needs Debian's chromium: apt-get install chromium"; exit 1; }
+	$(BIN)/python -m pytest -q -m browser tests/e2e/test_lab_page.py $(PYTEST_ARGS)
 
 # Regenerates the committed gRPC modules from our own .proto subset; byte-for-byte
 # reproducible with the pinned grpcio-tools (tests/unit/etcdclient/test_proto.py checks).

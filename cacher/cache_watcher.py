@@ -119,6 +119,11 @@ class CacheWatcher:
             return WatchEvent(event.type, event.object.stored.data, event.resource_version)
         return convert(event, self.predicate)
 
+    @property
+    def pending(self) -> int:
+        """Events buffered for this client and not yet sent: how far it lags."""
+        return len(self._buf)
+
     def add_bookmark(self, event: WatchEvent) -> None:
         """Best effort: a bookmark is dropped rather than counted against the budget."""
         rv = event.resource_version

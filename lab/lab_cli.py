@@ -33,6 +33,7 @@ from lab.control import ControlServer
 from lab.etcd import EtcdCluster, free_port
 from lab.kubeconfig import write_kubeconfig
 from lab.observe import Transcript
+from lab.page.server import LabPage
 from lab.sim.cluster import Simulation, add_sim_arguments
 from lab.state import LabState, NoLab
 
@@ -101,6 +102,7 @@ class Lab:
         self.control: ControlServer | None = None
         self.state: LabState | None = None
         self.sim: Simulation | None = None
+        self.page: LabPage | None = None
 
     # -- start ---------------------------------------------------------------------------
 
@@ -142,6 +144,9 @@ class Lab:
         if self.a.sim:
             self.sim = Simulation(self.server.url, churn=self.a.churn)
             self.sim.start()
+        if self.a.page:
+            self.page = LabPage(self.server.url, self.a.page_port)
+            await self.page.start()
         kubeconfig = write_kubeconfig(self.dir / "kubeconfig", self.server.url)
         self.state = LabState(
             lab_pid=os.getpid(), server_url=self.server.url, server_pid=self.server.pid,
@@ -224,6 +229,8 @@ class Lab:
             LabState.remove(self.dir)
         if self.control is not None:
             await self.control.close()
+        if self.page is not None:
+            await self.page.close()
         if self.sim is not None:
             await self.sim.stop()
         if self.server is not None:
@@ -245,7 +252,7 @@ class Lab:
 [bold green]watchcache lab is ready[/bold green]
   server   {url}  (pid {s.server_pid})
            log {rel}/server.log (the previous run's: server.log.1)
-  etcd     {','.join(s.etcd_endpoints)}
+""" + self._page_guide() + f"""  etcd     {','.join(s.etcd_endpoints)}
            etcd {s.etcd_version}, pids {s.etcd_pids or 'external'}
   data     {s.pods} pods on {s.nodes} nodes in {s.namespaces} namespaces,
            {s.configmaps} configmaps
@@ -271,6 +278,11 @@ class Lab:
 
 Ctrl-C stops everything."""
 
+
+    def _page_guide(self) -> str:
+        if self.page is None:
+            return ""
+        return f"  page     {self.page.url}  (live: caches, requests, rates)\n"
 
     def _sim_guide(self) -> str:
         if self.sim is None:
@@ -340,6 +352,9 @@ def lab_main(argv: list[str]) -> int:
     p.add_argument("--no-sim", dest="sim", action="store_false",
                    help="no simulated cluster (node agents, scheduler, controllers, churn)")
     add_sim_arguments(p)
+    p.add_argument("--page-port", type=int, default=0,
+                   help="port of the live page (default 0: any free port)")
+    p.add_argument("--no-page", dest="page", action="store_false", help="no live page")
     a = p.parse_args(argv)
     if a.etcd_members < 1:
         p.error("--etcd-members must be >= 1")

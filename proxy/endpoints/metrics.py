@@ -20,6 +20,7 @@ objects fetched/returned.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import time
@@ -41,6 +42,25 @@ __all__ = [
 ]
 
 access_log = logging.getLogger("watchcache.access")
+
+
+class RecentRequests:
+    """The last ``size`` access-log entries, numbered, for /debug/requests (the lab's
+    page shows them as they happen). Appended on the event loop only."""
+
+    def __init__(self, size: int = 500) -> None:
+        self.entries: collections.deque[dict[str, object]] = collections.deque(maxlen=size)
+        self.seq = 0
+
+    def add(self, entry: dict[str, object]) -> None:
+        self.seq += 1
+        self.entries.append({"seq": self.seq, "at": round(time.time(), 3), **entry})
+
+    def since(self, seq: int) -> list[dict[str, object]]:
+        return [e for e in self.entries if int(str(e["seq"])) > seq]
+
+
+RECENT_REQUESTS = web.AppKey("watchcache_recent_requests", RecentRequests)
 
 _LABELS = ("verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component")
 _BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10,
@@ -146,8 +166,6 @@ async def metrics_middleware(request: web.Request, handler: Handler) -> web.Stre
 
 
 def _access(request: web.Request, info: RequestInfo, code: int, elapsed: float) -> None:
-    if not access_log.isEnabledFor(logging.INFO):
-        return
     entry: dict[str, object] = {
         "verb": metric_verb(info),
         "path": request.path_qs,
@@ -159,7 +177,11 @@ def _access(request: web.Request, info: RequestInfo, code: int, elapsed: float) 
     cost = request.get("list_cost")
     if isinstance(cost, dict):
         entry.update(cost)
-    access_log.info("%s", orjson.dumps(entry).decode())
+    recent = request.app.get(RECENT_REQUESTS)
+    if recent is not None:
+        recent.add(entry)
+    if access_log.isEnabledFor(logging.INFO):
+        access_log.info("%s", orjson.dumps(entry).decode())
 
 
 def observe_list(request: web.Request, info: RequestInfo, result: ListResult) -> None:

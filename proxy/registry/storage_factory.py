@@ -146,6 +146,10 @@ class StorageMap:
             self._ready_once.add(key)
         return True
 
+    def built(self) -> list[ResourceStorage]:
+        """Every storage built so far."""
+        return list(self._by_resource.values())
+
     def for_resource(self, resource: ResourceInfo) -> ResourceStorage:
         key = (resource.group, resource.version, resource.plural)
         found = self._by_resource.get(key)

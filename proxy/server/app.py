@@ -39,6 +39,7 @@ from proxy.endpoints.metrics import metrics_middleware, setup_metrics_routes
 from proxy.registry.resources import Registry, build_registry
 from proxy.registry.storage_factory import StorageContext, StorageMap
 from proxy.server.context import API_CONTEXT, APIContext
+from proxy.server.debug import setup_debug_routes
 from proxy.server.healthz import setup_health_routes
 from proxy.server.settings import ConfigError, Settings, load_settings
 from proxy.server.system_namespaces import SystemNamespaces
@@ -180,6 +181,7 @@ def build_app(
     app.on_response_prepare.append(name_instance)
     setup_health_routes(app)
     setup_metrics_routes(app)
+    setup_debug_routes(app)
     app.router.add_get("/version", _version)
     app.router.add_get("/version/", _version)
     setup_discovery_routes(app)

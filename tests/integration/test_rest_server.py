@@ -198,3 +198,26 @@ async def test_metrics_and_access_log(
     access = [line for line in server.log().splitlines() if "watchcache.access" in line]
     assert any('"servedFrom":"etcd"' in line and '"returned":0' in line for line in access)
     assert all('"userAgent":"' in line for line in access)
+
+
+async def test_debug_endpoints_describe_caches_and_recent_requests(
+    server_factory: ServerFactory,
+) -> None:
+    """What the lab's live page polls: /debug/watchcache and /debug/requests."""
+    server = server_factory()  # with the watch cache
+    async with aiohttp.ClientSession(base_url=server.url) as http:
+        async with http.get("/api/v1/pods?resourceVersion=0") as resp:
+            assert resp.status == 200
+        async with http.get("/debug/requests?since=0") as resp:
+            recent = await resp.json()
+        assert recent["seq"] >= 1
+        (mine,) = [e for e in recent["items"] if e["path"] == "/api/v1/pods?resourceVersion=0"]
+        assert mine["verb"] == "LIST" and mine["servedFrom"] == "cache" and mine["userAgent"]
+        async with http.get(f"/debug/requests?since={recent['seq']}") as resp:
+            assert (await resp.json())["items"] == []
+        async with http.get("/debug/watchcache") as resp:
+            state = await resp.json()
+    assert state["etcdRevision"] > 0
+    (pods,) = [c for c in state["caches"] if c["resource"] == "pods"]
+    assert pods["index"] == "spec.nodeName" and pods["resourceVersion"] <= state["etcdRevision"]
+    assert {"oldest", "size", "capacity"} <= set(pods["history"])
