@@ -435,6 +435,9 @@ async def raw_etcd(ctx: DemoContext) -> None:
             f"{meta['resourceVersion']} == {got.kv.mod_revision}")
     t.explain("objects are plain JSON values under /registry/<resource>/<namespace>/<name>; "
               "resourceVersion is not stored: it is etcd's mod_revision, set on read.")
+    t.say("   A real kube-apiserver stores the same keys, but its values are protobuf by "
+          "default\n   (bytes starting 'k8s\\x00', --storage-media-type); this server "
+          "stores JSON.")
 
 
 # -- consistent-read --------------------------------------------------------------------
