@@ -119,10 +119,10 @@ class Lab:
             raise RuntimeError(f"a lab is already running in {self.dir} (pid {other.lab_pid}); "
                                "stop it first or use another --dir")  # fmt: skip
         LabState.remove(self.dir)  # a stale file of a lab that died
+        port = self.a.port or free_port()
+        _check_port(port)  # before anything starts: say it now, not after seeding
         endpoints, version = await self._start_etcd()
         self._step()
-        port = self.a.port or free_port()
-        _check_port(port)
         await self._seed(endpoints)
         self._step()
         # with the simulated cluster, DELETE leaves to its kubelets, garbage collector and
