@@ -23,8 +23,8 @@ from storage.selectors import parse_field_selector, parse_label_selector
 
 EVENT_TIMEOUT = 10.0
 
-# Fast defaults for tests: short bookmarks, no periodic compaction.
-TEST_CONFIG: dict[str, Any] = {"compaction_interval": 0, "bookmark_interval": 60.0}
+# Defaults for tests (compaction is the storage context's business, not the cache's).
+TEST_CONFIG: dict[str, Any] = {"bookmark_interval": 60.0}
 
 
 @contextlib.asynccontextmanager
@@ -46,14 +46,12 @@ async def cached_store(
     cfg = CacherConfig(**{**TEST_CONFIG, **config})
     cached = new_cached_storage(
         store,
-        client,
         resource="pods",
         resource_prefix=f"{prefix}/pods/",
         attrs=attrs_func("pods"),
         kind="Pod",
         api_version="v1",
         config=cfg,
-        request_timeout=request_timeout,
     )
     try:
         assert await cached.cacher.wait_ready(15), "cacher never became ready"

@@ -145,7 +145,12 @@ async def test_create_with_resource_version_is_refused(store: Etcd3Store, key_pr
         await create(store, key_prefix, obj)
 
 
-async def test_corrupt_value_is_internal_error(store: Etcd3Store, key_prefix: str) -> None:
+async def test_corrupt_value_is_internal_error_without_the_unsafe_delete_gate(
+    client: EtcdClient, key_prefix: str
+) -> None:
+    """AllowUnsafeMalformedObjectDeletion=false: the first value that does not decode
+    fails GET and LIST (the gate's default, on, is in test_etcd3_corrupt)."""
+    store = Etcd3Store(client, allow_unsafe_malformed_object_deletion=False)
     key = key_of(key_prefix, "bad")
     await store.client.put(key.encode(), b"k8s\x00\x0a\x02v1")
     with pytest.raises(InternalStorageError):
