@@ -154,7 +154,8 @@ class Etcd3Watcher:
 
     def _initial_events_end(self, revision: int, sample: bytes | None) -> WatchEvent:
         """The BOOKMARK ending a streaming list's initial state: the resource's kind with
-        only the resourceVersion (the list's revision) and the end annotation."""
+        only the resourceVersion (the list's revision) and the end annotation (no
+        list-blueprint annotation, as in 1.37: see ``cacher.dispatcher.bookmark_bytes``)."""
         head: dict[str, object] = {}
         if self._bookmark_kind is not None:
             head = {"apiVersion": self._bookmark_kind[0], "kind": self._bookmark_kind[1]}

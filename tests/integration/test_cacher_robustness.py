@@ -17,7 +17,6 @@ import pytest
 import cacher.cacher as cacher_module
 from cacher import CacheDelegator, CacherConfig, metrics, new_cached_storage
 from etcdclient import EtcdClient
-from etcdclient.types import RangeResult
 from lab.etcd import EtcdCluster
 from storage import codec
 from storage.errors import NotReady
@@ -32,6 +31,7 @@ from tests.integration.test_cacher_support import (
     pod,
     until_end,
 )
+from tests.integration.test_etcd3_store import _PagedClient
 
 pytestmark = pytest.mark.etcd
 
@@ -136,23 +136,12 @@ async def test_a_relist_yields_to_the_loop_between_slices(
         assert 0 < most <= 50
 
 
-class RecordingClient(EtcdClient):
-    """A real etcd client that records the limit of every Range."""
-
-    limits: list[int]
-
-    async def range(self, key: bytes, range_end: bytes | None = None, **kw: Any) -> RangeResult:
-        self.limits.append(kw.get("limit", 0))
-        return await super().range(key, range_end, **kw)
-
-
 async def test_filtered_etcd_list_batches_are_bounded_by_bytes(
     etcd: EtcdCluster, etcd_prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Before: a selector LIST doubled its batch up to 10,000 keys whatever their size."""
     monkeypatch.setattr(lister, "PAGE_BYTES", 20_000)
-    client = RecordingClient(list(etcd.endpoints))
-    client.limits = []
+    client = _PagedClient(list(etcd.endpoints))
     await client.connect()
     try:
         store = Etcd3Store(client)
@@ -162,10 +151,11 @@ async def test_filtered_etcd_list_batches_are_bounded_by_bytes(
             obj = pod(f"p{i:03}", labels={"pad": "a", "last": "yes" if i == 199 else "no"})
             obj["spec"]["padding"] = big
             await client.put(f"{prefix}ns/p{i:03}".encode(), orjson.dumps(obj))
-        client.limits.clear()
+        client.ranges.clear()
         res = await store.get_list(prefix, opts(label="last=yes", limit=1))
         assert [orjson.loads(s.data)["metadata"]["name"] for s in res.items] == ["p199"]
-        assert max(client.limits) <= 20_000 // 2_000 + 1, client.limits
+        limits = [limit for limit, _ in client.ranges]
+        assert max(limits) <= 20_000 // 2_000 + 1, limits
     finally:
         await client.close()
 

