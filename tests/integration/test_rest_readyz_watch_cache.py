@@ -17,7 +17,7 @@ from proxy.registry.storage_factory import StorageContext
 from proxy.server.app import build_app
 from proxy.server.context import API_CONTEXT
 from proxy.server.settings import load_settings
-from storage.interfaces import JSONObject
+from storage.interfaces import JSONObject, ListOptions
 from tests.integration.conftest import create, pod_body
 
 pytestmark = pytest.mark.etcd
@@ -50,11 +50,14 @@ async def test_readyz_names_a_restarting_watch_cache(
             async with aiohttp.ClientSession(base_url=f"http://127.0.0.1:{port}") as http:
                 async with http.get("/readyz?verbose") as resp:
                     assert "[+]watch-cache ok" in await resp.text()
-                delegator.cacher.cache._attrs._attrs = exploding  # type: ignore[attr-defined]
+                cacher = delegator.cacher  # type: ignore[attr-defined]
+                watch = await delegator.watch(
+                    cacher.resource_prefix, ListOptions(str(cacher.resource_version))
+                )
+                cacher.cache._attrs._attrs = exploding
                 await create(http, "/api/v1/namespaces/default/pods", pod_body("p"))
-                async with asyncio.timeout(10):  # the failure has no event to await
-                    while not delegator.cacher.failure:  # type: ignore[attr-defined]
-                        await asyncio.sleep(0.02)
+                async with asyncio.timeout(10):  # the restart closes every watcher
+                    assert [e async for e in watch] == []
                 async with http.get("/readyz?verbose") as resp:
                     text = await resp.text()
                     assert resp.status == 500
