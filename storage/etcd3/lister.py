@@ -139,7 +139,8 @@ async def _list_page(
     while True:
         page.fetched_bytes += sum(len(kv.value) for kv in resp.kvs)
         await _take(page, resp, pred)
-        if pred.limit <= 0 or not page.has_more or len(page.items) >= pred.limit:
+        full = len(page.items) >= pred.limit or len(page.corrupt) >= StoreReadError.MAX_CORRUPT
+        if pred.limit <= 0 or not page.has_more or full:
             break
         # Selector dropped objects: read on at the same revision, in bigger batches
         # (doubling up to MAX_LIMIT keys, and never much more than PAGE_BYTES of values).
