@@ -1,4 +1,5 @@
-"""The JSON codec between objects and etcd values (SEMANTICS.md §1), serializing once.
+"""The JSON codec between objects and etcd values, serializing once (kube-apiserver's
+etcd3 store with ``--storage-media-type=application/json``).
 
 Write: ``encode(obj)`` drops ``metadata.resourceVersion`` and ``metadata.selfLink`` (as
 kube-apiserver's versioner does before storage) and produces the *canonical* encoding:

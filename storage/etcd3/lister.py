@@ -1,4 +1,4 @@
-"""LIST from etcd (kube-apiserver's etcd3 ``store.GetList``), SEMANTICS.md §3.
+"""LIST from etcd (kube-apiserver's etcd3 ``store.go`` GetList).
 
 Which revision is read:
 
