@@ -9,7 +9,8 @@ saw). Memory per watcher is therefore bounded.
 
 Selector transitions (upstream ``cache_watcher.go`` convertToWatchEvent): new matches
 and old did not → ADDED; both → MODIFIED; old matched and new does not → DELETED
-carrying the old object with the new RV; a real delete is sent only if the last state matched, with the deletion revision.
+carrying the old object with the new RV; a real delete is sent only if the last state
+matched, with the deletion revision.
 """
 
 from __future__ import annotations
