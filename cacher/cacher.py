@@ -188,7 +188,7 @@ class Cacher:
         if self.ready.check():
             return
         why = f"restarting after {self.failure}" if self.failure else "initializing"
-        raise NotReady(f"watch cache of {self.resource} is {why}")
+        raise NotReady(f"watch cache of {self.resource} is {why}", failure=self.failure)
 
     async def close(self) -> None:
         self.ready.stop()

@@ -26,6 +26,7 @@ cacher's supervisor handles (restart with backoff).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 
@@ -107,12 +108,14 @@ class Reflector:
         """Read the whole prefix at one revision and replace the cache's state."""
         replacement = self._cache.new_replacement()
         rev = 0
-        async for page in self._store.list_pages(self.prefix, page_size=self._page_size):
-            rev = page.resource_version
-            for err in page.corrupt:
-                self._report(err)
-            for err in replacement.add(page.items):
-                self._report(err)
+        pages = self._store.list_pages(self.prefix, page_size=self._page_size)
+        async with contextlib.aclosing(pages):
+            async for page in pages:
+                rev = page.resource_version
+                for err in page.corrupt:
+                    self._report(err)
+                for err in replacement.add(page.items):
+                    self._report(err)
         self._cache.swap(replacement, rev)
         self.initializations += 1
         self.last_error = None

@@ -81,9 +81,15 @@ class Expired(StorageError):
 
 
 class NotReady(StorageError):
-    def __init__(self, message: str = "storage is (re)initializing", retry_after: int = 1) -> None:
+    """``failure`` is set when the storage is down after an unexpected error (a watch
+    cache restarting), not merely (re)initializing."""
+
+    def __init__(
+        self, message: str = "storage is (re)initializing", retry_after: int = 1, failure: str = ""
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.failure = failure
 
 
 class Unavailable(StorageError):

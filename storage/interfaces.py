@@ -12,7 +12,7 @@ once and shared by every response and watcher that serves that version.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -313,7 +313,7 @@ class ListerWatcher(Protocol):
     error translation and etcd_request_duration_seconds; nothing but ``storage.errors``
     escapes."""
 
-    def list_pages(self, prefix: str, *, page_size: int) -> AsyncIterator[ListPage]:
+    def list_pages(self, prefix: str, *, page_size: int) -> AsyncGenerator[ListPage, None]:
         """Everything under ``prefix`` at one revision (the first page's), in pages of at
         most ``page_size`` keys read from etcd and decoded in bounded slices."""
         ...

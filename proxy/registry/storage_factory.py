@@ -170,15 +170,15 @@ class StorageMap:
             self._ready_once.add(key)
         return True
 
-    def not_ready(self) -> list[str]:
-        """Why each storage that cannot serve now cannot (``readiness_check``'s words),
-        e.g. a watch cache restarting after an unexpected error."""
-        reasons: list[str] = []
+    def not_ready(self) -> list[NotReady]:
+        """Why each storage that cannot serve now cannot (``readiness_check``'s errors),
+        e.g. a watch cache restarting after an unexpected error (``failure`` set)."""
+        reasons: list[NotReady] = []
         for rs in self._by_resource.values():
             try:
                 rs.store.readiness_check()
             except NotReady as err:
-                reasons.append(err.message)
+                reasons.append(err)
         return reasons
 
     def for_resource(self, resource: ResourceInfo) -> ResourceStorage:

@@ -71,9 +71,9 @@ class _Named(RuntimeError):
 
 
 async def _watch_caches(ctx: APIContext) -> None:
-    restarting = [r for r in ctx.storages.not_ready() if "restarting" in r]
-    if restarting:
-        raise _Named("; ".join(restarting))
+    failed = [err.message for err in ctx.storages.not_ready() if err.failure]
+    if failed:
+        raise _Named("; ".join(failed))
 
 
 SYSTEM_NAMESPACES_CHECK = "poststarthook/start-system-namespaces-controller"

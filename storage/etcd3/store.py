@@ -21,8 +21,9 @@ The store is also the watch cache's lister-watcher (``storage.etcd3.lister_watch
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from etcdclient import EtcdClient
@@ -161,10 +162,12 @@ class Etcd3Store:
 
     # ------------------------------------------------- the watch cache's lister-watcher
 
-    async def list_pages(self, prefix: str, *, page_size: int) -> AsyncIterator[ListPage]:
+    async def list_pages(self, prefix: str, *, page_size: int) -> AsyncGenerator[ListPage, None]:
         """See ``storage.etcd3.lister_watcher.list_pages``."""
-        with metrics.object_type(self._group, self._resource):
-            pages = lister_watcher.list_pages(self._client, self._timeout, prefix, page_size)
+        pages = lister_watcher.list_pages(
+            self._client, self._timeout, prefix, page_size, (self._group, self._resource)
+        )
+        async with contextlib.aclosing(pages):
             async for page in pages:
                 yield page
 

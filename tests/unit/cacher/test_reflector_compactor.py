@@ -4,7 +4,7 @@ batches fed by the test), and the compactor's rounds against a fake etcd client.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import orjson
@@ -59,7 +59,7 @@ class FakeStore:
         self.watches: list[int] = []
         self.batches: asyncio.Queue[ChangeBatch | Exception] = asyncio.Queue()
 
-    async def list_pages(self, prefix: str, *, page_size: int) -> AsyncIterator[ListPage]:
+    async def list_pages(self, prefix: str, *, page_size: int) -> AsyncGenerator[ListPage, None]:
         self.lists.append(page_size)
         for first in range(0, max(len(self.objects), 1), page_size):
             corrupt = self.corrupt if first == 0 else []
