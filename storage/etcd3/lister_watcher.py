@@ -1,10 +1,11 @@
 """The etcd3 store as a watch cache's lister-watcher (kube-apiserver's cacher reads etcd
 only through ``storage.Interface``: GetList and Watch with progress notifications).
 
-``list_pages``: everything under a prefix at one revision, read from etcd in pages of at
-most ``page_size`` keys and decoded in slices of ``DECODE_SLICE`` values with a yield to
-the event loop between slices, so a re-list of 10,000 pods never holds the loop for
-long. A value that cannot be decoded is reported in the page's ``corrupt`` and skipped,
+``list_pages``: everything under a prefix at one revision, read from etcd in pages of
+``FIRST_PAGE`` keys and then of about ``PAGE_BYTES`` of values (at the average size seen,
+never more than ``page_size`` keys: receiving and converting one etcd response is one
+step on the loop), decoded in slices of ``DECODE_SLICE`` values with a yield to the
+event loop between slices, so a re-list of 10,000 pods never holds the loop for long. A value that cannot be decoded is reported in the page's ``corrupt`` and skipped,
 never fails the list: one bad key must not keep a cache from starting.
 
 ``ChangeStream``: one etcd watch from a revision, with progress notifications. Each PUT
@@ -26,8 +27,12 @@ from storage.errors import CorruptObject, Expired
 from storage.etcd3.translate import WATCH_TOO_OLD, call, translate
 from storage.interfaces import Change, ChangeBatch, ListPage, StoredObject
 
-# Values decoded between two yields to the event loop (~5 ms of pods).
-DECODE_SLICE = 500
+# Values decoded (and then added to the cache) between two yields to the event loop:
+# ~5-10 ms of pods.
+DECODE_SLICE = 250
+# Keys in the first Range (sizes unknown), then about PAGE_BYTES of values per Range.
+FIRST_PAGE = 500
+PAGE_BYTES = 512 * 1024
 
 
 async def list_pages(
@@ -41,16 +46,19 @@ async def list_pages(
     revision between two pages: the caller lists again). ``object_type``: the (group,
     resource) its etcd calls are attributed to in etcd_request_duration_seconds."""
     start, end = prefix.encode(), prefix_end(prefix.encode())
-    revision = 0
+    revision, limit, keys, size = 0, min(FIRST_PAGE, page_size), 0, 0
     while True:
         with metrics.object_type(*object_type):  # never across a yield
             resp = await call(
-                client.range(start, end, limit=page_size, revision=revision),
+                client.range(start, end, limit=limit, revision=revision),
                 request_timeout,
                 prefix,
             )
         revision = revision or resp.revision
         kvs = resp.kvs
+        keys += len(kvs)
+        size += sum(len(kv.value) for kv in kvs)
+        limit = max(1, min(page_size, PAGE_BYTES * keys // max(size, 1)))
         if not kvs:
             yield ListPage((), (), revision)  # the revision of an empty prefix
         for first in range(0, len(kvs), DECODE_SLICE):
