@@ -5,8 +5,9 @@ only through ``storage.Interface``: GetList and Watch with progress notification
 ``FIRST_PAGE`` keys and then of about ``PAGE_BYTES`` of values (at the average size seen,
 never more than ``page_size`` keys: receiving and converting one etcd response is one
 step on the loop), decoded in slices of ``DECODE_SLICE`` values with a yield to the
-event loop between slices, so a re-list of 10,000 pods never holds the loop for long. A value that cannot be decoded is reported in the page's ``corrupt`` and skipped,
-never fails the list: one bad key must not keep a cache from starting.
+event loop between slices, so a re-list of 10,000 pods never holds the loop for long.
+A value that cannot be decoded is reported in the page's ``corrupt`` and skipped, never
+fails the list: one bad key must not keep a cache from starting.
 
 ``ChangeStream``: one etcd watch from a revision, with progress notifications. Each PUT
 is decoded here (a corrupt value becomes a ``Change`` carrying ``corrupt``); a compacted
