@@ -23,7 +23,6 @@ import logging
 from cacher.clock import Clock
 from cacher.watch_cache import DEFAULT_FRESHNESS_WAIT, WatchCache
 from storage.errors import StorageError, TooLargeResourceVersion
-from storage.etcd3.feature import progress_requests_supported
 from storage.interfaces import ListerWatcher
 
 log = logging.getLogger(__name__)
@@ -108,5 +107,4 @@ __all__ = [
     "Outcome",
     "ProgressRequester",
     "TooLargeResourceVersion",
-    "progress_requests_supported",
 ]
