@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
+from prometheus_client import REGISTRY
 
 import cacher.cacher as cacher_module
 from cacher import CacheDelegator, CacherConfig, metrics, new_cached_storage
@@ -189,3 +190,29 @@ async def test_streaming_list_from_now_without_etcd_is_one_error_event(
         w = await c.watch(prefix, opts("", "NotOlderThan", send_initial_events=True))
         assert [e.type for e in await next_events(w, 1, seconds=20)] == ["ADDED"]
         await w.stop()
+
+
+async def test_the_cache_reads_etcd_through_the_store_and_its_metric(
+    client: EtcdClient, etcd_prefix: str
+) -> None:
+    """Before: the reflector, the progress requester and the consistent-read probe called
+    the etcd client directly: no etcd_request_duration_seconds, no error translation."""
+    label = f"pods-{etcd_prefix[3:15]}"  # this test's own series
+
+    def count(operation: str) -> float:
+        labels = {"operation": operation, "group": "", "resource": label}
+        return REGISTRY.get_sample_value("etcd_request_duration_seconds_count", labels) or 0.0
+
+    store = Etcd3Store(client, group="", resource=label)
+    cached = new_cached_storage(
+        store, resource="pods", resource_prefix=f"{etcd_prefix}/pods/", attrs=POD_ATTRS,
+        kind="Pod", api_version="v1", config=CacherConfig(consistent_list_from_cache=True),
+    )  # fmt: skip
+    try:
+        assert await cached.cacher.wait_ready(15)
+        assert count("range") >= 1  # the reflector's LIST
+        gets = count("get")
+        await cached.get_list(f"{etcd_prefix}/pods/", opts())  # a consistent LIST
+        assert count("get") == gets + 1  # the revision probe
+    finally:
+        await cached.close()
