@@ -79,7 +79,7 @@ async def test_the_cache_skips_corrupt_values_and_keeps_serving(
         await create(http, pods, pod_body("p2"))
         event = await next_event(watch)
     added = event["object"]
-    assert (event["type"], added["metadata"]["name"]) == ("ADDED", "p2")  # type: ignore[index]
+    assert (event["type"], added["metadata"]["name"]) == ("ADDED", "p2")
     async with http.get(f"{pods}?resourceVersion=0") as resp:
         assert resp.headers["X-Watchcache-Served-From"] == "cache"
         assert names(await resp.json()) == ["p1", "p2"]
@@ -204,6 +204,6 @@ async def test_an_etcd_watch_meeting_a_corrupt_value_ends_with_one_error(
             assert await watch.content.readline() == b""  # the stream ended
     status = event["object"]
     assert event["type"] == "ERROR"
-    assert (status["code"], status["reason"]) == (500, "InternalError")  # type: ignore[index]
-    assert CORRUPT_PREFIX in status["message"]  # type: ignore[index]
+    assert (status["code"], status["reason"]) == (500, "InternalError")
+    assert CORRUPT_PREFIX in status["message"]
 
