@@ -168,6 +168,13 @@ async def test_unsafe_delete_of_a_corrupt_value(
         assert (await client.get(keys["protobuf"].encode())).kv is None
     async with http.delete(f"{pods}/protobuf", json=unsafe) as resp:
         assert resp.status == 404
+    async with http.delete(pods, json=unsafe) as resp:
+        status = await resp.json()
+        assert resp.status == 422
+    assert status["details"]["causes"][0]["message"] == (
+        "Invalid value: true: is not allowed with DELETECOLLECTION, "
+        "try again after removing the option"
+    )
 
 
 @pytest.mark.parametrize(

@@ -124,12 +124,22 @@ def _validate(opts: DeleteOptions) -> None:
 
 
 def parse_delete_options(
-    query: Mapping[str, str], body: bytes, media_type: str, *, unsafe_delete_gate: bool = True
+    query: Mapping[str, str],
+    body: bytes,
+    media_type: str,
+    *,
+    unsafe_delete_gate: bool = True,
+    collection: bool = False,
 ) -> DeleteOptions:
     """The request's DeleteOptions: the body's if it has one, else the query's. Without
-    the AllowUnsafeMalformedObjectDeletion gate the unsafe option is dropped unread."""
+    the AllowUnsafeMalformedObjectDeletion gate the unsafe option is dropped unread; with
+    it, a DELETECOLLECTION may not use it (422, as upstream)."""
     opts = _from_body(body, media_type) if body.strip() else _from_query(query)
     if not unsafe_delete_gate:
         opts = replace(opts, ignore_store_read_error=None)
     _validate(opts)
+    if collection and opts.ignore_store_read_error:
+        detail = "is not allowed with DELETECOLLECTION, try again after removing the option"
+        err = FieldError.invalid(_IGNORE_READ_ERROR, True, detail)
+        raise apierrors.invalid(f"{_KIND}.meta.k8s.io", "", [err])
     return opts
