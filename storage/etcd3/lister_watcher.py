@@ -17,6 +17,7 @@ start revision is ``Expired``; other etcd errors are translated as every store c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
 
 from etcdclient import EtcdClient, prefix_end
@@ -41,15 +42,23 @@ async def list_pages(
     request_timeout: float,
     prefix: str,
     page_size: int,
-    object_type: tuple[str, str] = ("", ""),
+    object_type: tuple[str, str] | None = None,
+    *,
+    recursive: bool = True,
+    keep_obj: bool = True,
 ) -> AsyncGenerator[ListPage, None]:
     """See the module docstring. Errors: ``storage.errors`` (Expired if etcd compacts the
     revision between two pages: the caller lists again). ``object_type``: the (group,
-    resource) its etcd calls are attributed to in etcd_request_duration_seconds."""
-    start, end = prefix.encode(), prefix_end(prefix.encode())
+    resource) its etcd calls are attributed to in etcd_request_duration_seconds (None:
+    the caller's context's).
+    ``recursive`` False reads the one key ``prefix``; ``keep_obj`` False leaves the
+    items' dicts to be decoded lazily (nobody needs them now)."""
+    start = prefix.encode()
+    end = prefix_end(start) if recursive else None
     revision, limit, keys, size = 0, min(FIRST_PAGE, page_size), 0, 0
     while True:
-        with metrics.object_type(*object_type):  # never across a yield
+        labelled = metrics.object_type(*object_type) if object_type else contextlib.nullcontext()
+        with labelled:  # never across a yield
             resp = await call(
                 client.range(start, end, limit=limit, revision=revision),
                 request_timeout,
@@ -63,19 +72,22 @@ async def list_pages(
         if not kvs:
             yield ListPage((), (), revision)  # the revision of an empty prefix
         for first in range(0, len(kvs), DECODE_SLICE):
-            yield decode_slice(kvs[first : first + DECODE_SLICE], revision)
+            yield decode_slice(kvs[first : first + DECODE_SLICE], revision, keep_obj=keep_obj)
             await asyncio.sleep(0)  # let requests run between slices
         if not resp.more or not kvs:
             return
         start = kvs[-1].key + b"\x00"
 
 
-def decode_slice(kvs: tuple[KeyValue, ...] | list[KeyValue], revision: int) -> ListPage:
+def decode_slice(
+    kvs: tuple[KeyValue, ...] | list[KeyValue], revision: int, *, keep_obj: bool = True
+) -> ListPage:
     items: list[StoredObject] = []
     corrupt: list[CorruptObject] = []
     for kv in kvs:
         try:
-            items.append(codec.decode(kv.key.decode(), kv.value, kv.mod_revision, keep_obj=True))
+            key = kv.key.decode()
+            items.append(codec.decode(key, kv.value, kv.mod_revision, keep_obj=keep_obj))
         except CorruptObject as err:
             corrupt.append(err)
     return ListPage(items, corrupt, revision)
