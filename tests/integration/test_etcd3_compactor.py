@@ -1,5 +1,6 @@
-"""The compactor against a real etcd: two API servers sharing one etcd compact it once per
-round between them (the compact_rev_key transaction), to the revision seen a round ago."""
+"""The etcd3 compactor (``storage/etcd3/compact.py``) against a real etcd: two API
+servers sharing one etcd compact it once per round between them (the compact_rev_key
+transaction), to the revision seen a round ago."""
 
 from __future__ import annotations
 
