@@ -18,6 +18,12 @@ middleware renders it. ``from_storage_error`` is the only translation of
     Expired                  → 410 Expired         (storage's message; metadata.continue)
     NotReady                 → 429 TooManyRequests storage is (re)initializing (+ Retry-After)
     Unavailable              → 504 Timeout / 503 ServiceUnavailable
+    CorruptObject            → 500 InternalError   Internal error occurred: StorageError:
+                                                   corrupt object, Code: 7, Key: ...
+    StoreReadError           → 500 StorageReadError failed to read one or more pods from
+                                                   the storage: ... (+ a cause per value)
+    InvalidObject            → 409 Conflict        Operation cannot be fulfilled on pods "x":
+                                                   StorageError: invalid object, ...
     InternalStorageError     → 500 InternalError
 """
 
@@ -47,6 +53,7 @@ __all__ = [
     "service_unavailable",
     "status_body",
     "storage_errors",
+    "store_read_error",
     "success_status",
     "timeout",
     "too_many_requests",
@@ -221,6 +228,8 @@ def _go_quote(value: object) -> str:
     """Go's ``%q`` of a string (escapes for control and unprintable characters)."""
     if isinstance(value, str):
         return '"' + "".join(_go_quote_char(c) for c in value) + '"'
+    if isinstance(value, bool):  # Go prints true/false
+        return "true" if value else "false"
     return str(value)
 
 
@@ -342,8 +351,10 @@ def from_storage_error(err: serr.StorageError, qualified: str, name: str = "") -
         return already_exists(qualified, name)
     if isinstance(err, serr.Conflict):
         return conflict(qualified, name, CONFLICT_DETAIL)
-    if isinstance(err, serr.PreconditionFailed):
+    if isinstance(err, serr.PreconditionFailed | serr.InvalidObject):
         return conflict(qualified, name, err.message)
+    if isinstance(err, serr.StoreReadError):
+        return store_read_error(err, qualified)
     if isinstance(err, serr.InvalidResourceVersion | serr.InvalidContinue):
         return bad_request(err.message)
     if isinstance(err, serr.TooLargeResourceVersion):
@@ -360,6 +371,26 @@ def from_storage_error(err: serr.StorageError, qualified: str, name: str = "") -
             )
         return service_unavailable(f"etcd is unavailable: {err.message}")
     return internal_error(err.message)
+
+
+def store_read_error(err: serr.StoreReadError, qualified: str) -> StatusError:
+    """kube-apiserver 1.37's aggregatedStorageError.NewAPIStatusError: a LIST that met
+    values it cannot decode (AllowUnsafeMalformedObjectDeletion)."""
+    resource, _, group = qualified.partition(".")
+    causes: list[JSON] = [
+        {"reason": "UnexpectedServerResponse", "message": c.message, "field": c.key}
+        for c in err.corrupt
+    ]
+    if err.too_many:
+        causes.append(
+            {"reason": "FieldValueTooMany", "message": "too many errors, the list is truncated"}
+        )
+    message = f"failed to read one or more {qualified} from the storage: {err.corrupt[0].message}"
+    if len(err.corrupt) > 1:
+        message += f" (and {len(err.corrupt) - 1} more)"
+    details: JSON = {"group": group} if group else {}  # omitempty
+    details.update({"kind": resource, "name": "list", "causes": causes})
+    return StatusError(status_body(500, "StorageReadError", message, details))
 
 
 @contextlib.contextmanager

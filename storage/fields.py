@@ -1,4 +1,4 @@
-"""Selectable fields per resource (SEMANTICS.md §4), after each registry's
+"""Selectable fields per resource (kube-apiserver's field selectors), after each registry's
 ``ToSelectableFields`` / ``GetAttrs`` and the field label conversion functions.
 
 Every resource offers ``metadata.name`` and ``metadata.namespace``; some add their own.

@@ -1,4 +1,4 @@
-"""The etcd key layout of Kubernetes objects (SEMANTICS.md §1).
+"""The etcd key layout of Kubernetes objects (kube-apiserver's ``registry/generic`` key functions).
 
 ``<prefix>/<resource path>/<namespace>/<name>``, cluster-scoped objects
 ``<prefix>/<resource path>/<name>``; the prefix defaults to ``/registry``. Resources of

@@ -176,22 +176,14 @@ def _storages_and_compactor(
     ctx: APIContext,
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     """A cleanup context that, at start-up, builds every served resource's storage (so
-    every watch cache primes at once, as kube-apiserver creates its cachers) and holds
-    the etcd client's compactor (``--etcd-compaction-interval``) whether or not the
-    watch cache is on. The compactor registry keys on the client, so the cachers that
-    also acquire it share this one: one compaction per interval either way."""
+    every watch cache primes at once, as kube-apiserver creates its cachers) and starts
+    the storage context (the etcd client's one compactor, ``--etcd-compaction-interval``,
+    whether or not the watch cache is on); the storage context stops it at close."""
 
     async def run(app: web.Application) -> AsyncIterator[None]:
-        from cacher.compactor import Compactor
-
-        compactor = Compactor.acquire(
-            ctx.storage_ctx.client,
-            ctx.settings.etcd_compaction_interval,
-        )
+        ctx.storage_ctx.start()
         ctx.storages.build_all(ctx.registry)
         yield
-        if compactor is not None:
-            await compactor.release()
 
     return run
 

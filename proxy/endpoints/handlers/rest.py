@@ -276,9 +276,17 @@ async def delete_object(
     DeleteOptions come from the body (as kubectl sends them) or the query."""
     media = _response_type(request)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    opts = parse_delete_options(request.query, body, negotiation.media_type_of(request))
+    opts = parse_delete_options(
+        request.query, body, negotiation.media_type_of(request),
+        unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
+    )  # fmt: skip
     writer: Writer = DryRunStore(rs.store) if opts.dry_run else rs.store
     key = rs.object_key(_namespace(info, rs.resource), info.name)
+    if opts.ignore_store_read_error:  # the unsafe delete of a corrupt value
+        with storage_errors(rs.resource, info.name):
+            await writer.delete(key, ignore_store_read_error=True)
+        details = {"name": info.name, "kind": rs.resource.kind}
+        return negotiation.json_response({**apierrors.success_status(details), "code": 200})
     if namespace_lifecycle.is_namespaces(rs.resource):
         namespace_lifecycle.check_deletable(info.name)
         with storage_errors(rs.resource, info.name):  # 404 before its contents go
