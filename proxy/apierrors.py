@@ -1,9 +1,10 @@
-"""Kubernetes ``Status`` responses, and the one place storage errors become them.
+"""Kubernetes ``Status`` responses, and the words of storage errors as Status.
 
-``StatusError`` is what handlers raise for any API error; the server's error
-middleware renders it. ``from_storage_error`` is the only translation of
-``storage.errors`` into HTTP (kube-apiserver's ``storeerr`` package plus
-``apierrors``): same codes, reasons and messages as upstream, word for word::
+``StatusError`` is what handlers raise for any API error; the handler-errors filter
+(``proxy.server.filters``) renders it. ``from_storage_error`` is the table of
+``storage.errors`` as Status (kube-apiserver's ``storeerr`` package plus
+``apierrors``), same codes, reasons and messages as upstream, word for word; its one
+caller is the generic store (``proxy.registry.store``), which applies it per verb::
 
     NotFound                 → 404 NotFound        pods "x" not found
     AlreadyExists            → 409 AlreadyExists   pods "x" already exists
@@ -17,20 +18,21 @@ middleware renders it. ``from_storage_error`` is the only translation of
                                                    current: M (+ cause, retryAfterSeconds 1)
     Expired                  → 410 Expired         (storage's message; metadata.continue)
     NotReady                 → 429 TooManyRequests storage is (re)initializing (+ Retry-After)
-    Unavailable              → 504 Timeout / 503 ServiceUnavailable
+    Unavailable              → 504 Timeout         Timeout: request did not complete within
+                                                   the allotted timeout (no Retry-After)
     InternalStorageError     → 500 InternalError
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from storage import errors as serr
 
 __all__ = [
+    "REQUEST_TIMEOUT_MESSAGE",
     "FieldError",
     "StatusError",
     "already_exists",
@@ -46,7 +48,6 @@ __all__ = [
     "request_entity_too_large",
     "service_unavailable",
     "status_body",
-    "storage_errors",
     "success_status",
     "timeout",
     "too_many_requests",
@@ -56,6 +57,9 @@ __all__ = [
 ]
 
 JSON = dict[str, Any]
+
+# WithTimeoutForNonLongRunningRequests' message (k8s.io/apiserver/pkg/server/filters/timeout.go)
+REQUEST_TIMEOUT_MESSAGE = "request did not complete within the allotted timeout"
 
 CONFLICT_DETAIL = (
     "the object has been modified; please apply your changes to the latest version and try again"
@@ -334,8 +338,8 @@ def internal_error(message: str) -> StatusError:
 
 
 def from_storage_error(err: serr.StorageError, qualified: str, name: str = "") -> StatusError:
-    """Translate one storage error for the resource ``qualified`` (``pods``,
-    ``deployments.apps``) and object ``name``. The only such translation."""
+    """The Status of one storage error for the resource ``qualified`` (``pods``,
+    ``deployments.apps``) and object ``name``; called by the generic store only."""
     if isinstance(err, serr.NotFound):
         return not_found(qualified, name)
     if isinstance(err, serr.AlreadyExists):
@@ -354,18 +358,7 @@ def from_storage_error(err: serr.StorageError, qualified: str, name: str = "") -
     if isinstance(err, serr.NotReady):
         return too_many_requests(err.message, err.retry_after)
     if isinstance(err, serr.Unavailable):
-        if err.timeout:
-            return timeout(
-                f"request did not complete within the allowed duration: {err.message}", 1
-            )
-        return service_unavailable(f"etcd is unavailable: {err.message}")
+        # what kube-apiserver's clients get while etcd is unreachable: the timeout
+        # filter's 504, no Retry-After (see proxy.registry.store)
+        return timeout(REQUEST_TIMEOUT_MESSAGE)
     return internal_error(err.message)
-
-
-@contextlib.contextmanager
-def storage_errors(qualified: str, name: str = "") -> Iterator[None]:
-    """Re-raise storage errors from inside as the StatusError of ``qualified``/``name``."""
-    try:
-        yield
-    except serr.StorageError as e:
-        raise from_storage_error(e, qualified, name) from None

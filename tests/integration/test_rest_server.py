@@ -197,9 +197,10 @@ async def test_metrics_and_access_log(
     async with http.get("/metrics") as resp:
         assert resp.status == 200
         text = await resp.text()
+    # a create's scope is "resource", as upstream's installer labels POST routes
     assert (
         'apiserver_request_total{code="201",component="apiserver",dry_run="",group="",'
-        'resource="pods",scope="namespace",subresource="",verb="POST",version="v1"}'
+        'resource="pods",scope="resource",subresource="",verb="POST",version="v1"}'
     ) in text
     assert 'apiserver_storage_list_fetched_objects_total{group="",resource="pods"}' in text
     assert "apiserver_request_duration_seconds_bucket" in text
