@@ -1,7 +1,8 @@
 """The handler chain of a real ``watchcache serve`` over a real etcd: a watch however
 its ``watch`` parameter is spelled outlives --request-timeout, a started response is
 never overwritten, a client closing its watch is not a server error, and an
-unreachable etcd answers what kube-apiserver's clients get (no Retry-After)."""
+unreachable etcd answers what kube-apiserver's clients get (no Retry-After:
+``test_rest_server.test_etcd_down_fails_bounded_then_recovers``)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,22 @@ import aiohttp
 import orjson
 import pytest
 
-from lab.etcd import EtcdCluster
 from tests.integration.conftest import ServerFactory, ServerProcess, create, pod_body
 
+pytestmark = pytest.mark.etcd
+
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+
+async def _server_with_a_pod(
+    server_factory: ServerFactory, namespace: str, *flags: str
+) -> ServerProcess:
+    """A private server whose ``namespace`` holds one pod, ``p1``."""
+    srv = server_factory(*flags)
+    async with aiohttp.ClientSession(base_url=srv.url) as http:
+        await create(http, "/api/v1/namespaces", {"metadata": {"name": namespace}})
+        await create(http, f"/api/v1/namespaces/{namespace}/pods", pod_body("p1"))
+    return srv
 
 
 async def _raw_get(
@@ -71,10 +84,7 @@ async def test_a_watch_spelled_t_outlives_the_request_timeout(
     """``?watch=t`` is a watch for every part of the server, so --request-timeout does
     not cut it: its events, then a clean end at timeoutSeconds. (It was cut at the
     request timeout by a 504 written into the open chunked 200.)"""
-    srv = server_factory("--request-timeout=1s")
-    async with aiohttp.ClientSession(base_url=srv.url) as http:
-        await create(http, "/api/v1/namespaces", {"metadata": {"name": "w"}})
-        await create(http, "/api/v1/namespaces/w/pods", pod_body("p1"))
+    srv = await _server_with_a_pod(server_factory, "w", "--request-timeout=1s")
     started = time.monotonic()
     raw = await _raw_get(srv, "/api/v1/namespaces/w/pods?watch=t&timeoutSeconds=3")
     assert time.monotonic() - started >= 2.5
@@ -99,8 +109,8 @@ async def test_a_list_cut_by_the_request_timeout_is_never_overwritten(
         await create(http, "/api/v1/namespaces", {"metadata": {"name": "big"}})
         value = "x" * 900_000
         for i in range(12):
-            body = {"metadata": {"name": f"cm{i}"}, "data": {"v": value}}
-            await create(http, "/api/v1/namespaces/big/configmaps", body)
+            configmap: dict[str, object] = {"metadata": {"name": f"cm{i}"}, "data": {"v": value}}
+            await create(http, "/api/v1/namespaces/big/configmaps", configmap)
     raw = await _raw_get(srv, "/api/v1/namespaces/big/configmaps", accept, pause=2.5)
     head, _, body = raw.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200 ") and raw.count(b"HTTP/1.1 ") == 1, head
@@ -130,10 +140,8 @@ async def test_a_client_closing_its_watch_counts_200_not_500(
     server_factory: ServerFactory,
 ) -> None:
     """As upstream's ResponseWriterDelegator records it: the watch's status was 200."""
-    srv = server_factory()
+    srv = await _server_with_a_pod(server_factory, "m")
     async with aiohttp.ClientSession(base_url=srv.url) as http:
-        await create(http, "/api/v1/namespaces", {"metadata": {"name": "m"}})
-        await create(http, "/api/v1/namespaces/m/pods", pod_body("p1"))
         async with http.get("/api/v1/namespaces/m/pods?watch=1") as resp:
             assert resp.status == 200
             assert b"ADDED" in await resp.content.readline()
@@ -146,35 +154,3 @@ async def test_a_client_closing_its_watch_counts_200_not_500(
             await asyncio.sleep(0.1)  # the server notices the closed connection
     assert _sample(text, "200", "WATCH") == 1
     assert _sample(text, "500", "WATCH") == 0 and _sample(text, "0", "WATCH") == 0
-
-
-async def test_etcd_unreachable_answers_the_timeout_status_without_retry_after(
-    server_factory: ServerFactory, etcd_own: EtcdCluster
-) -> None:
-    """kube-apiserver's clients wait on an unreachable etcd until the request deadline
-    and get the timeout filter's 504 with no Retry-After: client-go (kubectl) does not
-    retry it. (Here it was 503/504 with Retry-After, and kubectl retried 10 times.)"""
-    srv = server_factory(
-        "--watch-cache=false", "--etcd-request-timeout=1s", "--etcd-dial-timeout=1s", etcd=etcd_own
-    )
-    async with aiohttp.ClientSession(base_url=srv.url) as http:
-        await create(http, "/api/v1/namespaces", {"metadata": {"name": "d"}})
-        await asyncio.to_thread(etcd_own.stop_member, 0)
-        try:
-            requests = [
-                http.get("/api/v1/namespaces/d/pods?limit=500"),
-                http.get("/api/v1/namespaces/d/pods/p"),
-                http.post("/api/v1/namespaces/d/configmaps", json={"metadata": {"name": "c"}}),
-            ]
-            for request in requests:
-                async with request as resp:
-                    status = await resp.json()
-                    assert resp.status == 504 and "Retry-After" not in resp.headers
-                assert (status["kind"], status["reason"], status["message"]) == (
-                    "Status",
-                    "Timeout",
-                    "Timeout: request did not complete within the allotted timeout",
-                )
-                assert "retryAfterSeconds" not in (status.get("details") or {})
-        finally:
-            await asyncio.to_thread(etcd_own.start_member, 0)
