@@ -220,7 +220,7 @@ async def test_metrics_and_access_log(
     assert "apiserver_request_duration_seconds_bucket" in text
     assert "apiserver_longrunning_requests" in text
     # every etcd call of the pods store is timed under its operation and resource
-    for operation in ("create", "range"):
+    for operation in ("create", "list"):
         assert (
             f'etcd_request_duration_seconds_count{{group="",operation="{operation}",'
             'resource="pods"}'
