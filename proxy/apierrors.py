@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from storage import errors as serr
+from storage.interfaces import JSONObject
 
 __all__ = [
     "REQUEST_TIMEOUT_MESSAGE",
@@ -56,7 +56,6 @@ __all__ = [
     "unsupported_media_type",
 ]
 
-JSON = dict[str, Any]
 
 # WithTimeoutForNonLongRunningRequests' message (k8s.io/apiserver/pkg/server/filters/timeout.go)
 REQUEST_TIMEOUT_MESSAGE = "request did not complete within the allotted timeout"
@@ -70,11 +69,11 @@ def status_body(
     code: int,
     reason: str,
     message: str,
-    details: JSON | None = None,
-    metadata: JSON | None = None,
-) -> JSON:
+    details: JSONObject | None = None,
+    metadata: JSONObject | None = None,
+) -> JSONObject:
     """A ``Status`` object of status Failure."""
-    body: JSON = {
+    body: JSONObject = {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": metadata or {},
@@ -89,8 +88,8 @@ def status_body(
     return body
 
 
-def success_status(details: JSON | None = None) -> JSON:
-    body: JSON = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+def success_status(details: JSONObject | None = None) -> JSONObject:
+    body: JSONObject = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
     if details:
         body["details"] = details
     return body
@@ -99,7 +98,7 @@ def success_status(details: JSON | None = None) -> JSON:
 class StatusError(Exception):
     """An API error as a ``Status``; ``headers`` go on the response (Retry-After)."""
 
-    def __init__(self, body: JSON, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, body: JSONObject, headers: dict[str, str] | None = None) -> None:
         super().__init__(body.get("message", ""))
         self.body = body
         self.code = int(body["code"])
@@ -117,10 +116,10 @@ class StatusError(Exception):
         return str(self.body.get("message", ""))
 
 
-def _details(name: str, qualified: str) -> JSON:
+def _details(name: str, qualified: str) -> JSONObject:
     """details {name, group, kind} from a GroupResource string like ``deployments.apps``."""
     resource, _, group = qualified.partition(".")
-    out: JSON = {"name": name}
+    out: JSONObject = {"name": name}
     if group:
         out["group"] = group
     out["kind"] = resource
@@ -233,7 +232,7 @@ def invalid(group_kind: str, name: str, errors: Sequence[FieldError]) -> StatusE
     several as ``[e1, e2]``, as an apimachinery aggregate prints)."""
     text = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(map(str, errors)) + "]"
     kind, _, group = group_kind.partition(".")
-    details: JSON = {"name": name} if name else {}
+    details: JSONObject = {"name": name} if name else {}
     if group:
         details["group"] = group
     details["kind"] = kind
@@ -254,7 +253,7 @@ def unexpected_server_response(code: int, message: str) -> StatusError:
             f"the server responded with the status code {code} but did not return more information",
         ),
     )
-    details: JSON = {"causes": [{"reason": "UnexpectedServerResponse", "message": message}]}
+    details: JSONObject = {"causes": [{"reason": "UnexpectedServerResponse", "message": message}]}
     return StatusError(status_body(code, reason, generic, details))
 
 
@@ -294,8 +293,10 @@ def request_entity_too_large(limit: int) -> StatusError:
     )
 
 
-def timeout(message: str, retry_after: int = 0, causes: list[JSON] | None = None) -> StatusError:
-    details: JSON = {}
+def timeout(
+    message: str, retry_after: int = 0, causes: list[JSONObject] | None = None
+) -> StatusError:
+    details: JSONObject = {}
     if causes:
         details["causes"] = causes
     if retry_after:

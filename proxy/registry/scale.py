@@ -16,7 +16,6 @@ is 422 Invalid on ``Scale.autoscaling``. ``?dryRun=All`` writes nothing.
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from aiohttp import web
 
@@ -36,7 +35,6 @@ from storage.interfaces import GetOptions, JSONObject
 
 __all__ = ["SCALE", "from_object", "handle_scale"]
 
-JSON = dict[str, Any]
 
 SCALE = ResourceInfo(
     group="autoscaling", version="v1", kind="Scale", plural="scale", namespaced=True, verbs=()
@@ -44,12 +42,12 @@ SCALE = ResourceInfo(
 _META_KEYS = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
 
 
-def from_object(obj: JSONObject) -> JSON:
+def from_object(obj: JSONObject) -> JSONObject:
     """The autoscaling/v1 Scale of a scalable object."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     replicas = spec.get("replicas")
-    scale: JSON = {
+    scale: JSONObject = {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": {k: meta[k] for k in _META_KEYS if k in meta},
@@ -67,7 +65,7 @@ def from_object(obj: JSONObject) -> JSON:
     return scale
 
 
-def _replicas(scale: JSON, name: str) -> int:
+def _replicas(scale: JSONObject, name: str) -> int:
     replicas = (scale.get("spec") or {}).get("replicas", 0)
     if not isinstance(replicas, int) or isinstance(replicas, bool):
         err = FieldError.invalid("spec.replicas", replicas, "must be an integer")
@@ -78,10 +76,10 @@ def _replicas(scale: JSON, name: str) -> int:
     return replicas
 
 
-def _scaled(current: JSONObject, scale: JSON, store: Store, info: RequestInfo) -> JSON:
+def _scaled(current: JSONObject, scale: JSONObject, store: Store, info: RequestInfo) -> JSONObject:
     """``current`` with the Scale's replica count (a Conflict for a stale RV)."""
     raw_meta = scale.get("metadata")
-    meta: JSON = raw_meta if isinstance(raw_meta, dict) else {}
+    meta: JSONObject = raw_meta if isinstance(raw_meta, dict) else {}
     if meta.get("name", info.name) != info.name:
         raise apierrors.bad_request(
             f"the name of the object ({meta.get('name')}) does not match the name on the "
