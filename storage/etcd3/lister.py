@@ -1,4 +1,4 @@
-"""LIST from etcd (kube-apiserver's etcd3 ``store.GetList``), SEMANTICS.md §3.
+"""LIST from etcd (kube-apiserver's ``storage/etcd3/store.go`` ``store.GetList``).
 
 Which revision is read:
 
