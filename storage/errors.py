@@ -2,8 +2,8 @@
 
 They carry the storage key and the facts a caller needs, not HTTP wording: the REST
 layer's generic store (``proxy/registry/store.py``) turns each into a Kubernetes
-``Status`` exactly once,
-adding the qualified resource and name (as kube-apiserver's ``storeerr`` package does).
+``Status`` exactly once, adding the qualified resource and name (as kube-apiserver's
+``storeerr`` package does).
 etcd client errors are translated into these in one place in the etcd3 store.
 
     StorageError
