@@ -156,6 +156,9 @@ async def with_metrics(request: web.Request, handler: Handler) -> web.StreamResp
         response = await handler(request)
         code = response.status
         return response
+    except web.HTTPException as e:  # aiohttp renders it
+        code = e.status
+        raise
     except (asyncio.CancelledError, ConnectionResetError):
         code = 0  # the client went away before a status was sent
         raise

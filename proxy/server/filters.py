@@ -83,8 +83,8 @@ async def with_panic_recovery(request: web.Request, handler: Handler) -> web.Str
     started, ends it). A client that goes away cancels the handler: not an error."""
     try:
         return await handler(request)
-    except (asyncio.CancelledError, ConnectionResetError):
-        raise
+    except (asyncio.CancelledError, ConnectionResetError, web.HTTPException):
+        raise  # a client gone, or an answer aiohttp itself renders
     except Exception as e:
         log.exception("unexpected error serving %s %s", request.method, request.path)
         started = response_started(request)
