@@ -134,102 +134,58 @@ def test_get_non_api_request_info(url: str, expected: bool) -> None:
         assert info.verb == "get"
 
 
-# TestSelectorParsing: title, method, url, (name, verb, fieldSelector, labelSelector)
+# TestSelectorParsing: "METHOD <url after /apis/group/version/>", then "  name verb
+# fieldSelector labelSelector" ("-" is empty)
 _SELECTOR_CASES = [
-    (
-        "no selector",
-        "GET",
-        "/apis/group/version/resource",
-        ("", "list", "", ""),
-    ),
-    (
-        "metadata.name selector",
-        "GET",
-        "/apis/group/version/resource?fieldSelector=metadata.name=name1",
-        ("name1", "list", "metadata.name=name1", ""),
-    ),
-    (
-        "metadata.name selector with watch",
-        "GET",
-        ("/apis/group/version/resource?watch=true&fieldSelector=metadata.name=name1"),
-        ("name1", "watch", "metadata.name=name1", ""),
-    ),
-    (
-        "random selector",
-        "GET",
-        ("/apis/group/version/resource?fieldSelector=foo=bar&labelSelector=baz=qux"),
-        ("", "list", "foo=bar", "baz=qux"),
-    ),
-    (
-        "invalid selector with metadata.name",
-        "GET",
-        "/apis/group/version/resource?fieldSelector=metadata.name=name1,foo",
-        ("", "list", "metadata.name=name1,foo", ""),
-    ),
-    (
-        "invalid selector with metadata.name with watch",
-        "GET",
-        ("/apis/group/version/resource?fieldSelector=metadata.name=name1,foo&watch=true"),
-        ("", "watch", "metadata.name=name1,foo", ""),
-    ),
-    (
-        "invalid selector with metadata.name with watch false",
-        "GET",
-        ("/apis/group/version/resource?fieldSelector=metadata.name=name1,foo&watch=false"),
-        ("", "list", "metadata.name=name1,foo", ""),
-    ),
-    (
-        "selector on deletecollection is honored",
-        "DELETE",
-        ("/apis/group/version/resource?fieldSelector=foo=bar&labelSelector=baz=qux"),
-        ("", "deletecollection", "foo=bar", "baz=qux"),
-    ),
-    (
-        "selector on repeated param matches parsed param",
-        "GET",
-        (
-            "/apis/group/version/resource?fieldSelector=metadata.name=foo"
-            "&fieldSelector=metadata.name=bar"
-            "&labelSelector=foo=bar"
-            "&labelSelector=foo=baz"
-        ),
-        ("foo", "list", "metadata.name=foo", "foo=bar"),
-    ),
-    (
-        "selector on other verb is ignored",
-        "GET",
-        ("/apis/group/version/resource/name?fieldSelector=foo=bar&labelSelector=foo=bar"),
-        ("name", "get", "", ""),
-    ),
-    (
-        "selector on deprecated root type watch is not parsed",
-        "GET",
-        (
-            "/apis/group/version/watch/resource?fieldSelector=metadata.name=foo"
-            "&labelSelector=foo=bar"
-        ),
-        ("", "watch", "", ""),
-    ),
-    (
-        "selector on deprecated root item watch is not parsed",
-        "GET",
-        (
-            "/apis/group/version/watch/resource/name?fieldSelector=metadata.name=foo"
-            "&labelSelector=foo=bar"
-        ),
-        ("name", "watch", "", ""),
-    ),
+    # no selector
+    "GET resource",
+    "  - list - -",
+    # metadata.name selector
+    "GET resource?fieldSelector=metadata.name=name1",
+    "  name1 list metadata.name=name1 -",
+    # metadata.name selector with watch
+    "GET resource?watch=true&fieldSelector=metadata.name=name1",
+    "  name1 watch metadata.name=name1 -",
+    # random selector
+    "GET resource?fieldSelector=foo=bar&labelSelector=baz=qux",
+    "  - list foo=bar baz=qux",
+    # invalid selector with metadata.name
+    "GET resource?fieldSelector=metadata.name=name1,foo",
+    "  - list metadata.name=name1,foo -",
+    # invalid selector with metadata.name with watch
+    "GET resource?fieldSelector=metadata.name=name1,foo&watch=true",
+    "  - watch metadata.name=name1,foo -",
+    # invalid selector with metadata.name with watch false
+    "GET resource?fieldSelector=metadata.name=name1,foo&watch=false",
+    "  - list metadata.name=name1,foo -",
+    # selector on deletecollection is honored
+    "DELETE resource?fieldSelector=foo=bar&labelSelector=baz=qux",
+    "  - deletecollection foo=bar baz=qux",
+    # selector on repeated param matches parsed param
+    "GET resource?fieldSelector=metadata.name=foo&fieldSelector=metadata.name=bar"
+    "&labelSelector=foo=bar&labelSelector=foo=baz",
+    "  foo list metadata.name=foo foo=bar",
+    # selector on other verb is ignored
+    "GET resource/name?fieldSelector=foo=bar&labelSelector=foo=bar",
+    "  name get - -",
+    # selector on deprecated root type watch is not parsed
+    "GET watch/resource?fieldSelector=metadata.name=foo&labelSelector=foo=bar",
+    "  - watch - -",
+    # selector on deprecated root item watch is not parsed
+    "GET watch/resource/name?fieldSelector=metadata.name=foo&labelSelector=foo=bar",
+    "  name watch - -",
+]
+_SELECTOR_ROWS = [
+    (_SELECTOR_CASES[i], [v if v != "-" else "" for v in _SELECTOR_CASES[i + 1].split()])
+    for i in range(0, len(_SELECTOR_CASES), 2)
 ]
 
 
-@pytest.mark.parametrize(
-    ("method", "url", "expected"),
-    [case[1:] for case in _SELECTOR_CASES],
-    ids=[case[0] for case in _SELECTOR_CASES],
-)
-def test_selector_parsing(method: str, url: str, expected: tuple[str, str, str, str]) -> None:
-    info = _info(method, url)
-    assert (info.name, info.verb, info.field_selector, info.label_selector) == expected
+@pytest.mark.parametrize(("request_line", "expected"), _SELECTOR_ROWS)
+def test_selector_parsing(request_line: str, expected: list[str]) -> None:
+    method, tail = request_line.split()
+    info = _info(method, f"/apis/group/version/{tail}")
+    assert [info.name, info.verb, info.field_selector, info.label_selector] == expected
 
 
 def test_a_name_from_the_field_selector_is_not_the_urls() -> None:
