@@ -108,7 +108,7 @@ _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3,
 def parse_go_duration(value: str) -> float:
     """Go's ``time.ParseDuration`` in seconds (``1m30s``, ``-2s``, ``0``); ValueError
     with Go's words otherwise."""
-    text = value.lstrip("+-")
+    text = value[1:] if value[:1] in ("+", "-") else value
     sign = -1.0 if value.startswith("-") else 1.0
     if text == "0":
         return 0.0

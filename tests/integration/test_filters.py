@@ -204,7 +204,7 @@ def test_go_durations(text: str, seconds: float) -> None:
     assert parse_go_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "abc", "10", "1x", "s"])
+@pytest.mark.parametrize("text", ["", "abc", "10", "1x", "s", "+-1s", "-"])
 def test_bad_go_durations(text: str) -> None:
     with pytest.raises(ValueError, match="time: "):
         parse_go_duration(text)
