@@ -64,8 +64,8 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
     """Serve one /api or /apis resource request."""
     ctx = request.app[API_CONTEXT]
     info = request_info_of(request)
-    if not info.is_resource_request:
-        raise path_not_found()
+    if not info.is_resource_request or info.verb == "proxy":
+        raise path_not_found()  # (the deprecated /proxy/ prefix has no routes upstream)
     resource = _resolve(ctx, info)
     store = ctx.store(resource)
     if info.subresource == "scale":
