@@ -154,3 +154,20 @@ async def test_a_client_closing_its_watch_counts_200_not_500(
             await asyncio.sleep(0.1)  # the server notices the closed connection
     assert _sample(text, "200", "WATCH") == 1
     assert _sample(text, "500", "WATCH") == 0 and _sample(text, "0", "WATCH") == 0
+
+
+async def test_request_info_edges_as_upstream_routes_them(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    """A named GET with ``watch`` true is a GET (upstream turns only a nameless GET
+    into list/watch); ``watch=false`` in any case is a LIST; the deprecated ``/proxy/``
+    prefix and a bare ``/watch`` have no route (404)."""
+    await create(http, f"/api/v1/namespaces/{namespace}/pods", pod_body("p1"))
+    async with http.get(f"/api/v1/namespaces/{namespace}/pods/p1?watch=true") as resp:
+        assert resp.status == 200 and (await resp.json())["kind"] == "Pod"
+    async with http.get(f"/api/v1/namespaces/{namespace}/pods?watch=FALSE") as resp:
+        assert resp.status == 200 and (await resp.json())["kind"] == "PodList"
+    for path in (f"/api/v1/proxy/namespaces/{namespace}/pods/p1", "/api/v1/watch"):
+        async with http.get(path) as resp:
+            status = await resp.json()
+            assert (resp.status, status["reason"]) == (404, "NotFound"), path
