@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestServer
 from proxy.endpoints import responsewriter
 from proxy.endpoints.request_info import request_info_of
 from proxy.server.filters import handler_chain, parse_go_duration
-from proxy.server.settings import Settings
+from proxy.server.settings import Settings, load_settings
 
 REQUEST_TIMEOUT = 0.5
 
@@ -208,3 +208,13 @@ def test_go_durations(text: str, seconds: float) -> None:
 def test_bad_go_durations(text: str) -> None:
     with pytest.raises(ValueError, match="time: "):
         parse_go_duration(text)
+
+
+def test_max_in_flight_flags_and_their_defaults() -> None:
+    """kube-apiserver's flags and defaults (400 read-only, 200 mutating; 0 is no limit:
+    the filter is left out of the chain)."""
+    defaults = load_settings(["--etcd-servers=http://127.0.0.1:2379"])
+    assert (defaults.max_requests_inflight, defaults.max_mutating_requests_inflight) == (400, 200)
+    flags = ["--max-requests-inflight=0", "--max-mutating-requests-inflight=0"]
+    off = load_settings(["--etcd-servers=http://127.0.0.1:2379", *flags])
+    assert len(handler_chain(off)) == len(handler_chain(defaults)) - 1
