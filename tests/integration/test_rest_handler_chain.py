@@ -171,3 +171,17 @@ async def test_request_info_edges_as_upstream_routes_them(
         async with http.get(path) as resp:
             status = await resp.json()
             assert (resp.status, status["reason"]) == (404, "NotFound"), path
+
+
+async def test_a_table_watch_event_that_cannot_be_converted_ends_the_stream(
+    server: ServerProcess, http: aiohttp.ClientSession, namespace: str
+) -> None:
+    """Once a watch's headers are out, an event the Table printer cannot convert ends
+    the stream cleanly, as upstream's WatchServer does; never a 400 written into it."""
+    await create(http, f"/api/v1/namespaces/{namespace}/pods", pod_body("p1"))
+    target = f"/api/v1/namespaces/{namespace}/pods?watch=1&timeoutSeconds=5&includeObject=Bad"
+    raw = await _raw_get(server, target, TABLE)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 ") and raw.count(b"HTTP/1.1 ") == 1
+    payload, complete = _dechunk(body)
+    assert complete and b"BadRequest" not in payload

@@ -11,7 +11,8 @@ ends cleanly (no ERROR event) at the watch's timeout, when the storage closes th
 watch, or at server shutdown; a client that goes away cancels the handler, which stops
 the storage watch. A watch is long-running: --request-timeout never cuts it. Once its
 headers are out nothing else is written: a storage error while it runs becomes one
-ERROR event carrying its Status, then the end (as upstream's watchers report errors).
+ERROR event carrying its Status, then the end (as upstream's watchers report errors);
+an event that cannot be encoded ends the stream (upstream's ``WatchServer``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from proxy import apierrors
 from proxy.endpoints import metrics, negotiation
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.handlers.list_options import (
@@ -177,7 +179,12 @@ async def watch_objects(
                 except serr.StorageError as e:
                     # the headers are out: the error travels as the stream's last event
                     status = interpret_storage_error(e, "watch", store.resource)
-                    await response.write(_event_line("ERROR", orjson.dumps(status.body)))
+                    data = encode("ERROR", orjson.dumps(status.body))
+                    await response.write(_event_line("ERROR", data))
+                except apierrors.StatusError as e:
+                    # an event that cannot be encoded (Table conversion): upstream's watch
+                    # server logs it and ends the stream
+                    log.warning("watch %s: ending the stream: %s", request.path, e.message)
         with contextlib.suppress(ConnectionResetError):
             await response.write_eof()
         return response
