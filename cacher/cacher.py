@@ -264,7 +264,7 @@ class Cacher:
     async def watch(
         self, key: str, opts: ListOptions, *, etcd_revision: int | None = None
     ) -> Watcher:
-        """A watch served from the cache (upstream ``cacher.go`` Watch).
+        """A watch served from the cache (upstream ``cacher.go`` ``Cacher.Watch``).
 
         RV unset/0: ADDED for the current state, then changes. RV N: the history after N
         (a 410 ERROR event if it is gone), then changes. ``send_initial_events`` True: the

@@ -1,5 +1,5 @@
-"""The JSON codec between objects and etcd values, serializing once (kube-apiserver's
-etcd3 store with ``--storage-media-type=application/json``).
+"""The JSON codec between objects and etcd values (upstream ``storage/etcd3/store.go``
+and ``storage/value``), serializing once.
 
 Write: ``encode(obj)`` drops ``metadata.resourceVersion`` and ``metadata.selfLink`` (as
 kube-apiserver's versioner does before storage) and produces the *canonical* encoding:

@@ -87,6 +87,7 @@ class Compactor:
                 COMPACT_REV_KEY, str(target).encode(), self.last_key_revision
             ),
             self._timeout,
+            operation="compactRevisionKey",
         )
         self.next_revision = res.revision
         if not res.succeeded:  # another server compacted (or started) this round
@@ -96,7 +97,7 @@ class Compactor:
         if target == 0:
             return
         try:
-            await call(self._client.compact(target), self._timeout)
+            await call(self._client.compact(target), self._timeout, operation="compact")
             self.compacted.append(target)
             log.info("etcd: compacted revision %d", target)
         except Expired:  # someone compacted further already

@@ -31,7 +31,7 @@ def progress_requests_supported(version: tuple[int, int, int]) -> bool:
 
 async def supports_request_watch_progress(client: EtcdClient, request_timeout: float) -> bool:
     """Read etcd's version (a Status call; storage errors) and decide."""
-    status = await call(client.status(), request_timeout)
+    status = await call(client.status(), request_timeout, operation="status")
     supported = progress_requests_supported(status.version_tuple)
     if status.version not in _LOGGED:
         _LOGGED.add(status.version)

@@ -63,6 +63,7 @@ async def list_pages(
                 client.range(start, end, limit=limit, revision=revision),
                 request_timeout,
                 prefix,
+                operation="list",
             )
         revision = revision or resp.revision
         kvs = resp.kvs
