@@ -26,7 +26,7 @@ from proxy.endpoints import negotiation
 from proxy.endpoints.request_info import RequestInfo
 from proxy.patch import patcher as patch
 from proxy.printers.table import format_label_selector
-from proxy.registry import object_meta
+from proxy.registry import object_meta, validation
 from proxy.registry.dry_run import DryRunStore, is_dry_run
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.storage_factory import ResourceStorage
@@ -92,7 +92,9 @@ def _scaled(current: JSONObject, scale: JSON, rs: ResourceStorage, info: Request
         raise serr.Conflict(rs.object_key(info.namespace, info.name))
     updated = copy.deepcopy(current)
     updated.setdefault("spec", {})["replicas"] = _replicas(scale, info.name)
-    return object_meta.prepare_for_update(updated, current, rs.resource, "")
+    updated = object_meta.prepare_for_update(updated, current, rs.resource, "")
+    validation.validate_update(updated, current, rs.resource)  # the scaled kind's rules
+    return updated
 
 
 async def _write(

@@ -25,9 +25,9 @@ from proxy.patch import patcher as patch
 from proxy.printers.table import AcceptedFormat
 from proxy.registry import object_meta, scale, validation
 from proxy.registry.dry_run import DryRunStore, is_dry_run
-from proxy.registry.field_validation import Mode
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.storage_factory import ResourceStorage
+from proxy.registry.validation import Mode
 from proxy.server.context import API_CONTEXT, APIContext
 from storage import errors as serr
 from storage.interfaces import GetOptions, Interface, JSONObject
@@ -132,6 +132,7 @@ async def create_object(
     object_meta.prepare_for_create(obj, resource, namespace)
     if resource.namespaced:
         await ensure_namespace(ctx, namespace)
+    validation.validate_create(obj, resource)
     name = str(obj["metadata"]["name"])
     with storage_errors(resource, name):
         stored = await writer.create(rs.object_key(namespace, name), obj)
@@ -194,15 +195,17 @@ async def update_object(
             fresh = copy.deepcopy(new)
             fresh["metadata"].pop("resourceVersion", None)
             object_meta.prepare_for_create(fresh, resource, namespace)
+            validation.validate_create(fresh, resource)
             outcome.created = True
             return fresh
         outcome.created = False
         if expected_rv and expected_rv != _current_rv(current):
             raise serr.Conflict(key)
-        return _unchanged_or(
-            current,
-            object_meta.prepare_for_update(copy.deepcopy(new), current, resource, info.subresource),
+        updated = object_meta.prepare_for_update(
+            copy.deepcopy(new), current, resource, info.subresource
         )
+        validation.validate_update(updated, current, resource, info.subresource)
+        return _unchanged_or(current, updated)
 
     if resource.create_on_update and not info.subresource and resource.namespaced:
         await ensure_namespace(ctx, namespace)
@@ -258,9 +261,9 @@ async def patch_object(
             patched, patch.decoded_patch(body), resource, mode
         )
         warnings[:] = found
-        return _unchanged_or(
-            current, object_meta.prepare_for_update(patched, current, resource, info.subresource)
-        )
+        updated = object_meta.prepare_for_update(patched, current, resource, info.subresource)
+        validation.validate_update(updated, current, resource, info.subresource)
+        return _unchanged_or(current, updated)
 
     with storage_errors(resource, info.name):
         stored = await writer.guaranteed_update(key, None, try_update)
