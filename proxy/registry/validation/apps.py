@@ -222,11 +222,15 @@ def _for_create(spec_rule: SpecRule, name_rule: NameFunc) -> Callable[[JSON], Er
     return validate
 
 
-def _for_update(spec_rule: SpecRule) -> Callable[[JSON, JSON], ErrorList]:
-    """A kind's ValidateUpdate: the metadata update, the new spec, the selector kept."""
+def _for_update(
+    spec_rule: SpecRule, validate: Callable[[JSON], ErrorList] | None = None
+) -> Callable[[JSON, JSON], ErrorList]:
+    """A kind's ValidateUpdate: (``validate`` of the new object, for the strategies that
+    run it first,) the metadata update, the new spec, the selector kept."""
 
     def validate_update(new: JSON, old: JSON) -> ErrorList:
-        errs = validate_object_meta_update(_meta(new), _meta(old)) + spec_rule(_spec(new))
+        errs = validate(new) if validate is not None else []
+        errs += validate_object_meta_update(_meta(new), _meta(old)) + spec_rule(_spec(new))
         return errs + _selector_immutable(new, old)
 
     return validate_update
@@ -298,7 +302,7 @@ def _daemon_set_spec(spec: JSON) -> ErrorList:
 validate_deployment = _for_create(_deployment_spec, name_is_dns_subdomain)
 validate_deployment_update = _for_update(_deployment_spec)
 validate_replica_set = _for_create(_rs_spec, name_is_dns_subdomain)
-validate_replica_set_update = _for_update(_rs_spec)
+validate_replica_set_update = _for_update(_rs_spec, validate_replica_set)
 validate_stateful_set = _for_create(_stateful_set_spec, name_is_dns_label)
 validate_daemon_set = _for_create(_daemon_set_spec, name_is_dns_subdomain)
-validate_daemon_set_update = _for_update(_daemon_set_spec)
+validate_daemon_set_update = _for_update(_daemon_set_spec, validate_daemon_set)

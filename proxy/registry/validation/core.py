@@ -435,7 +435,8 @@ def validate_namespace(ns: JSON) -> ErrorList:
 
 
 def validate_namespace_update(new: JSON, old: JSON) -> ErrorList:
-    return validate_object_meta_update(_meta(new), _meta(old))
+    """The namespace strategy's: ``ValidateNamespace`` then ``ValidateNamespaceUpdate``."""
+    return validate_namespace(new) + validate_object_meta_update(_meta(new), _meta(old))
 
 
 def _taints(taints: list[JSON], path: str) -> ErrorList:
@@ -457,7 +458,7 @@ def _taints(taints: list[JSON], path: str) -> ErrorList:
         if (key, effect) in seen:
             shown = go_values.GoLiteral(
                 f"core.Taint{{Key:{field.go_quote(key)}, Value:{field.go_quote(value)}, "
-                f"Effect:{field.go_quote(effect)}, TimeAdded:(*v1.Time)(nil)}}"
+                f"Effect:{field.go_quote(effect)}, TimeAdded:<nil>}}"
             )
             dup = field.duplicate(p, shown)
             errs.append(
@@ -479,4 +480,25 @@ def validate_node(node: JSON) -> ErrorList:
 
 
 def validate_node_update(new: JSON, old: JSON) -> ErrorList:
-    return validate_object_meta_update(_meta(new), _meta(old))
+    """The node strategy's: ``ValidateNode`` then ``ValidateNodeUpdate`` (podCIDRs and
+    providerID set once, taints again)."""
+    errs = validate_node(new) + validate_object_meta_update(_meta(new), _meta(old))
+    spec, old_spec = _dict(new.get("spec")), _dict(old.get("spec"))
+    old_cidrs, cidrs = old_spec.get("podCIDRs") or [], spec.get("podCIDRs") or []
+    if old_cidrs and (len(old_cidrs) != len(cidrs) or old_cidrs != cidrs):
+        detail = 'node updates may not change podCIDR except from "" to valid'
+        changed = (
+            1
+            if len(old_cidrs) != len(cidrs)
+            else sum(a != b for a, b in zip(old_cidrs, cidrs, strict=True))
+        )
+        errs += [field.forbidden("spec.podCIDRs", detail)] * changed
+    provider = old_spec.get("providerID")
+    if provider and provider != spec.get("providerID"):
+        errs.append(
+            field.forbidden(
+                "spec.providerID", 'node updates may not change providerID except from "" to valid'
+            )
+        )
+    taints = _dicts(spec.get("taints"))
+    return errs + (_taints(taints, "metadata.taints") if taints else [])

@@ -7,7 +7,7 @@ user meets first:
   unique); imagePullPolicy and terminationMessagePolicy supported values; resources
   (standard names, non-negative, requests <= limits); volumeMounts name a volume;
   probes/lifecycle forbidden on plain init containers;
-- volumes: names DNS-1123 labels, unique, exactly one volume type;
+- volumes: names DNS-1123 labels, unique, at most one volume type (none is emptyDir);
 - restartPolicy, dnsPolicy supported values; nodeSelector labels; serviceAccountName,
   nodeName, priorityClassName subdomains; hostname, subdomain labels;
   activeDeadlineSeconds in 1..2^31-1;
@@ -26,11 +26,12 @@ import copy
 from typing import Any
 
 from proxy.registry.validation import field, go_values, quantity
-from proxy.registry.validation.field import ErrorList
+from proxy.registry.validation.field import ErrorList, GoLiteral
 from proxy.registry.validation.names import (
     inclusive_range_error,
     is_dns1123_label,
     is_dns1123_subdomain,
+    is_qualified_name,
     is_valid_port_name,
     is_valid_port_num,
     name_is_dns_subdomain,
@@ -59,6 +60,27 @@ _TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 _DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
 _STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
+_STANDARD_RESOURCES = (
+    _STANDARD_CONTAINER_RESOURCES
+    | {
+        f"{scope}.{name}"
+        for scope in ("requests", "limits")
+        for name in _STANDARD_CONTAINER_RESOURCES
+    }
+    | {
+        "pods",
+        "quota",
+        "services",
+        "replicationcontrollers",
+        "secrets",
+        "configmaps",
+        "persistentvolumeclaims",
+        "storage",
+        "requests.storage",
+        "services.nodeports",
+        "services.loadbalancers",
+    }
+)
 UPDATABLE_POD_SPEC_FIELDS = (
     "`spec.containers[*].image`",
     "`spec.initContainers[*].image`",
@@ -134,13 +156,21 @@ def _ports(ports: list[JSON], path: str) -> ErrorList:
 
 
 def _resource_name(name: str, path: str) -> ErrorList:
-    if (
-        "/" not in name
-        and name not in _STANDARD_CONTAINER_RESOURCES
-        and not name.startswith("hugepages-")
-    ):
-        return [field.invalid(path, name, "must be a standard resource for containers")]
-    return []
+    """``validateContainerResourceName`` (the name is a ``ResourceName``: printed bare)."""
+    shown = GoLiteral(name)
+    errs = [field.invalid(path, shown, msg) for msg in is_qualified_name(name)]
+    if not errs and "/" not in name and not _standard_resource(name):
+        errs.append(
+            field.invalid(path, shown, "must be a standard resource type or fully qualified")
+        )
+    standard = name in _STANDARD_CONTAINER_RESOURCES or name.startswith("hugepages-")
+    if "/" not in name and not standard:
+        errs.append(field.invalid(path, shown, "must be a standard resource for containers"))
+    return errs
+
+
+def _standard_resource(name: str) -> bool:
+    return name in _STANDARD_RESOURCES or name.startswith(("hugepages-", "requests.hugepages-"))
 
 
 def _overcommit_allowed(name: str) -> bool:
@@ -286,13 +316,12 @@ def _volumes(volumes: list[JSON], path: str) -> tuple[set[str], ErrorList]:
     for i, vol in enumerate(volumes):
         p = field.index(path, i)
         found: ErrorList = []
+        # no volume type at all is an emptyDir: v1 defaulting sets one
         sources = [k for k, v in vol.items() if k != "name" and v is not None]
         for extra in sources[1:]:
             found.append(
                 field.forbidden(field.child(p, extra), "may not specify more than 1 volume type")
             )
-        if not sources:
-            found.append(field.required(p, "must specify a volume type"))
         name = str(vol.get("name") or "")
         if not name:
             found.append(field.required(field.child(p, "name")))

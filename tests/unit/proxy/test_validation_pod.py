@@ -126,14 +126,13 @@ def test_volumes_and_mounts() -> None:
     volumes = [
         {"name": "a", "emptyDir": {}},
         {"name": "a", "emptyDir": {}},
-        {"name": "b"},
+        {"name": "b"},  # no type: an emptyDir, as v1 defaulting makes it
         {"name": "c", "emptyDir": {}, "hostPath": {"path": "/x"}},
     ]
     mounts = [{"name": "a", "mountPath": "/a"}, {"name": "zz", "mountPath": "/a"}]
     obj = pod(volumes=volumes, containers=[{"name": "c", "image": "i", "volumeMounts": mounts}])
     assert errors(obj) == [
         'spec.volumes[1].name: Duplicate value: "a"',
-        "spec.volumes[2]: Required value: must specify a volume type",
         "spec.volumes[3].hostPath: Forbidden: may not specify more than 1 volume type",
         'spec.containers[0].volumeMounts[1].name: Not found: "zz"',
         'spec.containers[0].volumeMounts[1].mountPath: Invalid value: "/a": must be unique',
@@ -151,7 +150,9 @@ def test_resources() -> None:
         "to cpu limit of 1",
         'spec.containers[0].resources.requests: Invalid value: "1": must be equal to '
         "example.com/gpu limit of 2",
-        'spec.containers[0].resources.requests[foo]: Invalid value: "foo": must be a standard '
+        "spec.containers[0].resources.requests[foo]: Invalid value: foo: must be a standard "
+        "resource type or fully qualified",
+        "spec.containers[0].resources.requests[foo]: Invalid value: foo: must be a standard "
         "resource for containers",
         'spec.containers[0].resources.requests: Invalid value: "2Gi": must be less than or equal '
         "to memory limit of 1Gi",
