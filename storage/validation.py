@@ -6,6 +6,7 @@ word (each ``is_*`` returns the list of messages, empty when valid).
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = [
@@ -74,6 +75,11 @@ def regex_error(msg: str, fmt: str, *examples: str) -> str:
 
 def is_qualified_name(value: str) -> list[str]:
     """Label keys, annotation keys, finalizers: ``[prefix/]name``."""
+    return list(_qualified_name(value))
+
+
+@functools.lru_cache(maxsize=4096)  # the same keys come back on every object
+def _qualified_name(value: str) -> tuple[str, ...]:
     errs: list[str] = []
     parts = value.split("/")
     if len(parts) == 1:
@@ -85,11 +91,11 @@ def is_qualified_name(value: str) -> list[str]:
         else:
             errs += ["prefix part " + m for m in is_dns1123_subdomain(prefix)]
     else:
-        return [
+        return (
             "a qualified name "
             + regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+        )
     if not name:
         errs.append("name part " + empty_error())
     elif len(name.encode()) > QUALIFIED_NAME_MAX_LENGTH:
@@ -98,16 +104,21 @@ def is_qualified_name(value: str) -> list[str]:
         errs.append(
             "name part " + regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
         )
-    return errs
+    return tuple(errs)
 
 
 def is_valid_label_value(value: str) -> list[str]:
+    return list(_label_value(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _label_value(value: str) -> tuple[str, ...]:
     errs: list[str] = []
     if len(value.encode()) > LABEL_VALUE_MAX_LENGTH:
         errs.append(max_len_error(LABEL_VALUE_MAX_LENGTH))
     if not full_match(_LABEL_VALUE_RE, value):
         errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
+    return tuple(errs)
 
 
 def is_dns1123_subdomain(value: str) -> list[str]:

@@ -52,7 +52,16 @@ _BANNED_OWNERS = frozenset({("", "v1", "Event")})
 
 
 def _map(value: object) -> dict[str, str]:
-    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+    """A string map as decoded (strings already: the schema's type check ran first)."""
+    if not isinstance(value, dict):
+        return {}
+    if all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return value
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _byte_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode())
 
 
 def _list(value: object) -> list[Any]:
@@ -91,7 +100,7 @@ def validate_annotations(annotations: object, path: str) -> ErrorList:
     errs: ErrorList = []
     for k in sorted(values):
         errs += [field.invalid(path, k, msg) for msg in is_qualified_name(k.lower())]
-    total = sum(len(k.encode()) + len(v.encode()) for k, v in values.items())
+    total = sum(_byte_len(k) + _byte_len(v) for k, v in values.items())
     if total > TOTAL_ANNOTATION_SIZE_LIMIT:
         errs.append(field.too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT))
     return errs
