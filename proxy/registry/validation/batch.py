@@ -20,6 +20,7 @@ from typing import Any
 
 from proxy.registry.validation import cron, field, go_values
 from proxy.registry.validation.apps import selector_matches
+from proxy.registry.validation.container import RESTART_POLICIES
 from proxy.registry.validation.field import ErrorList
 from proxy.registry.validation.names import name_is_dns_subdomain
 from proxy.registry.validation.object_meta import (
@@ -29,7 +30,7 @@ from proxy.registry.validation.object_meta import (
     validate_object_meta,
     validate_object_meta_update,
 )
-from proxy.registry.validation.pod import RESTART_POLICIES, validate_pod_template_spec
+from proxy.registry.validation.pod import validate_pod_template_spec
 
 __all__ = [
     "prepare_job_for_create",

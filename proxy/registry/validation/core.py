@@ -20,6 +20,7 @@ import binascii
 from typing import Any
 
 from proxy.registry.validation import field, go_values
+from proxy.registry.validation.container import PORT_PROTOCOLS
 from proxy.registry.validation.field import ErrorList
 from proxy.registry.validation.names import (
     is_config_map_key,
@@ -41,7 +42,7 @@ from proxy.registry.validation.object_meta import (
     validate_object_meta_update,
     validate_qualified_name,
 )
-from proxy.registry.validation.pod import PORT_PROTOCOLS
+from proxy.registry.validation.pod import TAINT_EFFECTS
 
 __all__ = [
     "MAX_SECRET_SIZE",
@@ -64,7 +65,6 @@ KUBELET_PORT = 10250
 _SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 _SESSION_AFFINITIES = ("ClientIP", "None")
 _IMMUTABLE_SET = "field is immutable when `immutable` is set"
-_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
 def _dict(value: object) -> JSON:
@@ -453,8 +453,8 @@ def _taints(taints: list[JSON], path: str) -> ErrorList:
         effect = str(taint.get("effect") or "")
         if not effect:
             errs.append(field.required(field.child(p, "effect")))
-        elif effect not in _TAINT_EFFECTS:
-            errs.append(field.not_supported(field.child(p, "effect"), effect, _TAINT_EFFECTS))
+        elif effect not in TAINT_EFFECTS:
+            errs.append(field.not_supported(field.child(p, "effect"), effect, TAINT_EFFECTS))
         if (key, effect) in seen:
             shown = go_values.GoLiteral(
                 f"core.Taint{{Key:{field.go_quote(key)}, Value:{field.go_quote(value)}, "

@@ -159,6 +159,49 @@ def test_resources() -> None:
     ]
 
 
+def test_env_probes_and_tolerations() -> None:
+    ctr = {
+        "name": "c",
+        "image": " i",
+        "env": [{"name": "A=B"}, {"value": "x"}, {"name": "ok.name-1"}],
+        "livenessProbe": {"successThreshold": 2, "periodSeconds": -1},
+        "readinessProbe": {"httpGet": {"port": 0, "scheme": "FTP"}, "exec": {"command": ["x"]},
+                           "terminationGracePeriodSeconds": 5},
+        "lifecycle": {"preStop": {"exec": {}}},
+    }  # fmt: skip
+    tolerations = [
+        {"operator": "Equal", "value": "x"},
+        {"key": "k", "operator": "Exists", "value": "v", "tolerationSeconds": 3},
+        {"key": "k", "operator": "Near", "effect": "Later"},
+    ]
+    assert errors(pod(containers=[ctr], tolerations=tolerations)) == [
+        'spec.containers[0].env[0].name: Invalid value: "A=B": a valid environment variable '
+        "name must consist only of printable ASCII characters other than '='",
+        "spec.containers[0].env[1].name: Required value",
+        "spec.containers[0].lifecycle.preStop.exec.command: Required value",
+        "spec.containers[0].livenessProbe: Required value: must specify a handler type",
+        "spec.containers[0].livenessProbe.periodSeconds: Invalid value: -1: must be greater than "
+        "or equal to 0",
+        "spec.containers[0].livenessProbe.successThreshold: Invalid value: 2: must be 1",
+        "spec.containers[0].readinessProbe.httpGet: Forbidden: may not specify more than 1 "
+        "handler type",
+        "spec.containers[0].readinessProbe.terminationGracePeriodSeconds: Invalid value: 5: must "
+        "not be set for readinessProbes",
+        'spec.tolerations[0].operator: Invalid value: "Equal": operator must be Exists when '
+        '`key` is empty, which means "match all values and all keys"',
+        "spec.tolerations[1].effect: Invalid value: \"\": effect must be 'NoExecute' when "
+        "`tolerationSeconds` is set",
+        'spec.tolerations[1].operator: Invalid value: "v": value must be empty when `operator` '
+        "is 'Exists'",
+        'spec.tolerations[2].operator: Unsupported value: "Near": supported values: "Equal", '
+        '"Exists"',
+        'spec.tolerations[2].effect: Unsupported value: "Later": supported values: '
+        '"NoSchedule", "PreferNoSchedule", "NoExecute"',
+        'spec.containers[0].image: Invalid value: " i": must not have leading or trailing '
+        "whitespace",
+    ]
+
+
 def test_ephemeral_containers_and_gated_node_name_on_create() -> None:
     obj = pod(ephemeralContainers=[{"name": "e", "image": "i"}], nodeName="n",
               schedulingGates=[{"name": "g"}])  # fmt: skip
@@ -212,10 +255,15 @@ def test_update_container_count_image_and_deadline_rules() -> None:
     assert update_errors(changed(old, containers=two), old) == [
         "spec.containers: Forbidden: pod updates may not add or remove containers"
     ]
-    assert update_errors(changed(old, containers=[{"name": "c", "image": " i"}]), old) == [
-        'spec.containers[0].image: Invalid value: " i": must not have leading or trailing '
-        "whitespace"
-    ]
+    # reported by the pod-only create rules and by the container update rules alike
+    assert (
+        update_errors(changed(old, containers=[{"name": "c", "image": " i"}]), old)
+        == [
+            'spec.containers[0].image: Invalid value: " i": must not have leading or trailing '
+            "whitespace"
+        ]
+        * 2
+    )
     assert update_errors(changed(old, activeDeadlineSeconds=120), old) == [
         "spec.activeDeadlineSeconds: Invalid value: 120: must be less than or equal to "
         "previous value"
@@ -229,8 +277,9 @@ def test_update_container_count_image_and_deadline_rules() -> None:
 
 
 def test_update_may_not_modify_existing_tolerations() -> None:
-    old = pod(tolerations=[{"key": "a", "operator": "Exists", "tolerationSeconds": 5}])
-    ok = changed(old, tolerations=[{"key": "a", "operator": "Exists", "tolerationSeconds": 9}])
+    toleration = {"key": "a", "operator": "Exists", "effect": "NoExecute"}
+    old = pod(tolerations=[{**toleration, "tolerationSeconds": 5}])
+    ok = changed(old, tolerations=[{**toleration, "tolerationSeconds": 9}])
     assert update_errors(ok, old) == []
     bad = changed(old, tolerations=[{"key": "b", "operator": "Exists"}])
     assert update_errors(bad, old) == [
