@@ -5,7 +5,9 @@ them: Deployment, ReplicaSet, StatefulSet, DaemonSet.
   must match the template's labels (``spec.template.metadata.labels: Invalid value:
   map[string]string{...}: `selector` does not match template `labels```); a selector
   that is not a valid selector at all makes the template unchecked, as upstream;
-- replicas, minReadySeconds, revisionHistoryLimit, progressDeadlineSeconds >= 0;
+- replicas, minReadySeconds, revisionHistoryLimit, progressDeadlineSeconds >= 0; a
+  Deployment's strategy (Recreate without rollingUpdate; maxUnavailable/maxSurge as
+  counts or percentages, not both 0, maxUnavailable at most 100%);
 - the template is a valid pod template (StatefulSet: labels and annotations only) with
   restartPolicy Always and no activeDeadlineSeconds;
 - update: the selector is immutable in apps/v1; a StatefulSet may change only
@@ -15,11 +17,12 @@ them: Deployment, ReplicaSet, StatefulSet, DaemonSet.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from proxy.registry.validation import field, go_values
-from proxy.registry.validation.field import ErrorList
+from proxy.registry.validation.field import ErrorList, GoLiteral
 from proxy.registry.validation.names import (
     NameFunc,
     is_qualified_name,
@@ -52,6 +55,11 @@ __all__ = [
 
 JSON = dict[str, Any]
 SpecRule = Callable[[JSON], ErrorList]
+_PERCENT = re.compile("[0-9]+%")
+_PERCENT_MSG = (
+    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  "
+    "or '93%', regex used for validation is '[0-9]+%')"
+)
 _STATEFUL_SET_MUTABLE = (
     "replicas",
     "ordinals",
@@ -185,8 +193,67 @@ def _replica_set_spec(spec: JSON) -> ErrorList:
     return errs
 
 
+def _int_or_percent(value: object) -> GoLiteral:
+    """An ``intstr.IntOrString`` as ``%#v`` prints it."""
+    if isinstance(value, str):
+        return GoLiteral(f"intstr.IntOrString{{Type:1, IntVal:0, StrVal:{field.go_quote(value)}}}")
+    return GoLiteral(f'intstr.IntOrString{{Type:0, IntVal:{value}, StrVal:""}}')
+
+
+def _amount(value: object, path: str) -> tuple[ErrorList, int]:
+    """``ValidatePositiveIntOrPercent`` and the value it stands for (a percentage's
+    number, as ``getIntOrPercentValue``)."""
+    if isinstance(value, str):
+        if _PERCENT.fullmatch(value):
+            return [], int(value[:-1])
+        return [field.invalid(path, _int_or_percent(value), _PERCENT_MSG)], 0
+    number = value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return validate_nonnegative(number, path), number
+
+
+def _rolling_update(update: JSON, path: str) -> ErrorList:
+    """``ValidateRollingUpdateDeployment`` (unset values are kube's default, 25%)."""
+    unavailable = update.get("maxUnavailable", "25%")
+    unavailable_path = field.child(path, "maxUnavailable")
+    errs, unavailable_value = _amount(unavailable, unavailable_path)
+    surge_errs, surge_value = _amount(update.get("maxSurge", "25%"), field.child(path, "maxSurge"))
+    errs += surge_errs
+    if unavailable_value == 0 and surge_value == 0:
+        errs.append(
+            field.invalid(
+                unavailable_path, _int_or_percent(unavailable), "may not be 0 when `maxSurge` is 0"
+            )
+        )
+    if isinstance(unavailable, str) and _PERCENT.fullmatch(unavailable) and unavailable_value > 100:
+        errs.append(
+            field.invalid(
+                unavailable_path, _int_or_percent(unavailable), "must not be greater than 100%"
+            )
+        )
+    return errs
+
+
+def _deployment_strategy(strategy: JSON) -> ErrorList:
+    """``ValidateDeploymentStrategy`` (type RollingUpdate by default)."""
+    kind = strategy.get("type") or "RollingUpdate"
+    update = strategy.get("rollingUpdate")
+    if kind == "Recreate":
+        if update is not None:
+            detail = "may not be specified when strategy `type` is 'Recreate'"
+            return [field.forbidden("spec.strategy.rollingUpdate", detail)]
+        return []
+    if kind == "RollingUpdate":
+        return _rolling_update(_dict(update), "spec.strategy.rollingUpdate")
+    shown = go_values.GoLiteral(
+        f"apps.DeploymentStrategy{{Type:{field.go_quote(str(kind))}, "
+        "RollingUpdate:(*apps.RollingUpdateDeployment)(nil)}"
+    )
+    return [field.not_supported("spec.strategy", shown, ["Recreate", "RollingUpdate"])]
+
+
 def _deployment_spec(spec: JSON) -> ErrorList:
     errs = _nonnegative(spec, "replicas") + _replica_set_spec(spec)
+    errs += _deployment_strategy(_dict(spec.get("strategy")))
     errs += _nonnegative(spec, "minReadySeconds", "revisionHistoryLimit")
     deadline = spec.get("progressDeadlineSeconds")
     if isinstance(deadline, int):

@@ -182,6 +182,31 @@ def test_deployments_and_replica_sets() -> None:
     ]
 
 
+def test_deployment_strategies() -> None:
+    def errors(strategy: JSON) -> list[str]:
+        obj = workload(selector={"matchLabels": {"a": "b"}}, strategy=strategy)
+        return strs(apps.validate_deployment(obj))
+
+    assert errors({"type": "Recreate"}) == [] and errors({"rollingUpdate": {"maxSurge": 1}}) == []
+    assert errors({"type": "Recreate", "rollingUpdate": {}}) == [
+        "spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is "
+        "'Recreate'"
+    ]
+    assert errors({"rollingUpdate": {"maxSurge": "0%", "maxUnavailable": 0}}) == [
+        "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:0, "
+        'IntVal:0, StrVal:""}: may not be 0 when `maxSurge` is 0'
+    ]
+    assert errors({"rollingUpdate": {"maxUnavailable": "150%"}}) == [
+        "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:1, "
+        'IntVal:0, StrVal:"150%"}: must not be greater than 100%'
+    ]
+    assert errors({"type": "Blue"}) == [
+        'spec.strategy: Unsupported value: apps.DeploymentStrategy{Type:"Blue", '
+        'RollingUpdate:(*apps.RollingUpdateDeployment)(nil)}: supported values: "Recreate", '
+        '"RollingUpdate"'
+    ]
+
+
 def test_stateful_sets_and_daemon_sets() -> None:
     sts = workload(selector={"matchLabels": {"a": "b"}}, serviceName="web")
     assert apps.validate_stateful_set(sts) == []
