@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.validation import apps, batch, core, field, names, pod
+from proxy.registry.validation import apps, batch, core, event, field, names, pod
 from proxy.registry.validation.field import ErrorList
 from proxy.registry.validation.object_meta import (
     validate_object_meta,
@@ -54,6 +54,7 @@ _STRATEGIES: dict[tuple[str, str], KindStrategy] = {
     ("", "Secret"): KindStrategy(core.validate_secret, core.validate_secret_update),
     ("", "Namespace"): KindStrategy(core.validate_namespace, core.validate_namespace_update),
     ("", "Node"): KindStrategy(core.validate_node, core.validate_node_update),
+    ("", "Event"): KindStrategy(event.validate_event, event.validate_event_update),
     ("apps", "Deployment"): KindStrategy(apps.validate_deployment, apps.validate_deployment_update),
     ("apps", "ReplicaSet"): KindStrategy(
         apps.validate_replica_set, apps.validate_replica_set_update

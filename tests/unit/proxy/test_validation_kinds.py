@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from proxy.registry.validation import apps, batch, core, cron, quantity
+from proxy.registry.validation import apps, batch, core, cron, event, quantity
 
 JSON = dict[str, Any]
 META = {"name": "x", "namespace": "ns", "uid": "u1"}
@@ -152,6 +152,29 @@ def test_namespaces_and_nodes() -> None:
         'spec.podCIDRs: Forbidden: node updates may not change podCIDR except from "" to valid',
         'spec.providerID: Forbidden: node updates may not change providerID except from "" to '
         "valid",
+    ]
+
+
+def test_core_events_get_kubes_legacy_checks_only() -> None:
+    ev = {
+        "metadata": {"name": "Bad_Name", "namespace": "ns"},
+        "involvedObject": {"namespace": "ns"},
+    }
+    assert event.validate_event(ev) == []  # names of v1 events are only path segments
+    assert strs(event.validate_event({**ev, "involvedObject": {"namespace": "other"}})) == [
+        'involvedObject.namespace: Invalid value: "other": does not match event.namespace'
+    ]
+    timed = {**ev, "eventTime": "2024-01-02T03:04:05.000000Z"}
+    assert strs(event.validate_event(timed)) == [
+        "reportingComponent: Required value",
+        'reportingComponent: Invalid value: "": name part must be non-empty',
+        'reportingComponent: Invalid value: "": name part must consist of alphanumeric '
+        "characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+        "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+        "reportingInstance: Required value",
+        "action: Required value",
+        "reason: Required value",
     ]
 
 

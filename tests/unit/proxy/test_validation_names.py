@@ -101,7 +101,7 @@ def test_qualified_name_messages() -> None:
         "name part must be non-empty",
         "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
         "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
-        "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+        "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
     ]
     assert names.is_qualified_name("/simple") == ["prefix part must be non-empty"]
     assert names.is_qualified_name("Example.com/abc") == ["prefix part " + DNS1123_SUBDOMAIN_MSG]
