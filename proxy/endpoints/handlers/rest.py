@@ -24,9 +24,9 @@ from proxy.patch import patcher as patch
 from proxy.printers.table import AcceptedFormat
 from proxy.registry import object_meta, scale, validation
 from proxy.registry.dry_run import is_dry_run
-from proxy.registry.field_validation import Mode
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.store import Store
+from proxy.registry.validation import Mode
 from proxy.server.context import API_CONTEXT, APIContext
 from storage import errors as serr
 from storage.interfaces import GetOptions, JSONObject
@@ -111,6 +111,7 @@ async def create_object(
     object_meta.prepare_for_create(obj, resource, namespace)
     if resource.namespaced:
         await ensure_namespace(ctx, namespace)
+    validation.validate_create(obj, resource)
     name = str(obj["metadata"]["name"])
     stored = await store.create(namespace, name, obj, dry_run=dry_run)
     return negotiation.object_response(
@@ -172,15 +173,17 @@ async def update_object(
             fresh = copy.deepcopy(new)
             fresh["metadata"].pop("resourceVersion", None)
             object_meta.prepare_for_create(fresh, resource, namespace)
+            validation.validate_create(fresh, resource)
             outcome.created = True
             return fresh
         outcome.created = False
         if expected_rv and expected_rv != _current_rv(current):
             raise serr.Conflict(key)
-        return _unchanged_or(
-            current,
-            object_meta.prepare_for_update(copy.deepcopy(new), current, resource, info.subresource),
+        updated = object_meta.prepare_for_update(
+            copy.deepcopy(new), current, resource, info.subresource
         )
+        validation.validate_update(updated, current, resource, info.subresource)
+        return _unchanged_or(current, updated)
 
     if resource.create_on_update and not info.subresource and resource.namespaced:
         await ensure_namespace(ctx, namespace)
@@ -236,9 +239,9 @@ async def patch_object(
             patched, patch.decoded_patch(body), resource, mode
         )
         warnings[:] = found
-        return _unchanged_or(
-            current, object_meta.prepare_for_update(patched, current, resource, info.subresource)
-        )
+        updated = object_meta.prepare_for_update(patched, current, resource, info.subresource)
+        validation.validate_update(updated, current, resource, info.subresource)
+        return _unchanged_or(current, updated)
 
     stored = await store.update(namespace, info.name, try_update, dry_run=dry_run)
     return negotiation.object_response(request, resource, stored.data, fmt=media, warnings=warnings)
