@@ -38,6 +38,7 @@ __all__ = [
     "conflict",
     "expired",
     "from_storage_error",
+    "go_quote",
     "internal_error",
     "invalid",
     "method_not_supported",
@@ -222,6 +223,9 @@ def _go_quote(value: object) -> str:
     if isinstance(value, str):
         return '"' + "".join(_go_quote_char(c) for c in value) + '"'
     return str(value)
+
+
+go_quote = _go_quote
 
 
 def invalid(group_kind: str, name: str, errors: Sequence[FieldError]) -> StatusError:

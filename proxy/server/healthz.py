@@ -13,6 +13,8 @@ ending ``<name> check failed``; success answers ``ok`` (or the list, ending
 - ``poststarthook/storage-readiness`` (readyz only): fails until every resource's watch
   cache (all built at start-up) has been ready once, as kube-apiserver's hook of that
   name; passes at once with ``--watch-cache=false``.
+- ``poststarthook/rbac/bootstrap-roles`` (readyz only, with RBAC on the secure port):
+  fails until the bootstrap policy is reconciled (``proxy.authorization.rbac.reconcile``).
 - ``shutdown``: fails once shutdown has begun (readyz only), so load balancers drain.
 - livez has no etcd check: restarting this server does not bring etcd back, and it
   recovers by itself when etcd returns.
@@ -62,8 +64,17 @@ async def _storage_readiness(ctx: APIContext) -> None:
         raise RuntimeError("watch caches not initialized yet")
 
 
+async def _rbac_bootstrap(ctx: APIContext) -> None:
+    auth = ctx.auth
+    if auth is None or auth.informer is None:
+        return
+    if auth.bootstrap is None or not auth.bootstrap.ready.is_set():
+        raise RuntimeError("the bootstrap RBAC policy is not reconciled yet")
+
+
 SYSTEM_NAMESPACES_CHECK = "poststarthook/start-system-namespaces-controller"
 STORAGE_READINESS_CHECK = "poststarthook/storage-readiness"
+RBAC_BOOTSTRAP_CHECK = "poststarthook/rbac/bootstrap-roles"
 
 CHECKS: dict[str, list[tuple[str, Check]]] = {
     "healthz": [("ping", _ping), ("log", _ping), ("etcd", _etcd)],
@@ -74,6 +85,7 @@ CHECKS: dict[str, list[tuple[str, Check]]] = {
         ("etcd", _etcd),
         (SYSTEM_NAMESPACES_CHECK, _system_namespaces),
         (STORAGE_READINESS_CHECK, _storage_readiness),
+        (RBAC_BOOTSTRAP_CHECK, _rbac_bootstrap),
         ("shutdown", _shutdown),
     ],
 }
