@@ -34,7 +34,7 @@ from proxy.authentication.authenticator import (
     WithAnonymous,
 )
 from proxy.authentication.bearer_token import BearerToken
-from proxy.authentication.filter import authentication_middleware
+from proxy.authentication.filter import authentication_middleware, is_secure
 from proxy.authentication.impersonation import impersonation_middleware
 from proxy.authentication.service_account import (
     DEFAULT_ISSUER,
@@ -46,13 +46,16 @@ from proxy.authentication.service_account import (
     load_public_keys,
 )
 from proxy.authentication.token_file import TokenFile, TokenFileError
+from proxy.authentication.user import request_user
 from proxy.authentication.x509 import X509Authenticator
 from proxy.authorization import modes
 from proxy.authorization.filter import authorization_middleware
 from proxy.authorization.rbac.aggregation import AggregationController
+from proxy.authorization.rbac.escalation import check_escalation
 from proxy.authorization.rbac.informer import RBACInformer
+from proxy.authorization.rbac.policy_rule import RBAC_GROUP
 from proxy.authorization.rbac.reconcile import BootstrapPolicy
-from proxy.authorization.rbac.rule_resolver import RBACAuthorizer
+from proxy.authorization.rbac.rule_resolver import RBACAuthorizer, RuleResolver
 from proxy.registry.storage_factory import ResourceStorage
 from proxy.server.certs import new_rsa_key_pem
 from proxy.server.settings import ConfigError, Settings
@@ -80,6 +83,24 @@ class Auth:
     bootstrap: BootstrapPolicy | None = None
     # set by install_auth: the service-account authenticator's object lookups
     getter_box: list[ObjectGetter] = field(default_factory=list)
+
+    def admit_rbac_write(
+        self,
+        request: web.Request,
+        group: str,
+        plural: str,
+        namespace: str,
+        name: str,
+        obj: dict[str, Any],
+    ) -> None:
+        """403 when a Role/ClusterRole/(Cluster)RoleBinding write on the secure port would
+        grant more than its writer holds (``proxy.authorization.rbac.escalation``)."""
+        if group != RBAC_GROUP or self.informer is None or not is_secure(request):
+            return
+        user = request_user(request)
+        if user is not None:
+            resolver = RuleResolver(self.informer)
+            check_escalation(self.authorizer, resolver, user, plural, namespace, name, obj)
 
     def middlewares(self) -> list[Middleware]:
         """The filters, outermost first."""

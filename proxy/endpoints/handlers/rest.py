@@ -133,6 +133,7 @@ async def create_object(
     if resource.namespaced:
         await ensure_namespace(ctx, namespace)
     name = str(obj["metadata"]["name"])
+    _admit_rbac_write(request, ctx, resource, namespace, name, obj)
     with storage_errors(resource, name):
         stored = await writer.create(rs.object_key(namespace, name), obj)
     return negotiation.object_response(
@@ -164,6 +165,19 @@ def _decode_validated(
     return validation.validate_written(obj, raw, resource, mode)
 
 
+def _admit_rbac_write(
+    request: web.Request,
+    ctx: APIContext,
+    resource: ResourceInfo,
+    namespace: str,
+    name: str,
+    obj: JSONObject,
+) -> None:
+    """RBAC escalation prevention, where authorization is on (the secure port)."""
+    if ctx.auth is not None:
+        ctx.auth.admit_rbac_write(request, resource.group, resource.plural, namespace, name, obj)
+
+
 def _current_rv(current: JSONObject) -> str:
     return str((current.get("metadata") or {}).get("resourceVersion") or "")
 
@@ -186,6 +200,7 @@ async def update_object(
     expected_rv = str(new["metadata"].get("resourceVersion") or "")
     key = rs.object_key(namespace, info.name)
     outcome = _Outcome()
+    _admit_rbac_write(request, ctx, resource, namespace, info.name, new)
 
     async def try_update(current: JSONObject) -> JSONObject:
         if not current:  # absent and the resource allows create-on-update
@@ -258,6 +273,7 @@ async def patch_object(
             patched, patch.decoded_patch(body), resource, mode
         )
         warnings[:] = found
+        _admit_rbac_write(request, ctx, resource, namespace, info.name, patched)
         return _unchanged_or(
             current, object_meta.prepare_for_update(patched, current, resource, info.subresource)
         )
