@@ -51,6 +51,7 @@ from proxy.authentication.x509 import X509Authenticator
 from proxy.authorization import modes
 from proxy.authorization.filter import authorization_middleware
 from proxy.authorization.rbac.aggregation import AggregationController
+from proxy.authorization.rbac.bootstrap_policy import cluster_role_bindings
 from proxy.authorization.rbac.escalation import check_escalation
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.authorization.rbac.policy_rule import RBAC_GROUP
@@ -83,6 +84,18 @@ class Auth:
     bootstrap: BootstrapPolicy | None = None
     # set by install_auth: the service-account authenticator's object lookups
     getter_box: list[ObjectGetter] = field(default_factory=list)
+
+    def rbac_ready(self) -> bool:
+        """True once the bootstrap policy is stored and the informer has seen it (so a
+        ready server answers /healthz anonymously and system:masters by its binding)."""
+        if self.informer is None:
+            return True
+        if self.bootstrap is None or not self.bootstrap.ready.is_set():
+            return False
+        seen = self.informer.cluster_bindings
+        return self.informer.synced.is_set() and all(
+            b["metadata"]["name"] in seen for b in cluster_role_bindings()
+        )
 
     def admit_rbac_write(
         self,

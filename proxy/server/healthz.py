@@ -65,10 +65,7 @@ async def _storage_readiness(ctx: APIContext) -> None:
 
 
 async def _rbac_bootstrap(ctx: APIContext) -> None:
-    auth = ctx.auth
-    if auth is None or auth.informer is None:
-        return
-    if auth.bootstrap is None or not auth.bootstrap.ready.is_set():
+    if ctx.auth is not None and not ctx.auth.rbac_ready():
         raise RuntimeError("the bootstrap RBAC policy is not reconciled yet")
 
 

@@ -54,10 +54,17 @@ class ServerProcess:
     etcd_servers: tuple[str, ...]
     log_path: Path
     args: list[str] = field(default_factory=list)
+    # the HTTPS port when started with --secure-port (its "serving on https://" line)
+    secure_port: int | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def secure_url(self) -> str:
+        assert self.secure_port is not None, "started without --secure-port"
+        return f"https://127.0.0.1:{self.secure_port}"
 
     @property
     def pid(self) -> int:
@@ -87,8 +94,10 @@ class ServerProcess:
         return self.process.returncode
 
 
-def _wait_serving_line(proc: subprocess.Popen[str], deadline: float) -> None:
+def _wait_serving_line(proc: subprocess.Popen[str], deadline: float, count: int = 1) -> list[str]:
+    """The first ``count`` "serving on" lines (plain port first, then the secure one)."""
     assert proc.stdout is not None
+    lines: list[str] = []
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     try:
@@ -99,7 +108,9 @@ def _wait_serving_line(proc: subprocess.Popen[str], deadline: float) -> None:
             if not line:  # EOF: the process ended
                 break
             if line.startswith("serving on "):
-                return
+                lines.append(line.strip())
+                if len(lines) == count:
+                    return lines
     finally:
         sel.close()
     raise RuntimeError("watchcache serve did not print 'serving on'")
@@ -148,7 +159,10 @@ def start_server(
     server = ServerProcess(proc, port, prefix, tuple(etcd_servers), Path(log_name), args)
     deadline = time.monotonic() + timeout
     try:
-        _wait_serving_line(proc, deadline)
+        secure = any(f.startswith("--secure-port") for f in flags)
+        lines = _wait_serving_line(proc, deadline, 2 if secure else 1)
+        if secure:
+            server.secure_port = int(lines[-1].rsplit(":", 1)[1])
         if wait_ready:
             _wait_ready(server.url, deadline)
     except RuntimeError as e:
