@@ -109,6 +109,20 @@ def _get(s: Secure, path: str, token: str = "") -> tuple[int, dict[str, Any] | s
         return code, body
 
 
+def bind(s: Secure, name: str, cluster_role: str, subject: dict[str, str]) -> None:
+    """A RoleBinding in ``default`` to ``cluster_role``, applied by the admin (as JSON:
+    ``kubectl create rolebinding`` sends protobuf)."""
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": name, "namespace": "default"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": cluster_role},
+        "subjects": [subject],
+    }  # fmt: skip
+    rc, out = kubectl(s, "apply", "-f", "-", stdin=json.dumps(binding))
+    assert rc == 0, out
+
+
 def _eventually(check: Any, timeout: float = 10.0) -> Any:
     """RBAC changes reach the authorizer through the informer's watch: poll briefly."""
     deadline = time.monotonic() + timeout
@@ -160,14 +174,7 @@ def test_kubectl_with_each_credential(secure: Secure) -> None:
 def test_role_binding_grants_and_can_i(secure: Secure) -> None:
     rc, out = kubectl(secure, "auth", "can-i", "list", "pods", user="bob")
     assert (rc, out) == (1, "no")
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": "readers-view", "namespace": "default"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "readers"}],
-    }  # fmt: skip
-    rc, out = kubectl(secure, "apply", "-f", "-", stdin=json.dumps(binding))
-    assert rc == 0, out
+    bind(secure, "readers-view", "view", {"kind": "Group", "name": "readers"})
     assert _eventually(lambda: kubectl(secure, "get", "pods", user="bob")[0] == 0)
     assert kubectl(secure, "auth", "can-i", "list", "pods", user="bob") == (0, "yes")
     assert kubectl(secure, "auth", "can-i", "list", "pods", "-n", "kube-system", user="bob")[0] == 1
@@ -191,14 +198,7 @@ def test_role_binding_grants_and_can_i(secure: Secure) -> None:
 
 
 def test_escalation_is_prevented(secure: Secure) -> None:
-    grant = {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": "alice-admin", "namespace": "default"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                    "name": "admin"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}],
-    }  # fmt: skip
-    assert kubectl(secure, "apply", "-f", "-", stdin=json.dumps(grant))[0] == 0
+    bind(secure, "alice-admin", "admin", {"kind": "User", "name": "alice"})
     assert _eventually(
         lambda: kubectl(secure, "auth", "can-i", "create", "roles", user="alice")[1] == "yes"
     )
@@ -236,17 +236,8 @@ def test_service_account_token_with_kubectl_and_python_client(secure: Secure) ->
     assert code == 200 and isinstance(discovery, dict)
     code, jwks = _get(secure, "/openid/v1/jwks", token=token)
     assert code == 200 and isinstance(jwks, dict) and jwks["keys"][0]["kty"] == "RSA"
-    rc, _ = kubectl(secure, "create", "rolebinding", "robot-view", "--clusterrole=view",
-                    "--serviceaccount=default:robot")  # fmt: skip
-    if rc != 0:  # kubectl create sends protobuf; apply the same as JSON
-        binding = {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": "robot-view", "namespace": "default"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                        "name": "view"},
-            "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": "default"}],
-        }  # fmt: skip
-        assert kubectl(secure, "apply", "-f", "-", stdin=json.dumps(binding))[0] == 0
+    bind(secure, "robot-view", "view", {"kind": "ServiceAccount", "name": "robot",
+                                        "namespace": "default"})  # fmt: skip
 
     from kubernetes import client
 
