@@ -102,7 +102,9 @@ def _wait_serving_line(proc: subprocess.Popen[str], deadline: float, count: int 
     sel.register(proc.stdout, selectors.EVENT_READ)
     try:
         while time.monotonic() < deadline:
-            if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
+            # once one line is in, the next may already sit in the pipe's text buffer
+            # (select would not see it): the server prints its lines back to back
+            if not lines and not sel.select(timeout=max(0.0, deadline - time.monotonic())):
                 break
             line = proc.stdout.readline()
             if not line:  # EOF: the process ended
