@@ -14,8 +14,8 @@ metrics are on too — served at ``/metrics``.
 Verbs are kube's metric verbs: GET, LIST, WATCH, POST, PUT, PATCH, DELETE,
 DELETECOLLECTION. Scope: ``resource`` (a named object), ``namespace``, ``cluster``.
 The access log is one JSON line per resource request on the ``watchcache.access``
-logger: verb, path, code, duration, and for LISTs where they were served from and the
-objects fetched/returned.
+logger: verb, path, code, duration, the user, and for LISTs where they were served from
+and the objects fetched/returned.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 
+from proxy.authentication.user import request_user
 from proxy.endpoints.request_info import RequestInfo, parse_request_info
 from storage.interfaces import ListResult
 
@@ -154,6 +155,9 @@ def _access(request: web.Request, info: RequestInfo, code: int, elapsed: float) 
         "code": code,
         "ms": round(elapsed * 1000, 1),
     }
+    user = request_user(request)
+    if user is not None:  # the authenticated (or impersonated) user, as kube's httplog
+        entry["user"] = user.name
     cost = request.get("list_cost")
     if isinstance(cost, dict):
         entry.update(cost)
