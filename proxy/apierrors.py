@@ -221,6 +221,8 @@ def _go_quote_char(char: str) -> str:
 def _go_quote(value: object) -> str:
     """Go's ``%q`` of a string (escapes for control and unprintable characters)."""
     if isinstance(value, str):
+        if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+            return f'"{value}"'  # nothing to escape (the common case, on hot paths)
         return '"' + "".join(_go_quote_char(c) for c in value) + '"'
     return str(value)
 

@@ -32,7 +32,7 @@ from proxy.authentication.filter import is_secure, unauthorized
 from proxy.authentication.user import request_user
 from proxy.authorization.authorizer import Attributes, Decision, attributes_for
 from proxy.authorization.modes import Union
-from proxy.endpoints.request_info import RequestInfo, parse_request_info
+from proxy.endpoints.request_info import REQUEST_INFO_KEY, request_info
 
 __all__ = [
     "REQUEST_INFO_KEY",
@@ -43,8 +43,6 @@ __all__ = [
 ]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-REQUEST_INFO_KEY = "watchcache.request_info"
 
 _BUCKETS = tuple(0.001 * 2**i for i in range(15))
 ATTEMPTS = Counter(
@@ -67,15 +65,6 @@ DECISIONS = Counter(
 )
 
 _SANITIZE = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
-
-
-def request_info(request: web.Request) -> RequestInfo:
-    """The request's RequestInfo, parsed on first use and kept on the request."""
-    info = request.get(REQUEST_INFO_KEY)
-    if not isinstance(info, RequestInfo):
-        info = parse_request_info(request.method, request.path, request.query)
-        request[REQUEST_INFO_KEY] = info
-    return info
 
 
 def forbidden_message(attrs: Attributes) -> str:
@@ -120,15 +109,25 @@ def forbidden(attrs: Attributes, reason: str) -> apierrors.StatusError:
 _RESULTS = {Decision.ALLOW: "allowed", Decision.DENY: "denied", Decision.NO_OPINION: "no-opinion"}
 
 
+# labelled children, looked up once (prometheus_client's labels() costs microseconds)
+_ATTEMPTS = {r: (ATTEMPTS.labels(r), DURATION.labels(r)) for r in _RESULTS.values()}
+_DECISIONS: dict[tuple[str, str, str], Any] = {}
+
+
 def authorize(authorizer: Union, attrs: Attributes) -> tuple[Decision, str]:
     """One decision with its metrics (the filter, impersonation and reviews use it)."""
     start = time.perf_counter()
     decision, reason, named = authorizer.decide(attrs)
     result = _RESULTS[decision]
-    ATTEMPTS.labels(result).inc()
-    DURATION.labels(result).observe(time.perf_counter() - start)
+    attempts, duration = _ATTEMPTS[result]
+    attempts.inc()
+    duration.observe(time.perf_counter() - start)
     if named is not None:
-        DECISIONS.labels(named.type, named.name, result).inc()
+        key = (named.type, named.name, result)
+        child = _DECISIONS.get(key)
+        if child is None:
+            child = _DECISIONS[key] = DECISIONS.labels(*key)
+        child.inc()
     return decision, reason
 
 

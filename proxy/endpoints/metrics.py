@@ -30,7 +30,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 
 from proxy.authentication.user import request_user
-from proxy.endpoints.request_info import RequestInfo, parse_request_info
+from proxy.endpoints.request_info import RequestInfo, request_info
 from storage.interfaces import ListResult
 
 __all__ = [
@@ -129,7 +129,7 @@ def _labels(info: RequestInfo, dry_run: str) -> dict[str, str]:
 @web.middleware
 async def metrics_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Count and time every resource request (outermost: sees the final status)."""
-    info = parse_request_info(request.method, request.path, request.query)
+    info = request_info(request)
     if not info.is_resource_request:
         return await handler(request)
     started = time.monotonic()

@@ -21,7 +21,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["RequestInfo", "parse_request_info"]
+from aiohttp import web
+
+__all__ = ["REQUEST_INFO_KEY", "RequestInfo", "parse_request_info", "request_info"]
 
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 _TRUE = frozenset({"1", "true", "True", "TRUE", "t", "T"})
@@ -104,3 +106,16 @@ def _verb(method: str, has_name: bool, watch: bool) -> str:
     if method == "DELETE":
         return "delete" if has_name else "deletecollection"
     return {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, method.lower())
+
+
+# the request's RequestInfo, parsed once (by the outermost filter that needs it)
+REQUEST_INFO_KEY = "watchcache.request_info"
+
+
+def request_info(request: web.Request) -> RequestInfo:
+    """The request's RequestInfo, parsed on first use and kept on the request."""
+    info = request.get(REQUEST_INFO_KEY)
+    if not isinstance(info, RequestInfo):
+        info = parse_request_info(request.method, request.path, request.query)
+        request[REQUEST_INFO_KEY] = info
+    return info

@@ -37,8 +37,10 @@ from proxy.authorization.rbac.policy_rule import (
 
 __all__ = ["RBACAuthorizer", "RBACState", "RuleResolver", "applies_to"]
 
-# visitor(source description or "", rule or None, error or "") -> keep going?
-Visitor = Callable[[str, PolicyRule | None, str], bool]
+# visitor(the binding and subject that apply, or None; rule or None; error or "") -> keep
+# going? (the binding is described only when it allows: describing costs microseconds)
+Source = tuple[Binding, Subject] | None
+Visitor = Callable[[Source, PolicyRule | None, str], bool]
 
 
 class RBACState(Protocol):
@@ -116,9 +118,9 @@ class RuleResolver:
             if subject is None:
                 continue
             rules, error = self._role_rules(binding)
-            if error and not visit("", None, error):
+            if error and not visit(None, None, error):
                 return False
-            source = _describe(binding, subject)
+            source = (binding, subject)
             for rule in rules:
                 if not visit(source, rule, ""):
                     return False
@@ -136,7 +138,7 @@ class RuleResolver:
         rules: list[PolicyRule] = []
         errors: list[str] = []
 
-        def collect(source: str, rule: PolicyRule | None, error: str) -> bool:
+        def collect(source: Source, rule: PolicyRule | None, error: str) -> bool:
             if rule is not None:
                 rules.append(rule)
             if error:
@@ -160,21 +162,21 @@ class RBACAuthorizer:
         self.resolver = RuleResolver(state)
 
     def authorize(self, attrs: Attributes) -> tuple[Decision, str]:
-        allowed_by: list[str] = []
+        allowed_by: list[tuple[Binding, Subject]] = []
         errors: list[str] = []
 
-        def check(source: str, rule: PolicyRule | None, error: str) -> bool:
+        def check(source: Source, rule: PolicyRule | None, error: str) -> bool:
             if error:
                 errors.append(error)
                 return True
-            if rule is not None and rule_allows(attrs, rule):
+            if rule is not None and source is not None and rule_allows(attrs, rule):
                 allowed_by.append(source)
                 return False
             return True
 
         self.resolver.visit_rules_for(attrs.user, attrs.namespace, check)
         if allowed_by:
-            return Decision.ALLOW, f"RBAC: allowed by {allowed_by[0]}"
+            return Decision.ALLOW, f"RBAC: allowed by {_describe(*allowed_by[0])}"
         return Decision.NO_OPINION, f"RBAC: {_aggregate(errors)}" if errors else ""
 
     def rules_for(self, user: UserInfo, namespace: str) -> RulesResult:

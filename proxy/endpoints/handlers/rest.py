@@ -20,7 +20,7 @@ from proxy.admission import namespace_lifecycle
 from proxy.endpoints import negotiation
 from proxy.endpoints.handlers import collection
 from proxy.endpoints.handlers.delete_options import parse_delete_options
-from proxy.endpoints.request_info import RequestInfo, parse_request_info
+from proxy.endpoints.request_info import RequestInfo, request_info
 from proxy.patch import patcher as patch
 from proxy.printers.table import AcceptedFormat
 from proxy.registry import object_meta, scale, validation
@@ -75,7 +75,7 @@ def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
 async def handle_resource(request: web.Request) -> web.StreamResponse:
     """Serve one /api or /apis resource request."""
     ctx = request.app[API_CONTEXT]
-    info = parse_request_info(request.method, request.path, request.query)
+    info = request_info(request)
     if not info.is_resource_request:
         raise path_not_found()
     resource = _resolve(ctx, info)
