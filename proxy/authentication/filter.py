@@ -29,8 +29,15 @@ from proxy.authentication.user import (
     USER_KEY,
     UserInfo,
 )
+from proxy.endpoints import negotiation
 
-__all__ = ["PLAIN_PORT_USER", "authentication_middleware", "is_secure", "unauthorized"]
+__all__ = [
+    "PLAIN_PORT_USER",
+    "authentication_middleware",
+    "is_secure",
+    "status_response",
+    "unauthorized",
+]
 
 log = logging.getLogger("watchcache.authentication")
 
@@ -44,6 +51,12 @@ PLAIN_PORT_USER = UserInfo(
 def unauthorized() -> apierrors.StatusError:
     body = apierrors.status_body(401, "Unauthorized", "Unauthorized")
     return apierrors.StatusError(body)
+
+
+def status_response(err: apierrors.StatusError) -> web.Response:
+    """The filters answer with a Status themselves (they sit outside the handlers'
+    error translation), as upstream's filters write theirs."""
+    return negotiation.json_response(err.body, err.code, headers=err.headers)
 
 
 def is_secure(request: web.Request) -> bool:
@@ -72,10 +85,10 @@ def authentication_middleware(
         except AuthenticationError as e:
             record_authentication("error", time.perf_counter() - start)
             log.info("Unable to authenticate the request: %s", e)
-            raise unauthorized() from None
+            return status_response(unauthorized())
         if response is None:
             record_authentication("failure", time.perf_counter() - start)
-            raise unauthorized()
+            return status_response(unauthorized())
         if not _audiences_acceptable(api_audiences, response.audiences):
             record_authentication("error", time.perf_counter() - start)
             log.info(
@@ -83,7 +96,7 @@ def authentication_middleware(
                 list(response.audiences),
                 list(api_audiences),
             )
-            raise unauthorized()
+            return status_response(unauthorized())
         record_authentication("success", time.perf_counter() - start, response.user.name)
         request[USER_KEY] = response.user
         return await handler(request)

@@ -21,7 +21,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from multidict import CIMultiDictProxy
 
-from proxy.authentication.filter import is_secure
+from proxy.authentication.filter import is_secure, status_response
 from proxy.authentication.user import (
     ALL_AUTHENTICATED,
     ALL_UNAUTHENTICATED,
@@ -179,7 +179,7 @@ def impersonation_middleware(
             attrs = _attributes(requestor, req)
             decision, reason = authorize(authorizer, attrs)
             if decision is not Decision.ALLOW:
-                raise forbidden(attrs, reason)
+                return status_response(forbidden(attrs, reason))
         request[USER_KEY] = impersonated_user(requests, GROUP_HEADER in request.headers)
         return await handler(request)
 

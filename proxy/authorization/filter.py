@@ -28,7 +28,7 @@ from prometheus_client import Counter, Histogram
 
 from proxy import apierrors
 from proxy.apierrors import go_quote
-from proxy.authentication.filter import is_secure, unauthorized
+from proxy.authentication.filter import is_secure, status_response, unauthorized
 from proxy.authentication.user import request_user
 from proxy.authorization.authorizer import Attributes, Decision, attributes_for
 from proxy.authorization.modes import Union
@@ -140,11 +140,11 @@ def authorization_middleware(
             return await handler(request)
         user = request_user(request)
         if user is None:  # the authentication filter always sets one on this port
-            raise unauthorized()
+            return status_response(unauthorized())
         attrs = attributes_for(user, request_info(request))
         decision, reason = authorize(authorizer, attrs)
         if decision is not Decision.ALLOW:
-            raise forbidden(attrs, reason)
+            return status_response(forbidden(attrs, reason))
         return await handler(request)
 
     return authorize_request
