@@ -4,7 +4,7 @@ kube-apiserver's ``cacher.go``.
 It serves from memory only — GET and LIST at a resourceVersion the cache has reached,
 and every WATCH — and owns the tasks that keep it current (reflector, bookmark ticker,
 progress requester). Which requests come here rather than to etcd is decided by the
-delegator (``cacher.delegator``), exactly as SEMANTICS.md §2-3 say.
+delegator (``cacher.delegator``), exactly as upstream's ``cacher/delegator.go`` does.
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ class Cacher:
     async def watch(
         self, key: str, opts: ListOptions, *, etcd_revision: int | None = None
     ) -> Watcher:
-        """A watch served from the cache (SEMANTICS §5).
+        """A watch served from the cache (upstream ``cacher.go`` ``Cacher.Watch``).
 
         RV unset/0: ADDED for the current state, then changes. RV N: the history after N
         (a 410 ERROR event if it is gone), then changes. ``send_initial_events`` True: the

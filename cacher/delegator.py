@@ -1,5 +1,6 @@
 """Cache or etcd, per request: kube-apiserver's ``cacher/delegator.go`` (the "classic"
-routing of SEMANTICS.md §2-3, plus ConsistentListFromCache behind its gate).
+routing of ``shouldDelegateList`` / ``ShouldDelegateExactRV``, plus ConsistentListFromCache
+behind its gate).
 
 GET:  RV unset → etcd; RV 0 → cache (etcd while the cache is not ready); RV N → cache
       once it reached N (3 s, then 504 TooLargeResourceVersion).

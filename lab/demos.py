@@ -32,7 +32,8 @@ __all__ = ["DEMOS", "DemoContext", "run_demo"]
 # (etcd #15220, #17507): 3.4.31+ or 3.5.13+.
 CONSISTENT_READ_ETCD = {3: {4: 31, 5: 13}}
 ETCD_DOWN_BOUND = 30.0
-# kube-apiserver's metric names (SEMANTICS.md §7), as the demos cite them.
+# kube-apiserver's metric names (k8s.io/apiserver/pkg/endpoints/metrics,
+# pkg/storage/cacher/metrics, pkg/storage/etcd3/metrics), as the demos cite them.
 STORAGE_FETCHED = "apiserver_storage_list_fetched_objects_total"
 STORAGE_RETURNED = "apiserver_storage_list_returned_objects_total"
 CACHE_FETCHED = "apiserver_cache_list_fetched_objects_total"

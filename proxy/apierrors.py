@@ -1,9 +1,10 @@
-"""Kubernetes ``Status`` responses, and the one place storage errors become them.
+"""Kubernetes ``Status`` responses, and the words of storage errors as Status.
 
-``StatusError`` is what handlers raise for any API error; the server's error
-middleware renders it. ``from_storage_error`` is the only translation of
-``storage.errors`` into HTTP (kube-apiserver's ``storeerr`` package plus
-``apierrors``): same codes, reasons and messages as upstream, word for word::
+``StatusError`` is what handlers raise for any API error; the handler-errors filter
+(``proxy.server.filters``) renders it. ``from_storage_error`` is the table of
+``storage.errors`` as Status (kube-apiserver's ``storeerr`` package plus
+``apierrors``), same codes, reasons and messages as upstream, word for word; its one
+caller is the generic store (``proxy.registry.store``), which applies it per verb::
 
     NotFound                 → 404 NotFound        pods "x" not found
     AlreadyExists            → 409 AlreadyExists   pods "x" already exists
@@ -17,20 +18,21 @@ middleware renders it. ``from_storage_error`` is the only translation of
                                                    current: M (+ cause, retryAfterSeconds 1)
     Expired                  → 410 Expired         (storage's message; metadata.continue)
     NotReady                 → 429 TooManyRequests storage is (re)initializing (+ Retry-After)
-    Unavailable              → 504 Timeout / 503 ServiceUnavailable
+    Unavailable              → 504 Timeout         Timeout: request did not complete within
+                                                   the allotted timeout (no Retry-After)
     InternalStorageError     → 500 InternalError
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from storage import errors as serr
+from storage.interfaces import JSONObject
 
 __all__ = [
+    "REQUEST_TIMEOUT_MESSAGE",
     "FieldError",
     "StatusError",
     "already_exists",
@@ -47,7 +49,6 @@ __all__ = [
     "request_entity_too_large",
     "service_unavailable",
     "status_body",
-    "storage_errors",
     "success_status",
     "timeout",
     "too_many_requests",
@@ -56,7 +57,9 @@ __all__ = [
     "unsupported_media_type",
 ]
 
-JSON = dict[str, Any]
+
+# WithTimeoutForNonLongRunningRequests' message (k8s.io/apiserver/pkg/server/filters/timeout.go)
+REQUEST_TIMEOUT_MESSAGE = "request did not complete within the allotted timeout"
 
 CONFLICT_DETAIL = (
     "the object has been modified; please apply your changes to the latest version and try again"
@@ -67,11 +70,11 @@ def status_body(
     code: int,
     reason: str,
     message: str,
-    details: JSON | None = None,
-    metadata: JSON | None = None,
-) -> JSON:
+    details: JSONObject | None = None,
+    metadata: JSONObject | None = None,
+) -> JSONObject:
     """A ``Status`` object of status Failure."""
-    body: JSON = {
+    body: JSONObject = {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": metadata or {},
@@ -86,8 +89,8 @@ def status_body(
     return body
 
 
-def success_status(details: JSON | None = None) -> JSON:
-    body: JSON = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+def success_status(details: JSONObject | None = None) -> JSONObject:
+    body: JSONObject = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
     if details:
         body["details"] = details
     return body
@@ -96,7 +99,7 @@ def success_status(details: JSON | None = None) -> JSON:
 class StatusError(Exception):
     """An API error as a ``Status``; ``headers`` go on the response (Retry-After)."""
 
-    def __init__(self, body: JSON, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, body: JSONObject, headers: dict[str, str] | None = None) -> None:
         super().__init__(body.get("message", ""))
         self.body = body
         self.code = int(body["code"])
@@ -114,10 +117,10 @@ class StatusError(Exception):
         return str(self.body.get("message", ""))
 
 
-def _details(name: str, qualified: str) -> JSON:
+def _details(name: str, qualified: str) -> JSONObject:
     """details {name, group, kind} from a GroupResource string like ``deployments.apps``."""
     resource, _, group = qualified.partition(".")
-    out: JSON = {"name": name}
+    out: JSONObject = {"name": name}
     if group:
         out["group"] = group
     out["kind"] = resource
@@ -235,7 +238,7 @@ def invalid(group_kind: str, name: str, errors: Sequence[FieldError]) -> StatusE
     several as ``[e1, e2]``, as an apimachinery aggregate prints)."""
     text = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(map(str, errors)) + "]"
     kind, _, group = group_kind.partition(".")
-    details: JSON = {"name": name} if name else {}
+    details: JSONObject = {"name": name} if name else {}
     if group:
         details["group"] = group
     details["kind"] = kind
@@ -256,7 +259,7 @@ def unexpected_server_response(code: int, message: str) -> StatusError:
             f"the server responded with the status code {code} but did not return more information",
         ),
     )
-    details: JSON = {"causes": [{"reason": "UnexpectedServerResponse", "message": message}]}
+    details: JSONObject = {"causes": [{"reason": "UnexpectedServerResponse", "message": message}]}
     return StatusError(status_body(code, reason, generic, details))
 
 
@@ -296,8 +299,10 @@ def request_entity_too_large(limit: int) -> StatusError:
     )
 
 
-def timeout(message: str, retry_after: int = 0, causes: list[JSON] | None = None) -> StatusError:
-    details: JSON = {}
+def timeout(
+    message: str, retry_after: int = 0, causes: list[JSONObject] | None = None
+) -> StatusError:
+    details: JSONObject = {}
     if causes:
         details["causes"] = causes
     if retry_after:
@@ -340,8 +345,8 @@ def internal_error(message: str) -> StatusError:
 
 
 def from_storage_error(err: serr.StorageError, qualified: str, name: str = "") -> StatusError:
-    """Translate one storage error for the resource ``qualified`` (``pods``,
-    ``deployments.apps``) and object ``name``. The only such translation."""
+    """The Status of one storage error for the resource ``qualified`` (``pods``,
+    ``deployments.apps``) and object ``name``; called by the generic store only."""
     if isinstance(err, serr.NotFound):
         return not_found(qualified, name)
     if isinstance(err, serr.AlreadyExists):
@@ -360,18 +365,7 @@ def from_storage_error(err: serr.StorageError, qualified: str, name: str = "") -
     if isinstance(err, serr.NotReady):
         return too_many_requests(err.message, err.retry_after)
     if isinstance(err, serr.Unavailable):
-        if err.timeout:
-            return timeout(
-                f"request did not complete within the allowed duration: {err.message}", 1
-            )
-        return service_unavailable(f"etcd is unavailable: {err.message}")
+        # what kube-apiserver's clients get while etcd is unreachable: the timeout
+        # filter's 504, no Retry-After (see proxy.registry.store)
+        return timeout(REQUEST_TIMEOUT_MESSAGE)
     return internal_error(err.message)
-
-
-@contextlib.contextmanager
-def storage_errors(qualified: str, name: str = "") -> Iterator[None]:
-    """Re-raise storage errors from inside as the StatusError of ``qualified``/``name``."""
-    try:
-        yield
-    except serr.StorageError as e:
-        raise from_storage_error(e, qualified, name) from None

@@ -1,4 +1,5 @@
-"""The JSON codec between objects and etcd values (SEMANTICS.md §1), serializing once.
+"""The JSON codec between objects and etcd values (upstream ``storage/etcd3/store.go``
+and ``storage/value``), serializing once.
 
 Write: ``encode(obj)`` drops ``metadata.resourceVersion`` and ``metadata.selfLink`` (as
 kube-apiserver's versioner does before storage) and produces the *canonical* encoding:

@@ -1,8 +1,9 @@
 """Storage errors, raised by the etcd3 store and by the cacher alike.
 
 They carry the storage key and the facts a caller needs, not HTTP wording: the REST
-layer (``proxy/status.py``) turns each into a Kubernetes ``Status`` exactly once,
-adding the qualified resource and name (as kube-apiserver's ``storeerr`` package does).
+layer's generic store (``proxy/registry/store.py``) turns each into a Kubernetes
+``Status`` exactly once, adding the qualified resource and name (as kube-apiserver's
+``storeerr`` package does).
 etcd client errors are translated into these in one place in the etcd3 store.
 
     StorageError

@@ -21,7 +21,11 @@ import orjson
 if TYPE_CHECKING:
     from storage.selectors import FieldSelector, LabelSelector
 
+# The two JSON types of the whole code base: a decoded JSON object (what every
+# Kubernetes object and Status is), and any decoded JSON value (object, array, string,
+# number, bool or null: a field's value, a patch).
 JSONObject = dict[str, Any]
+JSONValue = Any
 
 
 class StoredObject:

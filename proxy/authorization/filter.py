@@ -1,8 +1,8 @@
 """The authorization filter (upstream's ``WithAuthorization``) and its 403.
 
 On the secure port every request is authorized with the user the authentication filter
-stored and the request's RequestInfo (computed once, kept on the request under
-``REQUEST_INFO_KEY``); anything but Allow is 403 Forbidden with upstream's message::
+stored and the request's RequestInfo (computed once by the request-info filter); anything
+but Allow is 403 Forbidden with upstream's message::
 
     pods is forbidden: User "alice" cannot list resource "pods" in API group ""
         in the namespace "default"
@@ -32,14 +32,12 @@ from proxy.authentication.filter import is_secure, status_response, unauthorized
 from proxy.authentication.user import request_user
 from proxy.authorization.authorizer import Attributes, Decision, attributes_for
 from proxy.authorization.modes import Union
-from proxy.endpoints.request_info import REQUEST_INFO_KEY, request_info
+from proxy.endpoints.request_info import request_info_of
 
 __all__ = [
-    "REQUEST_INFO_KEY",
     "authorization_middleware",
     "forbidden",
     "forbidden_message",
-    "request_info",
 ]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -141,7 +139,7 @@ def authorization_middleware(
         user = request_user(request)
         if user is None:  # the authentication filter always sets one on this port
             return status_response(unauthorized())
-        attrs = attributes_for(user, request_info(request))
+        attrs = attributes_for(user, request_info_of(request))
         decision, reason = authorize(authorizer, attrs)
         if decision is not Decision.ALLOW:
             return status_response(forbidden(attrs, reason))

@@ -23,6 +23,7 @@ from aiohttp import web
 from proxy import apierrors
 from proxy.printers import table
 from proxy.registry.resources import ResourceInfo
+from storage.interfaces import JSONObject
 
 __all__ = [
     "JSON_TYPE",
@@ -39,7 +40,6 @@ __all__ = [
     "unsupported_body_type",
 ]
 
-JSON = dict[str, Any]
 
 MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's limit for a request body
 JSON_TYPE = "application/json"
@@ -155,7 +155,7 @@ def _decode_structured(body: bytes, media_type: str) -> Any:
         raise ValueError(f"json parse error: {e}") from None
 
 
-def decode_object(body: bytes, media_type: str, resource: ResourceInfo) -> JSON:
+def decode_object(body: bytes, media_type: str, resource: ResourceInfo) -> JSONObject:
     """Decode a create/update body for ``resource``.
 
     415 for a media type other than JSON/YAML; 400 for a malformed body, a non-object,
@@ -185,7 +185,7 @@ def decode_object(body: bytes, media_type: str, resource: ResourceInfo) -> JSON:
 _GO_JSON_TYPES = {str: "string", int: "number", float: "number", bool: "bool", list: "array"}
 
 
-def _check_metadata(obj: JSON, resource: ResourceInfo) -> None:
+def _check_metadata(obj: JSONObject, resource: ResourceInfo) -> None:
     """400 as Go's decoder when ``metadata`` is not an object (null is no metadata)."""
     meta = obj.get("metadata")
     if meta is None or isinstance(meta, dict):
@@ -210,7 +210,7 @@ def unsupported_body_type(media_type: str, accepted: Sequence[str]) -> apierrors
     return err
 
 
-def check_kind(obj: JSON, resource: ResourceInfo) -> None:
+def check_kind(obj: JSONObject, resource: ResourceInfo) -> None:
     """kind/apiVersion must name the endpoint's; missing ones are defaulted."""
     api_version = obj.get("apiVersion") or resource.api_version
     kind = obj.get("kind") or resource.kind
@@ -247,7 +247,7 @@ def _table_error(e: table.TableError) -> apierrors.StatusError:
     return apierrors.bad_request(str(e))
 
 
-def _partial(obj: JSON, version: str) -> JSON:
+def _partial(obj: JSONObject, version: str) -> JSONObject:
     return {
         "kind": "PartialObjectMetadata",
         "apiVersion": f"{table.META_GROUP}/{version}",
@@ -256,8 +256,8 @@ def _partial(obj: JSON, version: str) -> JSON:
 
 
 def converted_object(
-    fmt: table.AcceptedFormat, resource: ResourceInfo, obj: JSON, request: web.Request
-) -> JSON:
+    fmt: table.AcceptedFormat, resource: ResourceInfo, obj: JSONObject, request: web.Request
+) -> JSONObject:
     """One object as a Table or PartialObjectMetadata (``fmt`` is neither json nor yaml)."""
     if fmt.format == "table":
         try:
@@ -304,10 +304,10 @@ def object_response(
 def converted_list(
     fmt: table.AcceptedFormat,
     resource: ResourceInfo,
-    items: list[JSON],
-    metadata: JSON,
+    items: list[JSONObject],
+    metadata: JSONObject,
     request: web.Request,
-) -> JSON:
+) -> JSONObject:
     """A list as a Table, PartialObjectMetadataList, or the resource's List (YAML)."""
     if fmt.format == "table":
         try:

@@ -15,11 +15,11 @@ import re
 import secrets
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 from proxy import apierrors
 from proxy.apierrors import FieldError
 from proxy.registry.resources import ResourceInfo
+from storage.interfaces import JSONObject
 
 __all__ = [
     "check_name_matches_url",
@@ -29,7 +29,6 @@ __all__ = [
     "prepare_for_update",
 ]
 
-JSON = dict[str, Any]
 
 # apimachinery's names.SimpleNameGenerator alphabet (no vowels, no confusable digits).
 _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
@@ -93,7 +92,7 @@ def _name_errors(resource: ResourceInfo, name: str) -> list[FieldError]:
     return errs
 
 
-def _metadata(obj: JSON) -> JSON:
+def _metadata(obj: JSONObject) -> JSONObject:
     meta = obj.get("metadata")
     if meta is None:
         meta = obj["metadata"] = {}
@@ -103,11 +102,11 @@ def _metadata(obj: JSON) -> JSON:
 
 
 def prepare_for_create(
-    obj: JSON,
+    obj: JSONObject,
     resource: ResourceInfo,
     namespace: str,
     clock: Callable[[], datetime.datetime] | None = None,
-) -> JSON:
+) -> JSONObject:
     """Fill the system fields of a new object (mutates and returns ``obj``).
 
     Namespace: the request's for namespaced resources (a conflicting one in the body is
@@ -162,13 +161,13 @@ def is_core(resource: ResourceInfo, plural: str) -> bool:
     return resource.group == "" and resource.plural == plural
 
 
-def secret_defaults(obj: JSON) -> None:
+def secret_defaults(obj: JSONObject) -> None:
     """As the Secret's conversion and defaulting on every write: ``stringData`` (write
     only) is merged into ``data`` base64-encoded, its keys winning; type ``Opaque``."""
     string_data = obj.pop("stringData", None)
     if isinstance(string_data, dict) and string_data:
         current = obj.get("data")
-        data: JSON = current if isinstance(current, dict) else {}
+        data: JSONObject = current if isinstance(current, dict) else {}
         for key, value in string_data.items():
             data[key] = base64.b64encode(str(value).encode()).decode()
         obj["data"] = data
@@ -176,7 +175,7 @@ def secret_defaults(obj: JSON) -> None:
         obj["type"] = "Opaque"
 
 
-def _namespace_defaults(obj: JSON, name: str) -> None:
+def _namespace_defaults(obj: JSONObject, name: str) -> None:
     """What kube-apiserver's namespace strategy sets on create: the immutable
     ``kubernetes.io/metadata.name`` label, the ``kubernetes`` finalizer, phase Active."""
     labels = obj["metadata"].setdefault("labels", {})
@@ -188,7 +187,7 @@ def _namespace_defaults(obj: JSON, name: str) -> None:
     obj["status"] = {"phase": "Active"}
 
 
-def pod_qos_class(pod: JSON) -> str:
+def pod_qos_class(pod: JSONObject) -> str:
     """The pod's QoS class, as kube's ``qos.GetPodQOS`` decides it for cpu and memory:
     no requests or limits at all → BestEffort; every container with limits equal to
     requests for both → Guaranteed; anything else → Burstable."""
@@ -216,7 +215,9 @@ def pod_qos_class(pod: JSON) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def check_name_matches_url(obj: JSON, name: str, namespace: str, resource: ResourceInfo) -> None:
+def check_name_matches_url(
+    obj: JSONObject, name: str, namespace: str, resource: ResourceInfo
+) -> None:
     """PUT/PATCH: the body's name and namespace must match the URL (400, upstream wording)."""
     meta = obj.get("metadata") or {}
     obj_name = meta.get("name", "")
@@ -232,12 +233,14 @@ def check_name_matches_url(obj: JSON, name: str, namespace: str, resource: Resou
         )
 
 
-def _spec_part(obj: JSON) -> JSON:
+def _spec_part(obj: JSONObject) -> JSONObject:
     """Everything generation tracks: all but metadata, status, kind, apiVersion."""
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
 
 
-def prepare_for_update(new: JSON, old: JSON, resource: ResourceInfo, subresource: str) -> JSON:
+def prepare_for_update(
+    new: JSONObject, old: JSONObject, resource: ResourceInfo, subresource: str
+) -> JSONObject:
     """Merge a PUT/PATCH result ``new`` onto the stored ``old`` (mutates ``new``).
 
     - the main resource of a kind with a status subresource ignores status changes;

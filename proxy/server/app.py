@@ -11,9 +11,9 @@ within ``--etcd-request-timeout``) and recovers by itself when etcd returns. Pri
 failed, open watches are ended, in-flight requests get ``--shutdown-timeout`` to finish,
 remaining tasks are cancelled, the storages and the etcd connections are closed.
 
-The error middleware is the last line: any ``StatusError`` is rendered as its Status;
-a storage error that escaped a handler is translated; anything unexpected is logged
-with its traceback and answered 500 InternalError without one.
+Every request passes the handler chain of ``proxy.server.filters`` (panic recovery,
+request info, metrics, timeout, max in flight, handler errors: kube-apiserver's
+``DefaultBuildHandlerChain``) before its route.
 """
 
 from __future__ import annotations
@@ -24,35 +24,31 @@ import logging
 import signal
 import ssl
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from aiohttp import web
 
-from proxy import apierrors
 from proxy.authorization.rbac.informer import RBACInformer
-from proxy.endpoints import negotiation
+from proxy.endpoints import negotiation, responsewriter
 from proxy.endpoints.discovery.legacy import setup_discovery_routes
 from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
-from proxy.endpoints.handlers.collection import STREAMING
 from proxy.endpoints.handlers.rest import handle_resource
-from proxy.endpoints.metrics import metrics_middleware, setup_metrics_routes
+from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.server.auth_chain import AUTH, Auth, auth_cleanup_ctx, build_auth
 from proxy.server.context import API_CONTEXT, APIContext
+from proxy.server.filters import handler_chain
 from proxy.server.healthz import setup_health_routes
 from proxy.server.secure_serving import server_ssl_context
 from proxy.server.settings import ConfigError, Settings, load_settings
 from proxy.server.system_namespaces import SystemNamespaces
-from storage import errors as serr
 
 __all__ = ["build_app", "main", "serve", "version_info"]
 
 log = logging.getLogger("watchcache.proxy")
 
 KUBERNETES_MAJOR, KUBERNETES_MINOR = "1", "37"
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def version_info() -> dict[str, str]:
@@ -69,68 +65,6 @@ def version_info() -> dict[str, str]:
         "compiler": "cpython",
         "platform": f"{sys.platform}/amd64",
     }
-
-
-def _status_response(err: apierrors.StatusError) -> web.Response:
-    return negotiation.json_response(err.body, err.code, headers=err.headers)
-
-
-def _is_long_running(request: web.Request) -> bool:
-    return request.query.get("watch", "") in ("1", "true", "True") or "/watch/" in request.path
-
-
-@web.middleware
-async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Every failure becomes a Status; non-watch requests are bounded by --request-timeout."""
-    ctx = request.app[API_CONTEXT]
-    try:
-        if _is_long_running(request):
-            return await handler(request)
-        async with asyncio.timeout(ctx.settings.request_timeout):
-            return await handler(request)
-    except apierrors.StatusError as e:
-        return _status_response(e)
-    except serr.StorageError as e:
-        return _status_response(apierrors.from_storage_error(e, "", ""))
-    except TimeoutError:
-        if request.get(STREAMING) is not None:
-            # headers and part of a LIST are out: cut the connection so the client sees
-            # a truncated response, never a well-formed partial list
-            log.warning("request timeout while streaming %s; closing", request.path)
-            if request.transport is not None:
-                request.transport.close()
-            raise
-        return _status_response(
-            apierrors.timeout(
-                "request did not complete within requested timeout - context deadline exceeded",
-                retry_after=0,
-            )
-        )
-    except web.HTTPException as e:
-        if e.status == 404:
-            return _status_response(
-                apierrors.StatusError(
-                    apierrors.status_body(
-                        404, "NotFound", "the server could not find the requested resource", {}
-                    )
-                )
-            )
-        if e.status == 405:
-            return _status_response(
-                apierrors.StatusError(
-                    apierrors.status_body(
-                        405,
-                        "MethodNotAllowed",
-                        f"{request.method} is not allowed on {request.path}",
-                    )
-                )
-            )
-        raise
-    except (asyncio.CancelledError, ConnectionResetError):
-        raise
-    except Exception as e:
-        log.exception("unexpected error serving %s %s", request.method, request.path)
-        return _status_response(apierrors.internal_error(f"unexpected {type(e).__name__}"))
 
 
 async def _version(request: web.Request) -> web.Response:
@@ -152,10 +86,15 @@ def build_app(
             informer = RBACInformer(lambda plural: _rbac_storage(ctx, plural))
         auth = build_auth(settings, informer)
     app = web.Application(
-        middlewares=[metrics_middleware, error_middleware, *(auth.middlewares() if auth else [])],
+        middlewares=handler_chain(
+            settings,
+            authentication=auth.authentication_filters() if auth else (),
+            authorization=auth.authorization_filters() if auth else (),
+        ),
         # bodies are read by the handlers with their own limit (413 as a Status)
         client_max_size=settings.max_request_body_bytes + 1,
     )
+    responsewriter.install(app)
     ctx = APIContext(
         settings=settings,
         registry=registry or build_registry(SERVED + REVIEWS if secure else SERVED),

@@ -115,13 +115,16 @@ class Auth:
             resolver = RuleResolver(self.informer)
             check_escalation(self.authorizer, resolver, user, plural, namespace, name, obj)
 
-    def middlewares(self) -> list[Middleware]:
-        """The filters, outermost first."""
+    def authentication_filters(self) -> list[Middleware]:
+        """Authentication, then impersonation (before flow control, as upstream)."""
         return [
             authentication_middleware(self.authenticator, self.audiences),
             impersonation_middleware(self.authorizer),
-            authorization_middleware(self.authorizer),
         ]
+
+    def authorization_filters(self) -> list[Middleware]:
+        """Authorization (after flow control, just before the handlers)."""
+        return [authorization_middleware(self.authorizer)]
 
 
 AUTH = web.AppKey("watchcache_auth", Auth)

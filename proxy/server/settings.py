@@ -148,6 +148,10 @@ class Settings:
     min_request_timeout: float = 1800.0
     # kube-apiserver's --request-timeout: the bound on a non-long-running request
     request_timeout: float = 60.0
+    # kube-apiserver's --max-requests-inflight / --max-mutating-requests-inflight:
+    # non-long-running requests served at once before 429 (0: no limit)
+    max_requests_inflight: int = 400
+    max_mutating_requests_inflight: int = 200
     shutdown_timeout: float = 5.0
     max_request_body_bytes: int = 3 * 1024 * 1024
     # create default, kube-system, kube-public, kube-node-lease at start-up (as
@@ -182,6 +186,8 @@ _CONVERTERS: dict[str, Any] = {
     "service_account_max_token_expiration": _parse_duration,
     "service_account_lookup": _parse_bool,
     "max_request_body_bytes": int,
+    "max_requests_inflight": int,
+    "max_mutating_requests_inflight": int,
 }
 
 _FLAG_HELP: dict[str, str] = {
@@ -226,6 +232,8 @@ _FLAG_HELP: dict[str, str] = {
     "min_request_timeout": "minimum watch duration; each watch lasts this times a random "
     "factor in [1, 2) unless timeoutSeconds is given",
     "request_timeout": "bound on the duration of a non-watch request",
+    "max_requests_inflight": "read-only requests served at once before 429 (0: no limit)",
+    "max_mutating_requests_inflight": "mutating requests served at once before 429 (0: no limit)",
     "shutdown_timeout": "time in-flight requests get to finish on SIGINT/SIGTERM",
     "max_request_body_bytes": "largest request body accepted (413 above)",
     "system_namespaces": "create the default, kube-system, kube-public and kube-node-lease "

@@ -1,4 +1,4 @@
-"""LIST from etcd (kube-apiserver's etcd3 ``store.GetList``), SEMANTICS.md §3.
+"""LIST from etcd (kube-apiserver's ``storage/etcd3/store.go`` ``store.GetList``).
 
 Which revision is read:
 
@@ -230,12 +230,13 @@ async def _read(
             client.range(start, end, limit=max(limit, 0), revision=plan.revision),
             request_timeout,
             plan.prefix,
+            operation="list",
             raw=(etcd_errors.Compacted, etcd_errors.FutureRevision),
         )
     except etcd_errors.Compacted:
         raise _compacted(plan) from None
     except etcd_errors.FutureRevision:
-        current = await call(client.get(start), request_timeout, plan.prefix)
+        current = await call(client.get(start), request_timeout, plan.prefix, operation="get")
         raise TooLargeResourceVersion(plan.revision, current.revision) from None
     if plan.minimum > resp.revision:
         raise TooLargeResourceVersion(plan.minimum, resp.revision)

@@ -101,7 +101,7 @@ class Etcd3Store:
         TooLargeResourceVersion at once (etcd cannot wait for the future). With
         ``ignore_not_found`` an absent key gives an empty object with RV 0."""
         minimum = parse_resource_version(opts.resource_version)
-        resp = await call(self._client.get(key.encode()), self._timeout, key)
+        resp = await call(self._client.get(key.encode()), self._timeout, key, operation="get")
         if minimum > resp.revision:
             raise TooLargeResourceVersion(minimum, resp.revision)
         if resp.kv is None:
@@ -119,14 +119,19 @@ class Etcd3Store:
     async def count(self, key: str) -> int:
         prefix = key if key.endswith("/") else key + "/"
         resp = await call(
-            self._client.list_prefix(prefix.encode(), count_only=True), self._timeout, key
+            self._client.list_prefix(prefix.encode(), count_only=True),
+            self._timeout,
+            key,
+            operation="listWithCount",
         )
         return resp.count
 
     @_labelled
     async def current_resource_version(self) -> int:
         """etcd's current revision, from the header of a quorum read."""
-        resp = await call(self._client.get(b"\x00"), self._timeout)
+        resp = await call(
+            self._client.get(b"\x00"), self._timeout, operation="getCurrentResourceVersion"
+        )
         return resp.revision
 
     # ----------------------------------------------------------------------- writes
@@ -139,7 +144,9 @@ class Etcd3Store:
                 "resourceVersion should not be set on objects to be created", key
             )
         data = codec.encode(obj)
-        txn = await call(self._client.create(key.encode(), data), self._timeout, key)
+        txn = await call(
+            self._client.create(key.encode(), data), self._timeout, key, operation="create"
+        )
         if not txn.succeeded:
             raise AlreadyExists(key)
         return codec.stored_from_encoded(key, data, txn.revision)
@@ -167,7 +174,10 @@ class Etcd3Store:
                 return current  # nothing changed: no write, no event
             expected = kv.mod_revision if kv is not None else 0
             txn = await call(
-                self._client.optimistic_put(key.encode(), data, expected), self._timeout, key
+                self._client.optimistic_put(key.encode(), data, expected),
+                self._timeout,
+                key,
+                operation="update",
             )
             if txn.succeeded:
                 return codec.stored_from_encoded(key, data, txn.revision)
@@ -191,14 +201,17 @@ class Etcd3Store:
             if validate_deletion is not None:
                 await validate_deletion(obj)
             txn = await call(
-                self._client.optimistic_delete(key.encode(), kv.mod_revision), self._timeout, key
+                self._client.optimistic_delete(key.encode(), kv.mod_revision),
+                self._timeout,
+                key,
+                operation="delete",
             )
             if txn.succeeded:
                 return codec.decode(key, kv.value, txn.revision, keep_obj=False)
             kv = txn.kv
 
     async def _read(self, key: str) -> KeyValue | None:
-        resp = await call(self._client.get(key.encode()), self._timeout, key)
+        resp = await call(self._client.get(key.encode()), self._timeout, key, operation="get")
         return resp.kv
 
     @staticmethod

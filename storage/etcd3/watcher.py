@@ -138,6 +138,7 @@ class Etcd3Watcher:
                 self._client.range(start, end, limit=_INITIAL_BATCH, revision=revision),
                 self._timeout,
                 self._key,
+                operation="list" if self._recursive else "get",
             )
             revision = revision or resp.revision
             for kv in resp.kvs:

@@ -1,5 +1,6 @@
 """Single-object verbs over HTTP against a real etcd: create, get, update, patch, delete
-— codes, reasons and messages as kube-apiserver's (SEMANTICS.md §1-2 and its table)."""
+— codes, reasons and messages as kube-apiserver's (``storage/errors/storage.go``,
+``apimachinery/pkg/api/errors``)."""
 
 from __future__ import annotations
 

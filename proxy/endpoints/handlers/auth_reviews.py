@@ -191,9 +191,7 @@ async def _get(request: web.Request, plural: str, namespace: str, name: str) -> 
     ctx = request.app[API_CONTEXT]
     resource = ctx.registry.lookup("", plural)
     assert resource is not None
-    rs = ctx.storages.for_resource(resource)
-    with apierrors.storage_errors(resource.qualified, name):
-        stored = await rs.store.get(rs.object_key(namespace, name), GetOptions())
+    stored = await ctx.store(resource).get(namespace, name, GetOptions())
     return stored.obj
 
 

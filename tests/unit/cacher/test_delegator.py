@@ -1,4 +1,5 @@
-"""The delegator's routing table (SEMANTICS §2-3 classic + ConsistentListFromCache), with a
+"""The delegator's routing table (upstream ``cacher/delegator.go``, classic +
+ConsistentListFromCache), with a
 fake etcd3 store and a cacher driven by hand (no I/O, fake clock)."""
 
 from __future__ import annotations

@@ -45,13 +45,13 @@ async def test_translate(err: etcd_errors.EtcdError, kind: type, is_timeout: boo
         raise err
 
     with pytest.raises(kind):
-        await call(failing(), 1.0)
+        await call(failing(), 1.0, operation="get")
 
 
 async def test_call_is_bounded() -> None:
     never = asyncio.Event()
     with pytest.raises(errors.Unavailable) as err:
-        await call(never.wait(), 0.05)
+        await call(never.wait(), 0.05, operation="get")
     assert err.value.timeout
 
 
@@ -60,7 +60,7 @@ async def test_call_raw_errors_pass_through() -> None:
         raise etcd_errors.Compacted(3)
 
     with pytest.raises(etcd_errors.Compacted):
-        await call(compacted(), 1.0, raw=(etcd_errors.Compacted,))
+        await call(compacted(), 1.0, operation="list", raw=(etcd_errors.Compacted,))
 
 
 @pytest.mark.parametrize(
