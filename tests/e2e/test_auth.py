@@ -267,3 +267,26 @@ def test_service_account_token_with_kubectl_and_python_client(secure: Secure) ->
     assert _eventually(
         lambda: _get(secure, "/api/v1/namespaces/default/pods", token=token)[0] == 401
     )
+
+
+def test_cluster_role_aggregation_follows_labelled_roles(secure: Secure) -> None:
+    extra = {"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["get"]}
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "widgets-view",
+                     "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+        "rules": [extra],
+    }  # fmt: skip
+
+    def rules_of(name: str) -> list[dict[str, Any]]:
+        rc, out = kubectl(secure, "get", "clusterrole", name, "-o", "json")
+        assert rc == 0, out
+        rules: list[dict[str, Any]] = json.loads(out).get("rules") or []
+        return rules
+
+    assert extra not in rules_of("view")
+    assert kubectl(secure, "apply", "-f", "-", stdin=json.dumps(role))[0] == 0
+    # view aggregates it, and edit and admin aggregate view's rules in turn
+    assert _eventually(lambda: extra in rules_of("view") and extra in rules_of("admin"))
+    assert kubectl(secure, "delete", "clusterrole", "widgets-view")[0] == 0
+    assert _eventually(lambda: extra not in rules_of("view"))
