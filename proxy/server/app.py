@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import signal
 import ssl
@@ -227,6 +228,12 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         # talk plain HTTP keep working when a secure port is added
         if settings.port is not None:
             await _start_site(runner, settings, settings.port, None)
+            if not _is_loopback(settings.bind_address):
+                log.warning(
+                    "the plain port %d on %s is reachable from the network and serves every "
+                    "request as system:masters; serve --secure-port instead",
+                    settings.port, settings.bind_address,
+                )  # fmt: skip
         if settings.secure_port is not None:
             await _start_site(runner, settings, settings.secure_port, ssl_context)
         await stop.wait()
@@ -238,6 +245,13 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         await runner.cleanup()
         await client.close()
     return 0
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address == "localhost"
 
 
 async def _start_site(
