@@ -82,7 +82,8 @@ class Auth:
     max_token_expiration: float
     informer: RBACInformer | None = None
     bootstrap: BootstrapPolicy | None = None
-    # set by install_auth: the service-account authenticator's object lookups
+    # set by auth_cleanup_ctx at start-up: the service-account authenticator's object
+    # lookups (from the watch cache), reached through this box from build_auth's closure
     getter_box: list[ObjectGetter] = field(default_factory=list)
 
     def rbac_ready(self) -> bool:
