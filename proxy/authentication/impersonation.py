@@ -21,6 +21,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from multidict import CIMultiDictProxy
 
+from proxy.apierrors import go_quote
 from proxy.authentication.filter import is_secure, status_response
 from proxy.authentication.user import (
     ALL_AUTHENTICATED,
@@ -154,6 +155,13 @@ def impersonated_user(requests: list[ImpersonationRequest], groups_given: bool) 
     return UserInfo(name=name, uid=uid, groups=tuple(groups), extra=extra)
 
 
+def _internal_error(request: web.Request, message: str) -> web.Response:
+    """Upstream's ``responsewriters.InternalError``: plain text, not a Status."""
+    return web.Response(
+        status=500, text=f"Internal Server Error: {go_quote(request.path_qs)}: {message}\n"
+    )
+
+
 def impersonation_middleware(
     authorizer: Union,
 ) -> Middleware:
@@ -164,17 +172,12 @@ def impersonation_middleware(
         try:
             requests = impersonation_requests(request.headers)
         except ImpersonationError as e:
-            return web.Response(
-                status=500,
-                text=f"Internal Server Error: {request.path_qs!r}: {e}\n".replace("'", '"'),
-            )
+            return _internal_error(request, str(e))
         if not requests:
             return await handler(request)
         requestor = request_user(request)
         if requestor is None:
-            return web.Response(
-                status=500, text="Internal Server Error: no user found for request\n"
-            )
+            return _internal_error(request, "no user found for request")
         for req in requests:
             attrs = _attributes(requestor, req)
             decision, reason = authorize(authorizer, attrs)
