@@ -120,7 +120,7 @@ def authorize(authorizer: Union, attrs: Attributes) -> tuple[Decision, str]:
     attempts, duration = _ATTEMPTS[result]
     attempts.inc()
     duration.observe(time.perf_counter() - start)
-    if named is not None:
+    if named is not None and named.type:  # the superuser shortcut is not counted
         key = (named.type, named.name, result)
         child = _DECISIONS.get(key)
         if child is None:

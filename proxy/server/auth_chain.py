@@ -148,7 +148,8 @@ def _signing_key(settings: Settings) -> str:
 
 
 def _authorizer(settings: Settings, informer: RBACInformer | None) -> modes.Union:
-    chain = [modes.NamedAuthorizer("Privileged", "privileged", modes.PrivilegedGroups())]
+    # first, as upstream's superuser authorizer; not instrumented (no type), as upstream
+    chain = [modes.NamedAuthorizer("", "privileged", modes.PrivilegedGroups())]
     for mode in settings.authorization_mode:
         if mode == "AlwaysAllow":
             chain.append(modes.NamedAuthorizer(mode, "allow", modes.AlwaysAllow()))
