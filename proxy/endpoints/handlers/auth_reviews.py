@@ -288,7 +288,9 @@ def jwks(auth: Auth) -> JSON:
 async def _openid_configuration(request: web.Request) -> web.StreamResponse:
     auth = request.app[AUTH]
     settings = request.app[API_CONTEXT].settings
-    jwks_uri = settings.service_account_jwks_uri or f"{auth.issuer}/openid/v1/jwks"
+    # kube's default is https://<external address>/openid/v1/jwks; the address the
+    # client reached this server by stands in for --external-hostname
+    jwks_uri = settings.service_account_jwks_uri or f"https://{request.host}/openid/v1/jwks"
     algs = sorted({v["alg"] for v in jwks(auth)["keys"]})
     doc = {
         "issuer": auth.issuer,
