@@ -179,6 +179,13 @@ def test_role_binding_grants_and_can_i(secure: Secure) -> None:
     assert kubectl(secure, "auth", "can-i", "list", "pods", user="bob") == (0, "yes")
     assert kubectl(secure, "auth", "can-i", "list", "pods", "-n", "kube-system", user="bob")[0] == 1
     assert kubectl(secure, "auth", "can-i", "delete", "pods", user="bob")[0] == 1
+    # non-resource URLs: the bootstrap policy's system:discovery and public-info-viewer
+    assert kubectl(secure, "auth", "can-i", "get", "/healthz", user="bob") == (0, "yes")
+    assert kubectl(secure, "auth", "can-i", "get", "/metrics", user="bob")[0] == 1
+    # subresources: view reads pods/log but may not exec
+    log = ("auth", "can-i", "get", "pods", "--subresource=log")
+    assert kubectl(secure, *log, user="bob")[1] == "yes"
+    assert kubectl(secure, "auth", "can-i", "create", "pods/exec", user="bob")[0] == 1
     rc, out = kubectl(secure, "auth", "can-i", "--list", user="bob")
     assert rc == 0 and "pods" in out and "[get list watch]" in out
     # --as: the admin may impersonate; alice may not
