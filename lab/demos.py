@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from lab import seed
+from lab import demos_auth, seed
 from lab.apiserver import APIServer
 from lab.control import etcd_start, etcd_stop
 from lab.metrics import Scrape, scrape
@@ -498,6 +498,8 @@ DEMOS: dict[str, tuple[DemoFn, str]] = {
     "raw-etcd": (raw_etcd, "the key layout and stored bytes, straight from etcd"),
     "consistent-read": (consistent_read, "ConsistentListFromCache on vs off"),
     "too-old": (too_old, "compaction, then 410 too old resource version"),
+    "authn": (demos_auth.authn, "who am I: anonymous, token, certificate, service account"),
+    "rbac": (demos_auth.rbac, "the learner: denied, granted by a RoleBinding, allowed"),
     "etcd-down": (etcd_down, "etcd stopped: RV=0 still served, quorum reads fail"),
 }
 

@@ -46,6 +46,7 @@ __all__ = [
     "conflict",
     "expired",
     "from_storage_error",
+    "go_quote",
     "internal_error",
     "invalid",
     "method_not_supported",
@@ -230,10 +231,15 @@ def _go_quote_char(char: str) -> str:
 def _go_quote(value: object) -> str:
     """Go's ``%q`` of a string (escapes for control and unprintable characters)."""
     if isinstance(value, str):
+        if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+            return f'"{value}"'  # nothing to escape (the common case, on hot paths)
         return '"' + "".join(_go_quote_char(c) for c in value) + '"'
     if isinstance(value, bool):  # Go prints true/false
         return "true" if value else "false"
     return str(value)
+
+
+go_quote = _go_quote
 
 
 def invalid(group_kind: str, name: str, errors: Sequence[FieldError]) -> StatusError:

@@ -20,8 +20,8 @@ The code is the status of the response the client got, as upstream's
 away after its headers were sent counts its 200, not an error; a request whose client
 left before any header was written counts ``0`` (no status was sent).
 The access log is one JSON line per resource request on the ``watchcache.access``
-logger: verb, path, code, duration, and for LISTs where they were served from and the
-objects fetched/returned.
+logger: verb, path, code, duration, the user, and for LISTs where they were served from
+and the objects fetched/returned.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 
+from proxy.authentication.user import request_user
 from proxy.endpoints.request_info import REQUEST_INFO, RequestInfo, query_bool
 from proxy.endpoints.responsewriter import response_started
 from storage.interfaces import ListResult
@@ -182,6 +183,9 @@ def _access(request: web.Request, info: RequestInfo, code: int, elapsed: float) 
         "code": code,
         "ms": round(elapsed * 1000, 1),
     }
+    user = request_user(request)
+    if user is not None:  # the authenticated (or impersonated) user, as kube's httplog
+        entry["user"] = user.name
     cost = request.get(_LIST_COST)
     if cost is not None:
         entry.update(cost)

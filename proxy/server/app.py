@@ -20,22 +20,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import signal
+import ssl
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 
 from aiohttp import web
 
+from proxy.authorization.rbac.informer import RBACInformer
 from proxy.endpoints import negotiation, responsewriter
 from proxy.endpoints.discovery.legacy import setup_discovery_routes
+from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
-from proxy.registry.resources import Registry, build_registry
-from proxy.registry.storage_factory import StorageContext, StorageMap
+from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
+from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
+from proxy.server.auth_chain import AUTH, Auth, auth_cleanup_ctx, build_auth
 from proxy.server.context import API_CONTEXT, APIContext
 from proxy.server.filters import handler_chain
 from proxy.server.healthz import setup_health_routes
+from proxy.server.secure_serving import server_ssl_context
 from proxy.server.settings import ConfigError, Settings, load_settings
 from proxy.server.system_namespaces import SystemNamespaces
 
@@ -69,20 +75,39 @@ async def _version(request: web.Request) -> web.Response:
 def build_app(
     settings: Settings, storage_ctx: StorageContext, registry: Registry | None = None
 ) -> web.Application:
-    """The application: health, version, discovery and resource routes over ``storage_ctx``."""
+    """The application: health, version, discovery and resource routes over ``storage_ctx``;
+    with a secure port, authentication and authorization (``proxy.server.auth_chain``)
+    in front of them and the review, TokenRequest and OIDC routes."""
+    secure = settings.secure_port is not None
+    auth: Auth | None = None
+    informer: RBACInformer | None = None
+    storages = StorageMap(storage_ctx)
+    if secure:
+        if "RBAC" in settings.authorization_mode:
+            informer = RBACInformer(lambda plural: _rbac_storage(ctx, plural))
+        auth = build_auth(settings, informer)
     app = web.Application(
-        middlewares=handler_chain(settings),
+        middlewares=handler_chain(
+            settings,
+            authentication=auth.authentication_filters() if auth else (),
+            authorization=auth.authorization_filters() if auth else (),
+        ),
         # bodies are read by the handlers with their own limit (413 as a Status)
         client_max_size=settings.max_request_body_bytes + 1,
     )
     responsewriter.install(app)
     ctx = APIContext(
         settings=settings,
-        registry=registry or build_registry(),
+        registry=registry or build_registry(SERVED + REVIEWS if secure else SERVED),
         storage_ctx=storage_ctx,
-        storages=StorageMap(storage_ctx),
+        storages=storages,
+        auth=auth,
     )
     app[API_CONTEXT] = ctx
+    if auth is not None:
+        app[AUTH] = auth
+        setup_auth_routes(app)
+        app.cleanup_ctx.append(auth_cleanup_ctx(auth, lambda plural: _rbac_storage(ctx, plural)))
     setup_health_routes(app)
     setup_metrics_routes(app)
     app.router.add_get("/version", _version)
@@ -107,6 +132,13 @@ def build_app(
     return app
 
 
+def _rbac_storage(ctx: APIContext, plural: str) -> ResourceStorage:
+    group = "" if plural in ("serviceaccounts", "pods", "secrets") else "rbac.authorization.k8s.io"
+    resource = ctx.registry.lookup(group, plural)
+    assert resource is not None, plural
+    return ctx.storages.for_resource(resource)
+
+
 def _storages_and_compactor(
     ctx: APIContext,
 ) -> Callable[[web.Application], AsyncIterator[None]]:
@@ -117,7 +149,7 @@ def _storages_and_compactor(
 
     async def run(app: web.Application) -> AsyncIterator[None]:
         ctx.storage_ctx.start()
-        ctx.storages.build_all(ctx.registry)
+        ctx.storages.build_all(r for r in ctx.registry if r.group not in REVIEW_GROUPS)
         yield
 
     return run
@@ -170,7 +202,12 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     storage_ctx = StorageContext(settings=settings, client=client)
-    app = build_app(settings, storage_ctx)
+    try:
+        ssl_context = server_ssl_context(settings) if settings.secure_port is not None else None
+        app = build_app(settings, storage_ctx)
+    except ConfigError:
+        await client.close()
+        raise
     runner = web.AppRunner(
         app,
         handler_cancellation=True,  # a client that goes away cancels its handler (watches)
@@ -179,17 +216,18 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     )
     try:
         await runner.setup()
-        site = web.TCPSite(runner, settings.bind_address, settings.port)
-        await site.start()
-        host, port = _bound_address(runner, settings)
-        print(f"serving on http://{host}:{port}", flush=True)
-        log.info(
-            "serving on http://%s:%d (etcd %s, prefix %s)",
-            host,
-            port,
-            ",".join(settings.etcd_servers),
-            settings.etcd_prefix,
-        )
+        # the plain port first: scripts that wait for the first "serving on" line and
+        # talk plain HTTP keep working when a secure port is added
+        if settings.port is not None:
+            await _start_site(runner, settings, settings.port, None)
+            if not _is_loopback(settings.bind_address):
+                log.warning(
+                    "the plain port %d on %s is reachable from the network and serves every "
+                    "request as system:masters; serve --secure-port instead",
+                    settings.port, settings.bind_address,
+                )  # fmt: skip
+        if settings.secure_port is not None:
+            await _start_site(runner, settings, settings.secure_port, ssl_context)
         await stop.wait()
         log.info("shutting down")
         app[API_CONTEXT].shutting_down = True
@@ -201,11 +239,29 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     return 0
 
 
-def _bound_address(runner: web.AppRunner, settings: Settings) -> tuple[str, int]:
-    for address in runner.addresses:
-        if isinstance(address, tuple) and len(address) >= 2:
-            return settings.bind_address, int(address[1])
-    return settings.bind_address, settings.port
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address == "localhost"
+
+
+async def _start_site(
+    runner: web.AppRunner, settings: Settings, port: int, ssl_context: ssl.SSLContext | None
+) -> None:
+    site = web.TCPSite(runner, settings.bind_address, port, ssl_context=ssl_context)
+    await site.start()
+    bound = port
+    server = site._server  # aiohttp exposes the bound port only through the server
+    if isinstance(server, asyncio.base_events.Server) and server.sockets:
+        bound = int(server.sockets[0].getsockname()[1])
+    scheme = "https" if ssl_context is not None else "http"
+    host = settings.bind_address
+    print(f"serving on {scheme}://{host}:{bound}", flush=True)
+    log.info(
+        "serving on %s://%s:%d (etcd %s, prefix %s)",
+        scheme, host, bound, ",".join(settings.etcd_servers), settings.etcd_prefix,
+    )  # fmt: skip
 
 
 def main(argv: Sequence[str]) -> int:
@@ -220,5 +276,9 @@ def main(argv: Sequence[str]) -> int:
         stream=sys.stderr,
     )
     with contextlib.suppress(KeyboardInterrupt):
-        return asyncio.run(serve(settings))
+        try:
+            return asyncio.run(serve(settings))
+        except ConfigError as e:
+            print(f"watchcache serve: {e}", file=sys.stderr)
+            return 2
     return 0

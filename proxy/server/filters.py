@@ -11,14 +11,14 @@ pipeline that later issues add goes (each is one middleware inserted at its mark
                              (after request info, outside what can answer early)
     4. request deadline +    with_timeout: non-long-running requests end at
        timeout                 min(?timeout=, --request-timeout) with 504
-       -- authentication     (later: pkg/endpoints/filters/authentication.go)
+    5. authentication        proxy.authentication.filter (secure port; 401)
        -- audit              (later: pkg/endpoints/filters/audit.go)
-       -- impersonation      (later: pkg/endpoints/filters/impersonation.go)
-    5. max in flight         with_max_in_flight: 429 beyond --max-requests-inflight /
+    6. impersonation         proxy.authentication.impersonation (secure port; 403)
+    7. max in flight         with_max_in_flight: 429 beyond --max-requests-inflight /
                              --max-mutating-requests-inflight
-       -- priority and fairness (later: replaces 5 when enabled, as upstream)
-       -- authorization      (later: pkg/endpoints/filters/authorization.go)
-    6. handler errors        with_handler_errors: a StatusError a handler raises is
+       -- priority and fairness (later: replaces 7 when enabled, as upstream)
+    8. authorization         proxy.authorization.filter (secure port; 403)
+    9. handler errors        with_handler_errors: a StatusError a handler raises is
                              written as its Status (upstream's handlers write their own
                              errors: ``responsewriters.ErrorNegotiated``)
     → the router: endpoints/handlers, discovery, health, metrics
@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Sequence
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
@@ -229,16 +230,26 @@ async def with_handler_errors(request: web.Request, handler: Handler) -> web.Str
         )
 
 
-def handler_chain(settings: Settings) -> list[Middleware]:
-    """The middlewares, outermost first (the order of the module docstring)."""
+def handler_chain(
+    settings: Settings,
+    *,
+    authentication: Sequence[Middleware] = (),
+    authorization: Sequence[Middleware] = (),
+) -> list[Middleware]:
+    """The middlewares, outermost first (the order of the module docstring).
+    ``authentication`` (authentication, then impersonation) and ``authorization`` are
+    the secure port's filters (``proxy.server.auth_chain``); they answer with their own
+    Status and pass the plain port's requests through."""
     chain: list[Middleware | None] = [
         with_panic_recovery,
         with_request_info,
         with_metrics,
         with_timeout(settings),
-        # authentication, audit, impersonation go here
+        *authentication,
+        # audit goes here (between authentication and impersonation upstream)
         with_max_in_flight(settings),
-        # priority and fairness (instead of max in flight), authorization go here
+        # priority and fairness (instead of max in flight) goes here
+        *authorization,
         with_handler_errors,
     ]
     return [m for m in chain if m is not None]

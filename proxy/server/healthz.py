@@ -17,6 +17,8 @@ ending ``<name> check failed``; success answers ``ok`` (or the list, ending
   unexpected error in its tasks; its line names each such cache and the error
   (``[-]watch-cache failed: watch cache of pods is restarting after reflector failed:
   ...``). Caches merely re-listing (after a compaction) or still priming do not fail it.
+- ``poststarthook/rbac/bootstrap-roles`` (readyz only, with RBAC on the secure port):
+  fails until the bootstrap policy is reconciled (``proxy.authorization.rbac.reconcile``).
 - ``shutdown``: fails once shutdown has begun (readyz only), so load balancers drain.
 - livez has no etcd check: restarting this server does not bring etcd back, and it
   recovers by itself when etcd returns.
@@ -76,8 +78,14 @@ async def _watch_caches(ctx: APIContext) -> None:
         raise _Named("; ".join(failed))
 
 
+async def _rbac_bootstrap(ctx: APIContext) -> None:
+    if ctx.auth is not None and not ctx.auth.rbac_ready():
+        raise RuntimeError("the bootstrap RBAC policy is not reconciled yet")
+
+
 SYSTEM_NAMESPACES_CHECK = "poststarthook/start-system-namespaces-controller"
 STORAGE_READINESS_CHECK = "poststarthook/storage-readiness"
+RBAC_BOOTSTRAP_CHECK = "poststarthook/rbac/bootstrap-roles"
 
 CHECKS: dict[str, list[tuple[str, Check]]] = {
     "healthz": [("ping", _ping), ("log", _ping), ("etcd", _etcd)],
@@ -89,6 +97,7 @@ CHECKS: dict[str, list[tuple[str, Check]]] = {
         (SYSTEM_NAMESPACES_CHECK, _system_namespaces),
         (STORAGE_READINESS_CHECK, _storage_readiness),
         ("watch-cache", _watch_caches),
+        (RBAC_BOOTSTRAP_CHECK, _rbac_bootstrap),
         ("shutdown", _shutdown),
     ],
 }

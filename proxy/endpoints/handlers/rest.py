@@ -113,6 +113,7 @@ async def create_object(
         await ensure_namespace(ctx, namespace)
     validation.validate_create(obj, resource)
     name = str(obj["metadata"]["name"])
+    _admit_rbac_write(request, ctx, resource, namespace, name, obj)
     stored = await store.create(namespace, name, obj, dry_run=dry_run)
     return negotiation.object_response(
         request, resource, stored.data, 201, fmt=media, warnings=warnings
@@ -143,6 +144,19 @@ def _decode_validated(
     return validation.validate_written(obj, raw, resource, mode)
 
 
+def _admit_rbac_write(
+    request: web.Request,
+    ctx: APIContext,
+    resource: ResourceInfo,
+    namespace: str,
+    name: str,
+    obj: JSONObject,
+) -> None:
+    """RBAC escalation prevention, where authorization is on (the secure port)."""
+    if ctx.auth is not None:
+        ctx.auth.admit_rbac_write(request, resource.group, resource.plural, namespace, name, obj)
+
+
 def _current_rv(current: JSONObject) -> str:
     return str((current.get("metadata") or {}).get("resourceVersion") or "")
 
@@ -165,6 +179,7 @@ async def update_object(
     expected_rv = str(new["metadata"].get("resourceVersion") or "")
     key = store.object_key(namespace, info.name)
     outcome = _Outcome()
+    _admit_rbac_write(request, ctx, resource, namespace, info.name, new)
 
     async def try_update(current: JSONObject) -> JSONObject:
         if not current:  # absent and the resource allows create-on-update
@@ -239,6 +254,7 @@ async def patch_object(
             patched, patch.decoded_patch(body), resource, mode
         )
         warnings[:] = found
+        _admit_rbac_write(request, ctx, resource, namespace, info.name, patched)
         updated = object_meta.prepare_for_update(patched, current, resource, info.subresource)
         validation.validate_update(updated, current, resource, info.subresource)
         return _unchanged_or(current, updated)
