@@ -137,8 +137,10 @@ def _forbidden(user: str, verb: str, ns: str, name: str = "") -> str:
     return f'{head}: User "{user}" cannot {verb} resource "configmaps" in API group "" {scope}'
 
 
-async def _check_list(http: aiohttp.ClientSession, s: Secure, model: Model, user: str, ns: str,
-                      all_cms: dict[tuple[str, str], dict[str, str]], rng: random.Random) -> None:  # fmt: skip
+async def _check_list(
+    http: aiohttp.ClientSession, s: Secure, model: Model, user: str, ns: str,
+    all_cms: dict[tuple[str, str], dict[str, str]], rng: random.Random,
+) -> None:  # fmt: skip
     color = rng.choice(["", "red", "blue"])
     params = {"labelSelector": f"color={color}"} if color else {}
     if rng.random() < 0.5:
