@@ -210,9 +210,9 @@ async def test_the_cache_reads_etcd_through_the_store_and_its_metric(
     )  # fmt: skip
     try:
         assert await cached.cacher.wait_ready(15)
-        assert count("range") >= 1  # the reflector's LIST
-        gets = count("get")
+        assert count("list") >= 1  # the reflector's LIST
+        probes = count("getCurrentResourceVersion")
         await cached.get_list(f"{etcd_prefix}/pods/", opts())  # a consistent LIST
-        assert count("get") == gets + 1  # the revision probe
+        assert count("getCurrentResourceVersion") == probes + 1  # the revision probe
     finally:
         await cached.close()
