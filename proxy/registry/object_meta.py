@@ -102,6 +102,14 @@ def _metadata(obj: JSON) -> JSON:
     return meta
 
 
+def _parsed_resource_version(value: object) -> int:
+    """The resourceVersion as the etcd3 store's versioner reads it on create: an unsigned
+    integer; anything that does not parse counts as unset (and is cleared on write)."""
+    text = value if isinstance(value, str) else ""
+    parsed = int(text) if text.isascii() and text.isdigit() else 0
+    return parsed if parsed < 1 << 64 else 0
+
+
 def prepare_for_create(
     obj: JSON,
     resource: ResourceInfo,
@@ -128,7 +136,7 @@ def prepare_for_create(
         meta["namespace"] = namespace
     else:
         meta.pop("namespace", None)
-    if meta.get("resourceVersion"):
+    if _parsed_resource_version(meta.pop("resourceVersion", None)):
         # upstream's etcd3 store returns a plain error here: 500, no reason
         raise apierrors.unknown_error("resourceVersion should not be set on objects to be created")
     name = meta.get("name") or ""

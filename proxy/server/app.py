@@ -35,6 +35,7 @@ from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import metrics_middleware, setup_metrics_routes
 from proxy.registry.resources import Registry, build_registry
 from proxy.registry.storage_factory import StorageContext, StorageMap
+from proxy.server import http_errors
 from proxy.server.context import API_CONTEXT, APIContext
 from proxy.server.healthz import setup_health_routes
 from proxy.server.settings import ConfigError, Settings, load_settings
@@ -102,25 +103,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             )
         )
     except web.HTTPException as e:
-        if e.status == 404:
-            return _status_response(
-                apierrors.StatusError(
-                    apierrors.status_body(
-                        404, "NotFound", "the server could not find the requested resource", {}
-                    )
-                )
-            )
-        if e.status == 405:
-            return _status_response(
-                apierrors.StatusError(
-                    apierrors.status_body(
-                        405,
-                        "MethodNotAllowed",
-                        f"{request.method} is not allowed on {request.path}",
-                    )
-                )
-            )
-        raise
+        routed = http_errors.route_error(request, e)
+        if routed is None:
+            raise
+        return routed
     except (asyncio.CancelledError, ConnectionResetError):
         raise
     except Exception as e:
@@ -249,6 +235,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         handler_cancellation=True,  # a client that goes away cancels its handler (watches)
         shutdown_timeout=settings.shutdown_timeout,
         access_log=None,
+        **http_errors.protocol_options(),
     )
     try:
         await runner.setup()

@@ -394,13 +394,19 @@ async def test_delete_preconditions(http: aiohttp.ClientSession, namespace: str)
         assert resp.status == 409
     assert status["reason"] == "Conflict"
     assert status["message"] == (
-        f'Operation cannot be fulfilled on pods "pre": Precondition failed: '
-        f"UID in precondition: B, UID in object meta: {uid}"
+        f'Operation cannot be fulfilled on Pod "pre": the UID in the precondition (B) does '
+        f"not match the UID in record ({uid}). The object might have been deleted and then "
+        "recreated"
     )
+    assert status["details"] == {"name": "pre", "kind": "Pod"}
     stale = {"preconditions": {"resourceVersion": "1"}}
     async with http.delete(pods(namespace, "pre"), json=stale) as resp:
         assert resp.status == 409
-        assert "Precondition failed" in (await _json(resp))["message"]
+        assert (await _json(resp))["message"] == (
+            'Operation cannot be fulfilled on Pod "pre": the ResourceVersion in the '
+            "precondition (1) does not match the ResourceVersion in record "
+            f"({obj['metadata']['resourceVersion']}). The object might have been modified"
+        )
     good = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}}
     async with http.delete(pods(namespace, "pre"), json=good) as resp:
         assert resp.status == 200

@@ -125,6 +125,10 @@ async def test_protobuf_body_is_a_clear_415(http: aiohttp.ClientSession, namespa
         )
     path = f"/api/v1/namespaces/{namespace}/pods/none"
     async with http.patch(path, data=b"{}", headers={"Content-Type": "application/json"}) as r:
+        # go-restful refuses a body the PATCH route does not consume, before the handler
+        assert await _status(r, 415, "UnsupportedMediaType") == "415: Unsupported Media Type"
+    async with http.patch(path, headers={"Content-Type": "application/json"}) as r:
+        # without a body the patch handler itself refuses the type, naming the supported ones
         assert (await _status(r, 415, "UnsupportedMediaType")).endswith(
             "application/json-patch+json, application/merge-patch+json, "
             "application/strategic-merge-patch+json"

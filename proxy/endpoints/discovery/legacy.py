@@ -21,7 +21,6 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy import apierrors
 from proxy.endpoints import negotiation
 from proxy.endpoints.discovery import aggregated as discovery_aggregated
 from proxy.openapi import documents as openapi
@@ -110,20 +109,17 @@ def api_resource_list(registry: Registry, group: str, version: str) -> JSON | No
     for r in sorted(resources, key=lambda r: r.plural):
         entries.append(_resource_entry(r))
         entries.extend(_subresource_entry(r, s) for s in r.subresources)
-    return {
-        "kind": "APIResourceList",
-        "apiVersion": "v1",
-        "groupVersion": f"{group}/{version}" if group else version,
-        "resources": entries,
-    }
+    body: JSON = {"kind": "APIResourceList"}
+    if group:  # the legacy /api/v1 list is written without one by kube-apiserver
+        body["apiVersion"] = "v1"
+    body.update(groupVersion=f"{group}/{version}" if group else version, resources=entries)
+    return body
 
 
-def _not_found() -> apierrors.StatusError:
-    return apierrors.StatusError(
-        apierrors.status_body(
-            404, "NotFound", "the server could not find the requested resource", {}
-        )
-    )
+def _not_found() -> web.HTTPNotFound:
+    """No such group or version: the server's not-found answer for the path (a Status
+    under a served group, plain text otherwise: ``proxy.server.http_errors``)."""
+    return web.HTTPNotFound()
 
 
 def _aggregated(request: web.Request, path: str) -> web.StreamResponse | None:

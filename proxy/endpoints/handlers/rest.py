@@ -23,7 +23,7 @@ from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.request_info import RequestInfo, parse_request_info
 from proxy.patch import patcher as patch
 from proxy.printers.table import AcceptedFormat
-from proxy.registry import object_meta, scale, validation
+from proxy.registry import before_delete, object_meta, scale, validation
 from proxy.registry.dry_run import DryRunStore, is_dry_run
 from proxy.registry.field_validation import Mode
 from proxy.registry.resources import ResourceInfo
@@ -38,12 +38,7 @@ JSON = dict[str, Any]
 
 Writer = Interface | DryRunStore
 
-_NOT_FOUND_MESSAGE = "the server could not find the requested resource"
-
-
-def path_not_found() -> apierrors.StatusError:
-    """go-restful's 404 for a path no route serves."""
-    return apierrors.StatusError(apierrors.status_body(404, "NotFound", _NOT_FOUND_MESSAGE, {}))
+path_not_found = apierrors.path_not_found
 
 
 def storage_errors(
@@ -54,9 +49,12 @@ def storage_errors(
 
 
 def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
+    """The resource a request addresses: 404 where no route serves the path (plain text
+    outside the served API groups, ``proxy.server.http_errors``), 405 where a route serves
+    the path but not this method, as go-restful answers."""
     resource = ctx.registry.get(info.group, info.version, info.resource)
     if resource is None:
-        raise path_not_found()
+        raise web.HTTPNotFound()
     if info.subresource and info.subresource not in resource.subresources:
         raise path_not_found()
     if len(info.parts) > 3:
@@ -64,12 +62,19 @@ def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
     if not resource.namespaced and info.namespace and info.resource != "namespaces":
         raise path_not_found()
     if resource.namespaced and not info.namespace and info.verb not in ("list", "watch"):
-        raise path_not_found()  # only list/watch exist across all namespaces
+        # only list/watch exist across all namespaces; the collection path has a GET
+        raise path_not_found() if info.name else apierrors.method_not_allowed()
     if info.subresource and info.verb not in ("get", "update", "patch"):
-        raise apierrors.method_not_supported(f"{resource.qualified}/{info.subresource}", info.verb)
+        raise apierrors.method_not_allowed()
+    if (info.verb == "create" and info.name) or (info.verb in _NAMED and not info.name):
+        raise apierrors.method_not_allowed()  # POST to an object, PUT/PATCH to a collection
     if not resource.allows(info.verb):
-        raise apierrors.method_not_supported(resource.qualified, info.verb)
+        raise apierrors.method_not_allowed()
     return resource
+
+
+# verbs only an object path serves
+_NAMED = frozenset({"update", "patch"})
 
 
 async def handle_resource(request: web.Request) -> web.StreamResponse:
@@ -125,8 +130,6 @@ async def create_object(
     request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
 ) -> web.StreamResponse:
     resource = rs.resource
-    if info.name:  # POST on a named path creates a subresource; none is served
-        raise apierrors.method_not_supported(resource.qualified, "create")
     media, writer, obj, warnings = await _write_request(request, ctx, rs, "CreateOptions")
     namespace = _namespace(info, resource)
     object_meta.prepare_for_create(obj, resource, namespace)
@@ -235,7 +238,7 @@ async def patch_object(
     resource = rs.resource
     media = _response_type(request)
     patch_type = negotiation.media_type_of(request, default="")
-    patch.check_patch_type(patch_type)
+    patch.check_patch_type(patch_type, request.content_length)
     mode = validation.field_mode(request.query, "PatchOptions")
     writer = _writer(request, rs, "PatchOptions")
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
@@ -282,11 +285,13 @@ async def delete_object(
     if namespace_lifecycle.is_namespaces(rs.resource):
         namespace_lifecycle.check_deletable(info.name)
         with storage_errors(rs.resource, info.name):  # 404 before its contents go
-            await rs.store.get(key, GetOptions())
+            current = await rs.store.get(key, GetOptions())
+        before_delete.check_preconditions(rs.resource, opts.preconditions, current.obj)
         if not opts.dry_run:
             await namespace_lifecycle.delete_contents(ctx, info.name)
+    check = before_delete.validate_deletion(rs.resource, opts.preconditions)
     with storage_errors(rs.resource, info.name):
-        stored = await writer.delete(key, opts.preconditions)
+        stored = await writer.delete(key, None, check)
     return negotiation.object_response(request, rs.resource, stored.data, fmt=media)
 
 

@@ -1,0 +1,200 @@
+"""Answers measured on, or read from, kube-apiserver (k8s.io/apiserver, go-restful, Go's
+net/http) for requests at the edges: each test states upstream's answer.
+
+- POST to an object path / PUT to a collection: go-restful's 405, details {}.
+- PATCH with a body of a type the route does not consume: go-restful's 415.
+- ``/api/v1``'s APIResourceList carries no apiVersion.
+- ``Content-Encoding`` on a request is ignored: the body is decoded as sent.
+- ``metadata.resourceVersion`` on create: the etcd3 store's plain error (500, no reason)
+  for a numeric one; one that does not parse is ignored.
+- An object etcd refuses as too large: etcd's text, 500, no reason (kube passes it on).
+- Malformed HTTP: a plain-text 400 from the protocol layer, logged at debug level.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import io
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+
+from tests.integration.conftest import ServerFactory, create
+
+pytestmark = pytest.mark.etcd
+
+JSON = dict[str, Any]
+CM = {"Content-Type": "application/json"}
+
+
+def configmaps(ns: str, name: str = "") -> str:
+    return f"/api/v1/namespaces/{ns}/configmaps" + (f"/{name}" if name else "")
+
+
+async def _answer(resp: aiohttp.ClientResponse) -> tuple[int, JSON]:
+    body: JSON = await resp.json(content_type=None)
+    return resp.status, body
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix"),
+    [("POST", "/cm"), ("PUT", ""), ("PUT", "/"), ("PATCH", "")],
+)
+async def test_a_method_no_route_serves_is_405(
+    http: aiohttp.ClientSession, namespace: str, method: str, suffix: str
+) -> None:
+    headers = {
+        "Content-Type": "application/merge-patch+json" if method == "PATCH" else CM["Content-Type"]
+    }
+    async with http.request(
+        method, configmaps(namespace) + suffix, data=b"{}", headers=headers
+    ) as resp:
+        code, status = await _answer(resp)
+    assert code == 405, status
+    assert status == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "the server does not allow this method on the requested resource",
+        "reason": "MethodNotAllowed",
+        "details": {},
+        "code": 405,
+    }
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("DELETE", "/api/v1/pods"), ("POST", "/api/v1/namespaces/x/pods/p/status")],
+)
+async def test_methods_other_routes_serve_are_405(
+    http: aiohttp.ClientSession, method: str, path: str
+) -> None:
+    """Only list and watch are served on /api/v1/pods; get/put/patch on .../status."""
+    async with http.request(method, path) as resp:
+        code, status = await _answer(resp)
+    assert (code, status["reason"], status["details"]) == (405, "MethodNotAllowed", {})
+
+
+async def test_patch_with_a_type_the_route_does_not_consume_is_go_restful_415(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    await create(http, configmaps(namespace), {"metadata": {"name": "p"}})
+    async with http.patch(configmaps(namespace, "p"), data=b"{}", headers=CM) as resp:
+        code, status = await _answer(resp)
+    assert code == 415
+    assert (status["message"], status["reason"], status["details"]) == (
+        "415: Unsupported Media Type", "UnsupportedMediaType", {}
+    )  # fmt: skip
+
+
+async def test_a_body_type_the_decoder_refuses_has_no_details(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    headers = {"Content-Type": "text/plain"}
+    async with http.post(configmaps(namespace), data=b"{}", headers=headers) as resp:
+        code, status = await _answer(resp)
+    assert code == 415 and "details" not in status
+
+
+async def test_legacy_resource_list_has_no_api_version(http: aiohttp.ClientSession) -> None:
+    async with http.get("/api/v1") as resp:
+        legacy = await resp.json()
+    assert "apiVersion" not in legacy
+    assert (legacy["kind"], legacy["groupVersion"]) == ("APIResourceList", "v1")
+    async with http.get("/apis/apps/v1") as resp:
+        assert (await resp.json())["apiVersion"] == "v1"
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "br", "deflate", "bogus"])
+async def test_request_content_encoding_is_ignored(
+    http: aiohttp.ClientSession, namespace: str, encoding: str
+) -> None:
+    """k8s.io/apiserver never reads a request's Content-Encoding: a plain body is taken."""
+    body = b'{"metadata":{"name":"enc-%s"}}' % encoding.encode()
+    headers = {**CM, "Content-Encoding": encoding}
+    async with http.post(configmaps(namespace), data=body, headers=headers) as resp:
+        code, obj = await _answer(resp)
+    assert code == 201, obj
+
+
+async def test_a_compressed_body_is_undecodable_json(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    body = gzip.compress(b'{"metadata":{"name":"z"}}')
+    headers = {**CM, "Content-Encoding": "gzip"}
+    async with http.post(configmaps(namespace), data=body, headers=headers) as resp:
+        code, status = await _answer(resp)
+    assert (code, status["reason"]) == (400, "BadRequest")
+    assert status["message"].startswith(
+        "the object provided is unrecognized (must be of type ConfigMap): couldn't get "
+        "version/kind; json parse error"
+    )
+
+
+async def test_resource_version_on_create(http: aiohttp.ClientSession, namespace: str) -> None:
+    """etcd3 store's ErrResourceVersionSetOnCreate is a plain error: 500, no reason. A
+    resourceVersion its versioner cannot parse is not "set": the object is created."""
+    body = {"metadata": {"name": "rv", "resourceVersion": "5"}}
+    async with http.post(configmaps(namespace), json=body) as resp:
+        code, status = await _answer(resp)
+    assert code == 500 and "reason" not in status
+    assert status["message"] == "resourceVersion should not be set on objects to be created"
+    body = {"metadata": {"name": "rv", "resourceVersion": "abc"}}
+    async with http.post(configmaps(namespace), json=body) as resp:
+        code, obj = await _answer(resp)
+    assert code == 201 and obj["metadata"]["resourceVersion"] != "abc"
+
+
+async def test_object_etcd_refuses_as_too_large(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    """Under the 3 MiB body limit but over etcd's 1.5 MiB request limit (and over its
+    2 MiB gRPC limit): kube-apiserver passes etcd's error on, 500 without a reason."""
+    for name, size, message in (
+        ("big1", 1_700_000, "etcdserver: request is too large"),
+        ("big2", 2_300_000, "grpc: received message larger than max"),
+    ):
+        body = orjson.dumps({"metadata": {"name": name}, "data": {"k": "x" * size}})
+        async with http.post(configmaps(namespace), data=io.BytesIO(body), headers=CM) as resp:
+            code, status = await _answer(resp)
+        assert code == 500 and "reason" not in status, status
+        assert status["message"].startswith(message)
+
+
+async def _raw_exchange(url: str, request: bytes) -> bytes:
+    host, port = url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(request)
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    return answer
+
+
+@pytest.mark.parametrize(
+    "request_line",
+    [
+        b"G\x01T /api/v1/namespaces HTTP/1.1\r\n",  # invalid method
+        b"GET /api/v1/name spaces\x7f HTTP/1.1\r\n",  # bad characters in the target
+        b"GET /api/v1 HTTP/9.9\r\n",
+    ],
+)
+async def test_malformed_http_is_a_quiet_400(
+    server_factory: ServerFactory, request_line: bytes
+) -> None:
+    server = server_factory()
+    answer = await _raw_exchange(server.url, request_line + b"Host: x\r\n\r\n")
+    assert answer.split(b" ", 2)[1] == b"400", answer
+    server.stop()
+    log = server.log()
+    assert "Traceback" not in log and " ERROR " not in log, log
+
+
+async def test_long_header_lines_are_served(http: aiohttp.ClientSession) -> None:
+    """Go serves up to 1 MiB of headers (kube's bearer tokens can be long)."""
+    async with http.get("/api/v1/namespaces", headers={"X-Long": "a" * 20_000}) as resp:
+        assert resp.status == 200
