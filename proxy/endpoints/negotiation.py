@@ -88,22 +88,29 @@ MAX_YAML_NODES = 1_000_000
 
 def _expanded_size(value: Any) -> int:
     """How many nodes ``value`` has with shared (aliased) subtrees counted each time
-    they appear; each distinct container is walked once. Depth is bounded by the YAML
-    parser's own recursion (a deeper document fails to load first)."""
+    they appear; each distinct container is walked once, without recursion. ValueError
+    for a container that contains itself (an anchor used inside its own value), which
+    Go's yaml decoder refuses too."""
     sizes: dict[int, int] = {}
-
-    def size(node: Any) -> int:
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    on_path: set[int] = set()
+    while stack:
+        node, children_done = stack.pop()
         if not isinstance(node, (dict, list)):
-            return 1
-        known = sizes.get(id(node))
-        if known is not None:
-            return known
-        children = node.values() if isinstance(node, dict) else node
-        total = 1 + sum(size(child) for child in children)
-        sizes[id(node)] = total
-        return total
-
-    return size(value)
+            continue
+        children = list(node.values() if isinstance(node, dict) else node)
+        if children_done:
+            on_path.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) for c in children)
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in on_path:
+            raise ValueError("error converting YAML to JSON: yaml: anchor value contains itself")
+        on_path.add(id(node))
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+    return sizes.get(id(value), 1)
 
 
 # deepest nesting of a request body: orjson encodes at most 255 levels, and the Python

@@ -111,6 +111,8 @@ def _json_patch(current: JSON, body: bytes) -> JSON:
         patch = jsonpatch.JsonPatch(ops)
     except (jsonpatch.InvalidJsonPatch, TypeError) as e:
         raise apierrors.bad_request(str(e)) from None
+    except jsonpatch.JsonPointerException as e:  # a malformed path ("~"): upstream finds it
+        raise apierrors.unexpected_server_response(422, str(e)) from None  # when applying
     try:
         result = patch.apply(current)
     except jsonpatch.JsonPatchTestFailed:

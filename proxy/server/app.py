@@ -153,6 +153,7 @@ def build_app(
         await ctx.storages.close()
         await storage_ctx.close()
 
+    app.on_response_prepare.append(http_errors.on_response_prepare)
     app.on_shutdown.append(on_shutdown)
     app.on_cleanup.append(on_cleanup)
     return app

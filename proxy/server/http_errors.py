@@ -43,6 +43,7 @@ __all__ = [
     "MAX_HEADER_BYTES",
     "ProtocolLogger",
     "is_api_path",
+    "on_response_prepare",
     "page_not_found",
     "protocol_options",
     "route_error",
@@ -92,6 +93,12 @@ def protocol_options() -> dict[str, Any]:
         "max_headers": MAX_HEADERS,
         "logger": ProtocolLogger(logging.getLogger("aiohttp.server")),
     }
+
+
+async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
+    """``app.on_response_prepare`` hook: close the connection after answering a CONNECT."""
+    if request.method == "CONNECT":
+        response.force_close()
 
 
 def page_not_found() -> web.Response:

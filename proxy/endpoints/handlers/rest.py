@@ -84,6 +84,8 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
     if not info.is_resource_request:
         raise path_not_found()
     resource = _resolve(ctx, info)
+    if request.method == "HEAD":  # go-restful routes no HEAD: nor a body on a HEAD answer
+        raise apierrors.method_not_allowed()
     rs = ctx.storages.for_resource(resource)
     if info.subresource == "scale":
         return await scale.handle_scale(request, ctx, info, rs)
