@@ -21,6 +21,7 @@ names the seed and the request, so a run can be replayed exactly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import os
 import random
@@ -46,11 +47,14 @@ ANSWER_WITHIN = REQUEST_TIMEOUT + 10.0  # a hang is no answer by then
 # refuses methods it does not know (400, and the connection is closed under the body)
 RAW_METHODS = frozenset({"CONNECT", "FOO"})
 RAW_PATIENCE = 3.0  # how long a raw request may go unanswered (it may be incomplete)
+WATCH_PATIENCE = 0.5  # how long a fuzzed watch is read
 
 
-@pytest.fixture
-def fuzz_server(server_factory: ServerFactory) -> ServerProcess:
-    return server_factory(f"--request-timeout={REQUEST_TIMEOUT:g}s")
+@pytest.fixture(params=["cached", "uncached"])
+def fuzz_server(request: pytest.FixtureRequest, server_factory: ServerFactory) -> ServerProcess:
+    """A server with the watch cache (the default), and one with every read from etcd."""
+    cache = "--watch-cache=true" if request.param == "cached" else "--watch-cache=false"
+    return server_factory(f"--request-timeout={REQUEST_TIMEOUT:g}s", cache)
 
 
 async def _seed(http: aiohttp.ClientSession) -> None:
@@ -92,7 +96,12 @@ async def _send(http: aiohttp.ClientSession, url: str, request: FuzzRequest) -> 
             auto_decompress=False,
         ) as resp:
             if request.is_watch and resp.status == 200:
-                return ""  # the stream is open: that is the answer
+                # the stream is open: that is the answer; an event, if one comes, is read
+                # so that its encoding (Table, metadata, YAML) runs too
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(WATCH_PATIENCE):
+                        await resp.content.readline()
+                return ""
             body = await resp.read()
             return _problem(request, resp.status, resp.content_type, body)
 
