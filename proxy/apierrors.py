@@ -53,7 +53,7 @@ __all__ = [
     "path_not_found",
     "precondition_conflict",
     "request_entity_too_large",
-    "route_unsupported_media_type",
+    "restful_error",
     "service_unavailable",
     "status_body",
     "storage_errors",
@@ -299,10 +299,11 @@ def path_not_found() -> StatusError:
     return StatusError(status_body(404, "NotFound", NOT_FOUND_MESSAGE, {}))
 
 
-def route_unsupported_media_type() -> StatusError:
-    """415 of a body whose Content-Type the route does not consume (a PATCH sent as
-    ``application/json``): go-restful's own text."""
-    return StatusError(status_body(415, "UnsupportedMediaType", "415: Unsupported Media Type", {}))
+def restful_error(code: int, message: str) -> StatusError:
+    """A 415 or 406 of go-restful's route matching (``proxy.endpoints.restful_route``):
+    its own text, the reason of the code, empty details."""
+    reason = {415: "UnsupportedMediaType", 406: "NotAcceptable"}[code]
+    return StatusError(status_body(code, reason, message, {}))
 
 
 def method_not_supported(qualified: str, action: str) -> StatusError:

@@ -22,7 +22,7 @@ import aiohttp
 import orjson
 import pytest
 
-from tests.integration.conftest import ServerFactory, create
+from tests.integration.conftest import ServerFactory, ServerProcess, create
 
 pytestmark = pytest.mark.etcd
 
@@ -198,3 +198,51 @@ async def test_long_header_lines_are_served(http: aiohttp.ClientSession) -> None
     """Go serves up to 1 MiB of headers (kube's bearer tokens can be long)."""
     async with http.get("/api/v1/namespaces", headers={"X-Long": "a" * 20_000}) as resp:
         assert resp.status == 200
+
+
+LIST_TYPES = (
+    "application/json, application/yaml, application/vnd.kubernetes.protobuf, "
+    "application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+)
+OBJECT_TYPES = "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix", "headers", "available"),
+    [
+        ("GET", "", {"Accept": "text/html"}, LIST_TYPES),
+        ("GET", "", {"Accept": "application/*"}, LIST_TYPES),
+        ("GET", "/x", {"Accept": "text/html"}, OBJECT_TYPES),
+        ("POST", "", {"Accept": "text/html", "Content-Length": "2"}, OBJECT_TYPES),
+        ("PATCH", "/x", {"Content-Length": "0"}, ""),  # no route consumes application/json
+    ],
+)
+async def test_go_restful_406_when_no_route_produces_or_consumes(
+    http: aiohttp.ClientSession,
+    namespace: str,
+    method: str,
+    suffix: str,
+    headers: dict[str, str],
+    available: str,
+) -> None:
+    data = b"{}" if headers.get("Content-Length") == "2" else None
+    headers = {"Content-Type": "application/json", **headers}
+    path = configmaps(namespace) + suffix
+    async with http.request(method, path, data=data, headers=headers) as resp:
+        code, status = await _answer(resp)
+    message = f"406: Not Acceptable\n\nAvailable representations: {available}"
+    assert (code, status["message"], status["details"]) == (406, message, {})
+
+
+async def test_go_restful_415_lists_what_it_produces_without_a_content_length(
+    server: ServerProcess,
+) -> None:
+    """A POST with no Content-Length header and an Accept nothing produces."""
+    request = (
+        b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\n"
+        b"Accept: text/html\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+    )
+    answer = await _raw_exchange(server.url, request)
+    assert answer.split(b" ", 2)[1] == b"415", answer
+    assert b"415: Unsupported Media Type\\n\\nAvailable representations: application/json" in answer

@@ -17,7 +17,7 @@ from aiohttp import web
 
 from proxy import apierrors
 from proxy.admission import namespace_lifecycle
-from proxy.endpoints import negotiation
+from proxy.endpoints import negotiation, restful_route
 from proxy.endpoints.handlers import collection
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.request_info import RequestInfo, parse_request_info
@@ -86,6 +86,7 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
     resource = _resolve(ctx, info)
     if request.method == "HEAD":  # go-restful routes no HEAD: nor a body on a HEAD answer
         raise apierrors.method_not_allowed()
+    restful_route.check(request.method, info.verb, request.headers)  # 415/406 of go-restful
     rs = ctx.storages.for_resource(resource)
     if info.subresource == "scale":
         return await scale.handle_scale(request, ctx, info, rs)
@@ -240,7 +241,7 @@ async def patch_object(
     resource = rs.resource
     media = _response_type(request)
     patch_type = negotiation.media_type_of(request, default="")
-    patch.check_patch_type(patch_type, request.content_length)
+    patch.check_patch_type(patch_type)
     mode = validation.field_mode(request.query, "PatchOptions")
     writer = _writer(request, rs, "PatchOptions")
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
