@@ -13,7 +13,6 @@ as they are) or YAML, a ``meta.k8s.io`` Table (``as=Table``, printed by
 from __future__ import annotations
 
 import datetime as dt
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,14 +21,16 @@ import yaml
 from aiohttp import web
 
 from proxy import apierrors
+from proxy.endpoints.scheme import check_kind
 from proxy.printers import table
-from proxy.registry.resources import ResourceInfo, load_catalogue
+from proxy.registry.resources import ResourceInfo
 
 __all__ = [
     "JSON_TYPE",
     "MAX_REQUEST_BODY_BYTES",
     "PROTOBUF_TYPE",
     "YAML_TYPE",
+    "check_kind",
     "decode_object",
     "decode_structured",
     "dump_json",
@@ -216,72 +217,6 @@ def unsupported_body_type(media_type: str, accepted: Sequence[str]) -> apierrors
             "object as JSON or YAML (for kubectl: a manifest with create -f or apply -f)"
         )
     return err
-
-
-def check_kind(obj: JSON, resource: ResourceInfo) -> None:
-    """kind/apiVersion must name the endpoint's; missing ones are defaulted (Go's
-    ``gvkWithDefaults``). 400 with the words kube-apiserver's decoder finds: a kind its
-    scheme does not know at that version, a known kind that does not convert to the
-    endpoint's, or the endpoint's kind at another version of its group."""
-    api_version = obj.get("apiVersion") or resource.api_version
-    kind = obj.get("kind") or resource.kind
-    if not isinstance(api_version, str) or not isinstance(kind, str):
-        raise apierrors.bad_request("Object 'Kind' is missing or invalid in request body")
-    group, _, version = api_version.rpartition("/")
-    if not version and group == resource.group:
-        version, api_version = resource.version, resource.api_version
-    gvk = (group, version, kind)
-    if gvk != (resource.group, resource.version, resource.kind):
-        if gvk[0::2] == (resource.group, resource.kind) and gvk in _scheme_kinds():
-            raise apierrors.bad_request(
-                f"the API version in the data ({api_version}) does not match the expected "
-                f"API version ({resource.api_version})"
-            )
-        handled = f'{kind} in version "{version}" cannot be handled as a {resource.kind}'
-        raise apierrors.bad_request(f"{handled}: {_decode_failure(gvk, resource)}")
-    obj["apiVersion"], obj["kind"] = api_version, kind
-
-
-# the name kube-apiserver's scheme carries in its errors (where legacyscheme.Scheme is made)
-_SCHEME_NAME = "pkg/api/legacyscheme/scheme.go:30"
-# meta/v1 kinds every group version registers (metav1.AddToGroupVersion), and the
-# unversioned ones a scheme creates at any version; their Go package is meta/v1's "v1"
-_OPTIONS_KINDS = frozenset({"WatchEvent", "ListOptions", "GetOptions", "DeleteOptions",
-                            "CreateOptions", "UpdateOptions", "PatchOptions"})  # fmt: skip
-_UNVERSIONED_KINDS = frozenset(
-    {"Status", "APIVersions", "APIGroupList", "APIGroup", "APIResourceList"}
-)
-
-
-@functools.cache
-def _scheme_kinds() -> frozenset[tuple[str, str, str]]:
-    """(group, version, kind) of every kind of the catalogue, its List, and the meta/v1
-    option kinds its group versions register."""
-    kinds: set[tuple[str, str, str]] = set()
-    for r in load_catalogue():
-        kinds.update({(r.group, r.version, r.kind), (r.group, r.version, r.list_kind)})
-        kinds.update((r.group, r.version, k) for k in _OPTIONS_KINDS)
-    return frozenset(kinds)
-
-
-def _decode_failure(gvk: tuple[str, str, str], resource: ResourceInfo) -> str:
-    """Why the decoder cannot make ``resource``'s kind from a body of ``gvk``: the scheme
-    cannot create that kind (``no kind ... is registered``), or the object it creates has
-    no conversion to the endpoint's internal type."""
-    group, version, kind = gvk
-    if kind in _UNVERSIONED_KINDS or (kind in _OPTIONS_KINDS and gvk in _scheme_kinds()):
-        source = f"v1.{kind}"  # meta/v1's Go package
-    elif gvk in _scheme_kinds():
-        source = f"{version}.{kind}"  # k8s.io/api/<group>/<version>'s Go package
-    else:
-        group_version = f"{group}/{version}" if group else version
-        return (
-            f'no kind "{kind}" is registered for version "{group_version}" in scheme '
-            f'"{_SCHEME_NAME}"'
-        )
-    # internal types live in pkg/apis/<first label of the group> (core for "")
-    internal = resource.group.split(".", 1)[0] or "core"
-    return f"converting ({source}) to ({internal}.{resource.kind}): unknown conversion"
 
 
 def response_format(request: web.Request, *, is_list: bool = False) -> table.AcceptedFormat:
