@@ -87,6 +87,10 @@ def _summarize(data: bytes, max_length: int = 30) -> str:
 MAX_YAML_NODES = 1_000_000
 
 
+class _SelfContaining(ValueError):
+    """A YAML node that contains itself (an anchor used inside its own value)."""
+
+
 def _expanded_size(value: Any) -> int:
     """How many nodes ``value`` has with shared (aliased) subtrees counted each time
     they appear; each distinct container is walked once, without recursion. ValueError
@@ -107,7 +111,7 @@ def _expanded_size(value: Any) -> int:
         if id(node) in sizes:
             continue
         if id(node) in on_path:
-            raise ValueError("error converting YAML to JSON: yaml: anchor value contains itself")
+            raise _SelfContaining
         on_path.add(id(node))
         stack.append((node, True))
         stack.extend((c, False) for c in children if id(c) not in sizes)
@@ -147,21 +151,47 @@ def decode_structured(body: bytes, media_type: str) -> Any:
 
 def _decode_structured(body: bytes, media_type: str) -> Any:
     if media_type == YAML_TYPE:
-        try:
-            value = yaml.safe_load(body)
-        except yaml.YAMLError as e:
-            raise ValueError(f"error converting YAML to JSON: {e}") from None
-        except RecursionError:
-            raise ValueError("error converting YAML to JSON: yaml: exceeded max depth") from None
-        if _expanded_size(value) > MAX_YAML_NODES:
-            raise ValueError(
-                "error converting YAML to JSON: yaml: document contains excessive aliasing"
-            )
-        return value
+        return _decode_yaml(body)
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError as e:
         raise ValueError(f"json parse error: {e}") from None
+
+
+def _decode_yaml(body: bytes) -> Any:
+    """YAML to Python values; ValueError worded as Go's yaml decoder words it
+    (``yaml: line 1: ...``, ``yaml: anchor 'a' value contains itself``)."""
+    try:
+        value = yaml.safe_load(body)
+    except yaml.MarkedYAMLError as e:
+        where = f"line {e.problem_mark.line + 1}: " if e.problem_mark is not None else ""
+        raise ValueError(f"yaml: {where}{e.problem or e}") from None
+    except yaml.YAMLError as e:
+        raise ValueError(f"yaml: {e}") from None
+    except RecursionError:
+        raise ValueError("yaml: exceeded max depth") from None
+    try:
+        size = _expanded_size(value)
+    except _SelfContaining:
+        anchor = _self_containing_anchor(body)
+        raise ValueError(f"yaml: anchor '{anchor}' value contains itself") from None
+    if size > MAX_YAML_NODES:
+        raise ValueError("yaml: document contains excessive aliasing")
+    return value
+
+
+def _self_containing_anchor(body: bytes) -> str:
+    """The first anchor aliased inside its own value (the document parses: its events
+    are walked again, keeping the anchors of the collections still open)."""
+    open_anchors: list[str | None] = []
+    for event in yaml.parse(body, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            open_anchors.append(event.anchor)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            open_anchors.pop()
+        elif isinstance(event, yaml.AliasEvent) and event.anchor in open_anchors:
+            return str(event.anchor)
+    return ""
 
 
 def decode_object(body: bytes, media_type: str, resource: ResourceInfo) -> JSON:
@@ -176,9 +206,11 @@ def decode_object(body: bytes, media_type: str, resource: ResourceInfo) -> JSON:
     try:
         obj = decode_structured(body, media_type)
     except ValueError as e:
+        # JSON fails where the decoder looks for version/kind; YAML before, converting
+        stage = "" if media_type == YAML_TYPE else "couldn't get version/kind; "
         raise apierrors.bad_request(
             f"the object provided is unrecognized (must be of type {resource.kind}): "
-            f"couldn't get version/kind; {e} ({_summarize(body)})"
+            f"{stage}{e} ({_summarize(body)})"
         ) from None
     if not isinstance(obj, dict):
         raise apierrors.bad_request(
