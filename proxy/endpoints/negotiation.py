@@ -30,6 +30,8 @@ __all__ = [
     "MAX_REQUEST_BODY_BYTES",
     "PROTOBUF_TYPE",
     "YAML_TYPE",
+    "body_media_type",
+    "check_body_type",
     "check_kind",
     "decode_object",
     "decode_structured",
@@ -56,6 +58,35 @@ def media_type_of(request: web.Request, default: str = JSON_TYPE) -> str:
     without Content-Type is taken as ``default`` (JSON, as kube-apiserver does)."""
     raw = request.headers.get("Content-Type", "")
     return raw.split(";", 1)[0].strip().lower() or default
+
+
+def body_media_type(request: web.Request) -> str:
+    """The media type a request body is decoded as, after Go's ``mime.ParseMediaType``
+    as kube's input negotiation parses it: malformed parameters (``application/json;;``)
+    make the whole header unrecognized (returned as it is, so it matches nothing)."""
+    raw = request.headers.get("Content-Type", "")
+    _, _, params = raw.partition(";")
+    if params and not _media_params_ok(params):
+        return raw
+    return media_type_of(request)
+
+
+def _media_params_ok(params: str) -> bool:
+    """``key=value`` pairs separated by ``;`` (a single trailing ``;`` allowed)."""
+    parts = params.split(";")
+    if parts[-1].strip() == "" and len(parts) > 1:
+        parts = parts[:-1]
+    for part in parts:
+        key, eq, value = part.strip().partition("=")
+        if not key or not eq or not value or not key.replace("-", "").replace(".", "").isalnum():
+            return False
+    return True
+
+
+def check_body_type(media_type: str) -> None:
+    """415 for a body media type the decoder does not take (before the body is read)."""
+    if media_type not in BODY_TYPES:
+        raise unsupported_body_type(media_type, BODY_TYPES)
 
 
 async def read_body(request: web.Request, limit: int = MAX_REQUEST_BODY_BYTES) -> bytes:

@@ -172,8 +172,11 @@ async def test_delete_options_from_the_body_and_the_query(
         assert "dryRun: Unsupported value" in await _status(resp, 422, "Invalid")
     async with http.delete(f"{pods}/keep", json={"gracePeriodSeconds": "x"}) as resp:
         await _status(resp, 400, "BadRequest")
-    async with http.delete(f"{pods}/keep", data=b"{bad") as resp:
+    headers = {"Content-Type": "application/json"}
+    async with http.delete(f"{pods}/keep", data=b"{bad", headers=headers) as resp:
         await _status(resp, 400, "BadRequest")
+    async with http.delete(f"{pods}/keep", data=b"{bad") as resp:  # application/octet-stream
+        await _status(resp, 415, "UnsupportedMediaType")
     both = {"orphanDependents": True, "propagationPolicy": "Orphan"}
     async with http.delete(f"{pods}/keep", json=both) as resp:
         assert "cannot be both set" in await _status(resp, 422, "Invalid")

@@ -288,3 +288,43 @@ async def test_a_body_of_another_kind_or_version(
     async with http.post(url, json=body) as resp:
         code, status = await _answer(resp)
     assert (code, status["reason"], status["message"]) == (400, "BadRequest", message)
+
+
+UNKNOWN_FORMAT = "the body of the request was in an unknown format - accepted media types include: "
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix", "query", "content_type", "code", "message"),
+    [
+        # the decoder's media type comes before the options' validation
+        ("POST", "", "?fieldManager=%01", "application/json-patch+json", 415, UNKNOWN_FORMAT),
+        # Go's mime.ParseMediaType refuses empty parameters
+        ("POST", "", "", "application/json;;;", 415, UNKNOWN_FORMAT),
+        # DeleteOptions bodies go through the same negotiation
+        ("DELETE", "", "", "application/merge-patch+json", 415, UNKNOWN_FORMAT),
+        # the deprecated /watch/ paths serve GET only
+        ("POST", "watch", "", "application/json", 405, "the server does not allow this method"),
+        # an integer parameter given empty is ParseInt("")
+        ("GET", "", "?limit=", "", 400, 'strconv.ParseInt: parsing "": invalid syntax'),
+    ],
+)
+async def test_request_edges_measured_on_kube_apiserver(
+    http: aiohttp.ClientSession,
+    namespace: str,
+    method: str,
+    suffix: str,
+    query: str,
+    content_type: str,
+    code: int,
+    message: str,
+) -> None:
+    path = configmaps(namespace) + query
+    if suffix == "watch":
+        path = path.replace("/api/v1/", "/api/v1/watch/")
+    body = b'{"kind":"DeleteOptions","apiVersion":"v1"}' if method == "DELETE" else b"{}"
+    headers = {"Content-Type": content_type} if content_type else {}
+    async with http.request(
+        method, path, data=body if content_type else None, headers=headers
+    ) as r:
+        status_code, status = await _answer(r)
+    assert status_code == code and status["message"].startswith(message), status

@@ -189,7 +189,7 @@ async def delete_collection(
     the List of deleted objects, each with its deletion revision."""
     negotiation.response_format(request, is_list=True)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    delete_opts = parse_delete_options(request.query, body, negotiation.media_type_of(request))
+    delete_opts = parse_delete_options(request.query, body, negotiation.body_media_type(request))
     writer: Interface | DryRunStore = DryRunStore(rs.store) if delete_opts.dry_run else rs.store
     query = parse_list_query(request.query)
     validate_list_query(query)

@@ -73,7 +73,7 @@ def query_bool(query: Mapping[str, str], name: str) -> bool | None:
 
 def query_int(query: Mapping[str, str], name: str) -> int | None:
     """An integer query parameter (400 with strconv.ParseInt's words otherwise)."""
-    if name not in query or query[name] == "":
+    if name not in query:  # present but empty is ParseInt(""): invalid syntax
         return None
     value = query[name]
     digits = value[1:] if value[:1] in ("+", "-") else value

@@ -64,6 +64,8 @@ def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
     if resource.namespaced and not info.namespace and info.verb not in ("list", "watch"):
         # only list/watch exist across all namespaces; the collection path has a GET
         raise path_not_found() if info.name else apierrors.method_not_allowed()
+    if _legacy_watch_path(info) and info.verb != "watch":
+        raise apierrors.method_not_allowed()  # /watch/ paths have GET routes only
     if info.subresource and info.verb not in ("get", "update", "patch"):
         raise apierrors.method_not_allowed()
     if (info.verb == "create" and info.name) or (info.verb in _NAMED and not info.name):
@@ -71,6 +73,13 @@ def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
     if not resource.allows(info.verb):
         raise apierrors.method_not_allowed()
     return resource
+
+
+def _legacy_watch_path(info: RequestInfo) -> bool:
+    """Whether the path is under the deprecated ``.../<version>/watch/`` prefix."""
+    segments = info.path.strip("/").split("/")
+    at = 2 if info.api_prefix == "api" else 3
+    return len(segments) > at and segments[at] == "watch"
 
 
 # verbs only an object path serves
@@ -153,9 +162,10 @@ async def _write_request(
     dry-run view for ``?dryRun=All``), and the decoded, field-validated body with its
     Warning headers. Options are checked (406/422) before the body is read."""
     media = _response_type(request)
-    mode = validation.field_mode(request.query, options_kind)
-    writer = _writer(request, rs, options_kind)
+    negotiation.check_body_type(negotiation.body_media_type(request))  # 415, then 413,
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    mode = validation.field_mode(request.query, options_kind)  # then the options (upstream)
+    writer = _writer(request, rs, options_kind)
     obj, warnings = _decode_validated(request, body, rs.resource, mode)
     return media, writer, obj, warnings
 
@@ -164,7 +174,7 @@ def _decode_validated(
     request: web.Request, body: bytes, resource: ResourceInfo, mode: Mode
 ) -> tuple[JSONObject, list[str]]:
     """The decoded, field-validated body of a create or update: (object, Warning headers)."""
-    media_type = negotiation.media_type_of(request)
+    media_type = negotiation.body_media_type(request)
     obj = negotiation.decode_object(body, media_type, resource)
     raw = body if media_type == negotiation.JSON_TYPE else None
     return validation.validate_written(obj, raw, resource, mode)
@@ -282,7 +292,7 @@ async def delete_object(
     DeleteOptions come from the body (as kubectl sends them) or the query."""
     media = _response_type(request)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    opts = parse_delete_options(request.query, body, negotiation.media_type_of(request))
+    opts = parse_delete_options(request.query, body, negotiation.body_media_type(request))
     writer: Writer = DryRunStore(rs.store) if opts.dry_run else rs.store
     key = rs.object_key(_namespace(info, rs.resource), info.name)
     if namespace_lifecycle.is_namespaces(rs.resource):
