@@ -268,7 +268,10 @@ def invalid(group_kind: str, name: str, errors: Sequence[FieldError]) -> StatusE
 
 
 def unexpected_server_response(code: int, message: str) -> StatusError:
-    """apierrors.NewGenericServerResponse(422, ...) as the patch handler uses it."""
+    """apierrors.NewGenericServerResponse(code, ...) as the patch handler uses it: the
+    generic message of the code; the server's ``message`` is not shown (kube passes
+    isUnexpectedResponse false, so there are no causes) and details are empty."""
+    del message  # kept by callers for reading; upstream drops it too
     reason, generic = {
         422: ("Invalid", "the server rejected our request due to an error in our request"),
     }.get(
@@ -278,8 +281,7 @@ def unexpected_server_response(code: int, message: str) -> StatusError:
             f"the server responded with the status code {code} but did not return more information",
         ),
     )
-    details: JSON = {"causes": [{"reason": "UnexpectedServerResponse", "message": message}]}
-    return StatusError(status_body(code, reason, generic, details))
+    return StatusError(status_body(code, reason, generic, {}))
 
 
 # What go-restful's router answers, through kube's serviceErrorHandler

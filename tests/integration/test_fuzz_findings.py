@@ -104,3 +104,36 @@ async def test_null_map_values_decode_as_go_zero_values(
     assert isinstance(meta, dict)
     assert meta["labels"] == {"a": ""} and "annotations" not in meta
     assert obj["data"] == {"k": ""}
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "message"),
+    [
+        (b"{}", 400, "error decoding patch: json: cannot unmarshal object into Go value of "
+         "type []handlers.jsonPatchOp"),
+        (b"[1]", 400, "error decoding patch: json: cannot unmarshal number into Go value of "
+         "type handlers.jsonPatchOp"),
+        (b'[{"op":1}]', 400, "error decoding patch: json: cannot unmarshal number into Go "
+         "struct field jsonPatchOp.op of type string"),
+        (b'[{"op":"x","path":"/a"}]', 422,
+         "the server rejected our request due to an error in our request"),
+        (b'[{"path":"/a"}]', 422, "the server rejected our request due to an error in our request"),
+        (b"null", 200, ""),
+    ],
+)  # fmt: skip
+async def test_json_patch_decoding_as_kube_apiserver(
+    http: aiohttp.ClientSession, namespace: str, body: bytes, code: int, message: str
+) -> None:
+    """Measured: under the default fieldValidation (Warn) the operations decode as
+    kube's []jsonPatchOp first; an operation that cannot be applied is a 422 with
+    empty details."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    await create(http, path, {"metadata": {"name": "jd"}})
+    headers = {"Content-Type": "application/json-patch+json"}
+    async with http.patch(f"{path}/jd", data=body, headers=headers) as resp:
+        answer = await resp.json()
+        assert resp.status == code, answer
+    if code != 200:
+        assert answer["message"] == message
+    if code == 422:
+        assert answer["details"] == {}

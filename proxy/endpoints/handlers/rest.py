@@ -262,7 +262,7 @@ async def patch_object(
     async def try_update(current: JSONObject) -> JSONObject:
         if not current:
             raise serr.NotFound(key)
-        patched = patch.apply_patch(patch_type, copy.deepcopy(current), body, resource)
+        patched = patch.apply_patch(patch_type, copy.deepcopy(current), body, resource, mode)
         if not isinstance(patched.get("metadata"), dict):
             patched["metadata"] = {}
         negotiation.check_kind(patched, resource)
