@@ -81,16 +81,19 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def _decode_patch(body: bytes) -> Any:
+def _decode_patch(body: bytes, prefix: str = "error decoding patch: ") -> Any:
+    """The patch document; 400 ``<prefix><decoder error>`` (upstream's strategic merge
+    patch path reports the decoder's error without the prefix)."""
     try:
         patch = orjson.loads(body)
     except orjson.JSONDecodeError as e:
-        raise apierrors.bad_request(f"error decoding patch: {e}") from None
+        raise apierrors.bad_request(f"{prefix}{e}") from None
     if negotiation.too_deep(patch):
-        raise apierrors.bad_request(
-            f"error decoding patch: exceeded max depth of {negotiation.MAX_DEPTH}"
-        )
+        raise apierrors.bad_request(f"{prefix}exceeded max depth of {negotiation.MAX_DEPTH}")
     return patch
+
+
+_TO_MAP = "Go value of type map[string]interface {}"
 
 
 def decoded_patch(body: bytes) -> Any:
@@ -167,9 +170,11 @@ def _json_patch(current: JSON, body: bytes, mode: str = "Warn") -> JSON:
 
 def _merge_patch(current: JSON, body: bytes) -> JSON:
     patch = _decode_patch(body)
+    if patch is None:  # evanphx/json-patch's MergePatch of null
+        raise apierrors.bad_request("Invalid JSON Patch")
     if not isinstance(patch, dict):
         raise apierrors.bad_request(
-            "json: cannot unmarshal into Go value of type map[string]interface {}"
+            f"error decoding patch: json: cannot unmarshal {_go_kind(patch)} into {_TO_MAP}"
         )
     result: JSON = merge_patch(current, patch)
     return result
@@ -187,9 +192,13 @@ def apply_patch(
     if media_type == STRATEGIC_MERGE_PATCH:
         fn = _strategic()
         if fn is not None:
-            patch = _decode_patch(body)
+            patch = _decode_patch(body, prefix="")
+            if patch is None:  # decodes as an empty map: nothing changes
+                return current
             if not isinstance(patch, dict):
-                raise apierrors.bad_request("strategic merge patch must be a JSON object")
+                raise apierrors.bad_request(
+                    f"json: cannot unmarshal {_go_kind(patch)} into {_TO_MAP}"
+                )
             return fn(current, patch, resource)
     raise apierrors.unsupported_media_type(media_type, supported_patch_types())
 

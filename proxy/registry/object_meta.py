@@ -228,6 +228,11 @@ def check_name_matches_url(obj: JSON, name: str, namespace: str, resource: Resou
     """PUT/PATCH: the body's name and namespace must match the URL (400, upstream wording)."""
     meta = obj.get("metadata") or {}
     obj_name = meta.get("name", "")
+    if not obj_name:  # the namer cannot read a name: errEmptyName
+        raise apierrors.bad_request(
+            f"the name of the object ({name} based on URL) was undeterminable: "
+            "name must be provided"
+        )
     if obj_name != name:
         raise apierrors.bad_request(
             f"the name of the object ({obj_name}) does not match the name on the URL ({name})"

@@ -137,3 +137,30 @@ async def test_json_patch_decoding_as_kube_apiserver(
         assert answer["message"] == message
     if code == 422:
         assert answer["details"] == {}
+
+
+@pytest.mark.parametrize(
+    ("patch_type", "body", "code", "message"),
+    [
+        ("merge-patch", b"[]", 400, "error decoding patch: json: cannot unmarshal array into "
+         "Go value of type map[string]interface {}"),
+        ("merge-patch", b"null", 400, "Invalid JSON Patch"),
+        ("strategic-merge-patch", b'"x"', 400, "json: cannot unmarshal string into Go value "
+         "of type map[string]interface {}"),
+        ("strategic-merge-patch", b"null", 200, ""),
+        ("merge-patch", b'{"metadata":null}', 400, "the name of the object (mp based on URL) "
+         "was undeterminable: name must be provided"),
+    ],
+)  # fmt: skip
+async def test_merge_patch_decoding_as_kube_apiserver(
+    http: aiohttp.ClientSession, namespace: str, patch_type: str, body: bytes, code: int,
+    message: str,
+) -> None:  # fmt: skip
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    await create(http, path, {"metadata": {"name": "mp"}})
+    headers = {"Content-Type": f"application/{patch_type}+json"}
+    async with http.patch(f"{path}/mp", data=body, headers=headers) as resp:
+        answer = await resp.json()
+        assert resp.status == code, answer
+    if code != 200:
+        assert answer["message"] == message
