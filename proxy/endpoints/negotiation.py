@@ -243,6 +243,8 @@ def decode_object(body: bytes, media_type: str, resource: ResourceInfo) -> JSON:
             f"the object provided is unrecognized (must be of type {resource.kind}): "
             f"{stage}{e} ({_summarize(body)})"
         ) from None
+    if obj is None:  # a null (or, in YAML, empty) document decodes into the empty object
+        obj = {}
     if not isinstance(obj, dict):
         raise apierrors.bad_request(
             f"the object provided is unrecognized (must be of type {resource.kind}): "

@@ -328,3 +328,19 @@ async def test_request_edges_measured_on_kube_apiserver(
     ) as r:
         status_code, status = await _answer(r)
     assert status_code == code and status["message"].startswith(message), status
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "code"),
+    [("application/json", b"null", 422), ("application/yaml", b"", 422),
+     ("application/yaml", b"~", 422), ("application/json", b"", 400)],
+)  # fmt: skip
+async def test_a_null_document_is_the_empty_object(
+    http: aiohttp.ClientSession, namespace: str, content_type: str, body: bytes, code: int
+) -> None:
+    """Measured: null (and an empty YAML document) decodes into an empty object, which
+    validation then refuses (no name); an empty JSON body does not decode."""
+    headers = {"Content-Type": content_type}
+    async with http.post(configmaps(namespace), data=body, headers=headers) as resp:
+        status_code, status = await _answer(resp)
+    assert status_code == code, status
