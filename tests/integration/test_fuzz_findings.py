@@ -164,3 +164,17 @@ async def test_merge_patch_decoding_as_kube_apiserver(
         assert resp.status == code, answer
     if code != 200:
         assert answer["message"] == message
+
+
+async def test_a_watch_whose_events_cannot_be_converted_ends_cleanly(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    """A Table watch with an invalid includeObject: the 200 is out before the first event
+    is converted, so the stream ends; no second response is written into it."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    await create(http, path, {"metadata": {"name": "tw"}})
+    table = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+    async with http.get(path + "?watch=1&includeObject=x", headers=table) as resp:
+        assert resp.status == 200
+        async with asyncio.timeout(10):
+            assert await resp.read() == b""

@@ -171,7 +171,13 @@ async def watch_objects(
         ):
             async with asyncio.timeout(duration):
                 async for event in watcher:
-                    data = encode(event.type, event.data)
+                    try:
+                        data = encode(event.type, event.data)
+                    except apierrors.StatusError as e:
+                        # the 200 is out: a conversion error can only end the stream, as
+                        # upstream's watch server stops on an encoding error
+                        log.debug("watch %s ended: %s", request.path, e.message)
+                        break
                     await response.write(_event_line(event.type, data))
                     metrics.observe_watch_event(info)
         with contextlib.suppress(ConnectionResetError):
