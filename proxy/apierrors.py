@@ -12,6 +12,8 @@ caller is the generic store (``proxy.registry.store``), which applies it per ver
                                                    object has been modified; please apply ...
     PreconditionFailed       → 409 Conflict        Operation cannot be fulfilled on pods "x":
                                                    Precondition failed: UID in precondition: ...
+                               (a DELETE checks its preconditions first with kube's
+                               BeforeDelete wording: ``precondition_conflict``)
     InvalidResourceVersion   → 400 BadRequest      (storage's message)
     InvalidContinue          → 400 BadRequest      (storage's message)
     TooLargeResourceVersion  → 504 Timeout         Timeout: Too large resource version: N,
@@ -26,7 +28,9 @@ caller is the generic store (``proxy.registry.store``), which applies it per ver
                                                    the storage: ... (+ a cause per value)
     InvalidObject            → 409 Conflict        Operation cannot be fulfilled on pods "x":
                                                    StorageError: invalid object, ...
-    InternalStorageError     → 500 InternalError
+    InternalStorageError     → 500 InternalError   Internal error occurred: ...
+      caused by etcd refusing the request (too large, over the gRPC limit, no space)
+                             → 500 (no reason)     etcd's own text, as kube passes it on
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from etcdclient import errors as etcd_errors
 from storage import errors as serr
 from storage.interfaces import JSONObject
 
@@ -44,15 +49,20 @@ __all__ = [
     "already_exists",
     "bad_request",
     "conflict",
+    "etcd_rejected",
     "expired",
     "from_storage_error",
     "go_quote",
     "internal_error",
     "invalid",
+    "method_not_allowed",
     "method_not_supported",
     "not_acceptable",
     "not_found",
+    "path_not_found",
+    "precondition_conflict",
     "request_entity_too_large",
+    "restful_error",
     "service_unavailable",
     "status_body",
     "store_read_error",
@@ -90,7 +100,7 @@ def status_body(
     }
     if reason:  # StatusReasonUnknown is "" and omitted, as Go's omitempty does
         body["reason"] = reason
-    if details:
+    if details is not None:  # a non-nil StatusDetails, even empty, is sent as {}
         body["details"] = details
     body["code"] = code
     return body
@@ -167,6 +177,24 @@ def forbidden(qualified: str, name: str, reason: str) -> StatusError:
             _details(name, qualified),
         )
     )  # fmt: skip
+
+
+def precondition_conflict(
+    group_kind: str, name: str, field: str, wanted: str, actual: str
+) -> StatusError:
+    """409 of a DELETE whose precondition does not hold for the stored object, as
+    ``rest.BeforeDelete`` words it: on the kind (``Pod "p3"``, ``Deployment.apps "d"``),
+    ``field`` being ``UID`` or ``ResourceVersion``."""
+    consequence = (
+        "The object might have been deleted and then recreated"
+        if field == "UID"
+        else "The object might have been modified"
+    )
+    detail = (
+        f"the {field} in the precondition ({wanted}) does not match the {field} in record "
+        f"({actual}). {consequence}"
+    )
+    return conflict(group_kind, name, detail)
 
 
 def bad_request(message: str) -> StatusError:
@@ -261,7 +289,10 @@ def invalid(group_kind: str, name: str, errors: Sequence[FieldError]) -> StatusE
 
 
 def unexpected_server_response(code: int, message: str) -> StatusError:
-    """apierrors.NewGenericServerResponse(422, ...) as the patch handler uses it."""
+    """apierrors.NewGenericServerResponse(code, ...) as the patch handler uses it: the
+    generic message of the code; the server's ``message`` is not shown (kube passes
+    isUnexpectedResponse false, so there are no causes) and details are empty."""
+    del message  # kept by callers for reading; upstream drops it too
     reason, generic = {
         422: ("Invalid", "the server rejected our request due to an error in our request"),
     }.get(
@@ -271,8 +302,31 @@ def unexpected_server_response(code: int, message: str) -> StatusError:
             f"the server responded with the status code {code} but did not return more information",
         ),
     )
-    details: JSONObject = {"causes": [{"reason": "UnexpectedServerResponse", "message": message}]}
-    return StatusError(status_body(code, reason, generic, details))
+    return StatusError(status_body(code, reason, generic, {}))
+
+
+# What go-restful's router answers, through kube's serviceErrorHandler
+# (apierrors.NewGenericServerResponse): a generic message per code, empty details.
+METHOD_NOT_ALLOWED_MESSAGE = "the server does not allow this method on the requested resource"
+NOT_FOUND_MESSAGE = "the server could not find the requested resource"
+
+
+def method_not_allowed() -> StatusError:
+    """405: no route serves this method on the path (a POST to an object path, a PUT
+    to a collection)."""
+    return StatusError(status_body(405, "MethodNotAllowed", METHOD_NOT_ALLOWED_MESSAGE, {}))
+
+
+def path_not_found() -> StatusError:
+    """404: no route serves the path under a served API root (``/api/v1/foos``)."""
+    return StatusError(status_body(404, "NotFound", NOT_FOUND_MESSAGE, {}))
+
+
+def restful_error(code: int, message: str) -> StatusError:
+    """A 415 or 406 of go-restful's route matching (``proxy.endpoints.restful_route``):
+    its own text, the reason of the code, empty details."""
+    reason = {415: "UnsupportedMediaType", 406: "NotAcceptable"}[code]
+    return StatusError(status_body(code, reason, message, {}))
 
 
 def method_not_supported(qualified: str, action: str) -> StatusError:
@@ -287,12 +341,10 @@ def method_not_supported(qualified: str, action: str) -> StatusError:
 
 
 def unsupported_media_type(content_type: str, accepted: Sequence[str]) -> StatusError:
+    """415 of the handler's own decoder (negotiation.NewUnsupportedMediaTypeError): no
+    details. ``content_type`` is the type refused (kept for the caller's wording)."""
     message = "the body of the request was in an unknown format - accepted media types include: "
-    return StatusError(
-        status_body(
-            415, "UnsupportedMediaType", message + ", ".join(accepted), {"kind": content_type}
-        )
-    )
+    return StatusError(status_body(415, "UnsupportedMediaType", message + ", ".join(accepted)))
 
 
 def not_acceptable(accepted: Sequence[str]) -> StatusError:
@@ -309,6 +361,14 @@ def request_entity_too_large(limit: int) -> StatusError:
     return StatusError(
         status_body(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
     )
+
+
+def etcd_rejected(message: str) -> StatusError:
+    """What kube-apiserver answers when etcd refuses a write itself (``etcdserver:
+    request is too large``, a message over the gRPC limit): the etcd store hands etcd's
+    error up untranslated and ``ErrorToAPIStatus`` makes it a 500 with its bare text
+    and no reason (kubernetes/kubernetes#112152)."""
+    return unknown_error(message)
 
 
 def timeout(
@@ -382,7 +442,25 @@ def from_storage_error(err: serr.StorageError, qualified: str, name: str = "") -
         # what kube-apiserver's clients get while etcd is unreachable: the timeout
         # filter's 504, no Retry-After (see proxy.registry.store)
         return timeout(REQUEST_TIMEOUT_MESSAGE)
+    rejection = _etcd_rejection(err)
+    if rejection:
+        return etcd_rejected(rejection)
     return internal_error(err.message)
+
+
+def _etcd_rejection(err: serr.StorageError) -> str:
+    """etcd's own description when etcd refused the request (InvalidArgument: ``etcdserver:
+    request is too large``; ResourceExhausted: over the gRPC message limit, or etcd's
+    space quota), else "". The storage floor keeps the etcd client error as the cause;
+    the client prefixes the endpoint and the gRPC code name, which kube's text has not."""
+    cause = err.__cause__
+    if not isinstance(cause, etcd_errors.InvalidArgument | etcd_errors.ResourceExhausted):
+        return ""
+    text = str(cause)
+    for code in ("INVALID_ARGUMENT: ", "RESOURCE_EXHAUSTED: "):
+        if code in text:
+            return text.split(code, 1)[1]
+    return text
 
 
 def store_read_error(err: serr.StoreReadError, qualified: str) -> StatusError:

@@ -21,6 +21,7 @@ import yaml
 from aiohttp import web
 
 from proxy import apierrors
+from proxy.endpoints.scheme import check_kind
 from proxy.printers import table
 from proxy.registry.resources import ResourceInfo
 from storage.interfaces import JSONObject
@@ -30,6 +31,9 @@ __all__ = [
     "MAX_REQUEST_BODY_BYTES",
     "PROTOBUF_TYPE",
     "YAML_TYPE",
+    "body_media_type",
+    "check_body_type",
+    "check_kind",
     "decode_object",
     "decode_structured",
     "dump_json",
@@ -54,6 +58,35 @@ def media_type_of(request: web.Request, default: str = JSON_TYPE) -> str:
     without Content-Type is taken as ``default`` (JSON, as kube-apiserver does)."""
     raw = request.headers.get("Content-Type", "")
     return raw.split(";", 1)[0].strip().lower() or default
+
+
+def body_media_type(request: web.Request) -> str:
+    """The media type a request body is decoded as, after Go's ``mime.ParseMediaType``
+    as kube's input negotiation parses it: malformed parameters (``application/json;;``)
+    make the whole header unrecognized (returned as it is, so it matches nothing)."""
+    raw = request.headers.get("Content-Type", "")
+    _, _, params = raw.partition(";")
+    if params and not _media_params_ok(params):
+        return raw
+    return media_type_of(request)
+
+
+def _media_params_ok(params: str) -> bool:
+    """``key=value`` pairs separated by ``;`` (a single trailing ``;`` allowed)."""
+    parts = params.split(";")
+    if parts[-1].strip() == "" and len(parts) > 1:
+        parts = parts[:-1]
+    for part in parts:
+        key, eq, value = part.strip().partition("=")
+        if not key or not eq or not value or not key.replace("-", "").replace(".", "").isalnum():
+            return False
+    return True
+
+
+def check_body_type(media_type: str) -> None:
+    """415 for a body media type the decoder does not take (before the body is read)."""
+    if media_type not in BODY_TYPES:
+        raise unsupported_body_type(media_type, BODY_TYPES)
 
 
 async def read_body(request: web.Request, limit: int = MAX_REQUEST_BODY_BYTES) -> bytes:
@@ -85,24 +118,35 @@ def _summarize(data: bytes, max_length: int = 30) -> str:
 MAX_YAML_NODES = 1_000_000
 
 
+class _SelfContaining(ValueError):
+    """A YAML node that contains itself (an anchor used inside its own value)."""
+
+
 def _expanded_size(value: Any) -> int:
     """How many nodes ``value`` has with shared (aliased) subtrees counted each time
-    they appear; each distinct container is walked once. Depth is bounded by the YAML
-    parser's own recursion (a deeper document fails to load first)."""
+    they appear; each distinct container is walked once, without recursion. ValueError
+    for a container that contains itself (an anchor used inside its own value), which
+    Go's yaml decoder refuses too."""
     sizes: dict[int, int] = {}
-
-    def size(node: Any) -> int:
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    on_path: set[int] = set()
+    while stack:
+        node, children_done = stack.pop()
         if not isinstance(node, (dict, list)):
-            return 1
-        known = sizes.get(id(node))
-        if known is not None:
-            return known
-        children = node.values() if isinstance(node, dict) else node
-        total = 1 + sum(size(child) for child in children)
-        sizes[id(node)] = total
-        return total
-
-    return size(value)
+            continue
+        children = list(node.values() if isinstance(node, dict) else node)
+        if children_done:
+            on_path.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) for c in children)
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in on_path:
+            raise _SelfContaining
+        on_path.add(id(node))
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+    return sizes.get(id(value), 1)
 
 
 # deepest nesting of a request body: orjson encodes at most 255 levels, and the Python
@@ -138,21 +182,47 @@ def decode_structured(body: bytes, media_type: str) -> Any:
 
 def _decode_structured(body: bytes, media_type: str) -> Any:
     if media_type == YAML_TYPE:
-        try:
-            value = yaml.safe_load(body)
-        except yaml.YAMLError as e:
-            raise ValueError(f"error converting YAML to JSON: {e}") from None
-        except RecursionError:
-            raise ValueError("error converting YAML to JSON: yaml: exceeded max depth") from None
-        if _expanded_size(value) > MAX_YAML_NODES:
-            raise ValueError(
-                "error converting YAML to JSON: yaml: document contains excessive aliasing"
-            )
-        return value
+        return _decode_yaml(body)
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError as e:
         raise ValueError(f"json parse error: {e}") from None
+
+
+def _decode_yaml(body: bytes) -> Any:
+    """YAML to Python values; ValueError worded as Go's yaml decoder words it
+    (``yaml: line 1: ...``, ``yaml: anchor 'a' value contains itself``)."""
+    try:
+        value = yaml.safe_load(body)
+    except yaml.MarkedYAMLError as e:
+        where = f"line {e.problem_mark.line + 1}: " if e.problem_mark is not None else ""
+        raise ValueError(f"yaml: {where}{e.problem or e}") from None
+    except yaml.YAMLError as e:
+        raise ValueError(f"yaml: {e}") from None
+    except RecursionError:
+        raise ValueError("yaml: exceeded max depth") from None
+    try:
+        size = _expanded_size(value)
+    except _SelfContaining:
+        anchor = _self_containing_anchor(body)
+        raise ValueError(f"yaml: anchor '{anchor}' value contains itself") from None
+    if size > MAX_YAML_NODES:
+        raise ValueError("yaml: document contains excessive aliasing")
+    return value
+
+
+def _self_containing_anchor(body: bytes) -> str:
+    """The first anchor aliased inside its own value (the document parses: its events
+    are walked again, keeping the anchors of the collections still open)."""
+    open_anchors: list[str | None] = []
+    for event in yaml.parse(body, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            open_anchors.append(event.anchor)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            open_anchors.pop()
+        elif isinstance(event, yaml.AliasEvent) and event.anchor in open_anchors:
+            return str(event.anchor)
+    return ""
 
 
 def decode_object(body: bytes, media_type: str, resource: ResourceInfo) -> JSONObject:
@@ -167,10 +237,14 @@ def decode_object(body: bytes, media_type: str, resource: ResourceInfo) -> JSONO
     try:
         obj = decode_structured(body, media_type)
     except ValueError as e:
+        # JSON fails where the decoder looks for version/kind; YAML before, converting
+        stage = "" if media_type == YAML_TYPE else "couldn't get version/kind; "
         raise apierrors.bad_request(
             f"the object provided is unrecognized (must be of type {resource.kind}): "
-            f"couldn't get version/kind; {e} ({_summarize(body)})"
+            f"{stage}{e} ({_summarize(body)})"
         ) from None
+    if obj is None:  # a null (or, in YAML, empty) document decodes into the empty object
+        obj = {}
     if not isinstance(obj, dict):
         raise apierrors.bad_request(
             f"the object provided is unrecognized (must be of type {resource.kind}): "
@@ -208,26 +282,6 @@ def unsupported_body_type(media_type: str, accepted: Sequence[str]) -> apierrors
             "object as JSON or YAML (for kubectl: a manifest with create -f or apply -f)"
         )
     return err
-
-
-def check_kind(obj: JSONObject, resource: ResourceInfo) -> None:
-    """kind/apiVersion must name the endpoint's; missing ones are defaulted."""
-    api_version = obj.get("apiVersion") or resource.api_version
-    kind = obj.get("kind") or resource.kind
-    if not isinstance(api_version, str) or not isinstance(kind, str):
-        raise apierrors.bad_request("Object 'Kind' is missing or invalid in request body")
-    if kind != resource.kind:
-        version = api_version.rsplit("/", 1)[-1]
-        raise apierrors.bad_request(
-            f'{kind} in version "{version}" cannot be handled as a {resource.kind}: '
-            f'no kind "{kind}" is served at this endpoint'
-        )
-    if api_version != resource.api_version:
-        raise apierrors.bad_request(
-            f"the API version in the data ({api_version}) does not match the expected "
-            f"API version ({resource.api_version})"
-        )
-    obj["apiVersion"], obj["kind"] = api_version, kind
 
 
 def response_format(request: web.Request, *, is_list: bool = False) -> table.AcceptedFormat:

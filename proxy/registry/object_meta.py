@@ -54,6 +54,14 @@ def _metadata(obj: JSONObject) -> JSONObject:
     return meta
 
 
+def _parsed_resource_version(value: object) -> int:
+    """The resourceVersion as the etcd3 store's versioner reads it on create: an unsigned
+    integer; anything that does not parse counts as unset (and is cleared on write)."""
+    text = value if isinstance(value, str) else ""
+    parsed = int(text) if text.isascii() and text.isdigit() else 0
+    return parsed if parsed < 1 << 64 else 0
+
+
 def prepare_for_create(
     obj: JSONObject,
     resource: ResourceInfo,
@@ -81,7 +89,7 @@ def prepare_for_create(
         meta["namespace"] = namespace
     else:
         meta.pop("namespace", None)
-    if meta.get("resourceVersion"):
+    if _parsed_resource_version(meta.pop("resourceVersion", None)):
         # upstream's etcd3 store returns a plain error here: 500, no reason
         raise apierrors.unknown_error("resourceVersion should not be set on objects to be created")
     name = meta.get("name") or ""
@@ -166,6 +174,11 @@ def check_name_matches_url(
     """PUT/PATCH: the body's name and namespace must match the URL (400, upstream wording)."""
     meta = obj.get("metadata") or {}
     obj_name = meta.get("name", "")
+    if not obj_name:  # the namer cannot read a name: errEmptyName
+        raise apierrors.bad_request(
+            f"the name of the object ({name} based on URL) was undeterminable: "
+            "name must be provided"
+        )
     if obj_name != name:
         raise apierrors.bad_request(
             f"the name of the object ({obj_name}) does not match the name on the URL ({name})"

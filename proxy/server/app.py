@@ -37,6 +37,7 @@ from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
+from proxy.server import http_errors
 from proxy.server.auth_chain import AUTH, Auth, auth_cleanup_ctx, build_auth
 from proxy.server.context import API_CONTEXT, APIContext
 from proxy.server.filters import handler_chain
@@ -127,6 +128,7 @@ def build_app(
         await ctx.storages.close()
         await storage_ctx.close()
 
+    app.on_response_prepare.append(http_errors.on_response_prepare)
     app.on_shutdown.append(on_shutdown)
     app.on_cleanup.append(on_cleanup)
     return app
@@ -213,6 +215,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         handler_cancellation=True,  # a client that goes away cancels its handler (watches)
         shutdown_timeout=settings.shutdown_timeout,
         access_log=None,
+        **http_errors.protocol_options(),
     )
     try:
         await runner.setup()

@@ -46,6 +46,7 @@ from proxy.endpoints import negotiation
 from proxy.endpoints.metrics import with_metrics
 from proxy.endpoints.request_info import REQUEST_INFO, RequestInfo, parse_request_info
 from proxy.endpoints.responsewriter import end_started_response, response_started
+from proxy.server import http_errors
 from proxy.server.settings import Settings
 
 __all__ = ["handler_chain", "is_long_running", "parse_go_duration"]
@@ -204,9 +205,6 @@ def with_max_in_flight(settings: Settings) -> Middleware | None:
     return max_in_flight
 
 
-_NOT_FOUND = "the server could not find the requested resource"
-
-
 @web.middleware
 async def with_handler_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """A StatusError a handler raises becomes its Status response; the router's own
@@ -219,15 +217,12 @@ async def with_handler_errors(request: web.Request, handler: Handler) -> web.Str
             log.warning("%s after the response started: %s", e.reason or e.code, request.path)
             return end_started_response(request, started)
         return _write_status(e)
-    except web.HTTPNotFound:
-        return _write_status(
-            apierrors.StatusError(apierrors.status_body(404, "NotFound", _NOT_FOUND, {}))
-        )
-    except web.HTTPMethodNotAllowed:
-        message = f"{request.method} is not allowed on {request.path}"
-        return _write_status(
-            apierrors.StatusError(apierrors.status_body(405, "MethodNotAllowed", message))
-        )
+    except (web.HTTPNotFound, web.HTTPMethodNotAllowed) as e:
+        # go-restful's answers: a Status under served API roots, plain text elsewhere
+        routed = http_errors.route_error(request, e)
+        if routed is None:
+            raise
+        return routed
 
 
 def handler_chain(

@@ -125,6 +125,16 @@ async def test_protobuf_body_is_a_clear_415(http: aiohttp.ClientSession, namespa
         )
     path = f"/api/v1/namespaces/{namespace}/pods/none"
     async with http.patch(path, data=b"{}", headers={"Content-Type": "application/json"}) as r:
+        # go-restful refuses a body the PATCH route does not consume, before the handler
+        assert await _status(r, 415, "UnsupportedMediaType") == "415: Unsupported Media Type"
+    async with http.patch(path, headers={"Content-Type": "application/json"}) as r:
+        # without a body (Content-Length: 0) go-restful is left with no route to produce
+        assert await _status(r, 406, "NotAcceptable") == (
+            "406: Not Acceptable\n\nAvailable representations: "
+        )
+    headers = {"Content-Type": "application/apply-patch+yaml"}
+    async with http.patch(path, data=b"{}", headers=headers) as r:
+        # a type the route consumes but this server does not apply: the handler's 415
         assert (await _status(r, 415, "UnsupportedMediaType")).endswith(
             "application/json-patch+json, application/merge-patch+json, "
             "application/strategic-merge-patch+json"
@@ -164,8 +174,11 @@ async def test_delete_options_from_the_body_and_the_query(
         assert "dryRun: Unsupported value" in await _status(resp, 422, "Invalid")
     async with http.delete(f"{pods}/keep", json={"gracePeriodSeconds": "x"}) as resp:
         await _status(resp, 400, "BadRequest")
-    async with http.delete(f"{pods}/keep", data=b"{bad") as resp:
+    headers = {"Content-Type": "application/json"}
+    async with http.delete(f"{pods}/keep", data=b"{bad", headers=headers) as resp:
         await _status(resp, 400, "BadRequest")
+    async with http.delete(f"{pods}/keep", data=b"{bad") as resp:  # application/octet-stream
+        await _status(resp, 415, "UnsupportedMediaType")
     both = {"orphanDependents": True, "propagationPolicy": "Orphan"}
     async with http.delete(f"{pods}/keep", json=both) as resp:
         assert "cannot be both set" in await _status(resp, 422, "Invalid")
@@ -253,7 +266,7 @@ async def test_pathological_bodies_are_400(http: aiohttp.ClientSession, namespac
         assert "exceeded max depth of 200" in await _status(resp, 400, "BadRequest")
     yaml_headers = {"Content-Type": "application/yaml"}
     async with http.post(pods, data="a: " + "[" * 5000, headers=yaml_headers) as resp:
-        assert "error converting YAML to JSON" in await _status(resp, 400, "BadRequest")
+        assert "yaml: " in await _status(resp, 400, "BadRequest")
     bomb = 'a: &a ["x", "x"]\n'
     for level, prev in zip("bcdefgh", "abcdefg", strict=True):
         bomb += f"{level}: &{level} [{', '.join([f'*{prev}'] * 9)}]\n"

@@ -21,7 +21,7 @@ import hashlib
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.endpoints import negotiation
+from proxy.endpoints import negotiation, restful_route
 from proxy.endpoints.discovery import aggregated as discovery_aggregated
 from proxy.openapi import documents as openapi
 from proxy.registry.resources import Registry, ResourceInfo
@@ -108,20 +108,17 @@ def api_resource_list(registry: Registry, group: str, version: str) -> JSONObjec
     for r in sorted(resources, key=lambda r: r.plural):
         entries.append(_resource_entry(r))
         entries.extend(_subresource_entry(r, s) for s in r.subresources)
-    return {
-        "kind": "APIResourceList",
-        "apiVersion": "v1",
-        "groupVersion": f"{group}/{version}" if group else version,
-        "resources": entries,
-    }
+    body: JSONObject = {"kind": "APIResourceList"}
+    if group:  # the legacy /api/v1 list is written without one by kube-apiserver
+        body["apiVersion"] = "v1"
+    body.update(groupVersion=f"{group}/{version}" if group else version, resources=entries)
+    return body
 
 
-def _not_found() -> apierrors.StatusError:
-    return apierrors.StatusError(
-        apierrors.status_body(
-            404, "NotFound", "the server could not find the requested resource", {}
-        )
-    )
+def _not_found() -> web.HTTPNotFound:
+    """No such group or version: the server's not-found answer for the path (a Status
+    under a served group, plain text otherwise: ``proxy.server.http_errors``)."""
+    return web.HTTPNotFound()
 
 
 def _aggregated(request: web.Request, path: str) -> web.StreamResponse | None:
@@ -137,7 +134,18 @@ def _aggregated(request: web.Request, path: str) -> web.StreamResponse | None:
     return web.Response(status=code, headers=headers, body=body)
 
 
+def _check_accept(request: web.Request, *, restful: bool) -> None:
+    """406 for an Accept header nothing here produces: go-restful's words for the
+    documents it routes (``/api``, ``/api/v1``, ``/apis/<g>/<v>``), the handler's own
+    negotiation error for the others (``/apis``, ``/apis/<g>``)."""
+    if restful:
+        restful_route.check("GET", "get", request.headers)
+    elif not restful_route.accepts(request.headers.get("Accept", ""), restful_route.MEDIA_TYPES):
+        raise apierrors.not_acceptable(restful_route.MEDIA_TYPES)
+
+
 async def _api(request: web.Request) -> web.StreamResponse:
+    _check_accept(request, restful=True)
     return _aggregated(request, "/api") or negotiation.json_response(api_versions(request.host))
 
 
@@ -145,10 +153,12 @@ async def _api_v1(request: web.Request) -> web.StreamResponse:
     body = api_resource_list(request.app[API_CONTEXT].registry, "", request.match_info["version"])
     if body is None:
         raise _not_found()
+    _check_accept(request, restful=True)
     return negotiation.json_response(body)
 
 
 async def _apis(request: web.Request) -> web.StreamResponse:
+    _check_accept(request, restful=False)
     return _aggregated(request, "/apis") or negotiation.json_response(
         api_group_list(request.app[API_CONTEXT].registry)
     )
@@ -159,6 +169,7 @@ async def _apis_group(request: web.Request) -> web.StreamResponse:
     group = request.match_info["group"]
     if group not in registry.groups():
         raise _not_found()
+    _check_accept(request, restful=False)
     return negotiation.json_response(api_group(registry, group))
 
 
@@ -167,6 +178,7 @@ async def _apis_group_version(request: web.Request) -> web.StreamResponse:
     body = api_resource_list(registry, request.match_info["group"], request.match_info["version"])
     if body is None:
         raise _not_found()
+    _check_accept(request, restful=True)
     return negotiation.json_response(body)
 
 

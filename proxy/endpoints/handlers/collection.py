@@ -201,7 +201,7 @@ async def delete_collection(
     negotiation.response_format(request, is_list=True)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     delete_opts = parse_delete_options(
-        request.query, body, negotiation.media_type_of(request), collection=True,
+        request.query, body, negotiation.body_media_type(request), collection=True,
         unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
     )  # fmt: skip
     query = parse_list_query(request.query)

@@ -66,7 +66,8 @@ def _preconditions(opts: Mapping[str, Any]) -> Preconditions | None:
 
 
 def _from_body(body: bytes, media_type: str) -> DeleteOptions:
-    decode_as = media_type if media_type == negotiation.YAML_TYPE else negotiation.JSON_TYPE
+    negotiation.check_body_type(media_type)  # 415 as upstream's input negotiation
+    decode_as = media_type
     try:
         opts = negotiation.decode_structured(body, decode_as)
     except ValueError as e:

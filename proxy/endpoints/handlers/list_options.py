@@ -62,15 +62,16 @@ class ListQuery:
 
 def query_int(query: Mapping[str, str], name: str) -> int | None:
     """An integer query parameter (400 with strconv.ParseInt's words otherwise)."""
-    if name not in query or query[name] == "":
+    if name not in query:  # present but empty is ParseInt(""): invalid syntax
         return None
     value = query[name]
-    try:
-        return int(value)
-    except ValueError:
-        raise apierrors.bad_request(
-            f'strconv.ParseInt: parsing "{value}": invalid syntax'
-        ) from None
+    digits = value[1:] if value[:1] in ("+", "-") else value
+    if not (digits.isascii() and digits.isdigit()):  # Go takes no spaces, "_" or non-ASCII
+        raise apierrors.bad_request(f'strconv.ParseInt: parsing "{value}": invalid syntax')
+    parsed = int(value)
+    if not -(1 << 63) <= parsed < 1 << 63:  # an int64, as upstream's options fields
+        raise apierrors.bad_request(f'strconv.ParseInt: parsing "{value}": value out of range')
+    return parsed
 
 
 def parse_list_query(query: Mapping[str, str], *, watch: bool = False) -> ListQuery:

@@ -16,13 +16,13 @@ from aiohttp import web
 
 from proxy import apierrors
 from proxy.admission import namespace_lifecycle
-from proxy.endpoints import negotiation
+from proxy.endpoints import negotiation, restful_route
 from proxy.endpoints.handlers import collection
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.request_info import RequestInfo, request_info_of
 from proxy.patch import patcher as patch
 from proxy.printers.table import AcceptedFormat
-from proxy.registry import object_meta, scale, validation
+from proxy.registry import before_delete, object_meta, scale, validation
 from proxy.registry.dry_run import is_dry_run
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.store import Store
@@ -33,18 +33,16 @@ from storage.interfaces import GetOptions, JSONObject
 
 __all__ = ["handle_resource"]
 
-_NOT_FOUND_MESSAGE = "the server could not find the requested resource"
-
-
-def path_not_found() -> apierrors.StatusError:
-    """go-restful's 404 for a path no route serves."""
-    return apierrors.StatusError(apierrors.status_body(404, "NotFound", _NOT_FOUND_MESSAGE, {}))
+path_not_found = apierrors.path_not_found
 
 
 def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
+    """The resource a request addresses: 404 where no route serves the path (plain text
+    outside the served API groups, ``proxy.server.http_errors``), 405 where a route serves
+    the path but not this method, as go-restful answers."""
     resource = ctx.registry.get(info.group, info.version, info.resource)
     if resource is None:
-        raise path_not_found()
+        raise web.HTTPNotFound()
     if info.subresource and info.subresource not in resource.subresources:
         raise path_not_found()
     if len(info.parts) > 3:
@@ -52,12 +50,28 @@ def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
     if not resource.namespaced and info.namespace and info.resource != "namespaces":
         raise path_not_found()
     if resource.namespaced and not info.namespace and info.verb not in ("list", "watch"):
-        raise path_not_found()  # only list/watch exist across all namespaces
+        # only list/watch exist across all namespaces; the collection path has a GET
+        raise path_not_found() if info.name else apierrors.method_not_allowed()
+    if _legacy_watch_path(info) and info.verb != "watch":
+        raise apierrors.method_not_allowed()  # /watch/ paths have GET routes only
     if info.subresource and info.verb not in ("get", "update", "patch"):
-        raise apierrors.method_not_supported(f"{resource.qualified}/{info.subresource}", info.verb)
+        raise apierrors.method_not_allowed()
+    if (info.verb == "create" and info.name) or (info.verb in _NAMED and not info.name):
+        raise apierrors.method_not_allowed()  # POST to an object, PUT/PATCH to a collection
     if not resource.allows(info.verb):
-        raise apierrors.method_not_supported(resource.qualified, info.verb)
+        raise apierrors.method_not_allowed()
     return resource
+
+
+def _legacy_watch_path(info: RequestInfo) -> bool:
+    """Whether the path is under the deprecated ``.../<version>/watch/`` prefix."""
+    segments = info.path.strip("/").split("/")
+    at = 2 if info.api_prefix == "api" else 3
+    return len(segments) > at and segments[at] == "watch"
+
+
+# verbs only an object path serves
+_NAMED = frozenset({"update", "patch"})
 
 
 async def handle_resource(request: web.Request) -> web.StreamResponse:
@@ -67,6 +81,9 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
     if not info.is_resource_request or info.verb == "proxy":
         raise path_not_found()  # (the deprecated /proxy/ prefix has no routes upstream)
     resource = _resolve(ctx, info)
+    if request.method == "HEAD":  # go-restful routes no HEAD: nor a body on a HEAD answer
+        raise apierrors.method_not_allowed()
+    restful_route.check(request.method, info.verb, request.headers)  # 415/406 of go-restful
     store = ctx.store(resource)
     if info.subresource == "scale":
         return await scale.handle_scale(request, ctx, info, store)
@@ -104,8 +121,6 @@ async def create_object(
     request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
     resource = store.resource
-    if info.name:  # POST on a named path creates a subresource; none is served
-        raise apierrors.method_not_supported(resource.qualified, "create")
     media, dry_run, obj, warnings = await _write_request(request, ctx, store, "CreateOptions")
     namespace = _namespace(info, resource)
     object_meta.prepare_for_create(obj, resource, namespace)
@@ -127,9 +142,10 @@ async def _write_request(
     run (``?dryRun=All``), and the decoded, field-validated body with its Warning
     headers. Options are checked (406/422) before the body is read."""
     media = _response_type(request)
-    mode = validation.field_mode(request.query, options_kind)
-    dry_run = is_dry_run(request.query, options_kind)
+    negotiation.check_body_type(negotiation.body_media_type(request))  # 415, then 413,
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    mode = validation.field_mode(request.query, options_kind)  # then the options (upstream)
+    dry_run = is_dry_run(request.query, options_kind)
     obj, warnings = _decode_validated(request, body, store.resource, mode)
     return media, dry_run, obj, warnings
 
@@ -138,7 +154,7 @@ def _decode_validated(
     request: web.Request, body: bytes, resource: ResourceInfo, mode: Mode
 ) -> tuple[JSONObject, list[str]]:
     """The decoded, field-validated body of a create or update: (object, Warning headers)."""
-    media_type = negotiation.media_type_of(request)
+    media_type = negotiation.body_media_type(request)
     obj = negotiation.decode_object(body, media_type, resource)
     raw = body if media_type == negotiation.JSON_TYPE else None
     return validation.validate_written(obj, raw, resource, mode)
@@ -242,7 +258,7 @@ async def patch_object(
     async def try_update(current: JSONObject) -> JSONObject:
         if not current:
             raise serr.NotFound(key)
-        patched = patch.apply_patch(patch_type, copy.deepcopy(current), body, resource)
+        patched = patch.apply_patch(patch_type, copy.deepcopy(current), body, resource, mode)
         if not isinstance(patched.get("metadata"), dict):
             patched["metadata"] = {}
         negotiation.check_kind(patched, resource)
@@ -271,7 +287,7 @@ async def delete_object(
     media = _response_type(request)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     opts = parse_delete_options(
-        request.query, body, negotiation.media_type_of(request),
+        request.query, body, negotiation.body_media_type(request),
         unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
     )  # fmt: skip
     namespace = _namespace(info, store.resource)
@@ -281,10 +297,14 @@ async def delete_object(
         return negotiation.json_response({**apierrors.success_status(details), "code": 200})
     if namespace_lifecycle.is_namespaces(store.resource):
         namespace_lifecycle.check_deletable(info.name)
-        await store.get(namespace, info.name)  # 404 before its contents go
+        current = await store.get(namespace, info.name)  # 404 before its contents go
+        before_delete.check_preconditions(store.resource, opts.preconditions, current.obj)
         if not opts.dry_run:
             await namespace_lifecycle.delete_contents(ctx, info.name)
-    stored = await store.delete(namespace, info.name, opts.preconditions, dry_run=opts.dry_run)
+    check = before_delete.validate_deletion(store.resource, opts.preconditions)
+    stored = await store.delete(
+        namespace, info.name, None, validate_deletion=check, dry_run=opts.dry_run
+    )
     return negotiation.object_response(request, store.resource, stored.data, fmt=media)
 
 

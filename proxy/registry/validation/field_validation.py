@@ -266,6 +266,8 @@ def _prune(value: JSON, node: SchemaNode | None, path: str, removed: list[str]) 
         return value
     if isinstance(value, list):
         elem = node.items()
+        if elem is not None:
+            value = [_go_zero(elem) if v is None else v for v in value]
         return [_prune(v, elem, f"{path}[{i}]", removed) for i, v in enumerate(value)]
     if not isinstance(value, dict):
         return value
@@ -274,8 +276,28 @@ def _prune(value: JSON, node: SchemaNode | None, path: str, removed: list[str]) 
         if _is_unknown(node, key):
             removed.append(_join(path, key))
             continue
-        out[key] = _prune(item, node.child(key), _join(path, key), removed)
+        child = node.child(key)
+        if item is None and child is not None:
+            if node.is_struct:
+                continue  # Go's decoder leaves the field at its zero value: omitted
+            item = _go_zero(child)  # a map entry gets its value type's zero value
+        out[key] = _prune(item, child, _join(path, key), removed)
     return out
+
+
+_GO_ZEROS: dict[str, JSON] = {"string": "", "integer": 0, "number": 0, "boolean": False}
+
+
+def _go_zero(node: SchemaNode) -> JSON:
+    """What Go's decoder makes of a JSON null in a map entry or list element typed by
+    ``node``: the type's zero value (``{"a": null}`` labels become ``{"a": ""}``); a
+    struct becomes empty, anything else stays null."""
+    types = node.types
+    if len(types) == 1:
+        (kind,) = types
+        if kind in _GO_ZEROS:
+            return _GO_ZEROS[kind]
+    return {} if node.is_struct else None
 
 
 def validate_fields(
