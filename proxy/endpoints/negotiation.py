@@ -21,6 +21,7 @@ import yaml
 from aiohttp import web
 
 from proxy import apierrors
+from proxy.endpoints import protobuf
 from proxy.printers import table
 from proxy.registry.resources import ResourceInfo
 
@@ -29,6 +30,7 @@ __all__ = [
     "MAX_REQUEST_BODY_BYTES",
     "PROTOBUF_TYPE",
     "YAML_TYPE",
+    "body_types",
     "decode_object",
     "decode_structured",
     "dump_json",
@@ -155,15 +157,23 @@ def _decode_structured(body: bytes, media_type: str) -> Any:
         raise ValueError(f"json parse error: {e}") from None
 
 
-def decode_object(body: bytes, media_type: str, resource: ResourceInfo) -> JSON:
+def decode_object(
+    body: bytes, media_type: str, resource: ResourceInfo, warnings: list[str] | None = None
+) -> JSON:
     """Decode a create/update body for ``resource``.
 
-    415 for a media type other than JSON/YAML; 400 for a malformed body, a non-object,
-    or a kind/apiVersion that does not fit the endpoint. A missing kind or apiVersion
-    is filled in from the endpoint (the decoder's default GVK).
+    415 for a media type other than JSON/YAML/protobuf (protobuf only for kinds the
+    protobuf schema knows); 400 for a malformed body, a non-object, or a kind/apiVersion
+    that does not fit the endpoint. A missing kind or apiVersion is filled in from the
+    endpoint (the decoder's default GVK). Protobuf fields the schema does not know are
+    reported in ``warnings``.
     """
+    if media_type == PROTOBUF_TYPE:
+        obj = protobuf.decode_body(body, resource, BODY_TYPES, warnings)
+        check_kind(obj, resource)
+        return obj
     if media_type not in BODY_TYPES:
-        raise unsupported_body_type(media_type, BODY_TYPES)
+        raise unsupported_body_type(media_type, body_types(resource))
     try:
         obj = decode_structured(body, media_type)
     except ValueError as e:
@@ -198,16 +208,15 @@ def _check_metadata(obj: JSON, resource: ResourceInfo) -> None:
     )
 
 
+def body_types(resource: ResourceInfo) -> tuple[str, ...]:
+    """The request body media types ``resource`` accepts (protobuf where the schema has
+    its kind, as upstream: custom resources take JSON and YAML only)."""
+    return (*BODY_TYPES, PROTOBUF_TYPE) if protobuf.supports(resource) else BODY_TYPES
+
+
 def unsupported_body_type(media_type: str, accepted: Sequence[str]) -> apierrors.StatusError:
-    """415 naming the accepted media types; a protobuf body (``kubectl create namespace|
-    configmap|secret|deployment`` send one) also says how to get the same object in."""
-    err = apierrors.unsupported_media_type(media_type, accepted)
-    if media_type == PROTOBUF_TYPE:
-        err.body["message"] += (
-            f"; {PROTOBUF_TYPE} request bodies are not supported by this server: send the "
-            "object as JSON or YAML (for kubectl: a manifest with create -f or apply -f)"
-        )
-    return err
+    """415 naming the accepted media types."""
+    return apierrors.unsupported_media_type(media_type, accepted)
 
 
 def check_kind(obj: JSON, resource: ResourceInfo) -> None:

@@ -159,9 +159,11 @@ def _decode_validated(
 ) -> tuple[JSONObject, list[str]]:
     """The decoded, field-validated body of a create or update: (object, Warning headers)."""
     media_type = negotiation.media_type_of(request)
-    obj = negotiation.decode_object(body, media_type, resource)
+    decode_warnings: list[str] = []
+    obj = negotiation.decode_object(body, media_type, resource, decode_warnings)
     raw = body if media_type == negotiation.JSON_TYPE else None
-    return validation.validate_written(obj, raw, resource, mode)
+    obj, warnings = validation.validate_written(obj, raw, resource, mode)
+    return obj, decode_warnings + warnings
 
 
 def _current_rv(current: JSONObject) -> str:
