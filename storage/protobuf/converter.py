@@ -29,12 +29,19 @@ from typing import Any
 import orjson
 
 from storage.protobuf.plans import BOOL, BYTES, INT32, INT64, MAP, MESSAGE, STRING, Field, Message
+from storage.protobuf.wire import (
+    WireError,
+    bytes_field,
+    int_field,
+    last_fields,
+    read_varint,
+    varint,
+)
 
-_U64 = (1 << 64) - 1
 _ZERO_TIME = -62135596800  # Go's time.Time{}.Unix(): 0001-01-01T00:00:00Z
 
 
-class ConversionError(ValueError):
+class ConversionError(WireError):
     """A JSON value that its field cannot hold, or bytes that are not a valid message."""
 
 
@@ -48,23 +55,14 @@ class Report:
         self.unknown_fields: list[str] = []
 
 
-def varint(value: int) -> bytes:
-    value &= _U64
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 # ---------------------------------------------------------------- JSON -> wire
 
 
-def encode(msg: Message, obj: Any, report: Report, path: str = "") -> bytes:
-    """The wire bytes of ``msg`` for the JSON value ``obj`` (no tag, no length)."""
+def encode(
+    msg: Message, obj: Any, report: Report, path: str = "", *, inline: bool = False
+) -> bytes:
+    """The wire bytes of ``msg`` for the JSON value ``obj`` (no tag, no length);
+    ``inline``: ``obj`` is the parent's object, whose other members are not ours."""
     if msg.special is not None:
         return _encode_special(msg, obj, path)
     if obj is None:
@@ -75,7 +73,7 @@ def encode(msg: Message, obj: Any, report: Report, path: str = "") -> bytes:
     for field in msg.fields:
         if field.inline:
             assert field.message is not None
-            body = encode(field.message, obj, report, path)
+            body = encode(field.message, obj, report, path, inline=True)
             parts += (field.tag, varint(len(body)), body)
             continue
         value = obj.get(field.json)
@@ -89,11 +87,11 @@ def encode(msg: Message, obj: Any, report: Report, path: str = "") -> bytes:
         elif field.repeated:
             if not isinstance(value, list):
                 raise ConversionError(f"{where}: expected an array, got {_json_type(value)}")
-            for item in value:
-                _encode_value(field, item, parts, report, where)
+            for i, item in enumerate(value):
+                _encode_value(field, item, parts, report, f"{where}[{i}]")
         else:
             _encode_value(field, value, parts, report, where)
-    if len(obj) > len(msg.json_names) or not msg.json_names.issuperset(obj):
+    if not inline and not msg.json_names.issuperset(obj):
         report.unknown_json += (f"{path}.{k}" for k in obj if k not in msg.json_names)
     return b"".join(parts)
 
@@ -295,14 +293,14 @@ def decode(msg: Message, data: bytes, report: Report) -> Any:
     pos, end = 0, len(data)
     by_number = msg.by_number
     while pos < end:
-        key, pos = _read_varint(data, pos)
+        key, pos = read_varint(data, pos)
         number, wire_type = key >> 3, key & 7
         field = by_number.get(number)
         if wire_type == 0:
-            raw, pos = _read_varint(data, pos)
+            raw, pos = read_varint(data, pos)
             value: Any = raw
         elif wire_type == 2:
-            size, pos = _read_varint(data, pos)
+            size, pos = read_varint(data, pos)
             if pos + size > end:
                 raise ConversionError(f"{msg.name}: truncated field {number}")
             value = data[pos : pos + size]
@@ -385,13 +383,13 @@ def _decode_map(field: Field, entries: list[bytes], report: Report) -> dict[str,
     for entry in entries:
         key, value, pos = "", None, 0
         while pos < len(entry):
-            tag, pos = _read_varint(entry, pos)
+            tag, pos = read_varint(entry, pos)
             if tag & 7 == 2:
-                size, pos = _read_varint(entry, pos)
+                size, pos = read_varint(entry, pos)
                 chunk: Any = entry[pos : pos + size]
                 pos += size
             else:
-                chunk, pos = _read_varint(entry, pos)
+                chunk, pos = read_varint(entry, pos)
             if tag >> 3 == 1:
                 key = bytes(chunk).decode("utf-8", "replace")
             else:
@@ -404,61 +402,40 @@ def _decode_map(field: Field, entries: list[bytes], report: Report) -> dict[str,
 
 def _decode_special(msg: Message, data: bytes, report: Report) -> Any:
     special = msg.special
+    if special == "list":
+        return [bytes(v).decode("utf-8", "replace") for v in _repeated(data, 1)]
+    fields = last_fields(data)
     if special == "quantity":
-        fields = _flat_fields(data)
-        return bytes(fields.get(1, b"")).decode() or "0"
+        return bytes_field(fields, 1).decode() or "0"
     if special in ("time", "microtime"):
-        if not data:
-            return None
-        fields = _flat_fields(data)
-        seconds = _signed64(fields.get(1, 0))
-        nanos = fields.get(2, 0) if special == "microtime" else 0
-        if seconds == _ZERO_TIME and not nanos:
+        seconds = _signed64(int_field(fields, 1))
+        nanos = int_field(fields, 2) if special == "microtime" else 0
+        if not data or (seconds == _ZERO_TIME and not nanos):
             return None
         return _format_time(seconds, nanos // 1000 if special == "microtime" else None)
     if special == "intorstring":
-        fields = _flat_fields(data)
-        if fields.get(1, 0) == 1:
-            return bytes(fields.get(3, b"")).decode("utf-8", "replace")
-        raw = fields.get(2, 0) & 0xFFFFFFFF
+        if int_field(fields, 1) == 1:
+            return bytes_field(fields, 3).decode("utf-8", "replace")
+        raw = int_field(fields, 2) & 0xFFFFFFFF
         return raw - (1 << 32) if raw >> 31 else raw
     if special == "duration":
-        return format_duration(_signed64(_flat_fields(data).get(1, 0)))
-    if special == "raw":
-        payload = _flat_fields(data).get(1)
-        if payload is None:
-            return None
-        try:
-            return orjson.loads(payload)
-        except orjson.JSONDecodeError:
-            report.unknown_fields.append(f"{msg.name}: raw bytes that are not JSON")
-            return None
-    items = [bytes(v).decode("utf-8", "replace") for v in _repeated(data, 1)]
-    return items
-
-
-def _flat_fields(data: bytes) -> dict[int, Any]:
-    out: dict[int, Any] = {}
-    pos = 0
-    while pos < len(data):
-        tag, pos = _read_varint(data, pos)
-        if tag & 7 == 2:
-            size, pos = _read_varint(data, pos)
-            out[tag >> 3] = data[pos : pos + size]
-            pos += size
-        elif tag & 7 == 0:
-            out[tag >> 3], pos = _read_varint(data, pos)
-        else:
-            raise ConversionError(f"unexpected wire type {tag & 7}")
-    return out
+        return format_duration(_signed64(int_field(fields, 1)))
+    # "raw": RawExtension / FieldsV1 carry JSON bytes
+    if 1 not in fields:
+        return None
+    try:
+        return orjson.loads(bytes_field(fields, 1))
+    except orjson.JSONDecodeError:
+        report.unknown_fields.append(f"{msg.name}: raw bytes that are not JSON")
+        return None
 
 
 def _repeated(data: bytes, number: int) -> list[bytes]:
     out: list[bytes] = []
     pos = 0
     while pos < len(data):
-        tag, pos = _read_varint(data, pos)
-        size, pos = _read_varint(data, pos)
+        tag, pos = read_varint(data, pos)
+        size, pos = read_varint(data, pos)
         if tag >> 3 == number:
             out.append(data[pos : pos + size])
         pos += size
@@ -476,22 +453,3 @@ def _format_time(seconds: int, micros: int | None) -> str:
         f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
     )
     return f"{text}.{micros:06d}Z" if micros is not None else text + "Z"
-
-
-def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    byte = data[pos]
-    if byte < 0x80:
-        return byte, pos + 1
-    result, shift = byte & 0x7F, 7
-    while True:
-        pos += 1
-        try:
-            byte = data[pos]
-        except IndexError:
-            raise ConversionError("truncated varint") from None
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos + 1
-        shift += 7
-        if shift > 63:
-            raise ConversionError("varint overflow")

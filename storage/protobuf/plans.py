@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from storage.protobuf.schema import RawSchema
+from storage.protobuf.wire import varint
 
 STRING, BYTES, BOOL, INT32, INT64, MESSAGE, MAP = range(7)
 
@@ -52,7 +53,7 @@ class Field:
     def __init__(self, number: int, kind: int, wire_type: int) -> None:
         self.number = number
         self.kind = kind
-        self.tag = _varint((number << 3) | wire_type)
+        self.tag = varint((number << 3) | wire_type)
         self.json = ""
         self.repeated = False
         self.pointer = False
@@ -74,15 +75,6 @@ class Message:
         self.fields: list[Field] = []
         self.by_number: dict[int, Field] = {}
         self.json_names: frozenset[str] = frozenset()
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def compile_plans(raw: RawSchema) -> dict[str, Message]:

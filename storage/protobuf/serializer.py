@@ -18,9 +18,10 @@ import struct
 import threading
 from typing import Any
 
-from storage.protobuf.converter import ConversionError, Report, decode, encode, varint
+from storage.protobuf.converter import ConversionError, Report, decode, encode
 from storage.protobuf.plans import Message, compile_plans
 from storage.protobuf.schema import RawSchema, load_raw
+from storage.protobuf.wire import WireError, bytes_field, last_fields, varint
 
 MAGIC = b"k8s\x00"
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
@@ -73,55 +74,22 @@ def unwrap(data: bytes) -> Unknown:
     if not data.startswith(MAGIC):
         raise ConversionError("provided data does not appear to be a protobuf message, "
                               f"expected prefix {list(MAGIC)}")  # fmt: skip
-    fields = _fields(data, len(MAGIC))
-    type_meta = _fields(fields.get(1, b""), 0)
-    return Unknown(
-        _text(type_meta.get(1, b"")),
-        _text(type_meta.get(2, b"")),
-        bytes(fields.get(2, b"")),
-        _text(fields.get(3, b"")),
-        _text(fields.get(4, b"")),
-    )
-
-
-def _text(value: Any) -> str:
-    if not isinstance(value, bytes):
-        raise ConversionError("malformed runtime.Unknown")
-    return value.decode("utf-8", "replace")
-
-
-def _fields(data: bytes, pos: int) -> dict[int, Any]:
-    out: dict[int, Any] = {}
-    end = len(data)
     try:
-        while pos < end:
-            key, pos = _uvarint(data, pos)
-            if key & 7 == 2:
-                size, pos = _uvarint(data, pos)
-                if pos + size > end:
-                    raise ConversionError("unexpected EOF")
-                out[key >> 3] = data[pos : pos + size]
-                pos += size
-            elif key & 7 == 0:
-                out[key >> 3], pos = _uvarint(data, pos)
-            else:
-                raise ConversionError(f"illegal wireType {key & 7} in runtime.Unknown")
-    except IndexError:
-        raise ConversionError("unexpected EOF") from None
-    return out
+        fields = last_fields(data, len(MAGIC))
+        type_meta = last_fields(bytes_field(fields, 1))
+        return Unknown(
+            _text(type_meta, 1),
+            _text(type_meta, 2),
+            bytes_field(fields, 2),
+            _text(fields, 3),
+            _text(fields, 4),
+        )
+    except WireError as err:
+        raise ConversionError(str(err)) from None
 
 
-def _uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise ConversionError("integer overflow")
+def _text(fields: dict[int, bytes | int], number: int) -> str:
+    return bytes_field(fields, number).decode("utf-8", "replace")
 
 
 def frame(data: bytes) -> bytes:
@@ -201,8 +169,8 @@ class Serializer:
         report = report if report is not None else Report()
         try:
             body = decode(msg, raw, report)
-        except IndexError:
-            raise ConversionError("unexpected EOF") from None
+        except WireError as err:
+            raise ConversionError(str(err)) from None
         return {"apiVersion": api_version, "kind": kind, **body}
 
 
