@@ -17,6 +17,12 @@ re-encode (about 1 µs against 9 µs for a 2.8 KB pod). The dict is then decoded
 only if someone asks for ``StoredObject.obj``. Anything else (kube-apiserver's own
 JSON, hand-written values) is parsed, modified and re-encoded; values that do not parse
 as a JSON object raise ``InternalStorageError``.
+
+Media types (kube-apiserver's ``--storage-media-type``): ``set_storage_media_type``
+picks what ``encode`` writes; protobuf (``k8s\x00`` + ``runtime.Unknown``, see
+``storage.protobuf``) and YAML are additions to the JSON path above, chosen by the value's
+first bytes on read whatever the setting, so a store written half in one and half in
+another (or by kube-apiserver itself) reads back. ``StoredObject.data`` stays JSON.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from storage import media_types
 from storage.errors import InternalStorageError
 from storage.interfaces import JSONObject, StoredObject
 
@@ -41,9 +48,32 @@ _CANONICAL_HEAD = re.compile(
 )
 
 
+def set_storage_media_type(media_type: str) -> None:
+    """What ``encode`` writes from now on (process-wide, like kube-apiserver's flag):
+    ``application/json``, ``application/yaml`` or ``application/vnd.kubernetes.protobuf``.
+    ValueError for another; SchemaUnavailable if protobuf's schema cannot be loaded."""
+    global _encode_other
+    _encode_other = media_types.encoder(media_type)
+
+
+def storage_media_type() -> str:
+    return _encode_other.media_type if _encode_other is not None else media_types.JSON
+
+
+_encode_other: media_types.Encoder | None = None  # None: JSON, this module's own encoding
+
+
 def encode(obj: JSONObject) -> bytes:
-    """The canonical storage bytes of ``obj`` (not modified; resourceVersion and selfLink
-    are left out of the encoding). TypeError for values JSON cannot represent."""
+    """The storage bytes of ``obj`` in the storage media type (not modified;
+    resourceVersion and selfLink are left out). JSON is canonical (below); TypeError for
+    values JSON cannot represent."""
+    if _encode_other is not None:
+        return _encode_other(obj, _encode_json)
+    return _encode_json(obj)
+
+
+def _encode_json(obj: JSONObject) -> bytes:
+    """The canonical JSON bytes of ``obj`` (see the module docstring)."""
     parts: list[bytes] = []
     meta = obj.get("metadata")
     if isinstance(meta, dict) and any(k in meta for k in _DROPPED_META):
@@ -113,6 +143,8 @@ def mutable_copy(stored: StoredObject) -> JSONObject:
 
 
 def _loads(key: str, value: bytes) -> JSONObject:
+    if not value.startswith(b"{"):
+        return media_types.decode(key, value)  # protobuf, YAML
     try:
         obj = orjson.loads(value)
     except orjson.JSONDecodeError as err:

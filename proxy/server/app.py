@@ -39,7 +39,9 @@ from proxy.server.context import API_CONTEXT, APIContext
 from proxy.server.healthz import setup_health_routes
 from proxy.server.settings import ConfigError, Settings, load_settings
 from proxy.server.system_namespaces import SystemNamespaces
+from storage import codec
 from storage import errors as serr
+from storage.protobuf.schema import SchemaUnavailable
 
 __all__ = ["build_app", "main", "serve", "version_info"]
 
@@ -132,10 +134,21 @@ async def _version(request: web.Request) -> web.Response:
     return negotiation.json_response(version_info())
 
 
+def _set_storage_media_type(media_type: str) -> None:
+    """--storage-media-type; protobuf without its schema falls back to JSON, loudly
+    (reads of protobuf values then fail as undecodable, naming the remedy)."""
+    try:
+        codec.set_storage_media_type(media_type)
+    except SchemaUnavailable as err:
+        log.warning("storing JSON instead of %s: %s", media_type, err)
+        codec.set_storage_media_type("application/json")
+
+
 def build_app(
     settings: Settings, storage_ctx: StorageContext, registry: Registry | None = None
 ) -> web.Application:
     """The application: health, version, discovery and resource routes over ``storage_ctx``."""
+    _set_storage_media_type(settings.storage_media_type)
     app = web.Application(
         middlewares=[metrics_middleware, error_middleware],
         # bodies are read by the handlers with their own limit (413 as a Status)
