@@ -23,7 +23,7 @@ from typing import Any
 
 from proxy import apierrors
 from proxy.registry.resources import ResourceInfo
-from storage.protobuf.converter import ConversionError, Report, varint
+from storage.protobuf.converter import ConversionError, Report
 from storage.protobuf.schema import SchemaUnavailable
 from storage.protobuf.serializer import (
     MAGIC,
@@ -35,6 +35,7 @@ from storage.protobuf.serializer import (
     unwrap,
     wrap,
 )
+from storage.protobuf.wire import varint
 
 __all__ = [
     "MEDIA_TYPE",

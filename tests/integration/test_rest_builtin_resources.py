@@ -11,7 +11,7 @@ import pytest
 
 from etcdclient import EtcdClient
 from proxy.registry.resources import ResourceInfo, build_registry
-from storage import keys
+from storage import codec, keys
 from tests.integration.conftest import ServerProcess, create
 
 pytestmark = pytest.mark.etcd
@@ -108,7 +108,8 @@ async def test_crud_at_its_etcd_key(cached_server: ServerProcess, info: Resource
         assert key.startswith(f"{cached_server.prefix}/{path}/")
         async with EtcdClient(list(cached_server.etcd_servers)) as client:
             stored = await client.get(key.encode())
-        assert stored.kv is not None and orjson.loads(stored.kv.value)["kind"] == info.kind
+        assert stored.kv is not None and stored.kv.value.startswith(b"k8s\x00")  # protobuf
+        assert codec.decode_object(key, stored.kv.value)["kind"] == info.kind
         # an RV=0 LIST from the watch cache (at least as new as the write)
         path = f"{_collection(info, ns)}?resourceVersion={rv}&resourceVersionMatch=NotOlderThan"
         async with http.get(path) as resp:
