@@ -31,7 +31,7 @@ class StoredObject:
     (use ``copy()`` to get a mutable deep copy).
     """
 
-    __slots__ = ("_obj", "data", "key", "resource_version")
+    __slots__ = ("_encodings", "_obj", "data", "key", "resource_version")
 
     def __init__(
         self, key: str, data: bytes, resource_version: int, obj: JSONObject | None = None
@@ -40,6 +40,19 @@ class StoredObject:
         self.data = data
         self.resource_version = resource_version
         self._obj = obj
+        self._encodings: dict[str, bytes] | None = None
+
+    def encoded(self, media_type: str, encode: Callable[[StoredObject], bytes]) -> bytes:
+        """This version in another encoding (protobuf), made by ``encode`` at most once
+        and kept with the version (serialize once: a LIST from the watch cache joins
+        these bytes, as it joins ``data`` for JSON)."""
+        encodings = self._encodings
+        if encodings is None:
+            encodings = self._encodings = {}
+        found = encodings.get(media_type)
+        if found is None:
+            found = encodings[media_type] = encode(self)
+        return found
 
     @property
     def obj(self) -> JSONObject:

@@ -38,6 +38,7 @@ __all__ = [
     "media_type_of",
     "read_body",
     "response_format",
+    "status_response",
     "unsupported_body_type",
 ]
 
@@ -239,13 +240,30 @@ def check_kind(obj: JSON, resource: ResourceInfo) -> None:
     obj["apiVersion"], obj["kind"] = api_version, kind
 
 
-def response_format(request: web.Request, *, is_list: bool = False) -> table.AcceptedFormat:
-    """The response format for ``request``'s Accept header: the object (JSON/YAML), a
-    ``meta.k8s.io`` Table, or PartialObjectMetadata[List]; 406 if none fits."""
+def response_format(
+    request: web.Request, *, is_list: bool = False, resource: ResourceInfo | None = None
+) -> table.AcceptedFormat:
+    """The response format for ``request``'s Accept header: the object (JSON/YAML, and
+    protobuf for a ``resource`` the protobuf schema has), a ``meta.k8s.io`` Table, or
+    PartialObjectMetadata[List]; 406 if none fits."""
+    pb = resource is not None and protobuf.supports(resource)
     try:
-        return table.parse_accept(request.headers.get("Accept"), is_list=is_list)
+        return table.parse_accept(request.headers.get("Accept"), is_list=is_list, protobuf=pb)
     except table.NotAcceptableError:
-        raise apierrors.not_acceptable(RESPONSE_TYPES) from None
+        raise apierrors.not_acceptable(
+            (*RESPONSE_TYPES, PROTOBUF_TYPE) if pb else RESPONSE_TYPES
+        ) from None
+
+
+def status_response(request: web.Request, err: apierrors.StatusError) -> web.Response:
+    """A Status error, as protobuf when the client prefers it (as upstream's negotiated
+    error writer), else JSON."""
+    try:
+        fmt = table.parse_accept(request.headers.get("Accept"), protobuf=True)
+    except table.NotAcceptableError:
+        fmt = table.AcceptedFormat("json")
+    media_type = PROTOBUF_TYPE if fmt.format == "protobuf" else JSON_TYPE
+    return json_response(err.body, err.code, headers=err.headers, media_type=media_type)
 
 
 def _now() -> dt.datetime:
@@ -292,9 +310,16 @@ def object_response(
 ) -> web.Response:
     """The response for one stored object (its bytes as they are, for JSON), with one
     ``Warning`` header per entry of ``warnings``."""
-    fmt = fmt or response_format(request)
+    fmt = fmt or response_format(request, resource=resource)
     if fmt.format == "json":
         response = raw_json_response(data, code)
+    elif fmt.format == "protobuf":
+        encoded = protobuf.object_bytes(data)  # b"": members protobuf would drop
+        response = (
+            web.Response(body=encoded, status=code, content_type=PROTOBUF_TYPE)
+            if encoded
+            else raw_json_response(data, code)
+        )
     elif fmt.format in ("table", "partial"):
         obj = orjson.loads(data)
         response = json_response(
@@ -361,6 +386,8 @@ def watch_encoder(
     )
 
     def encode(event_type: str, data: bytes) -> bytes:
+        if fmt.media_type == PROTOBUF_TYPE:
+            return _protobuf_event_object(fmt, event_type, data)
         if fmt.format == "json" or event_type in ("ERROR", "BOOKMARK"):
             return data
         obj = orjson.loads(data)
@@ -373,6 +400,15 @@ def watch_encoder(
         return orjson.dumps(event["object"])
 
     return encode
+
+
+def _protobuf_event_object(fmt: table.AcceptedFormat, event_type: str, data: bytes) -> bytes:
+    """The enveloped object of one protobuf watch event (ERROR: a Status; a version
+    with members protobuf cannot carry is sent without them, logged)."""
+    if fmt.format == "protobuf" or event_type in ("ERROR", "BOOKMARK"):
+        encoded = protobuf.object_bytes(data)
+        return encoded or protobuf.encode_lossy(orjson.loads(data))
+    return protobuf.encode_lossy(_partial(orjson.loads(data), fmt.version))
 
 
 def dump_json(obj: Any) -> bytes:
@@ -388,10 +424,15 @@ def json_response(
 ) -> web.Response:
     """One encoded response (objects, Status, discovery). Lists stream elsewhere.
     ``content_type`` overrides the header (``application/json;as=Table;...``)."""
-    if media_type == YAML_TYPE:
+    encoded = protobuf.encode_object(obj) if media_type == PROTOBUF_TYPE else None
+    if encoded is not None:
+        body = encoded
+    elif media_type == YAML_TYPE:
         body = yaml.safe_dump(obj, sort_keys=False).encode()
     else:
         body = orjson.dumps(obj)
+        if media_type == PROTOBUF_TYPE:  # a kind or members protobuf cannot carry
+            media_type, content_type = JSON_TYPE, None
     all_headers = dict(headers or {})
     all_headers["Content-Type"] = content_type or media_type
     return web.Response(body=body, status=code, headers=all_headers)

@@ -18,11 +18,15 @@ for JSON objects (``None`` when the kind has no message: the caller answers JSON
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from typing import Any
+
+import orjson
 
 from proxy import apierrors
 from proxy.registry.resources import ResourceInfo
+from storage.interfaces import StoredObject
 from storage.protobuf.converter import ConversionError, Report
 from storage.protobuf.schema import SchemaUnavailable
 from storage.protobuf.serializer import (
@@ -35,15 +39,18 @@ from storage.protobuf.serializer import (
     unwrap,
     wrap,
 )
-from storage.protobuf.wire import varint
+from storage.protobuf.wire import read_varint, varint
 
 __all__ = [
     "MEDIA_TYPE",
     "WATCH_MEDIA_TYPE",
     "decode_body",
-    "encode_list",
+    "encode_lossy",
     "encode_object",
+    "list_parts",
+    "object_bytes",
     "serializer",
+    "stored_bytes",
     "supports",
     "watch_frame",
 ]
@@ -69,7 +76,7 @@ _logged: set[str] = set()
 def _log_unavailable(message: str) -> None:
     if message not in _logged:
         _logged.add(message)
-        log.warning("protobuf disabled: %s", message)
+        log.warning("protobuf: %s", message)
 
 
 def supports(resource: ResourceInfo) -> bool:
@@ -122,6 +129,21 @@ def _summary(data: bytes, max_length: int = 30) -> str:
     return data[:max_length].hex() + (" ..." if len(data) > max_length else "")
 
 
+def encode_lossy(obj: JSON) -> bytes:
+    """``obj`` as protobuf even if members the schema lacks must be left out (a watch
+    stream cannot switch to JSON midway); what is left out is logged once."""
+    s = serializer()
+    assert s is not None  # the stream was only negotiated as protobuf with a schema
+    report = Report()
+    data = s.encode(obj, report)
+    if report.unknown_json:
+        _log_unavailable(
+            f"{obj.get('apiVersion')}/{obj.get('kind')}: sent as protobuf without "
+            f"{', '.join(report.unknown_json)} (no field in the schema)"
+        )
+    return data
+
+
 def encode_object(obj: JSON, s: Serializer | None = None) -> bytes | None:
     """The enveloped bytes of ``obj``, or None when it cannot be protobuf (no schema,
     a kind the schema lacks, or members the schema would drop: JSON keeps them)."""
@@ -136,17 +158,60 @@ def encode_object(obj: JSON, s: Serializer | None = None) -> bytes | None:
     return None if report.unknown_json else data
 
 
-def encode_list(
-    api_version: str, list_kind: str, metadata: JSON, items: Iterable[bytes], s: Serializer
-) -> bytes:
-    """A list from already-enveloped items: each item's ``raw`` becomes one ``items``
-    entry (field 2) after the ListMeta (field 1), inside the list kind's envelope."""
+# Serialize once: the protobuf form of a JSON object version, keyed by the identity of
+# its bytes (the cache hands the same bytes object to every GET and every watcher of
+# that version; the entry holds the bytes, so the id cannot be reused meanwhile).
+_ONCE_SIZE = 4096
+_once: OrderedDict[int, tuple[bytes, bytes]] = OrderedDict()
+
+
+def object_bytes(data: bytes) -> bytes:
+    """The enveloped protobuf of the JSON object ``data``, made at most once while it is
+    among the last few thousand asked for; ``b""`` when it cannot be protobuf."""
+    key = id(data)
+    hit = _once.get(key)
+    if hit is not None and hit[0] is data:
+        _once.move_to_end(key)
+        return hit[1]
+    encoded = encode_object(orjson.loads(data)) or b""
+    _once[key] = (data, encoded)
+    if len(_once) > _ONCE_SIZE:
+        _once.popitem(last=False)
+    return encoded
+
+
+def stored_bytes(stored: StoredObject) -> bytes:
+    """``object_bytes`` kept on the object version itself (the cache's objects live as
+    long as their version: a LIST from the cache encodes each version once)."""
+    return stored.encoded(MEDIA_TYPE, lambda st: encode_object(orjson.loads(st.data)) or b"")
+
+
+def raw_message(enveloped: bytes) -> memoryview:
+    """The object message inside an envelope this module made (no copy)."""
+    pos = len(MAGIC) + 1
+    size, pos = read_varint(enveloped, pos)
+    pos += size + 1  # typeMeta, then raw's tag
+    size, pos = read_varint(enveloped, pos)
+    return memoryview(enveloped)[pos : pos + size]
+
+
+def list_parts(
+    api_version: str, list_kind: str, metadata: JSON, items: Sequence[bytes], s: Serializer
+) -> Iterator[bytes | memoryview]:
+    """The enveloped list of already-enveloped ``items``, in pieces to stream: the list
+    message is ListMeta (field 1), then each item's message as ``items`` (field 2)."""
     meta = s.encode_message(LIST_META, metadata)
-    parts = [b"\x0a", varint(len(meta)), meta]
-    for item in items:
-        raw = unwrap(item).raw
-        parts += (b"\x12", varint(len(raw)), raw)
-    return wrap(api_version, list_kind, b"".join(parts))
+    raws = [raw_message(item) for item in items]
+    body_size = 1 + len(varint(len(meta))) + len(meta)
+    body_size += sum(1 + len(varint(len(raw))) + len(raw) for raw in raws)
+    av, kd = api_version.encode(), list_kind.encode()
+    type_meta = b"\x0a" + varint(len(av)) + av + b"\x12" + varint(len(kd)) + kd
+    yield MAGIC + b"\x0a" + varint(len(type_meta)) + type_meta + b"\x12" + varint(body_size)
+    yield b"\x0a" + varint(len(meta)) + meta
+    for raw in raws:
+        yield b"\x12" + varint(len(raw))
+        yield raw
+    yield b"\x1a\x00\x22\x00"
 
 
 def watch_frame(event_type: str, object_bytes: bytes) -> bytes:

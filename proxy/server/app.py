@@ -68,8 +68,8 @@ def version_info() -> dict[str, str]:
     }
 
 
-def _status_response(err: apierrors.StatusError) -> web.Response:
-    return negotiation.json_response(err.body, err.code, headers=err.headers)
+def _status_response(err: apierrors.StatusError, request: web.Request) -> web.Response:
+    return negotiation.status_response(request, err)
 
 
 def _is_long_running(request: web.Request) -> bool:
@@ -86,9 +86,9 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         async with asyncio.timeout(ctx.settings.request_timeout):
             return await handler(request)
     except apierrors.StatusError as e:
-        return _status_response(e)
+        return _status_response(e, request)
     except serr.StorageError as e:
-        return _status_response(apierrors.from_storage_error(e, "", ""))
+        return _status_response(apierrors.from_storage_error(e, "", ""), request)
     except TimeoutError:
         if request.get(STREAMING) is not None:
             # headers and part of a LIST are out: cut the connection so the client sees
@@ -101,7 +101,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             apierrors.timeout(
                 "request did not complete within requested timeout - context deadline exceeded",
                 retry_after=0,
-            )
+            ),
+            request,
         )
     except web.HTTPException as e:
         if e.status == 404:
@@ -110,7 +111,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
                     apierrors.status_body(
                         404, "NotFound", "the server could not find the requested resource", {}
                     )
-                )
+                ),
+                request,
             )
         if e.status == 405:
             return _status_response(
@@ -120,14 +122,15 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
                         "MethodNotAllowed",
                         f"{request.method} is not allowed on {request.path}",
                     )
-                )
+                ),
+                request,
             )
         raise
     except (asyncio.CancelledError, ConnectionResetError):
         raise
     except Exception as e:
         log.exception("unexpected error serving %s %s", request.method, request.path)
-        return _status_response(apierrors.internal_error(f"unexpected {type(e).__name__}"))
+        return _status_response(apierrors.internal_error(f"unexpected {type(e).__name__}"), request)
 
 
 async def _version(request: web.Request) -> web.Response:

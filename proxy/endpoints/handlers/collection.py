@@ -25,7 +25,7 @@ import orjson
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.endpoints import metrics, negotiation
+from proxy.endpoints import metrics, negotiation, protobuf
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.handlers.list_options import (
     parse_list_query,
@@ -93,8 +93,12 @@ async def write_list(
     """Stream ``items`` as the resource's List (see the module docstring). Tables,
     PartialObjectMetadataLists and YAML are converted whole (their rows are small, or
     the client asked for YAML)."""
-    fmt = negotiation.response_format(request, is_list=True)
-    if fmt.format != "json":
+    fmt = negotiation.response_format(request, is_list=True, resource=rs.resource)
+    if fmt.format == "protobuf":
+        encoded = [protobuf.stored_bytes(item) for item in items]
+        if all(encoded):  # else: members protobuf cannot carry, the list goes as JSON
+            return await _write_protobuf_list(request, rs, encoded, metadata, headers)
+    elif fmt.format != "json":
         converted = negotiation.converted_list(
             fmt, rs.resource, [orjson.loads(i.data) for i in items], metadata, request
         )
@@ -122,6 +126,38 @@ async def write_list(
     return response
 
 
+async def _write_protobuf_list(
+    request: web.Request,
+    rs: ResourceStorage,
+    encoded: list[bytes],
+    metadata: dict[str, Any],
+    headers: dict[str, str],
+) -> web.StreamResponse:
+    """Stream a protobuf List joined from each version's protobuf bytes (made at most
+    once per version, see ``protobuf.stored_bytes``), in chunks as the JSON list."""
+    serializer = protobuf.serializer()
+    assert serializer is not None  # negotiated only with a schema
+    response = web.StreamResponse(status=200, headers=headers)
+    response.content_type = protobuf.MEDIA_TYPE
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    request[STREAMING] = response
+    buffer: list[bytes | memoryview] = []
+    size = 0
+    parts = protobuf.list_parts(
+        rs.resource.api_version, rs.resource.list_kind, metadata, encoded, serializer
+    )
+    for part in parts:
+        buffer.append(part)
+        size += len(part)
+        if size >= CHUNK_BYTES:
+            await response.write(b"".join(buffer))
+            buffer, size = [], 0
+    await response.write(b"".join(buffer))
+    await response.write_eof()
+    return response
+
+
 def _list_options(request: web.Request, info: RequestInfo, rs: ResourceStorage) -> ListOptions:
     query = parse_list_query(request.query, watch=info.verb == "watch")
     validate_list_query(query)
@@ -131,7 +167,7 @@ def _list_options(request: web.Request, info: RequestInfo, rs: ResourceStorage) 
 async def list_objects(
     request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
 ) -> web.StreamResponse:
-    negotiation.response_format(request, is_list=True)  # 406 before any storage work
+    negotiation.response_format(request, is_list=True, resource=rs.resource)  # 406 first
     opts = _list_options(request, info, rs)
     with apierrors.storage_errors(rs.resource.qualified):
         result = await rs.store.get_list(rs.list_key(_namespace(info, rs)), opts)
@@ -146,7 +182,8 @@ def _event_line(event_type: str, data: bytes) -> bytes:
 async def watch_objects(
     request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
 ) -> web.StreamResponse:
-    fmt = negotiation.response_format(request, is_list=True)
+    fmt = negotiation.response_format(request, is_list=True, resource=rs.resource)
+    as_protobuf = fmt.media_type == protobuf.MEDIA_TYPE
     query = parse_list_query(request.query, watch=True)
     validate_list_query(query)
     duration = watch_timeout(query, ctx.settings.min_request_timeout)
@@ -162,7 +199,9 @@ async def watch_objects(
     encode = negotiation.watch_encoder(fmt, rs.resource, request)
     try:
         response = web.StreamResponse(status=200)
-        response.headers["Content-Type"] = fmt.content_type
+        response.headers["Content-Type"] = (
+            protobuf.WATCH_MEDIA_TYPE if as_protobuf else fmt.content_type
+        )
         response.enable_chunked_encoding()
         await response.prepare(request)
         with (
@@ -172,7 +211,11 @@ async def watch_objects(
             async with asyncio.timeout(duration):
                 async for event in watcher:
                     data = encode(event.type, event.data)
-                    await response.write(_event_line(event.type, data))
+                    await response.write(
+                        protobuf.watch_frame(event.type, data)
+                        if as_protobuf
+                        else _event_line(event.type, data)
+                    )
                     metrics.observe_watch_event(info)
         with contextlib.suppress(ConnectionResetError):
             await response.write_eof()
@@ -187,7 +230,7 @@ async def delete_collection(
 ) -> web.StreamResponse:
     """Delete every object the selectors match (read from etcd, newest); the response is
     the List of deleted objects, each with its deletion revision."""
-    negotiation.response_format(request, is_list=True)
+    negotiation.response_format(request, is_list=True, resource=rs.resource)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     delete_opts = parse_delete_options(request.query, body, negotiation.media_type_of(request))
     writer: Interface | DryRunStore = DryRunStore(rs.store) if delete_opts.dry_run else rs.store

@@ -90,14 +90,14 @@ def _namespace(info: RequestInfo, resource: ResourceInfo) -> str:
     return info.namespace if resource.namespaced else ""
 
 
-def _response_type(request: web.Request) -> AcceptedFormat:
-    return negotiation.response_format(request)
+def _response_type(request: web.Request, resource: ResourceInfo) -> AcceptedFormat:
+    return negotiation.response_format(request, resource=resource)
 
 
 async def get_object(
     request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
 ) -> web.StreamResponse:
-    media = _response_type(request)
+    media = _response_type(request, rs.resource)
     opts = GetOptions(resource_version=request.query.get("resourceVersion", ""))
     key = rs.object_key(_namespace(info, rs.resource), info.name)
     with storage_errors(rs.resource, info.name):
@@ -146,7 +146,7 @@ async def _write_request(
     """What a create or update starts with: the response format, where writes go (a
     dry-run view for ``?dryRun=All``), and the decoded, field-validated body with its
     Warning headers. Options are checked (406/422) before the body is read."""
-    media = _response_type(request)
+    media = _response_type(request, rs.resource)
     mode = validation.field_mode(request.query, options_kind)
     writer = _writer(request, rs, options_kind)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
@@ -235,7 +235,7 @@ async def patch_object(
     request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
 ) -> web.StreamResponse:
     resource = rs.resource
-    media = _response_type(request)
+    media = _response_type(request, rs.resource)
     patch_type = negotiation.media_type_of(request, default="")
     patch.check_patch_type(patch_type)
     mode = validation.field_mode(request.query, "PatchOptions")
@@ -276,7 +276,7 @@ async def delete_object(
 ) -> web.StreamResponse:
     """DELETE: the object as it was, with the deletion revision as its resourceVersion.
     DeleteOptions come from the body (as kubectl sends them) or the query."""
-    media = _response_type(request)
+    media = _response_type(request, rs.resource)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     opts = parse_delete_options(request.query, body, negotiation.media_type_of(request))
     writer: Writer = DryRunStore(rs.store) if opts.dry_run else rs.store
