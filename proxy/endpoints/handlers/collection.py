@@ -3,10 +3,13 @@
 A LIST response is written as it is assembled, never built whole: the list header,
 then the items' stored JSON bytes (already final, resourceVersion set) joined by
 commas in chunks of about 256 KiB, then ``]}``. Peak memory is the storage result plus
-one chunk, not a second copy of the whole list.
+one chunk, not a second copy of the whole list. As protobuf, the same: the List's
+envelope and ListMeta, then each item's protobuf message, made at most once per version
+(``protobuf.stored_bytes``).
 
 A WATCH response is HTTP 200 with chunked encoding; each event is one line
-``{"type":"ADDED","object":<stored bytes>}`` written and flushed on its own. The stream
+``{"type":"ADDED","object":<stored bytes>}`` written and flushed on its own (as protobuf:
+one length-prefixed ``WatchEvent`` frame). The stream
 ends cleanly (no ERROR event) at the watch's timeout, when the storage closes the
 watch, or at server shutdown; a client that goes away cancels the handler, which stops
 the storage watch.
@@ -18,7 +21,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -97,7 +100,12 @@ async def write_list(
     if fmt.format == "protobuf":
         encoded = [protobuf.stored_bytes(item) for item in items]
         if all(encoded):  # else: members protobuf cannot carry, the list goes as JSON
-            return await _write_protobuf_list(request, rs, encoded, metadata, headers)
+            serializer = protobuf.serializer()
+            assert serializer is not None  # negotiated only with a schema
+            parts = protobuf.list_parts(
+                rs.resource.api_version, rs.resource.list_kind, metadata, encoded, serializer
+            )
+            return await _stream(request, headers, protobuf.MEDIA_TYPE, parts)
     elif fmt.format != "json":
         converted = negotiation.converted_list(
             fmt, rs.resource, [orjson.loads(i.data) for i in items], metadata, request
@@ -105,48 +113,35 @@ async def write_list(
         return negotiation.json_response(
             converted, headers=headers, media_type=fmt.media_type, content_type=fmt.content_type
         )
-    response = web.StreamResponse(status=200, headers=headers)
-    response.content_type = negotiation.JSON_TYPE
-    response.enable_chunked_encoding()
-    await response.prepare(request)
-    request[STREAMING] = response
-    buffer: list[bytes] = [list_head(rs, metadata)]
-    size = len(buffer[0])
+    return await _stream(request, headers, negotiation.JSON_TYPE, _json_list(rs, items, metadata))
+
+
+def _json_list(
+    rs: ResourceStorage, items: Sequence[StoredObject], metadata: dict[str, Any]
+) -> Iterator[bytes]:
+    yield list_head(rs, metadata)
     for index, item in enumerate(items):
         if index:
-            buffer.append(b",")
-        buffer.append(item.data)
-        size += len(item.data) + 1
-        if size >= CHUNK_BYTES:
-            await response.write(b"".join(buffer))
-            buffer, size = [], 0
-    buffer.append(b"]}")
-    await response.write(b"".join(buffer))
-    await response.write_eof()
-    return response
+            yield b","
+        yield item.data
+    yield b"]}"
 
 
-async def _write_protobuf_list(
+async def _stream(
     request: web.Request,
-    rs: ResourceStorage,
-    encoded: list[bytes],
-    metadata: dict[str, Any],
     headers: dict[str, str],
+    content_type: str,
+    parts: Iterable[bytes | memoryview],
 ) -> web.StreamResponse:
-    """Stream a protobuf List joined from each version's protobuf bytes (made at most
-    once per version, see ``protobuf.stored_bytes``), in chunks as the JSON list."""
-    serializer = protobuf.serializer()
-    assert serializer is not None  # negotiated only with a schema
+    """A chunked response written as ``parts`` come, in chunks of about CHUNK_BYTES (the
+    items' bytes are joined, never re-encoded)."""
     response = web.StreamResponse(status=200, headers=headers)
-    response.content_type = protobuf.MEDIA_TYPE
+    response.content_type = content_type
     response.enable_chunked_encoding()
     await response.prepare(request)
     request[STREAMING] = response
     buffer: list[bytes | memoryview] = []
     size = 0
-    parts = protobuf.list_parts(
-        rs.resource.api_version, rs.resource.list_kind, metadata, encoded, serializer
-    )
     for part in parts:
         buffer.append(part)
         size += len(part)
