@@ -73,7 +73,7 @@ def unwrap(data: bytes) -> Unknown:
     """The envelope of ``data``; ConversionError without the magic or if malformed."""
     if not data.startswith(MAGIC):
         raise ConversionError("provided data does not appear to be a protobuf message, "
-                              f"expected prefix {list(MAGIC)}")  # fmt: skip
+                              f"expected prefix [{' '.join(map(str, MAGIC))}]")  # fmt: skip
     try:
         fields = last_fields(data, len(MAGIC))
         type_meta = last_fields(bytes_field(fields, 1))
