@@ -8,7 +8,7 @@ PROTO_DIR := etcdclient/proto
 PB_DIR := etcdclient/_pb
 PYTEST_ARGS ?=
 
-.PHONY: venv test unit integration e2e lint proto proto-check etcd-versions lab bench clean
+.PHONY: venv test unit integration e2e lint proto proto-check k8s-proto etcd-versions lab bench clean
 
 venv: $(STAMP)
 
@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[lab,test,dev]'
+	$(BIN)/python -m storage.protobuf.schema --optional >/dev/null
 	touch $(STAMP)
 
 lint: venv
@@ -39,6 +40,11 @@ e2e: venv
 # reproducible with the pinned grpcio-tools (tests/unit/etcdclient/test_proto.py checks).
 proto: venv
 	$(BIN)/python -m etcdclient.protogen
+
+# The Kubernetes protobuf schema (Debian 13's golang-k8s-api-dev and
+# golang-k8s-apimachinery-dev, compiled into .cache/k8s-proto/); `make venv` builds it too.
+k8s-proto: venv
+	$(BIN)/python -m storage.protobuf.schema
 
 # Extra real etcd versions for local runs (CI fetches them too): 3.4.23 and 3.5.16.
 etcd-versions:
