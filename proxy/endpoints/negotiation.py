@@ -170,7 +170,7 @@ def decode_object(
     reported in ``warnings``.
     """
     if media_type == PROTOBUF_TYPE:
-        obj = protobuf.decode_body(body, resource, BODY_TYPES, warnings)
+        obj = protobuf.decode_body(body, resource, BODY_TYPES, warnings, _summarize)
         check_kind(obj, resource)
         return obj
     if media_type not in BODY_TYPES:

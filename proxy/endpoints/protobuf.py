@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -37,7 +37,6 @@ from storage.protobuf.serializer import (
     frame,
     get_serializer,
     unwrap,
-    wrap,
 )
 from storage.protobuf.wire import read_varint, varint
 
@@ -56,6 +55,7 @@ __all__ = [
 ]
 
 WATCH_MEDIA_TYPE = MEDIA_TYPE + ";stream=watch"
+_SCHEME = '"pkg/api/legacyscheme/scheme.go:30"'  # upstream names its scheme in the error
 LIST_META = "k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta"
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
@@ -86,20 +86,27 @@ def supports(resource: ResourceInfo) -> bool:
 
 
 def decode_body(
-    body: bytes, resource: ResourceInfo, accepted: Sequence[str], warnings: list[str] | None
+    body: bytes,
+    resource: ResourceInfo,
+    accepted: Sequence[str],
+    warnings: list[str] | None,
+    summarize: Callable[[bytes], str],
 ) -> JSON:
     """The JSON object of a protobuf create/update body for ``resource`` (see the module
-    docstring for errors); kind/apiVersion checks are the caller's (``check_kind``)."""
+    docstring for errors; ``summarize`` previews a body as apimachinery does). A body of
+    another kind is refused here, with upstream's conversion error."""
     s = serializer()
     if s is None or not s.knows(resource.api_version, resource.kind):
         raise apierrors.unsupported_media_type(MEDIA_TYPE, accepted)
     unrecognized = f"the object provided is unrecognized (must be of type {resource.kind})"
     if not body:
         raise apierrors.bad_request(f"{unrecognized}: empty data (<empty>)")
+    if body == MAGIC:
+        raise apierrors.bad_request(f"{unrecognized}: empty body ({summarize(body)})")
     try:
         envelope = unwrap(body)
     except ConversionError as err:
-        raise apierrors.bad_request(f"{unrecognized}: {err} ({_summary(body)})") from None
+        raise apierrors.bad_request(f"{unrecognized}: {err} ({summarize(body)})") from None
     api_version = envelope.api_version or resource.api_version
     kind = envelope.kind or resource.kind
     version = api_version.rsplit("/", 1)[-1]
@@ -108,9 +115,15 @@ def decode_body(
     try:
         obj = s.decode_raw(api_version, kind, envelope.raw, report)
     except NotRegistered as err:
-        raise apierrors.bad_request(f"{cannot}: {err}") from None
+        raise apierrors.bad_request(f"{cannot}: {err} in scheme {_SCHEME}") from None
     except ConversionError as err:
         raise apierrors.bad_request(f"{cannot}: {err}") from None
+    if kind != resource.kind:
+        internal = resource.group.split(".", 1)[0] if resource.group else "core"
+        raise apierrors.bad_request(
+            f"{cannot}: converting ({version}.{kind}) to ({internal}.{resource.kind}): "
+            "unknown conversion"
+        )
     if report.unknown_fields and warnings is not None:
         warnings.append(
             "protobuf fields unknown to this server's schema (k8s.io/api "
@@ -122,11 +135,6 @@ def decode_body(
 def _schema_version(s: Serializer) -> str:
     version = s.raw.debian_versions.get("golang-k8s-api-dev", "")
     return version.split("-", 1)[0]
-
-
-def _summary(data: bytes, max_length: int = 30) -> str:
-    # apimachinery's summarizeData: hex for binary bodies
-    return data[:max_length].hex() + (" ..." if len(data) > max_length else "")
 
 
 def encode_lossy(obj: JSON) -> bytes:
@@ -215,14 +223,10 @@ def list_parts(
 
 
 def watch_frame(event_type: str, object_bytes: bytes) -> bytes:
-    """One frame of a ``;stream=watch`` response: 4-byte length, then ``k8s\\x00`` +
-    Unknown{v1 WatchEvent, raw = WatchEvent{type, object: RawExtension{raw =
-    object_bytes}}} (``object_bytes`` is itself enveloped)."""
+    """One frame of a ``;stream=watch`` response: 4-byte length, then the
+    ``WatchEvent{type, object: RawExtension{raw = object_bytes}}`` message itself (no
+    envelope: upstream frames events with its raw serializer), whose ``object_bytes``
+    are enveloped (``k8s\\x00`` + Unknown)."""
     kind = event_type.encode()
     ext = b"\x0a" + varint(len(object_bytes)) + object_bytes
-    event = b"\x0a" + varint(len(kind)) + kind + b"\x12" + varint(len(ext)) + ext
-    return frame(wrap("v1", "WatchEvent", event))
-
-
-def is_protobuf(data: bytes) -> bool:
-    return data.startswith(MAGIC)
+    return frame(b"\x0a" + varint(len(kind)) + kind + b"\x12" + varint(len(ext)) + ext)

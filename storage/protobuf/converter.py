@@ -302,7 +302,7 @@ def decode(msg: Message, data: bytes, report: Report) -> Any:
         elif wire_type == 2:
             size, pos = read_varint(data, pos)
             if pos + size > end:
-                raise ConversionError(f"{msg.name}: truncated field {number}")
+                raise ConversionError("unexpected EOF")
             value = data[pos : pos + size]
             pos += size
         elif wire_type == 5:
@@ -310,10 +310,17 @@ def decode(msg: Message, data: bytes, report: Report) -> Any:
         elif wire_type == 1:
             value, pos = data[pos : pos + 8], pos + 8
         else:
-            raise ConversionError(f"{msg.name}: unsupported wire type {wire_type}")
+            raise ConversionError(f"proto: {msg.name}: illegal wireType {wire_type}")
         if field is None:
             report.unknown_fields.append(f"{msg.name}#{number}")
             continue
+        if wire_type != field.wire_type:
+            if field.repeated and wire_type == 2 and field.kind in (BOOL, INT32, INT64):
+                values.setdefault(number, []).extend(_packed(value))
+                continue
+            raise ConversionError(
+                f"proto: wrong wireType = {wire_type} for field {field.json or number}"
+            )
         if field.kind == MAP or field.repeated:
             values.setdefault(number, []).append(value)
         elif field.kind == MESSAGE and number in values:
@@ -321,8 +328,16 @@ def decode(msg: Message, data: bytes, report: Report) -> Any:
         else:
             values[number] = value
     if pos > end:
-        raise ConversionError(f"{msg.name}: truncated message")
+        raise ConversionError("unexpected EOF")
     return _to_json(msg, values, report)
+
+
+def _packed(data: bytes) -> list[int]:
+    out, pos = [], 0
+    while pos < len(data):
+        value, pos = read_varint(data, pos)
+        out.append(value)
+    return out
 
 
 def _to_json(msg: Message, values: dict[int, Any], report: Report) -> dict[str, Any]:

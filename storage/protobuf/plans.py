@@ -48,11 +48,13 @@ class Field:
         "repeated",
         "tag",
         "type_name",
+        "wire_type",
     )
 
     def __init__(self, number: int, kind: int, wire_type: int) -> None:
         self.number = number
         self.kind = kind
+        self.wire_type = wire_type
         self.tag = varint((number << 3) | wire_type)
         self.json = ""
         self.repeated = False

@@ -3,9 +3,9 @@
 ``runtime.Unknown`` is ``{typeMeta{apiVersion, kind} = 1, raw = 2, contentEncoding = 3,
 contentType = 4}``; ``raw`` holds the object's message (``k8s.io.api.core.v1.Pod``),
 which has no apiVersion/kind of its own. kube-apiserver writes this to etcd, answers
-``application/vnd.kubernetes.protobuf`` with it, and frames watch events as
-``WatchEvent{type, object: RawExtension{raw = <the object, envelope included>}}`` in
-the same envelope, each frame prefixed by its 4-byte big-endian length.
+``application/vnd.kubernetes.protobuf`` with it, and frames watch events as a 4-byte
+big-endian length, then ``WatchEvent{type, object: RawExtension{raw = <the object,
+envelope included>}}`` without an envelope of its own.
 
 ``Serializer`` is the schema's front: ``encode(obj)`` / ``decode(data)`` for any kind
 the schema knows (built-in API types, ``meta.k8s.io`` types such as Status and

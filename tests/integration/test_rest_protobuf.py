@@ -43,8 +43,9 @@ Status = cls("k8s.io.apimachinery.pkg.apis.meta.v1.Status")
 WatchEvent = cls("k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent")
 
 
-def envelope(api_version: str, kind: str, msg: Message) -> bytes:
-    unknown = Unknown(raw=msg.SerializeToString(), contentEncoding="", contentType="")
+def envelope(api_version: str, kind: str, msg: Message | bytes) -> bytes:
+    raw = msg if isinstance(msg, bytes) else msg.SerializeToString()
+    unknown = Unknown(raw=raw, contentEncoding="", contentType="")
     unknown.typeMeta.apiVersion = api_version
     unknown.typeMeta.kind = kind
     return MAGIC + unknown.SerializeToString()
@@ -142,8 +143,7 @@ async def test_bad_protobuf_bodies(http: aiohttp.ClientSession, ns: str) -> None
         assert await _status(resp) == (
             400, "BadRequest",
             "the object provided is unrecognized (must be of type Pod): provided data does "
-            "not appear to be a protobuf message, expected prefix [107 56 115 0] "
-            "(7b226b696e64223a22506f64227d)",
+            'not appear to be a protobuf message, expected prefix [107 56 115 0] ({"kind":"Pod"})',
         )  # fmt: skip
     pod = Pod()
     pod.metadata.name = "p"
@@ -155,12 +155,23 @@ async def test_bad_protobuf_bodies(http: aiohttp.ClientSession, ns: str) -> None
         assert await _status(resp) == (
             400, "BadRequest",
             'Widget in version "v1" cannot be handled as a Pod: no kind "Widget" is '
-            'registered for version "v1"',
+            'registered for version "v1" in scheme "pkg/api/legacyscheme/scheme.go:30"',
         )  # fmt: skip
     async with http.post(pods, data=configmap("c"), headers=headers) as resp:
-        code, reason, message = await _status(resp)
-        assert (code, reason) == (400, "BadRequest")
-        assert message.startswith('ConfigMap in version "v1" cannot be handled as a Pod')
+        assert await _status(resp) == (
+            400, "BadRequest",
+            'ConfigMap in version "v1" cannot be handled as a Pod: converting (v1.ConfigMap) '
+            "to (core.Pod): unknown conversion",
+        )  # fmt: skip
+    async with http.post(pods, data=MAGIC, headers=headers) as resp:
+        assert await _status(resp) == (
+            400, "BadRequest",
+            "the object provided is unrecognized (must be of type Pod): empty body (6b387300)",
+        )  # fmt: skip
+    async with http.post(pods, data=envelope("v1", "Pod", b"\x0a\xff"), headers=headers) as resp:
+        message = (await _status(resp))[2]
+    assert message == 'Pod in version "v1" cannot be handled as a Pod: unexpected EOF'
+
     # PATCH bodies stay JSON/YAML, as upstream
     async with http.patch(f"{pods}/x", data=configmap("c"), headers=headers) as resp:
         assert resp.status == 415
@@ -172,9 +183,8 @@ def frames(data: bytes) -> list[tuple[str, str, str, bytes]]:
     while data:
         (size,) = struct.unpack(">I", data[:4])
         frame, data = data[4 : 4 + size], data[4 + size :]
-        api_version, kind, raw = open_envelope(frame)
-        assert (api_version, kind) == ("v1", "WatchEvent")
-        event = WatchEvent.FromString(raw)
+        assert not frame.startswith(MAGIC)  # the event itself has no envelope, its object has
+        event = WatchEvent.FromString(frame)
         obj_version, obj_kind, obj_raw = open_envelope(event.object.raw)
         out.append((event.type, obj_version, obj_kind, obj_raw))
     return out
