@@ -113,6 +113,8 @@ def decode(
     dict (resourceVersion set) is kept on the StoredObject. InternalStorageError if a
     value that must be parsed is not a JSON object.
     """
+    if value.startswith(media_types.MAGIC):  # protobuf: its canonical JSON, decoded once
+        value = media_types.canonical_json(key, value, _encode_json)
     data = with_resource_version(value, resource_version)
     if data is not None and not keep_obj:
         return StoredObject(key, data, resource_version)
@@ -143,8 +145,10 @@ def mutable_copy(stored: StoredObject) -> JSONObject:
 
 
 def _loads(key: str, value: bytes) -> JSONObject:
-    if not value.startswith(b"{"):
-        return media_types.decode(key, value)  # protobuf, YAML
+    if value.startswith(media_types.MAGIC):
+        value = media_types.canonical_json(key, value, _encode_json)
+    elif not value.startswith(b"{"):
+        return media_types.decode(key, value)  # YAML
     try:
         obj = orjson.loads(value)
     except orjson.JSONDecodeError as err:
@@ -171,6 +175,8 @@ def stored_from_encoded(
 
     ``obj``, if given, must be a dict the caller gives up; its resourceVersion is set.
     """
+    if encoded.startswith(media_types.MAGIC):
+        encoded = media_types.canonical_json(key, encoded, _encode_json)
     data = with_resource_version(encoded, resource_version)
     if data is None:
         parsed = obj if obj is not None else _loads(key, encoded)

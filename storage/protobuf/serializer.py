@@ -18,7 +18,8 @@ import struct
 import threading
 from typing import Any
 
-from storage.protobuf.converter import ConversionError, Report, decode, encode
+from storage.protobuf.codegen import Compiler
+from storage.protobuf.converter import ConversionError, Report
 from storage.protobuf.plans import Message, compile_plans
 from storage.protobuf.schema import RawSchema, load_raw
 from storage.protobuf.wire import WireError, bytes_field, last_fields, varint
@@ -103,6 +104,7 @@ class Serializer:
     def __init__(self, raw: RawSchema) -> None:
         self.raw = raw
         self.messages = compile_plans(raw)
+        self.compiler = Compiler(self.messages)
         self._kinds: dict[tuple[str, str, str], Message] = {}
         for package, facts in raw.packages.items():
             group = facts["group"]
@@ -115,6 +117,9 @@ class Serializer:
                     self._kinds[(group, version, name[len(prefix) :])] = msg
         for kind in _META_KINDS:
             self._kinds[("", "v1", kind)] = self.messages[f"{_META}.{kind}"]
+
+    def _encode(self, msg: Message, obj: dict[str, Any], report: Report) -> bytes:
+        return self.compiler.encoder(msg)(obj, report, "", False)
 
     def message(self, api_version: str, kind: str) -> Message:
         """The plan for ``apiVersion``/``kind``; NotRegistered if the schema lacks it."""
@@ -139,17 +144,17 @@ class Serializer:
         body = obj
         if "apiVersion" in obj or "kind" in obj:
             body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-        return wrap(api_version, kind, encode(msg, body, report))
+        return wrap(api_version, kind, self._encode(msg, body, report))
 
     def encode_raw(self, api_version: str, kind: str, obj: dict[str, Any],
                    report: Report | None = None) -> bytes:  # fmt: skip
         """The message bytes of ``obj`` without the envelope."""
         report = report if report is not None else Report()
-        return encode(self.message(api_version, kind), obj, report)
+        return self._encode(self.message(api_version, kind), obj, report)
 
     def encode_message(self, name: str, obj: dict[str, Any]) -> bytes:
         """The bytes of message ``name`` (a full proto name) for ``obj``, no envelope."""
-        return encode(self.messages[name], obj, Report())
+        return self._encode(self.messages[name], obj, Report())
 
     def decode(self, data: bytes, report: Report | None = None) -> dict[str, Any]:
         """The JSON object of an enveloped value (apiVersion and kind first).
@@ -168,9 +173,11 @@ class Serializer:
         msg = self.message(api_version, kind)
         report = report if report is not None else Report()
         try:
-            body = decode(msg, raw, report)
+            body = self.compiler.decoder(msg)(raw, report)
         except WireError as err:
             raise ConversionError(str(err)) from None
+        except IndexError:
+            raise ConversionError("unexpected EOF") from None
         return {"apiVersion": api_version, "kind": kind, **body}
 
 
