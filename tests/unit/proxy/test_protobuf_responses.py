@@ -1,0 +1,24 @@
+"""Serialize once: a version's protobuf bytes are made at most once, whichever path
+(LIST from the cache, GET, watch events) asks for them."""
+
+from __future__ import annotations
+
+from lab import seed
+from proxy.endpoints import protobuf as front
+from storage import codec
+from storage.interfaces import StoredObject
+
+
+def test_each_version_is_encoded_at_most_once() -> None:
+    stored = codec.decode("/registry/pods/a/b", codec.encode(seed.pod(1, 1, 1)), 7)
+    calls: list[int] = []
+
+    def encode(st: StoredObject) -> bytes:
+        calls.append(1)
+        return front.encode_object(st.copy()) or b""
+
+    first = stored.encoded(front.MEDIA_TYPE, encode)
+    assert stored.encoded(front.MEDIA_TYPE, encode) is first and len(calls) == 1
+    assert front.stored_bytes(stored) is first  # the LIST path finds the same bytes
+    assert front.object_bytes(stored.data) == first
+    assert front.object_bytes(stored.data) is front.object_bytes(stored.data)  # GET, watch
