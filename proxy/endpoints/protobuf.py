@@ -56,7 +56,8 @@ __all__ = [
 
 WATCH_MEDIA_TYPE = MEDIA_TYPE + ";stream=watch"
 _SCHEME = '"pkg/api/legacyscheme/scheme.go:30"'  # upstream names its scheme in the error
-LIST_META = "k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta"
+META = "k8s.io.apimachinery.pkg.apis.meta.v1"
+LIST_META = f"{META}.ListMeta"
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
 
@@ -130,6 +131,20 @@ def decode_body(
             f"{_schema_version(s)}) were ignored: {', '.join(sorted(set(report.unknown_fields)))}"
         )
     return obj
+
+
+def decode_options(body: bytes, kind: str) -> JSON:
+    """A protobuf options body (``DeleteOptions``, a meta.k8s.io kind, as client-go's
+    typed clients send it) as JSON; ValueError if it is not one."""
+    s = serializer()
+    if s is None:
+        raise ValueError(f"{MEDIA_TYPE} is not available on this server")
+    try:
+        envelope = unwrap(body)
+        msg = s.messages[f"{META}.{envelope.kind or kind}"]
+        return s.compiler.decoder(msg)(envelope.raw, Report())  # type: ignore[no-any-return]
+    except (ConversionError, KeyError, IndexError) as err:
+        raise ValueError(f"not a protobuf {kind}: {err}") from None
 
 
 def _schema_version(s: Serializer) -> str:

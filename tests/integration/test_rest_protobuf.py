@@ -41,6 +41,7 @@ ConfigMapList = cls("k8s.io.api.core.v1.ConfigMapList")
 Pod = cls("k8s.io.api.core.v1.Pod")
 Status = cls("k8s.io.apimachinery.pkg.apis.meta.v1.Status")
 WatchEvent = cls("k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent")
+DeleteOptions = cls("k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions")
 
 
 def envelope(api_version: str, kind: str, msg: Message | bytes) -> bytes:
@@ -297,3 +298,20 @@ async def test_mixed_encodings_in_one_etcd(etcd: EtcdCluster) -> None:
     finally:
         as_json.stop()
         as_pb.stop()
+
+
+async def test_delete_options_in_protobuf(http: aiohttp.ClientSession, ns: str) -> None:
+    # client-go's typed clients send DeleteOptions in the client's content type
+    cms = f"/api/v1/namespaces/{ns}/configmaps"
+    await create(http, cms, {"metadata": {"name": "d"}})
+    opts = DeleteOptions()
+    opts.preconditions.uid = "not-its-uid"
+    body = envelope("meta.k8s.io/v1", "DeleteOptions", opts)
+    headers = {"Content-Type": PB}
+    async with http.delete(f"{cms}/d", data=body, headers=headers) as resp:
+        assert resp.status == 409
+        assert "not-its-uid" in (await resp.json())["message"]
+    opts = DeleteOptions(propagationPolicy="Background")
+    body = envelope("meta.k8s.io/v1", "DeleteOptions", opts)
+    async with http.delete(f"{cms}/d", data=body, headers=headers) as resp:
+        assert resp.status == 200
