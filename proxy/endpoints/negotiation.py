@@ -33,6 +33,7 @@ __all__ = [
     "body_types",
     "decode_object",
     "decode_structured",
+    "discovery_response",
     "dump_json",
     "json_response",
     "media_type_of",
@@ -255,15 +256,28 @@ def response_format(
         ) from None
 
 
-def status_response(request: web.Request, err: apierrors.StatusError) -> web.Response:
-    """A Status error, as protobuf when the client prefers it (as upstream's negotiated
-    error writer), else JSON."""
+def _prefers_protobuf(request: web.Request) -> bool:
     try:
         fmt = table.parse_accept(request.headers.get("Accept"), protobuf=True)
     except table.NotAcceptableError:
-        fmt = table.AcceptedFormat("json")
-    media_type = PROTOBUF_TYPE if fmt.format == "protobuf" else JSON_TYPE
+        return False
+    return fmt.format == "protobuf"
+
+
+def status_response(request: web.Request, err: apierrors.StatusError) -> web.Response:
+    """A Status error, as protobuf when the client prefers it (as upstream's negotiated
+    error writer), else JSON."""
+    media_type = PROTOBUF_TYPE if _prefers_protobuf(request) else JSON_TYPE
     return json_response(err.body, err.code, headers=err.headers, media_type=media_type)
+
+
+def discovery_response(request: web.Request, document: JSON) -> web.Response:
+    """A discovery document (APIVersions, APIGroupList, APIGroup, APIResourceList), as
+    protobuf when the client prefers it (as upstream), else JSON."""
+    if not _prefers_protobuf(request):
+        return json_response(document)
+    # the legacy /api/v1 list has no apiVersion in JSON; its protobuf envelope does
+    return json_response({"apiVersion": "v1", **document}, media_type=PROTOBUF_TYPE)
 
 
 def _now() -> dt.datetime:

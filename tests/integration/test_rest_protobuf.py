@@ -42,6 +42,8 @@ Pod = cls("k8s.io.api.core.v1.Pod")
 Status = cls("k8s.io.apimachinery.pkg.apis.meta.v1.Status")
 WatchEvent = cls("k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent")
 DeleteOptions = cls("k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions")
+APIVersions = cls("k8s.io.apimachinery.pkg.apis.meta.v1.APIVersions")
+APIResourceList = cls("k8s.io.apimachinery.pkg.apis.meta.v1.APIResourceList")
 
 
 def envelope(api_version: str, kind: str, msg: Message | bytes) -> bytes:
@@ -315,3 +317,18 @@ async def test_delete_options_in_protobuf(http: aiohttp.ClientSession, ns: str) 
     body = envelope("meta.k8s.io/v1", "DeleteOptions", opts)
     async with http.delete(f"{cms}/d", data=body, headers=headers) as resp:
         assert resp.status == 200
+
+
+async def test_discovery_in_protobuf(http: aiohttp.ClientSession) -> None:
+    async with http.get("/api", headers={"Accept": f"{PB}, application/json"}) as resp:
+        assert resp.headers["Content-Type"] == PB
+        api_version, kind, raw = open_envelope(await resp.read())
+    assert (api_version, kind) == ("v1", "APIVersions")
+    assert list(APIVersions.FromString(raw).versions) == ["v1"]
+    async with http.get("/apis/apps/v1", headers={"Accept": PB}) as resp:
+        api_version, kind, raw = open_envelope(await resp.read())
+    resources = {r.name: r for r in APIResourceList.FromString(raw).resources}
+    assert kind == "APIResourceList" and "deployments" in resources
+    assert "list" in resources["deployments"].verbs.items
+    async with http.get("/apis/apps/v1") as resp:  # JSON stays the default
+        assert (await resp.json())["groupVersion"] == "apps/v1"

@@ -140,19 +140,21 @@ def _aggregated(request: web.Request, path: str) -> web.StreamResponse | None:
 
 
 async def _api(request: web.Request) -> web.StreamResponse:
-    return _aggregated(request, "/api") or negotiation.json_response(api_versions(request.host))
+    return _aggregated(request, "/api") or negotiation.discovery_response(
+        request, api_versions(request.host)
+    )
 
 
 async def _api_v1(request: web.Request) -> web.StreamResponse:
     body = api_resource_list(request.app[API_CONTEXT].registry, "", request.match_info["version"])
     if body is None:
         raise _not_found()
-    return negotiation.json_response(body)
+    return negotiation.discovery_response(request, body)
 
 
 async def _apis(request: web.Request) -> web.StreamResponse:
-    return _aggregated(request, "/apis") or negotiation.json_response(
-        api_group_list(request.app[API_CONTEXT].registry)
+    return _aggregated(request, "/apis") or negotiation.discovery_response(
+        request, api_group_list(request.app[API_CONTEXT].registry)
     )
 
 
@@ -161,7 +163,7 @@ async def _apis_group(request: web.Request) -> web.StreamResponse:
     group = request.match_info["group"]
     if group not in registry.groups():
         raise _not_found()
-    return negotiation.json_response(api_group(registry, group))
+    return negotiation.discovery_response(request, api_group(registry, group))
 
 
 async def _apis_group_version(request: web.Request) -> web.StreamResponse:
@@ -169,7 +171,7 @@ async def _apis_group_version(request: web.Request) -> web.StreamResponse:
     body = api_resource_list(registry, request.match_info["group"], request.match_info["version"])
     if body is None:
         raise _not_found()
-    return negotiation.json_response(body)
+    return negotiation.discovery_response(request, body)
 
 
 async def _openapi_v3(request: web.Request) -> web.StreamResponse:
