@@ -114,7 +114,10 @@ def decode(
     value that must be parsed is not a JSON object.
     """
     if value.startswith(media_types.MAGIC):  # protobuf: its canonical JSON, decoded once
-        value = media_types.canonical_json(key, value, _encode_json)
+        stored = decode(key, media_types.canonical_json(key, value, _encode_json),
+                        resource_version, keep_obj=keep_obj)  # fmt: skip
+        stored.remember(media_types.STORED_PROTOBUF, value)  # protobuf answers start here
+        return stored
     data = with_resource_version(value, resource_version)
     if data is not None and not keep_obj:
         return StoredObject(key, data, resource_version)

@@ -54,6 +54,16 @@ class StoredObject:
             found = encodings[media_type] = encode(self)
         return found
 
+    def remember(self, name: str, data: bytes) -> None:
+        """Keep ``data`` with this version (the storage value it was read from, so that
+        an encoder can start from it instead of from ``data``); see ``remembered``."""
+        if self._encodings is None:
+            self._encodings = {}
+        self._encodings[name] = data
+
+    def remembered(self, name: str) -> bytes | None:
+        return self._encodings.get(name) if self._encodings is not None else None
+
     @property
     def obj(self) -> JSONObject:
         if self._obj is None:

@@ -32,7 +32,10 @@ JSON = "application/json"
 YAML = "application/yaml"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 MEDIA_TYPES = (JSON, YAML, PROTOBUF)
-__all__ = ["MAGIC", "MEDIA_TYPES", "PROTOBUF", "Encoder", "canonical_json", "decode", "encoder"]
+# the name under which a StoredObject read from a protobuf value keeps that value
+STORED_PROTOBUF = PROTOBUF + ";stored"
+__all__ = ["MAGIC", "MEDIA_TYPES", "PROTOBUF", "STORED_PROTOBUF", "Encoder", "canonical_json",
+           "decode", "encoder"]  # fmt: skip
 _DROPPED_META = ("resourceVersion", "selfLink")
 
 log = logging.getLogger(__name__)

@@ -27,6 +27,7 @@ import orjson
 from proxy import apierrors
 from proxy.registry.resources import ResourceInfo
 from storage.interfaces import StoredObject
+from storage.media_types import STORED_PROTOBUF
 from storage.protobuf.converter import ConversionError, Report
 from storage.protobuf.schema import SchemaUnavailable
 from storage.protobuf.serializer import (
@@ -37,6 +38,7 @@ from storage.protobuf.serializer import (
     frame,
     get_serializer,
     unwrap,
+    with_resource_version,
 )
 from storage.protobuf.wire import read_varint, varint
 
@@ -205,8 +207,19 @@ def object_bytes(data: bytes) -> bytes:
 
 def stored_bytes(stored: StoredObject) -> bytes:
     """``object_bytes`` kept on the object version itself (the cache's objects live as
-    long as their version: a LIST from the cache encodes each version once)."""
-    return stored.encoded(MEDIA_TYPE, lambda st: encode_object(orjson.loads(st.data)) or b"")
+    long as their version: a LIST from the cache encodes each version once). A version
+    read from a protobuf value starts from that value (its resourceVersion spliced in),
+    so a protobuf LIST from etcd encodes nothing."""
+    return stored.encoded(MEDIA_TYPE, _encode_stored)
+
+
+def _encode_stored(stored: StoredObject) -> bytes:
+    source = stored.remembered(STORED_PROTOBUF)
+    if source is not None:
+        spliced = with_resource_version(source, stored.resource_version)
+        if spliced is not None:
+            return spliced
+    return encode_object(orjson.loads(stored.data)) or b""
 
 
 def raw_message(enveloped: bytes) -> memoryview:

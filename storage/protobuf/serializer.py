@@ -22,7 +22,7 @@ from storage.protobuf.codegen import Compiler
 from storage.protobuf.converter import ConversionError, Report
 from storage.protobuf.plans import Message, compile_plans
 from storage.protobuf.schema import RawSchema, load_raw
-from storage.protobuf.wire import WireError, bytes_field, last_fields, varint
+from storage.protobuf.wire import WireError, bytes_field, last_fields, read_varint, varint
 
 MAGIC = b"k8s\x00"
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
@@ -91,6 +91,51 @@ def unwrap(data: bytes) -> Unknown:
 
 def _text(fields: dict[int, bytes | int], number: int) -> str:
     return bytes_field(fields, number).decode("utf-8", "replace")
+
+
+def with_resource_version(value: bytes, resource_version: int) -> bytes | None:
+    """``value`` (an enveloped object whose first field is its ObjectMeta, as every
+    stored object) with ``metadata.resourceVersion`` set, in the bytes upstream writes
+    for the same object; None if ``value`` is not laid out so (the caller encodes)."""
+    try:
+        pos = len(MAGIC)
+        if not value.startswith(MAGIC) or value[pos] != 0x0A:
+            return None
+        size, pos = read_varint(value, pos + 1)
+        head_end = pos + size  # end of typeMeta
+        if value[head_end] != 0x12:
+            return None
+        raw_size, raw_start = read_varint(value, head_end + 1)
+        raw_end = raw_start + raw_size
+        if raw_start >= raw_end or value[raw_start] != 0x0A:
+            return None
+        meta_size, meta_start = read_varint(value, raw_start + 1)
+        meta_end = meta_start + meta_size
+        # ObjectMeta fields in number order: resourceVersion (6) goes before the first
+        # field numbered above 6, replacing an empty or old one
+        pos = cut = meta_start
+        cut_end = meta_start
+        while pos < meta_end:
+            tag, after = read_varint(value, pos)
+            if tag >> 3 > 6:
+                break
+            if tag & 7 == 2:
+                length, after = read_varint(value, after)
+                after += length
+            elif tag & 7 == 0:
+                _, after = read_varint(value, after)
+            else:
+                return None
+            if tag == 0x32:
+                cut, cut_end = pos, after
+                break
+            pos = cut = cut_end = after
+    except IndexError:
+        return None
+    rv = str(resource_version).encode()
+    meta = b"".join((value[meta_start:cut], b"\x32", varint(len(rv)), rv, value[cut_end:meta_end]))
+    raw = b"\x0a" + varint(len(meta)) + meta + value[meta_end:raw_end]
+    return b"".join((value[:head_end], b"\x12", varint(len(raw)), raw, value[raw_end:]))
 
 
 def frame(data: bytes) -> bytes:

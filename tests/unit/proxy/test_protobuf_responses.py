@@ -22,3 +22,12 @@ def test_each_version_is_encoded_at_most_once() -> None:
     assert front.stored_bytes(stored) is first  # the LIST path finds the same bytes
     assert front.object_bytes(stored.data) == first
     assert front.object_bytes(stored.data) is front.object_bytes(stored.data)  # GET, watch
+
+
+def test_a_version_read_from_protobuf_is_answered_from_its_value() -> None:
+    pod = codec.decode_object("/k", codec.encode(seed.pod(2, 1, 1)))  # canonical key order
+    value = front.encode_object(pod)
+    assert value is not None
+    stored = codec.decode("/registry/pods/a/b", value, 11)
+    from_json = front.encode_object(stored.copy())
+    assert front.stored_bytes(stored) == from_json  # spliced, not re-encoded, same bytes

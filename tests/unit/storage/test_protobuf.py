@@ -28,6 +28,7 @@ from storage.protobuf.serializer import (
     frame,
     get_serializer,
     unwrap,
+    with_resource_version,
     wrap,
 )
 
@@ -335,3 +336,16 @@ def test_storage_codec_reads_protobuf_as_json(pb: Serializer) -> None:
     kept = codec.decode("/registry/pods/a/b", value, 44, keep_obj=True)
     assert kept.obj["metadata"]["name"] == obj["metadata"]["name"]
     assert codec.decode_object("/k", value)["kind"] == "Pod"
+
+
+@pytest.mark.parametrize(("name", "make"), OBJECTS, ids=[n for n, _ in OBJECTS])
+def test_resource_version_splice(pb: Serializer, name: str, make: Any) -> None:
+    obj = make()
+    stored = pb.encode(obj)  # as in etcd: no resourceVersion
+    with_rv = copy.deepcopy(obj)
+    with_rv["metadata"]["resourceVersion"] = "98765"
+    assert with_resource_version(stored, 98765) == pb.encode(with_rv)
+    assert with_resource_version(pb.encode(with_rv), 5) == pb.encode(
+        {**with_rv, "metadata": {**with_rv["metadata"], "resourceVersion": "5"}}
+    )
+    assert with_resource_version(b'{"kind":"Pod"}', 5) is None
