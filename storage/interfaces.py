@@ -64,6 +64,10 @@ class StoredObject:
     def remembered(self, name: str) -> bytes | None:
         return self._encodings.get(name) if self._encodings is not None else None
 
+    def forget(self, name: str) -> None:
+        if self._encodings is not None:
+            self._encodings.pop(name, None)
+
     @property
     def obj(self) -> JSONObject:
         if self._obj is None:

@@ -216,6 +216,7 @@ def stored_bytes(stored: StoredObject) -> bytes:
 def _encode_stored(stored: StoredObject) -> bytes:
     source = stored.remembered(STORED_PROTOBUF)
     if source is not None:
+        stored.forget(STORED_PROTOBUF)  # the answer replaces it (the cache keeps one copy)
         spliced = with_resource_version(source, stored.resource_version)
         if spliced is not None:
             return spliced
