@@ -440,7 +440,7 @@ def json_response(
     ``content_type`` overrides the header (``application/json;as=Table;...``)."""
     encoded = protobuf.encode_object(obj) if media_type == PROTOBUF_TYPE else None
     if encoded is not None:
-        body = encoded
+        body, content_type = encoded, None  # upstream names no as=/g=/v= for protobuf
     elif media_type == YAML_TYPE:
         body = yaml.safe_dump(obj, sort_keys=False).encode()
     else:

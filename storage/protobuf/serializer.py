@@ -162,6 +162,10 @@ class Serializer:
                     self._kinds[(group, version, name[len(prefix) :])] = msg
         for kind in _META_KINDS:
             self._kinds[("", "v1", kind)] = self.messages[f"{_META}.{kind}"]
+        for msg in self._kinds.values():
+            # a kind's Go struct inlines TypeMeta, which protobuf leaves out (the envelope
+            # carries it): apiVersion/kind members, e.g. of list items, are not lost data
+            msg.json_names = msg.json_names | {"apiVersion", "kind"}
 
     def _encode(self, msg: Message, obj: dict[str, Any], report: Report) -> bytes:
         return self.compiler.encoder(msg)(obj, report, "", False)

@@ -128,6 +128,17 @@ async def test_create_get_list_and_errors_in_protobuf(http: aiohttp.ClientSessio
     assert (status.code, status.reason) == (404, "NotFound")
     assert status.message == 'configmaps "missing" not found'
 
+    partial = f"{PB};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+    async with http.get(cms, headers={"Accept": partial}) as resp:
+        assert resp.headers["Content-Type"] == PB
+        api_version, kind, raw = open_envelope(await resp.read())
+    assert (api_version, kind) == ("meta.k8s.io/v1", "PartialObjectMetadataList")
+    async with http.get(cms, headers={"Accept": f"{PB};as=Table;g=meta.k8s.io;v=v1"}) as resp:
+        assert resp.status == 406
+        assert (await resp.json())["message"] == (
+            "only the following media types are accepted: application/json, "
+            "application/yaml, application/vnd.kubernetes.protobuf"
+        )
     # a table is never protobuf (as upstream): the JSON alternative answers
     table = f"{PB};as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io"
     async with http.get(cms, headers={"Accept": table}) as resp:
