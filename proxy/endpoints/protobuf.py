@@ -236,19 +236,36 @@ def list_parts(
     api_version: str, list_kind: str, metadata: JSON, items: Sequence[bytes], s: Serializer
 ) -> Iterator[bytes | memoryview]:
     """The enveloped list of already-enveloped ``items``, in pieces to stream: the list
-    message is ListMeta (field 1), then each item's message as ``items`` (field 2)."""
+    message is ListMeta (field 1), then each item's message as ``items`` (field 2).
+
+    An item's envelope holds ``0x12, length, message`` — exactly its ``items`` entry —
+    right after its typeMeta, which is the same for every item of a list: each entry
+    is one slice of the item's bytes (no copy, no parsing past the first item)."""
     meta = s.encode_message(LIST_META, metadata)
-    raws = [raw_message(item) for item in items]
-    body_size = 1 + len(varint(len(meta))) + len(meta)
-    body_size += sum(1 + len(varint(len(raw))) + len(raw) for raw in raws)
+    entries = list(_item_entries(items))
+    body_size = 1 + len(varint(len(meta))) + len(meta) + sum(len(e) for e in entries)
     av, kd = api_version.encode(), list_kind.encode()
     type_meta = b"\x0a" + varint(len(av)) + av + b"\x12" + varint(len(kd)) + kd
     yield MAGIC + b"\x0a" + varint(len(type_meta)) + type_meta + b"\x12" + varint(body_size)
     yield b"\x0a" + varint(len(meta)) + meta
-    for raw in raws:
-        yield b"\x12" + varint(len(raw))
-        yield raw
+    yield from entries
     yield b"\x1a\x00\x22\x00"
+
+
+_TRAILER = b"\x1a\x00\x22\x00"  # empty contentEncoding and contentType
+
+
+def _item_entries(items: Sequence[bytes]) -> Iterator[memoryview | bytes]:
+    head = b""
+    for item in items:
+        if not (head and item.startswith(head) and item.endswith(_TRAILER)):
+            raw = raw_message(item)
+            yield b"\x12" + varint(len(raw))
+            yield raw
+            size, pos = read_varint(item, len(MAGIC) + 1)
+            head = item[: pos + size]  # magic and typeMeta, shared by the next items
+            continue
+        yield memoryview(item)[len(head) : -len(_TRAILER)]
 
 
 def watch_frame(event_type: str, object_bytes: bytes) -> bytes:

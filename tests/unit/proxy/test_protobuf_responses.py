@@ -31,3 +31,16 @@ def test_a_version_read_from_protobuf_is_answered_from_its_value() -> None:
     stored = codec.decode("/registry/pods/a/b", value, 11)
     from_json = front.encode_object(stored.copy())
     assert front.stored_bytes(stored) == from_json  # spliced, not re-encoded, same bytes
+
+
+def test_a_list_joins_its_items_bytes() -> None:
+    serializer = front.serializer()
+    assert serializer is not None
+    items = [codec.decode_object("/k", codec.encode(seed.pod(i, 2, 2))) for i in range(3)]
+    for i, item in enumerate(items):
+        item["metadata"]["resourceVersion"] = str(10 + i)
+    encoded = [front.encode_object(item) or b"" for item in items]
+    meta = {"resourceVersion": "12", "continue": "abc"}
+    joined = b"".join(front.list_parts("v1", "PodList", meta, encoded, serializer))
+    whole = {"apiVersion": "v1", "kind": "PodList", "metadata": meta, "items": items}
+    assert joined == front.encode_object(whole)
