@@ -10,9 +10,12 @@ cannot be handled as a X: ...`` after). A resource the schema has no message for
 as upstream does for custom resources. Wire fields the schema does not know are not
 dropped silently: each becomes a ``Warning`` header.
 
-Responses: ``encode_object`` / ``encode_list`` / ``encode_status`` give enveloped bytes
-for JSON objects (``None`` when the kind has no message: the caller answers JSON);
-``watch_frame`` one length-prefixed ``WatchEvent`` frame.
+Responses: ``encode_object`` gives the enveloped bytes of a JSON object (``None`` when
+the kind has no message or members protobuf would drop: the caller answers JSON);
+``object_bytes`` / ``stored_bytes`` the same for an object version, made at most once
+(serialize once) and, for a version read from a protobuf value, spliced from it;
+``list_parts`` a List joined from those; ``watch_frame`` one length-prefixed
+``WatchEvent`` frame.
 """
 
 from __future__ import annotations
