@@ -179,7 +179,12 @@ def stored_from_encoded(
     ``obj``, if given, must be a dict the caller gives up; its resourceVersion is set.
     """
     if encoded.startswith(media_types.MAGIC):
-        encoded = media_types.canonical_json(key, encoded, _encode_json)
+        # the object as it reads back from protobuf (``obj`` may hold members protobuf
+        # normalises: null pointers, fractional Time seconds), remembering the value
+        canonical = media_types.canonical_json(key, encoded, _encode_json)
+        stored = stored_from_encoded(key, canonical, resource_version)
+        stored.remember(media_types.STORED_PROTOBUF, encoded)
+        return stored
     data = with_resource_version(encoded, resource_version)
     if data is None:
         parsed = obj if obj is not None else _loads(key, encoded)

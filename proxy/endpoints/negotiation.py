@@ -24,6 +24,7 @@ from proxy import apierrors
 from proxy.endpoints import protobuf
 from proxy.printers import table
 from proxy.registry.resources import ResourceInfo
+from storage.interfaces import StoredObject
 
 __all__ = [
     "JSON_TYPE",
@@ -321,14 +322,17 @@ def object_response(
     code: int = 200,
     fmt: table.AcceptedFormat | None = None,
     warnings: Sequence[str] = (),
+    stored: StoredObject | None = None,
 ) -> web.Response:
     """The response for one stored object (its bytes as they are, for JSON), with one
-    ``Warning`` header per entry of ``warnings``."""
+    ``Warning`` header per entry of ``warnings``; ``stored``, the version ``data`` is
+    the JSON of, lets protobuf start from the value it was read from."""
     fmt = fmt or response_format(request, resource=resource)
     if fmt.format == "json":
         response = raw_json_response(data, code)
     elif fmt.format == "protobuf":
-        encoded = protobuf.object_bytes(data)  # b"": members protobuf would drop
+        # b"": members protobuf would drop
+        encoded = protobuf.stored_bytes(stored) if stored else protobuf.object_bytes(data)
         response = (
             web.Response(body=encoded, status=code, content_type=PROTOBUF_TYPE)
             if encoded

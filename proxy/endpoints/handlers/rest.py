@@ -102,7 +102,7 @@ async def get_object(
     key = rs.object_key(_namespace(info, rs.resource), info.name)
     with storage_errors(rs.resource, info.name):
         stored = await rs.store.get(key, opts)
-    return negotiation.object_response(request, rs.resource, stored.data, fmt=media)
+    return negotiation.object_response(request, rs.resource, stored.data, fmt=media, stored=stored)
 
 
 def _writer(request: web.Request, rs: ResourceStorage, options_kind: str) -> Writer:
@@ -136,7 +136,7 @@ async def create_object(
     with storage_errors(resource, name):
         stored = await writer.create(rs.object_key(namespace, name), obj)
     return negotiation.object_response(
-        request, resource, stored.data, 201, fmt=media, warnings=warnings
+        request, resource, stored.data, 201, fmt=media, warnings=warnings, stored=stored
     )
 
 
@@ -289,7 +289,7 @@ async def delete_object(
             await namespace_lifecycle.delete_contents(ctx, info.name)
     with storage_errors(rs.resource, info.name):
         stored = await writer.delete(key, opts.preconditions)
-    return negotiation.object_response(request, rs.resource, stored.data, fmt=media)
+    return negotiation.object_response(request, rs.resource, stored.data, fmt=media, stored=stored)
 
 
 _HANDLERS = {
