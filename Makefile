@@ -8,7 +8,8 @@ PROTO_DIR := etcdclient/proto
 PB_DIR := etcdclient/_pb
 PYTEST_ARGS ?=
 
-.PHONY: venv test unit integration e2e lint proto proto-check k8s-proto etcd-versions lab bench clean
+.PHONY: venv test unit integration e2e lint proto proto-check k8s-proto etcd-versions lab bench clean \
+        images compose-test compose-bench
 
 venv: $(STAMP)
 
@@ -22,7 +23,7 @@ $(STAMP): pyproject.toml
 
 lint: venv
 	$(BIN)/ruff check $(PACKAGES) tests
-	$(BIN)/mypy $(PACKAGES)
+	$(BIN)/mypy
 
 test: venv lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
@@ -55,6 +56,28 @@ lab: venv
 
 bench: venv
 	$(BIN)/watchcache bench
+
+# docker-compose without an image registry: local images from Debian packages, and .env
+# pointing the compose file at them (needs root, dockerd, debootstrap). EXTRA_CA: PEM
+# bundle added to pip's for the image build (default: $$PIP_CERT when set, for machines
+# behind a TLS-intercepting proxy).
+EXTRA_CA ?= $(PIP_CERT)
+images:
+	@if [ -n "$(EXTRA_CA)" ] && [ -f "$(EXTRA_CA)" ]; then \
+	  cp "$(EXTRA_CA)" deploy/ca-certificates/extra.crt; fi
+	scripts/build-images.sh
+
+COMPOSE_ENV = WATCHCACHE_VERSION=$$(git describe --always --dirty 2>/dev/null) \
+              WATCHCACHE_COMMIT=$$(git rev-parse --short HEAD 2>/dev/null)
+
+# The stack for real: build, up (own project, free ports), check, down -v (minutes).
+compose-test: venv images
+	$(COMPOSE_ENV) $(BIN)/python -m pytest -q -m compose tests/compose $(PYTEST_ARGS)
+
+# Seed + benchmark through the balancer; the report in ./bench-results is yours.
+compose-bench:
+	mkdir -p bench-results
+	$(COMPOSE_ENV) BENCH_USER=$$(id -u):$$(id -g) docker-compose --profile bench run --rm bench
 
 clean:
 	rm -rf $(VENV) .cache .lab .mypy_cache .ruff_cache .pytest_cache

@@ -33,8 +33,9 @@ import psutil  # type: ignore[import-untyped]
 
 from lab import bench_report as report
 from lab import seed
-from lab.apiserver import APIServer, serve_command
+from lab.apiserver import APIServer, cli_command
 from lab.etcd import EtcdCluster, free_port
+from lab.process import stop_process
 
 __all__ = ["BenchConfig", "main", "run_bench"]
 
@@ -60,8 +61,12 @@ class BenchConfig:
 
 
 def source_revision() -> str:
-    """The git commit measured (with ``+dirty`` for local changes), or ``unknown``."""
+    """The git commit measured (with ``+dirty`` for local changes), or ``unknown``.
+    An installed copy without ``.git`` (the container image) names the commit it was built
+    from in ``WATCHCACHE_COMMIT``."""
     root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return os.environ.get("WATCHCACHE_COMMIT") or "unknown"
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
                              capture_output=True, text=True, timeout=10).stdout.strip()
@@ -80,7 +85,7 @@ def machine_label() -> str:
 def server_has_flag(flag: str) -> bool:
     """Whether ``watchcache serve --help`` lists ``flag`` (its name before ``=``)."""
     name = flag.split("=")[0]
-    cmd = [*serve_command(["http://127.0.0.1:1"], 1)[:4], "--help"]
+    cmd = cli_command("serve", "--help")
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     return name in out.stdout + out.stderr
 
@@ -129,7 +134,7 @@ def _start_own(cfg: BenchConfig, workdir: Path) -> Topology:
             srv = APIServer(cluster.endpoints, extra_args=extra, log_path=workdir / f"{key}.log")
             srv.start()
             topo.stoppers.append(srv.stop)
-            topo.processes[key] = [srv.pid or 0]
+            topo.processes[key] = [srv.pid]
             url = srv.url
             if key == "server":
                 topo.main = url
@@ -168,15 +173,7 @@ def _start_floor(topo: Topology, body: bytes, protobuf_body: bytes, workdir: Pat
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
 
-    def stop() -> None:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-    topo.stoppers.append(stop)
+    topo.stoppers.append(lambda: stop_process(proc))
     topo.floor = f"http://127.0.0.1:{port}"
     topo.processes["floor"] = [proc.pid]
     deadline = time.monotonic() + 20

@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from lab import seed
+from lab import demos_auth, seed
 from lab.apiserver import APIServer
 from lab.control import etcd_start, etcd_stop
 from lab.metrics import Scrape, scrape
@@ -32,7 +32,8 @@ __all__ = ["DEMOS", "DemoContext", "run_demo"]
 # (etcd #15220, #17507): 3.4.31+ or 3.5.13+.
 CONSISTENT_READ_ETCD = {3: {4: 31, 5: 13}}
 ETCD_DOWN_BOUND = 30.0
-# kube-apiserver's metric names (SEMANTICS.md §7), as the demos cite them.
+# kube-apiserver's metric names (k8s.io/apiserver/pkg/endpoints/metrics,
+# pkg/storage/cacher/metrics, pkg/storage/etcd3/metrics), as the demos cite them.
 STORAGE_FETCHED = "apiserver_storage_list_fetched_objects_total"
 STORAGE_RETURNED = "apiserver_storage_list_returned_objects_total"
 CACHE_FETCHED = "apiserver_cache_list_fetched_objects_total"
@@ -519,6 +520,8 @@ DEMOS: dict[str, tuple[DemoFn, str]] = {
     "raw-etcd": (raw_etcd, "the key layout and stored bytes, straight from etcd"),
     "consistent-read": (consistent_read, "ConsistentListFromCache on vs off"),
     "too-old": (too_old, "compaction, then 410 too old resource version"),
+    "authn": (demos_auth.authn, "who am I: anonymous, token, certificate, service account"),
+    "rbac": (demos_auth.rbac, "the learner: denied, granted by a RoleBinding, allowed"),
     "etcd-down": (etcd_down, "etcd stopped: RV=0 still served, quorum reads fail"),
 }
 

@@ -29,8 +29,9 @@ from lab import seed
 from lab.apiserver import APIServer
 from lab.control import ControlServer
 from lab.etcd import EtcdCluster, free_port
-from lab.kubeconfig import write_kubeconfig
+from lab.kubeconfig import secure_kubeconfig, write_kubeconfig
 from lab.observe import Transcript
+from lab.pki import ADMIN, LEARNER, LabPKI
 from lab.state import LabState, NoLab
 
 __all__ = ["Lab", "main"]
@@ -71,21 +72,33 @@ class Lab:
         endpoints, version = await self._start_etcd()
         self._step()
         port = self.a.port or free_port()
+        # HTTPS with the lab's own CA for people (kubectl: admin and learner contexts);
+        # the plain loopback port for the lab's own tooling (seeding, demos, metrics)
+        pki = LabPKI.create(self.dir / "pki")
+        wanted = self.a.secure_port
+        if wanted is None:  # 6443 next to a fixed plain port; any free one next to --port 0
+            wanted = 6443 if self.a.port else 0
+        secure_port = wanted or free_port()
+        secure_url = f"https://127.0.0.1:{secure_port}"
         self.server = APIServer(
-            endpoints, self.a.etcd_prefix, port=port, extra_args=tuple(self.a.server_arg),
+            endpoints, self.a.etcd_prefix, port=port,
+            extra_args=(f"--secure-port={secure_port}", *pki.server_flags(),
+                        *self.a.server_arg),
             log_path=self.dir / "server.log",
         )  # fmt: skip
-        self.console.print(f"starting watchcache serve on {self.server.url} ...")
+        self.console.print(f"starting watchcache serve on {secure_url} and {self.server.url} ...")
         await asyncio.to_thread(self.server.start)
         self._step()
         self.console.print(f"server ready (pid {self.server.pid}); seeding ...")
         await self._seed()
-        kubeconfig = write_kubeconfig(self.dir / "kubeconfig", self.server.url)
+        text = secure_kubeconfig(secure_url, pki.dir, (ADMIN[0], LEARNER[0]))
+        kubeconfig = write_kubeconfig(self.dir / "kubeconfig", secure_url, text=text)
         self.state = LabState(
-            lab_pid=os.getpid(), server_url=self.server.url, server_pid=self.server.pid or 0,
+            lab_pid=os.getpid(), server_url=self.server.url, server_pid=self.server.pid,
             etcd_endpoints=endpoints, etcd_version=version, prefix=self.a.etcd_prefix,
             kubeconfig=str(kubeconfig), pods=self.a.pods, nodes=self.a.nodes,
             namespaces=self.a.namespaces, configmaps=self.a.configmaps,
+            secure_url=secure_url, pki_dir=str(pki.dir),
         )  # fmt: skip
         if self.cluster is not None:
             sock = self.dir / "control.sock"
@@ -170,13 +183,17 @@ class Lab:
                          or "watchcache"))  # fmt: skip
         return f"""
 [bold green]watchcache lab is ready[/bold green]
-  server   {url}  (pid {s.server_pid}, log {rel}/server.log)
+  server   {s.secure_url}  (HTTPS, lab CA in {rel}/pki; RBAC)
+           {url}  (plain HTTP on loopback, no authentication; pid {s.server_pid},
+           log {rel}/server.log)
   etcd     {','.join(s.etcd_endpoints)}  (etcd {s.etcd_version}, pids {s.etcd_pids or 'external'})
   data     {s.pods} pods on {s.nodes} nodes in {s.namespaces} namespaces, {s.configmaps} configmaps
 
 [bold]kubectl[/bold] (the bundled real one):
-  export KUBECONFIG={_short(Path(s.kubeconfig))}
+  export KUBECONFIG={_short(Path(s.kubeconfig))}      # contexts: lab-admin (current), learner
   {kc} get pods -A | head
+  {kc} --context=learner get pods                        # 403 until a RoleBinding grants it
+  {kc} --context=learner auth can-i --list
   {kc} get pods -A --field-selector spec.nodeName={node}
   {kc} get --raw '/api/v1/pods?limit=5'                  # from etcd, paginated
   {kc} get pods -A --watch                               # a watch, served by the cache
@@ -242,7 +259,10 @@ def lab_main(argv: list[str]) -> int:
     p.add_argument("--etcd-members", type=int, default=1, help="members of the lab's etcd")
     p.add_argument("--etcd-prefix", default="/registry", help="key prefix (default /registry)")
     seed.add_plan_arguments(p, pods=5000, nodes=50, namespaces=10, configmaps=100)
-    p.add_argument("--port", type=int, default=8080, help="server port (0: any free port)")
+    p.add_argument("--port", type=int, default=8080,
+                   help="plain-HTTP (loopback) port (0: any free port)")  # fmt: skip
+    p.add_argument("--secure-port", type=int, default=None,
+                   help="HTTPS port (default 6443; any free port with --port 0)")  # fmt: skip
     p.add_argument("--dir", type=Path, default=Path(".lab"), help="lab directory (.lab)")
     p.add_argument("--server-arg", action="append", default=[],
                    help="extra flag for watchcache serve (repeatable)")  # fmt: skip

@@ -7,10 +7,12 @@ the schema has no message for (custom resources — upstream stores them as JSON
 and objects with members the k8s.io/api 0.32 schema has no field for (API fields newer
 than the schema). Each such fallback is logged once per kind and reason.
 
-Read (``decode``): a value that starts with ``k8s\\x00`` is protobuf, anything else not
+Read (``storage.codec.decode_object``, the one decoder, calls ``canonical_json`` or
+``decode_yaml``): a value that starts with ``k8s\\x00`` is protobuf, anything else not
 starting with ``{`` is tried as YAML. Wire fields the schema does not know (written by a
 newer kube-apiserver) cannot appear in the JSON view: they are logged once per field.
-Failures are ``InternalStorageError`` naming the key.
+Failures are ``CorruptObject`` naming the key and the value's revision (a value that is
+not valid protobuf for the schema, or protobuf with no schema to read it).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Callable
 import orjson
 import yaml
 
-from storage.errors import InternalStorageError
+from storage.errors import CorruptObject
 from storage.interfaces import JSONObject
 from storage.protobuf.converter import ConversionError, Report
 from storage.protobuf.schema import SchemaUnavailable
@@ -35,7 +37,7 @@ MEDIA_TYPES = (JSON, YAML, PROTOBUF)
 # the name under which a StoredObject read from a protobuf value keeps that value
 STORED_PROTOBUF = PROTOBUF + ";stored"
 __all__ = ["MAGIC", "MEDIA_TYPES", "PROTOBUF", "STORED_PROTOBUF", "Encoder", "canonical_json",
-           "decode", "encoder"]  # fmt: skip
+           "decode_yaml", "encoder"]  # fmt: skip
 _DROPPED_META = ("resourceVersion", "selfLink")
 
 log = logging.getLogger(__name__)
@@ -120,15 +122,18 @@ _decoded: OrderedDict[bytes, bytes] = OrderedDict()
 _decoded_bytes = 0
 
 
-def canonical_json(key: str, value: bytes, encode_json: JSONEncoder) -> bytes:
-    """The canonical JSON (``encode_json``) of the protobuf ``value`` stored at ``key``,
-    decoded at most once while it stays in the cache; InternalStorageError if corrupt."""
+def canonical_json(
+    key: str, value: bytes, encode_json: JSONEncoder, resource_version: int = 0
+) -> bytes:
+    """The canonical JSON (``encode_json``) of the protobuf ``value`` stored at ``key``
+    (mod_revision ``resource_version``), decoded at most once while it stays in the
+    cache; CorruptObject if it is not protobuf the schema decodes."""
     global _decoded_bytes
     found = _decoded.get(value)
     if found is not None:
         _decoded.move_to_end(value)
         return found
-    found = encode_json(_decode_protobuf(key, value))
+    found = encode_json(_decode_protobuf(key, value, resource_version))
     _decoded[value] = found
     _decoded_bytes += len(value) + len(found)
     while _decoded_bytes > DECODED_CACHE_BYTES and _decoded:
@@ -137,30 +142,27 @@ def canonical_json(key: str, value: bytes, encode_json: JSONEncoder) -> bytes:
     return found
 
 
-def decode(key: str, value: bytes) -> JSONObject:
-    """The object in a protobuf or YAML ``value`` (see the module docstring)."""
-    if value.startswith(MAGIC):
-        return _decode_protobuf(key, value)
+def decode_yaml(key: str, value: bytes, resource_version: int = 0) -> JSONObject:
+    """The object in the YAML ``value``; CorruptObject if it is not a YAML mapping."""
     try:
         obj = yaml.safe_load(value)
     except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as err:
-        raise InternalStorageError(f"unable to decode object at {key}: {err}", key) from err
+        raise CorruptObject(key, str(err), resource_version) from err
     if not isinstance(obj, dict):
-        raise InternalStorageError(f"unable to decode object at {key}: not an object", key)
+        raise CorruptObject(key, f"not an object: {type(obj).__name__}", resource_version)
     return obj
 
 
-def _decode_protobuf(key: str, value: bytes) -> JSONObject:
+def _decode_protobuf(key: str, value: bytes, resource_version: int) -> JSONObject:
     try:
         serializer = get_serializer()
     except SchemaUnavailable as err:
-        message = f"unable to decode protobuf object at {key}: {err}"
-        raise InternalStorageError(message, key) from err
+        raise CorruptObject(key, f"protobuf schema unavailable: {err}", resource_version) from err
     report = Report()
     try:
         obj = serializer.decode(value, report)
     except (ConversionError, NotRegistered) as err:
-        raise InternalStorageError(f"unable to decode object at {key}: {err}", key) from err
+        raise CorruptObject(key, str(err), resource_version) from err
     if report.unknown_fields:
         _log_once(
             f"protobuf fields unknown to the k8s.io/api 0.32 schema are not shown "

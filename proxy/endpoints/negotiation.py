@@ -24,7 +24,7 @@ from proxy import apierrors
 from proxy.endpoints import protobuf
 from proxy.printers import table
 from proxy.registry.resources import ResourceInfo
-from storage.interfaces import StoredObject
+from storage.interfaces import JSONObject, StoredObject
 
 __all__ = [
     "JSON_TYPE",
@@ -32,19 +32,20 @@ __all__ = [
     "PROTOBUF_TYPE",
     "YAML_TYPE",
     "body_types",
+    "decode_kind",
     "decode_object",
     "decode_structured",
     "discovery_response",
     "dump_json",
     "json_response",
     "media_type_of",
+    "preferred_response",
     "read_body",
     "response_format",
     "status_response",
     "unsupported_body_type",
 ]
 
-JSON = dict[str, Any]
 
 MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's limit for a request body
 JSON_TYPE = "application/json"
@@ -162,7 +163,7 @@ def _decode_structured(body: bytes, media_type: str) -> Any:
 
 def decode_object(
     body: bytes, media_type: str, resource: ResourceInfo, warnings: list[str] | None = None
-) -> JSON:
+) -> JSONObject:
     """Decode a create/update body for ``resource``.
 
     415 for a media type other than JSON/YAML/protobuf (protobuf only for kinds the
@@ -198,7 +199,7 @@ def decode_object(
 _GO_JSON_TYPES = {str: "string", int: "number", float: "number", bool: "bool", list: "array"}
 
 
-def _check_metadata(obj: JSON, resource: ResourceInfo) -> None:
+def _check_metadata(obj: JSONObject, resource: ResourceInfo) -> None:
     """400 as Go's decoder when ``metadata`` is not an object (null is no metadata)."""
     meta = obj.get("metadata")
     if meta is None or isinstance(meta, dict):
@@ -209,6 +210,29 @@ def _check_metadata(obj: JSON, resource: ResourceInfo) -> None:
         f"{resource.kind}: json: cannot unmarshal {go_type} into Go struct field "
         f"{resource.kind}.metadata of type v1.ObjectMeta"
     )
+
+
+def decode_kind(body: bytes, media_type: str, api_version: str, kind: str) -> JSONObject:
+    """Decode the body of an endpoint that takes one ``kind`` but is no resource of the
+    registry (``serviceaccounts/<name>/token``'s TokenRequest): JSON, YAML or protobuf;
+    400/415 as ``decode_object``. A missing kind or apiVersion is defaulted."""
+    if media_type == PROTOBUF_TYPE:
+        group = api_version.rpartition("/")[0]
+        target = (group, api_version, kind)
+        accepted = (*BODY_TYPES, PROTOBUF_TYPE)
+        obj = protobuf.decode_kind_body(body, target, accepted, None, _summarize)
+    elif media_type not in BODY_TYPES:
+        raise unsupported_body_type(media_type, (*BODY_TYPES, PROTOBUF_TYPE))
+    else:
+        try:
+            obj = decode_structured(body, media_type) if body else {}
+        except ValueError as e:
+            raise apierrors.bad_request(str(e)) from None
+        if not isinstance(obj, dict):
+            raise apierrors.bad_request(f"the body of a {kind} must be an object")
+    obj.setdefault("apiVersion", api_version)
+    obj.setdefault("kind", kind)
+    return obj
 
 
 def body_types(resource: ResourceInfo) -> tuple[str, ...]:
@@ -222,7 +246,7 @@ def unsupported_body_type(media_type: str, accepted: Sequence[str]) -> apierrors
     return apierrors.unsupported_media_type(media_type, accepted)
 
 
-def check_kind(obj: JSON, resource: ResourceInfo) -> None:
+def check_kind(obj: JSONObject, resource: ResourceInfo) -> None:
     """kind/apiVersion must name the endpoint's; missing ones are defaulted."""
     api_version = obj.get("apiVersion") or resource.api_version
     kind = obj.get("kind") or resource.kind
@@ -272,7 +296,14 @@ def status_response(request: web.Request, err: apierrors.StatusError) -> web.Res
     return json_response(err.body, err.code, headers=err.headers, media_type=media_type)
 
 
-def discovery_response(request: web.Request, document: JSON) -> web.Response:
+def preferred_response(request: web.Request, obj: JSONObject, code: int = 200) -> web.Response:
+    """An object made here (a review's answer), as protobuf when the client prefers it
+    and the schema has its kind, else JSON."""
+    media_type = PROTOBUF_TYPE if _prefers_protobuf(request) else JSON_TYPE
+    return json_response(obj, code, media_type=media_type)
+
+
+def discovery_response(request: web.Request, document: JSONObject) -> web.Response:
     """A discovery document (APIVersions, APIGroupList, APIGroup, APIResourceList), as
     protobuf when the client prefers it (as upstream), else JSON."""
     if not _prefers_protobuf(request):
@@ -289,7 +320,7 @@ def _table_error(e: table.TableError) -> apierrors.StatusError:
     return apierrors.bad_request(str(e))
 
 
-def _partial(obj: JSON, version: str) -> JSON:
+def _partial(obj: JSONObject, version: str) -> JSONObject:
     return {
         "kind": "PartialObjectMetadata",
         "apiVersion": f"{table.META_GROUP}/{version}",
@@ -298,8 +329,8 @@ def _partial(obj: JSON, version: str) -> JSON:
 
 
 def converted_object(
-    fmt: table.AcceptedFormat, resource: ResourceInfo, obj: JSON, request: web.Request
-) -> JSON:
+    fmt: table.AcceptedFormat, resource: ResourceInfo, obj: JSONObject, request: web.Request
+) -> JSONObject:
     """One object as a Table or PartialObjectMetadata (``fmt`` is neither json nor yaml)."""
     if fmt.format == "table":
         try:
@@ -356,10 +387,10 @@ def object_response(
 def converted_list(
     fmt: table.AcceptedFormat,
     resource: ResourceInfo,
-    items: list[JSON],
-    metadata: JSON,
+    items: list[JSONObject],
+    metadata: JSONObject,
     request: web.Request,
-) -> JSON:
+) -> JSONObject:
     """A list as a Table, PartialObjectMetadataList, or the resource's List (YAML)."""
     if fmt.format == "table":
         try:

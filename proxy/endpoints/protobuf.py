@@ -49,6 +49,7 @@ __all__ = [
     "MEDIA_TYPE",
     "WATCH_MEDIA_TYPE",
     "decode_body",
+    "decode_kind_body",
     "encode_lossy",
     "encode_object",
     "list_parts",
@@ -101,10 +102,25 @@ def decode_body(
     """The JSON object of a protobuf create/update body for ``resource`` (see the module
     docstring for errors; ``summarize`` previews a body as apimachinery does). A body of
     another kind is refused here, with upstream's conversion error."""
+    target = (resource.group, resource.api_version, resource.kind)
+    return decode_kind_body(body, target, accepted, warnings, summarize)
+
+
+def decode_kind_body(
+    body: bytes,
+    target: tuple[str, str, str],
+    accepted: Sequence[str],
+    warnings: list[str] | None,
+    summarize: Callable[[bytes], str],
+) -> JSON:
+    """``decode_body`` for an endpoint that takes one kind but is no resource of the
+    registry (a subresource's own kind, e.g. ``serviceaccounts/token``'s TokenRequest):
+    ``target`` is its (group, apiVersion, kind)."""
+    group, target_version, target_kind = target
     s = serializer()
-    if s is None or not s.knows(resource.api_version, resource.kind):
+    if s is None or not s.knows(target_version, target_kind):
         raise apierrors.unsupported_media_type(MEDIA_TYPE, accepted)
-    unrecognized = f"the object provided is unrecognized (must be of type {resource.kind})"
+    unrecognized = f"the object provided is unrecognized (must be of type {target_kind})"
     if not body:
         raise apierrors.bad_request(f"{unrecognized}: empty data (<empty>)")
     if body == MAGIC:
@@ -113,10 +129,10 @@ def decode_body(
         envelope = unwrap(body)
     except ConversionError as err:
         raise apierrors.bad_request(f"{unrecognized}: {err} ({summarize(body)})") from None
-    api_version = envelope.api_version or resource.api_version
-    kind = envelope.kind or resource.kind
+    api_version = envelope.api_version or target_version
+    kind = envelope.kind or target_kind
     version = api_version.rsplit("/", 1)[-1]
-    cannot = f'{kind} in version "{version}" cannot be handled as a {resource.kind}'
+    cannot = f'{kind} in version "{version}" cannot be handled as a {target_kind}'
     report = Report()
     try:
         obj = s.decode_raw(api_version, kind, envelope.raw, report)
@@ -124,10 +140,10 @@ def decode_body(
         raise apierrors.bad_request(f"{cannot}: {err} in scheme {_SCHEME}") from None
     except ConversionError as err:
         raise apierrors.bad_request(f"{cannot}: {err}") from None
-    if kind != resource.kind:
-        internal = resource.group.split(".", 1)[0] if resource.group else "core"
+    if kind != target_kind:
+        internal = group.split(".", 1)[0] if group else "core"
         raise apierrors.bad_request(
-            f"{cannot}: converting ({version}.{kind}) to ({internal}.{resource.kind}): "
+            f"{cannot}: converting ({version}.{kind}) to ({internal}.{target_kind}): "
             "unknown conversion"
         )
     if report.unknown_fields and warnings is not None:

@@ -24,10 +24,10 @@ import orjson
 from proxy import apierrors
 from proxy.endpoints import negotiation
 from proxy.registry.resources import ResourceInfo
+from storage.interfaces import JSONObject
 
 __all__ = ["JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "apply_patch", "merge_patch"]
 
-JSON = dict[str, Any]
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -35,7 +35,7 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 
 # Strategic merge patch: fn(original, patch, resource) -> patched; None if unavailable.
-StrategicFn = Callable[[JSON, JSON, ResourceInfo], JSON]
+StrategicFn = Callable[[JSONObject, JSONObject, ResourceInfo], JSONObject]
 
 
 def _strategic() -> StrategicFn | None:
@@ -47,10 +47,10 @@ def _strategic() -> StrategicFn | None:
     except ImportError:
         return None
 
-    def apply(original: JSON, patch_: JSON, resource: ResourceInfo) -> JSON:
+    def apply(original: JSONObject, patch_: JSONObject, resource: ResourceInfo) -> JSONObject:
         node = schemas.kind_schema(resource.group, resource.version, resource.kind)
         try:
-            result: JSON = smp.apply_strategic_merge_patch(original, patch_, node)
+            result: JSONObject = smp.apply_strategic_merge_patch(original, patch_, node)
         except smp.StrategicMergePatchError as e:
             code = int(e.status_code)
             raise apierrors.StatusError(
@@ -72,7 +72,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch."""
     if not isinstance(patch, dict):
         return patch
-    result: JSON = dict(target) if isinstance(target, dict) else {}
+    result: JSONObject = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
@@ -101,7 +101,7 @@ def decoded_patch(body: bytes) -> Any:
         return None
 
 
-def _json_patch(current: JSON, body: bytes) -> JSON:
+def _json_patch(current: JSONObject, body: bytes) -> JSONObject:
     ops = _decode_patch(body)
     if not isinstance(ops, list):
         raise apierrors.bad_request(
@@ -126,7 +126,7 @@ def _json_patch(current: JSON, body: bytes) -> JSON:
     return result
 
 
-def _failed_test_path(patch: jsonpatch.JsonPatch, current: JSON) -> str:
+def _failed_test_path(patch: jsonpatch.JsonPatch, current: JSONObject) -> str:
     """The path of the first ``test`` operation that fails on ``current``."""
     doc: Any = current
     for op in patch._ops:  # type: ignore[attr-defined]
@@ -139,17 +139,19 @@ def _failed_test_path(patch: jsonpatch.JsonPatch, current: JSON) -> str:
     return ""
 
 
-def _merge_patch(current: JSON, body: bytes) -> JSON:
+def _merge_patch(current: JSONObject, body: bytes) -> JSONObject:
     patch = _decode_patch(body)
     if not isinstance(patch, dict):
         raise apierrors.bad_request(
             "json: cannot unmarshal into Go value of type map[string]interface {}"
         )
-    result: JSON = merge_patch(current, patch)
+    result: JSONObject = merge_patch(current, patch)
     return result
 
 
-def apply_patch(media_type: str, current: JSON, body: bytes, resource: ResourceInfo) -> JSON:
+def apply_patch(
+    media_type: str, current: JSONObject, body: bytes, resource: ResourceInfo
+) -> JSONObject:
     """The patched copy of ``current`` (not mutated). 415 for an unsupported type."""
     if media_type == JSON_PATCH:
         return _json_patch(current, body)

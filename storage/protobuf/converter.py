@@ -409,8 +409,11 @@ def _decode_map(field: Field, entries: list[bytes], report: Report) -> dict[str,
                 key = bytes(chunk).decode("utf-8", "replace")
             else:
                 value = chunk
+        delimited = value_field.kind in (STRING, BYTES, MESSAGE)
         if value is None:
-            value = b"" if value_field.kind in (STRING, BYTES, MESSAGE) else 0
+            value = b"" if delimited else 0
+        elif delimited != (not isinstance(value, int)):
+            raise ConversionError(f"proto: wrong wireType for the values of {field.json}")
         out[key] = _scalar(value_field, value, report)
     return out
 

@@ -227,6 +227,10 @@ class Serializer:
             raise ConversionError(str(err)) from None
         except IndexError:
             raise ConversionError("unexpected EOF") from None
+        except (ValueError, OverflowError) as err:
+            # well-formed wire data holding what JSON cannot: a string field that is not
+            # UTF-8 (UnicodeDecodeError), a Time out of range
+            raise ConversionError(f"invalid value: {err}") from None
         return {"apiVersion": api_version, "kind": kind, **body}
 
 

@@ -8,13 +8,13 @@ where its name says, with the object counts the data set implies.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
+from lab.apiserver import cli_command
 from lab.bench_report import SCENARIOS
 
 pytestmark = pytest.mark.etcd
@@ -26,8 +26,8 @@ PODS, NODES = 200, 10
 def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     out = tmp_path_factory.mktemp("bench")
     r = subprocess.run(
-        [sys.executable, "-m", "proxy.cli", "bench", "--quick", "--pods", str(PODS),
-         "--nodes", str(NODES), "--out", str(out), "--quiet"],
+        cli_command("bench", "--quick", "--pods", str(PODS), "--nodes", str(NODES),
+                    "--out", str(out), "--quiet"),
         capture_output=True, text=True, timeout=110,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr

@@ -12,7 +12,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,13 +19,16 @@ from pathlib import Path
 import psutil  # type: ignore[import-untyped]
 import pytest
 
+from lab.apiserver import cli_command
 from lab.demos import DEMOS
+from lab.process import stop_process
 from lab.state import LabState
+from tests.integration.conftest import KUBECTL
 
 pytestmark = pytest.mark.etcd
 
 PODS, NODES, NAMESPACES, CONFIGMAPS = 300, 10, 3, 10
-WATCHCACHE = [sys.executable, "-m", "proxy.cli"]
+WATCHCACHE = cli_command()
 
 
 @dataclass
@@ -61,13 +63,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningLab]:
         _wait_ready(proc, output)
         yield RunningLab(d, proc, LabState.load(d), output)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc, 60)
         if proc.stdout is not None:
             proc.stdout.close()
 
@@ -83,9 +79,8 @@ def test_lab_is_ready_with_guide_and_state(lab: RunningLab) -> None:
 
 
 def test_kubectl_lists_the_seeded_pods(lab: RunningLab) -> None:
-    kubectl = Path(sys.executable).parent / "kubectl"
     r = subprocess.run(
-        [str(kubectl), "--kubeconfig", lab.state.kubeconfig, "get", "pods", "-A", "--no-headers"],
+        [str(KUBECTL), "--kubeconfig", lab.state.kubeconfig, "get", "pods", "-A", "--no-headers"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr

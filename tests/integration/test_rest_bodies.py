@@ -76,9 +76,8 @@ async def test_wrong_kind_and_api_version_are_400(
 
 
 async def test_missing_kind_is_defaulted(http: aiohttp.ClientSession, namespace: str) -> None:
-    code, obj = await post_raw(
-        http, pods(namespace), b'{"metadata":{"name":"nokind"}}', "application/json"
-    )
+    body = b'{"metadata":{"name":"nokind"},"spec":{"containers":[{"name":"c","image":"i"}]}}'
+    code, obj = await post_raw(http, pods(namespace), body, "application/json")
     assert code == 201
     assert obj["kind"] == "Pod" and obj["apiVersion"] == "v1"
 

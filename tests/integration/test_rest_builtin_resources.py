@@ -3,6 +3,7 @@ through its etcd key (historic names included), discovery, OpenAPI and a NAME/AG
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
@@ -10,10 +11,11 @@ import orjson
 import pytest
 
 from etcdclient import EtcdClient
+from lab.etcd import EtcdCluster
 from proxy.registry.resources import ResourceInfo, build_registry
 from storage import codec, keys
 from storage.protobuf.serializer import get_serializer
-from tests.integration.conftest import ServerProcess, create
+from tests.integration.conftest import ServerProcess, create, start_server
 
 pytestmark = pytest.mark.etcd
 
@@ -78,14 +80,9 @@ def _collection(info: ResourceInfo, namespace: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def cached_server(etcd: Any) -> Any:
-    from tests.integration.conftest import start_server
-
-    proc = start_server(etcd.endpoints, None)
-    try:
+def cached_server(etcd: EtcdCluster) -> Iterator[ServerProcess]:
+    with start_server(etcd.endpoints, None) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 @pytest.mark.parametrize("info", NEW, ids=[r.plural for r in NEW])

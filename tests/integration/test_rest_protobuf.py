@@ -51,7 +51,8 @@ def envelope(api_version: str, kind: str, msg: Message | bytes) -> bytes:
     unknown = Unknown(raw=raw, contentEncoding="", contentType="")
     unknown.typeMeta.apiVersion = api_version
     unknown.typeMeta.kind = kind
-    return MAGIC + unknown.SerializeToString()
+    data: bytes = unknown.SerializeToString()
+    return MAGIC + data
 
 
 def open_envelope(data: bytes) -> tuple[str, str, bytes]:
@@ -266,7 +267,7 @@ async def test_watch_frames(http: aiohttp.ClientSession, ns: str) -> None:
 async def test_watch_error_event_is_a_protobuf_status(
     http: aiohttp.ClientSession, ns: str, pb_server: ServerProcess
 ) -> None:
-    if "--watch-cache=false" in pb_server.args:
+    if "--watch-cache=false" in pb_server.extra_args:
         pytest.skip("the 410 comes from the cache window")
     got = frames(
         await _watch(http, f"/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion=1", 1)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import hashlib
-from typing import Any
 
 from aiohttp import web
 
@@ -27,6 +26,7 @@ from proxy.endpoints.discovery import aggregated as discovery_aggregated
 from proxy.openapi import documents as openapi
 from proxy.registry.resources import Registry, ResourceInfo
 from proxy.server.context import API_CONTEXT
+from storage.interfaces import JSONObject
 
 __all__ = [
     "api_group",
@@ -36,8 +36,6 @@ __all__ = [
     "setup_discovery_routes",
 ]
 
-JSON = dict[str, Any]
-
 
 def storage_version_hash(resource: ResourceInfo) -> str:
     """An opaque hash of the storage version, as upstream (sha256, 8 bytes, base64)."""
@@ -45,7 +43,7 @@ def storage_version_hash(resource: ResourceInfo) -> str:
     return base64.b64encode(hashlib.sha256(text).digest()[:8]).decode()
 
 
-def api_versions(server_address: str) -> JSON:
+def api_versions(server_address: str) -> JSONObject:
     return {
         "kind": "APIVersions",
         "versions": ["v1"],
@@ -55,12 +53,12 @@ def api_versions(server_address: str) -> JSON:
     }
 
 
-def _group(registry: Registry, group: str) -> JSON:
+def _group(registry: Registry, group: str) -> JSONObject:
     versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in registry.versions(group)]
     return {"name": group, "versions": versions, "preferredVersion": versions[0]}
 
 
-def api_group_list(registry: Registry) -> JSON:
+def api_group_list(registry: Registry) -> JSONObject:
     return {
         "kind": "APIGroupList",
         "apiVersion": "v1",
@@ -68,12 +66,12 @@ def api_group_list(registry: Registry) -> JSON:
     }
 
 
-def api_group(registry: Registry, group: str) -> JSON:
+def api_group(registry: Registry, group: str) -> JSONObject:
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(registry, group)}
 
 
-def _resource_entry(resource: ResourceInfo) -> JSON:
-    entry: JSON = {
+def _resource_entry(resource: ResourceInfo) -> JSONObject:
+    entry: JSONObject = {
         "name": resource.plural,
         "singularName": resource.singular,
         "namespaced": resource.namespaced,
@@ -88,8 +86,8 @@ def _resource_entry(resource: ResourceInfo) -> JSON:
     return entry
 
 
-def _subresource_entry(resource: ResourceInfo, sub: str) -> JSON:
-    entry: JSON = {
+def _subresource_entry(resource: ResourceInfo, sub: str) -> JSONObject:
+    entry: JSONObject = {
         "name": f"{resource.plural}/{sub}",
         "singularName": "",
         "namespaced": resource.namespaced,
@@ -102,11 +100,11 @@ def _subresource_entry(resource: ResourceInfo, sub: str) -> JSON:
     return entry
 
 
-def api_resource_list(registry: Registry, group: str, version: str) -> JSON | None:
+def api_resource_list(registry: Registry, group: str, version: str) -> JSONObject | None:
     resources = registry.in_group_version(group, version)
     if not resources:
         return None
-    entries: list[JSON] = []
+    entries: list[JSONObject] = []
     for r in sorted(resources, key=lambda r: r.plural):
         entries.append(_resource_entry(r))
         entries.extend(_subresource_entry(r, s) for s in r.subresources)

@@ -12,7 +12,10 @@ A WATCH response is HTTP 200 with chunked encoding; each event is one line
 one length-prefixed ``WatchEvent`` frame). The stream
 ends cleanly (no ERROR event) at the watch's timeout, when the storage closes the
 watch, or at server shutdown; a client that goes away cancels the handler, which stops
-the storage watch.
+the storage watch. A watch is long-running: --request-timeout never cuts it. Once its
+headers are out nothing else is written: a storage error while it runs becomes one
+ERROR event carrying its Status, then the end (as upstream's watchers report errors);
+an event that cannot be encoded ends the stream (upstream's ``WatchServer``).
 """
 
 from __future__ import annotations
@@ -37,22 +40,21 @@ from proxy.endpoints.handlers.list_options import (
     watch_timeout,
 )
 from proxy.endpoints.request_info import RequestInfo
-from proxy.registry.dry_run import DryRunStore
 from proxy.registry.storage_factory import ResourceStorage
+from proxy.registry.store import Store, interpret_storage_error
 from proxy.server.context import APIContext
-from storage.interfaces import Interface, ListOptions, ListResult, Preconditions, StoredObject
+from storage import errors as serr
+from storage.interfaces import ListOptions, ListResult, StoredObject
 
 __all__ = ["delete_collection", "list_objects", "watch_objects", "write_list"]
 
 log = logging.getLogger("watchcache.proxy")
 
 CHUNK_BYTES = 256 * 1024
-# request key of a LIST response whose headers are out: an error can no longer be a Status
-STREAMING = "watchcache_streaming_response"
 
 
-def _namespace(info: RequestInfo, rs: ResourceStorage) -> str:
-    return info.namespace if rs.resource.namespaced else ""
+def _namespace(info: RequestInfo, store: Store) -> str:
+    return info.namespace if store.resource.namespaced else ""
 
 
 def list_metadata(result: ListResult) -> dict[str, Any]:
@@ -139,7 +141,6 @@ async def _stream(
     response.content_type = content_type
     response.enable_chunked_encoding()
     await response.prepare(request)
-    request[STREAMING] = response
     buffer: list[bytes | memoryview] = []
     size = 0
     for part in parts:
@@ -153,21 +154,22 @@ async def _stream(
     return response
 
 
-def _list_options(request: web.Request, info: RequestInfo, rs: ResourceStorage) -> ListOptions:
-    query = parse_list_query(request.query, watch=info.verb == "watch")
+def _list_options(request: web.Request, info: RequestInfo, store: Store) -> ListOptions:
+    query = parse_list_query(request.query, watch=info.is_watch)
     validate_list_query(query)
-    return to_list_options(query, rs.resource.plural, rs.get_attrs, info.name)
+    return to_list_options(query, store.resource.plural, store.get_attrs, info.path_name)
 
 
 async def list_objects(
-    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
-    negotiation.response_format(request, is_list=True, resource=rs.resource)  # 406 first
-    opts = _list_options(request, info, rs)
-    with apierrors.storage_errors(rs.resource.qualified):
-        result = await rs.store.get_list(rs.list_key(_namespace(info, rs)), opts)
+    negotiation.response_format(request, is_list=True, resource=store.resource)  # 406 first
+    opts = _list_options(request, info, store)
+    result = await store.list(_namespace(info, store), opts)
     metrics.observe_list(request, info, result)
-    return await write_list(request, rs, result.items, list_metadata(result), cost_headers(result))
+    return await write_list(
+        request, store.rs, result.items, list_metadata(result), cost_headers(result)
+    )
 
 
 def _event_line(event_type: str, data: bytes) -> bytes:
@@ -175,23 +177,23 @@ def _event_line(event_type: str, data: bytes) -> bytes:
 
 
 async def watch_objects(
-    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
-    fmt = negotiation.response_format(request, is_list=True, resource=rs.resource)
+    fmt = negotiation.response_format(request, is_list=True, resource=store.resource)
     as_protobuf = fmt.media_type == protobuf.MEDIA_TYPE
+    frame = protobuf.watch_frame if as_protobuf else _event_line
     query = parse_list_query(request.query, watch=True)
     validate_list_query(query)
     duration = watch_timeout(query, ctx.settings.min_request_timeout)
     opts = dataclasses.replace(
-        to_list_options(query, rs.resource.plural, rs.get_attrs, info.name),
+        to_list_options(query, store.resource.plural, store.get_attrs, info.path_name),
         timeout_seconds=duration,
         # the kind of a streaming list's k8s.io/initial-events-end BOOKMARK
-        bookmark_kind=(rs.resource.api_version, rs.resource.kind),
+        bookmark_kind=(store.resource.api_version, store.resource.kind),
     )
-    with apierrors.storage_errors(rs.resource.qualified):
-        watcher = await rs.store.watch(rs.list_key(_namespace(info, rs)), opts)
+    watcher = await store.watch(_namespace(info, store), opts)
     ctx.watchers.add(watcher)
-    encode = negotiation.watch_encoder(fmt, rs.resource, request)
+    encode = negotiation.watch_encoder(fmt, store.resource, request)
     try:
         response = web.StreamResponse(status=200)
         response.headers["Content-Type"] = (
@@ -204,14 +206,20 @@ async def watch_objects(
             contextlib.suppress(TimeoutError, ConnectionResetError),
         ):
             async with asyncio.timeout(duration):
-                async for event in watcher:
-                    data = encode(event.type, event.data)
-                    await response.write(
-                        protobuf.watch_frame(event.type, data)
-                        if as_protobuf
-                        else _event_line(event.type, data)
-                    )
-                    metrics.observe_watch_event(info)
+                try:
+                    async for event in watcher:
+                        data = encode(event.type, event.data)
+                        await response.write(frame(event.type, data))
+                        metrics.observe_watch_event(info)
+                except serr.StorageError as e:
+                    # the headers are out: the error travels as the stream's last event
+                    status = interpret_storage_error(e, "watch", store.resource)
+                    data = encode("ERROR", orjson.dumps(status.body))
+                    await response.write(frame("ERROR", data))
+                except apierrors.StatusError as e:
+                    # an event that cannot be encoded (Table conversion): upstream's watch
+                    # server logs it and ends the stream
+                    log.warning("watch %s: ending the stream: %s", request.path, e.message)
         with contextlib.suppress(ConnectionResetError):
             await response.write_eof()
         return response
@@ -221,33 +229,23 @@ async def watch_objects(
 
 
 async def delete_collection(
-    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
     """Delete every object the selectors match (read from etcd, newest); the response is
     the List of deleted objects, each with its deletion revision."""
-    negotiation.response_format(request, is_list=True, resource=rs.resource)
+    negotiation.response_format(request, is_list=True, resource=store.resource)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    delete_opts = parse_delete_options(request.query, body, negotiation.media_type_of(request))
-    writer: Interface | DryRunStore = DryRunStore(rs.store) if delete_opts.dry_run else rs.store
+    delete_opts = parse_delete_options(
+        request.query, body, negotiation.media_type_of(request), collection=True,
+        unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
+    )  # fmt: skip
     query = parse_list_query(request.query)
     validate_list_query(query)
-    opts = to_list_options(query, rs.resource.plural, rs.get_attrs)
-    with apierrors.storage_errors(rs.resource.qualified):
-        result = await rs.store.get_list(rs.list_key(_namespace(info, rs)), opts)
-    deleted: list[StoredObject] = []
-    last_rv = result.resource_version
-    for item in result.items:
-        meta = item.obj.get("metadata") or {}
-        name = str(meta.get("name", ""))
-        try:
-            with apierrors.storage_errors(rs.resource.qualified, name):
-                gone = await writer.delete(item.key, Preconditions(uid=meta.get("uid")))
-        except apierrors.StatusError as e:
-            if e.code in (404, 409):  # deleted or replaced meanwhile: not ours to delete
-                continue
-            raise
-        deleted.append(gone)
-        last_rv = max(last_rv, gone.resource_version)
+    opts = to_list_options(query, store.resource.plural, store.get_attrs)
+    result, deleted = await store.delete_collection(
+        _namespace(info, store), opts, dry_run=delete_opts.dry_run
+    )
+    last_rv = max([result.resource_version, *(d.resource_version for d in deleted)])
     return await write_list(
-        request, rs, deleted, {"resourceVersion": str(last_rv)}, cost_headers(result)
+        request, store.rs, deleted, {"resourceVersion": str(last_rv)}, cost_headers(result)
     )

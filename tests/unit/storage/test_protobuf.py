@@ -16,6 +16,7 @@ from google.protobuf.message import Message as PbMessage
 
 from lab import seed
 from storage import codec
+from storage.errors import CorruptObject
 from storage.protobuf import converter
 from storage.protobuf.converter import (
     ConversionError,
@@ -338,6 +339,39 @@ def test_storage_codec_reads_protobuf_as_json(pb: Serializer) -> None:
     kept = codec.decode("/registry/pods/a/b", value, 44, keep_obj=True)
     assert kept.obj["metadata"]["name"] == obj["metadata"]["name"]
     assert codec.decode_object("/k", value)["kind"] == "Pod"
+
+
+def _ld(number: int, payload: bytes) -> bytes:
+    assert len(payload) < 128
+    return bytes([number << 3 | 2, len(payload)]) + payload
+
+
+def _enveloped(kind: str, raw: bytes) -> bytes:
+    type_meta = _ld(1, b"v1") + _ld(2, kind.encode())
+    return b"k8s\x00" + _ld(1, type_meta) + _ld(2, raw) + _ld(3, b"") + _ld(4, b"")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        # Pod.spec.containers[0].resources.limits["cpu"]: a map value (a Quantity
+        # message) that comes as a varint
+        _enveloped(
+            "Pod", _ld(2, _ld(2, _ld(1, b"c") + _ld(8, _ld(1, _ld(1, b"cpu") + b"\x10\x01"))))
+        ),
+        # Pod.spec.containers[0].resources.limits["cpu"]: a Quantity that is not UTF-8
+        _enveloped(
+            "Pod",
+            _ld(2, _ld(2, _ld(1, b"c") + _ld(8, _ld(1, _ld(1, b"cpu") + _ld(2, _ld(1, b"\xff")))))),
+        ),
+    ],
+    ids=["map-value-wire-type", "quantity-not-utf8"],
+)
+def test_well_formed_wire_data_json_cannot_hold_is_a_corrupt_object(value: bytes) -> None:
+    """What the storage decoder raises for them (the cache skips CorruptObject; anything
+    else would stop its reflector)."""
+    with pytest.raises(CorruptObject):
+        codec.decode_object("/registry/x", value, 7)
 
 
 @pytest.mark.parametrize(("name", "make"), OBJECTS, ids=[n for n, _ in OBJECTS])
