@@ -8,8 +8,8 @@ PROTO_DIR := etcdclient/proto
 PB_DIR := etcdclient/_pb
 PYTEST_ARGS ?=
 
-.PHONY: venv test unit integration e2e fuzz lint proto proto-check etcd-versions lab bench \
-        clean images compose-test compose-bench
+.PHONY: venv test unit integration e2e fuzz lint proto proto-check k8s-proto etcd-versions lab \
+        bench clean images compose-test compose-bench
 
 venv: $(STAMP)
 
@@ -18,6 +18,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[lab,test,dev]'
+	$(BIN)/python -m storage.protobuf.schema --optional >/dev/null
 	touch $(STAMP)
 
 lint: venv
@@ -46,6 +47,11 @@ fuzz: venv
 # reproducible with the pinned grpcio-tools (tests/unit/etcdclient/test_proto.py checks).
 proto: venv
 	$(BIN)/python -m etcdclient.protogen
+
+# The Kubernetes protobuf schema (Debian 13's golang-k8s-api-dev and
+# golang-k8s-apimachinery-dev, compiled into .cache/k8s-proto/); `make venv` builds it too.
+k8s-proto: venv
+	$(BIN)/python -m storage.protobuf.schema
 
 # Extra real etcd versions for local runs (CI fetches them too): 3.4.23 and 3.5.16.
 etcd-versions:

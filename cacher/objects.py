@@ -60,7 +60,10 @@ class AttrsCache:
         and a cache must not hold what its selectors cannot read."""
         if stored._obj is not None:  # never keep the dict: memory ≈ JSON size
             obj = stored._obj
-            stored = StoredObject(stored.key, stored.data, stored.resource_version)
+            fresh = StoredObject(stored.key, stored.data, stored.resource_version)
+            # but keep the protobuf value it was read from: protobuf answers start there
+            fresh._encodings = stored._encodings
+            stored = fresh
         if self._attrs is None:
             return CachedObject(stored, _EMPTY, _EMPTY)
         if obj is None:

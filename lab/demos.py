@@ -418,8 +418,7 @@ async def raw_etcd(ctx: DemoContext) -> None:
     t.check(f"the pod's key is {st.prefix}/pods/<namespace>/<name>", got.kv is not None, key)
     if got.kv is None:
         return
-    stored = orjson.loads(got.kv.value)
-    t.say(f"  value ({len(got.kv.value)} bytes): {got.kv.value[:160].decode(errors='replace')}...")
+    stored = _show_value(t, key, got.kv.value)
     t.say(f"  mod_revision={got.kv.mod_revision} create_revision={got.kv.create_revision} "
           f"version={got.kv.version}")
     t.check("the stored value carries no resourceVersion",
@@ -427,8 +426,31 @@ async def raw_etcd(ctx: DemoContext) -> None:
     t.check("the API's resourceVersion is the key's mod_revision",
             meta["resourceVersion"] == str(got.kv.mod_revision),
             f"{meta['resourceVersion']} == {got.kv.mod_revision}")
-    t.explain("objects are plain JSON values under /registry/<resource>/<namespace>/<name>; "
-              "resourceVersion is not stored: it is etcd's mod_revision, set on read.")
+    t.explain("objects are values under /registry/<resource>/<namespace>/<name>, encoded as "
+              "kube-apiserver encodes them (protobuf by default; serve with "
+              "--storage-media-type=application/json to store readable JSON); resourceVersion "
+              "is not stored: it is etcd's mod_revision, set on read.")
+
+
+def _show_value(t: Transcript, key: str, value: bytes) -> dict[str, Any]:
+    """Print a stored value part by part (protobuf) or as text (JSON); its object."""
+    from storage import codec
+    from storage.protobuf.serializer import MAGIC, unwrap
+
+    obj = codec.decode_object(key, value)
+    if not value.startswith(MAGIC):
+        t.say(f"  value ({len(value)} bytes, JSON): {value[:160].decode(errors='replace')}...")
+        return obj
+    envelope = unwrap(value)
+    t.say(f"  value ({len(value)} bytes, protobuf): {value[:40]!r}...")
+    t.say("    k8s\\x00          the 4-byte magic of Kubernetes' protobuf encoding, then")
+    t.say(f"    runtime.Unknown  typeMeta: apiVersion={envelope.api_version!r} "
+          f"kind={envelope.kind!r}")
+    t.say(f"                     raw: the {envelope.kind} message, {len(envelope.raw)} bytes "
+          "(metadata = field 1, spec = 2, status = 3)")
+    t.say("                     contentEncoding, contentType: empty (raw is plain protobuf)")
+    t.say(f"    decoded: {orjson.dumps(obj)[:160].decode(errors='replace')}...")
+    return obj
 
 
 # -- consistent-read --------------------------------------------------------------------

@@ -20,9 +20,16 @@ JSON, hand-written values) is parsed, modified and re-encoded.
 
 Every decode goes through ``decode_object``, the one function that turns a value into a
 dict, and every failure is ``CorruptObject`` (kube-apiserver's corrupt-object error): a
-value that is not JSON, not a JSON object, or in a foreign encoding — values starting
-with ``k8s\\0`` are kube-apiserver's protobuf, which a protobuf codec plugs in at
-``decode_object``; until then they cannot be decoded here.
+value that is neither a JSON object, a YAML mapping nor a ``k8s\\0`` protobuf envelope
+the schema decodes.
+
+Media types (kube-apiserver's ``--storage-media-type``): ``set_storage_media_type``
+picks what ``encode`` writes; protobuf (``k8s\x00`` + ``runtime.Unknown``, see
+``storage.protobuf``) and YAML are additions to the JSON path above, chosen by the value's
+first bytes on read whatever the setting, so a store written half in one and half in
+another (or by kube-apiserver itself) reads back. ``StoredObject.data`` stays JSON; a
+version read from a protobuf value remembers that value (``STORED_PROTOBUF``) so a
+protobuf answer starts from it.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from typing import Any
 
 import orjson
 
+from storage import media_types
 from storage.errors import CorruptObject
 from storage.interfaces import JSONObject, StoredObject
 
@@ -39,20 +47,43 @@ _SORT = orjson.OPT_SORT_KEYS
 _LEADING = ("apiVersion", "kind", "metadata")
 _DROPPED_META = ("resourceVersion", "selfLink")
 
+# kube-apiserver's protobuf envelope (runtime.Unknown behind a 4-byte magic)
+PROTOBUF_MAGIC = media_types.MAGIC
+
 # Matches the head of a canonical encoding: apiVersion and kind strings (JSON escapes
 # allowed), then the opening brace of metadata. Inside a JSON string every '"' is
 # escaped, so this cannot match text inside a value.
-# kube-apiserver's protobuf envelope (runtime.Unknown behind a 4-byte magic)
-PROTOBUF_MAGIC = b"k8s\x00"
-
 _CANONICAL_HEAD = re.compile(
     rb'\{"apiVersion":"(?:[^"\\]|\\.)*","kind":"(?:[^"\\]|\\.)*","metadata":\{'
 )
 
 
+def set_storage_media_type(media_type: str) -> None:
+    """What ``encode`` writes from now on (process-wide, like kube-apiserver's flag):
+    ``application/json``, ``application/yaml`` or ``application/vnd.kubernetes.protobuf``.
+    ValueError for another; SchemaUnavailable if protobuf's schema cannot be loaded."""
+    global _encode_other
+    _encode_other = media_types.encoder(media_type)
+
+
+def storage_media_type() -> str:
+    return _encode_other.media_type if _encode_other is not None else media_types.JSON
+
+
+_encode_other: media_types.Encoder | None = None  # None: JSON, this module's own encoding
+
+
 def encode(obj: JSONObject) -> bytes:
-    """The canonical storage bytes of ``obj`` (not modified; resourceVersion and selfLink
-    are left out of the encoding). TypeError for values JSON cannot represent."""
+    """The storage bytes of ``obj`` in the storage media type (not modified;
+    resourceVersion and selfLink are left out). JSON is canonical (below); TypeError for
+    values JSON cannot represent."""
+    if _encode_other is not None:
+        return _encode_other(obj, _encode_json)
+    return _encode_json(obj)
+
+
+def _encode_json(obj: JSONObject) -> bytes:
+    """The canonical JSON bytes of ``obj`` (see the module docstring)."""
     parts: list[bytes] = []
     meta = obj.get("metadata")
     if isinstance(meta, dict) and any(k in meta for k in _DROPPED_META):
@@ -93,6 +124,11 @@ def decode(
     dict (resourceVersion set) is kept on the StoredObject. CorruptObject if a
     value that must be parsed is not a JSON object.
     """
+    if value.startswith(PROTOBUF_MAGIC):  # protobuf: its canonical JSON, decoded once
+        canonical = media_types.canonical_json(key, value, _encode_json, resource_version)
+        stored = decode(key, canonical, resource_version, keep_obj=keep_obj)
+        stored.remember(media_types.STORED_PROTOBUF, value)  # protobuf answers start here
+        return stored
     data = splice_resource_version(value, resource_version)
     if data is not None and not keep_obj:
         return StoredObject(key, data, resource_version)
@@ -105,9 +141,13 @@ def decode(
 
 def decode_object(key: str, value: bytes, resource_version: int = 0) -> JSONObject:
     """The stored dict as written (no resourceVersion). CorruptObject (naming ``key`` and
-    the value's ``resource_version``) for anything that does not decode to an object."""
+    the value's ``resource_version``) for anything that does not decode to an object:
+    JSON, YAML, or protobuf (``k8s\\0``: decoded through its canonical JSON, at most once
+    per value while it stays in ``media_types``' cache)."""
     if value.startswith(PROTOBUF_MAGIC):
-        raise CorruptObject(key, "protobuf storage encoding is not supported", resource_version)
+        value = media_types.canonical_json(key, value, _encode_json, resource_version)
+    elif not value.startswith(b"{"):
+        return media_types.decode_yaml(key, value, resource_version)
     try:
         obj = orjson.loads(value)
     except orjson.JSONDecodeError as err:
@@ -122,7 +162,12 @@ def from_parsed(key: str, value: bytes, resource_version: int, obj: JSONObject) 
     the dict is taken over and gets the resourceVersion)."""
     _set_resource_version(key, obj, resource_version)
     data = splice_resource_version(value, resource_version)
-    return StoredObject(key, data if data is not None else orjson.dumps(obj), resource_version, obj)
+    if data is None:
+        data = orjson.dumps(obj)
+    stored = StoredObject(key, data, resource_version, obj)
+    if value.startswith(PROTOBUF_MAGIC):
+        stored.remember(media_types.STORED_PROTOBUF, value)  # protobuf answers start here
+    return stored
 
 
 def mutable_copy(stored: StoredObject) -> JSONObject:
@@ -157,6 +202,13 @@ def stored_from_encoded(
 
     ``obj``, if given, must be a dict the caller gives up; its resourceVersion is set.
     """
+    if encoded.startswith(PROTOBUF_MAGIC):
+        # the object as it reads back from protobuf (``obj`` may hold members protobuf
+        # normalises: null pointers, fractional Time seconds), remembering the value
+        canonical = media_types.canonical_json(key, encoded, _encode_json, resource_version)
+        stored = stored_from_encoded(key, canonical, resource_version)
+        stored.remember(media_types.STORED_PROTOBUF, encoded)
+        return stored
     data = splice_resource_version(encoded, resource_version)
     if data is None:
         parsed = obj if obj is not None else decode_object(key, encoded, resource_version)

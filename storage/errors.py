@@ -106,8 +106,9 @@ class InternalStorageError(StorageError):
 
 
 class CorruptObject(StorageError):
-    """The value at ``key`` (mod_revision ``revision``) cannot be decoded: not JSON, not a
-    JSON object, a foreign encoding (``k8s\\0`` protobuf), or fields of the wrong type.
+    """The value at ``key`` (mod_revision ``revision``) cannot be decoded: not a JSON
+    object, not a YAML mapping, ``k8s\\0`` protobuf that the schema cannot decode (or no
+    schema), or fields of the wrong type.
     Raised by ``storage.codec``'s decode functions, the one error type a decoder raises.
 
     ``message`` is upstream's ``storage.NewCorruptObjError`` text (kube-apiserver 1.37,

@@ -36,7 +36,7 @@ class StoredObject:
     (use ``copy()`` to get a mutable deep copy).
     """
 
-    __slots__ = ("_obj", "data", "key", "resource_version")
+    __slots__ = ("_encodings", "_obj", "data", "key", "resource_version")
 
     def __init__(
         self, key: str, data: bytes, resource_version: int, obj: JSONObject | None = None
@@ -45,6 +45,33 @@ class StoredObject:
         self.data = data
         self.resource_version = resource_version
         self._obj = obj
+        self._encodings: dict[str, bytes] | None = None
+
+    def encoded(self, media_type: str, encode: Callable[[StoredObject], bytes]) -> bytes:
+        """This version in another encoding (protobuf), made by ``encode`` at most once
+        and kept with the version (serialize once: a LIST from the watch cache joins
+        these bytes, as it joins ``data`` for JSON)."""
+        encodings = self._encodings
+        if encodings is None:
+            encodings = self._encodings = {}
+        found = encodings.get(media_type)
+        if found is None:
+            found = encodings[media_type] = encode(self)
+        return found
+
+    def remember(self, name: str, data: bytes) -> None:
+        """Keep ``data`` with this version (the storage value it was read from, so that
+        an encoder can start from it instead of from ``data``); see ``remembered``."""
+        if self._encodings is None:
+            self._encodings = {}
+        self._encodings[name] = data
+
+    def remembered(self, name: str) -> bytes | None:
+        return self._encodings.get(name) if self._encodings is not None else None
+
+    def forget(self, name: str) -> None:
+        if self._encodings is not None:
+            self._encodings.pop(name, None)
 
     @property
     def obj(self) -> JSONObject:

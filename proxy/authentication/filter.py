@@ -53,10 +53,11 @@ def unauthorized() -> apierrors.StatusError:
     return apierrors.StatusError(body)
 
 
-def status_response(err: apierrors.StatusError) -> web.Response:
+def status_response(request: web.Request, err: apierrors.StatusError) -> web.Response:
     """The filters answer with a Status themselves (they sit outside the handlers'
-    error translation), as upstream's filters write theirs."""
-    return negotiation.json_response(err.body, err.code, headers=err.headers)
+    error translation), as upstream's filters write theirs (negotiated: protobuf when
+    the client prefers it)."""
+    return negotiation.status_response(request, err)
 
 
 def is_secure(request: web.Request) -> bool:
@@ -85,10 +86,10 @@ def authentication_middleware(
         except AuthenticationError as e:
             record_authentication("error", time.perf_counter() - start)
             log.info("Unable to authenticate the request: %s", e)
-            return status_response(unauthorized())
+            return status_response(request, unauthorized())
         if response is None:
             record_authentication("failure", time.perf_counter() - start)
-            return status_response(unauthorized())
+            return status_response(request, unauthorized())
         if not _audiences_acceptable(api_audiences, response.audiences):
             record_authentication("error", time.perf_counter() - start)
             log.info(
@@ -96,7 +97,7 @@ def authentication_middleware(
                 list(response.audiences),
                 list(api_audiences),
             )
-            return status_response(unauthorized())
+            return status_response(request, unauthorized())
         record_authentication("success", time.perf_counter() - start, response.user.name)
         request[USER_KEY] = response.user
         return await handler(request)

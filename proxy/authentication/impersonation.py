@@ -182,7 +182,7 @@ def impersonation_middleware(
             attrs = _attributes(requestor, req)
             decision, reason = authorize(authorizer, attrs)
             if decision is not Decision.ALLOW:
-                return status_response(forbidden(attrs, reason))
+                return status_response(request, forbidden(attrs, reason))
         request[USER_KEY] = impersonated_user(requests, GROUP_HEADER in request.headers)
         return await handler(request)
 

@@ -138,11 +138,11 @@ def authorization_middleware(
             return await handler(request)
         user = request_user(request)
         if user is None:  # the authentication filter always sets one on this port
-            return status_response(unauthorized())
+            return status_response(request, unauthorized())
         attrs = attributes_for(user, request_info_of(request))
         decision, reason = authorize(authorizer, attrs)
         if decision is not Decision.ALLOW:
-            return status_response(forbidden(attrs, reason))
+            return status_response(request, forbidden(attrs, reason))
         return await handler(request)
 
     return authorize_request

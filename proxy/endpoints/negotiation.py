@@ -21,10 +21,11 @@ import yaml
 from aiohttp import web
 
 from proxy import apierrors
+from proxy.endpoints import protobuf
 from proxy.endpoints.scheme import check_kind
 from proxy.printers import table
 from proxy.registry.resources import ResourceInfo
-from storage.interfaces import JSONObject
+from storage.interfaces import JSONObject, StoredObject
 
 __all__ = [
     "JSON_TYPE",
@@ -32,15 +33,20 @@ __all__ = [
     "PROTOBUF_TYPE",
     "YAML_TYPE",
     "body_media_type",
+    "body_types",
     "check_body_type",
     "check_kind",
+    "decode_kind",
     "decode_object",
     "decode_structured",
+    "discovery_response",
     "dump_json",
     "json_response",
     "media_type_of",
+    "preferred_response",
     "read_body",
     "response_format",
+    "status_response",
     "unsupported_body_type",
 ]
 
@@ -84,9 +90,10 @@ def _media_params_ok(params: str) -> bool:
 
 
 def check_body_type(media_type: str) -> None:
-    """415 for a body media type the decoder does not take (before the body is read)."""
-    if media_type not in BODY_TYPES:
-        raise unsupported_body_type(media_type, BODY_TYPES)
+    """415 for a body media type no decoder takes (before the body is read); protobuf is
+    checked against the kind once the body is decoded (``decode_object``)."""
+    if media_type not in BODY_TYPES and media_type != PROTOBUF_TYPE:
+        raise unsupported_body_type(media_type, (*BODY_TYPES, PROTOBUF_TYPE))
 
 
 async def read_body(request: web.Request, limit: int = MAX_REQUEST_BODY_BYTES) -> bytes:
@@ -225,15 +232,23 @@ def _self_containing_anchor(body: bytes) -> str:
     return ""
 
 
-def decode_object(body: bytes, media_type: str, resource: ResourceInfo) -> JSONObject:
+def decode_object(
+    body: bytes, media_type: str, resource: ResourceInfo, warnings: list[str] | None = None
+) -> JSONObject:
     """Decode a create/update body for ``resource``.
 
-    415 for a media type other than JSON/YAML; 400 for a malformed body, a non-object,
-    or a kind/apiVersion that does not fit the endpoint. A missing kind or apiVersion
-    is filled in from the endpoint (the decoder's default GVK).
+    415 for a media type other than JSON/YAML/protobuf (protobuf only for kinds the
+    protobuf schema knows); 400 for a malformed body, a non-object, or a kind/apiVersion
+    that does not fit the endpoint. A missing kind or apiVersion is filled in from the
+    endpoint (the decoder's default GVK). Protobuf fields the schema does not know are
+    reported in ``warnings``.
     """
+    if media_type == PROTOBUF_TYPE:
+        obj = protobuf.decode_body(body, resource, BODY_TYPES, warnings, _summarize)
+        check_kind(obj, resource)
+        return obj
     if media_type not in BODY_TYPES:
-        raise unsupported_body_type(media_type, BODY_TYPES)
+        raise unsupported_body_type(media_type, body_types(resource))
     try:
         obj = decode_structured(body, media_type)
     except ValueError as e:
@@ -272,25 +287,84 @@ def _check_metadata(obj: JSONObject, resource: ResourceInfo) -> None:
     )
 
 
-def unsupported_body_type(media_type: str, accepted: Sequence[str]) -> apierrors.StatusError:
-    """415 naming the accepted media types; a protobuf body (``kubectl create namespace|
-    configmap|secret|deployment`` send one) also says how to get the same object in."""
-    err = apierrors.unsupported_media_type(media_type, accepted)
+def decode_kind(body: bytes, media_type: str, api_version: str, kind: str) -> JSONObject:
+    """Decode the body of an endpoint that takes one ``kind`` but is no resource of the
+    registry (``serviceaccounts/<name>/token``'s TokenRequest): JSON, YAML or protobuf;
+    400/415 as ``decode_object``. A missing kind or apiVersion is defaulted."""
     if media_type == PROTOBUF_TYPE:
-        err.body["message"] += (
-            f"; {PROTOBUF_TYPE} request bodies are not supported by this server: send the "
-            "object as JSON or YAML (for kubectl: a manifest with create -f or apply -f)"
-        )
-    return err
+        group = api_version.rpartition("/")[0]
+        target = (group, api_version, kind)
+        accepted = (*BODY_TYPES, PROTOBUF_TYPE)
+        obj = protobuf.decode_kind_body(body, target, accepted, None, _summarize)
+    elif media_type not in BODY_TYPES:
+        raise unsupported_body_type(media_type, (*BODY_TYPES, PROTOBUF_TYPE))
+    else:
+        try:
+            obj = decode_structured(body, media_type) if body else {}
+        except ValueError as e:
+            raise apierrors.bad_request(str(e)) from None
+        if not isinstance(obj, dict):
+            raise apierrors.bad_request(f"the body of a {kind} must be an object")
+    obj.setdefault("apiVersion", api_version)
+    obj.setdefault("kind", kind)
+    return obj
 
 
-def response_format(request: web.Request, *, is_list: bool = False) -> table.AcceptedFormat:
-    """The response format for ``request``'s Accept header: the object (JSON/YAML), a
-    ``meta.k8s.io`` Table, or PartialObjectMetadata[List]; 406 if none fits."""
+def body_types(resource: ResourceInfo) -> tuple[str, ...]:
+    """The request body media types ``resource`` accepts (protobuf where the schema has
+    its kind, as upstream: custom resources take JSON and YAML only)."""
+    return (*BODY_TYPES, PROTOBUF_TYPE) if protobuf.supports(resource) else BODY_TYPES
+
+
+def unsupported_body_type(media_type: str, accepted: Sequence[str]) -> apierrors.StatusError:
+    """415 naming the accepted media types."""
+    return apierrors.unsupported_media_type(media_type, accepted)
+
+
+def response_format(
+    request: web.Request, *, is_list: bool = False, resource: ResourceInfo | None = None
+) -> table.AcceptedFormat:
+    """The response format for ``request``'s Accept header: the object (JSON/YAML, and
+    protobuf for a ``resource`` the protobuf schema has), a ``meta.k8s.io`` Table, or
+    PartialObjectMetadata[List]; 406 if none fits."""
+    pb = resource is not None and protobuf.supports(resource)
     try:
-        return table.parse_accept(request.headers.get("Accept"), is_list=is_list)
+        return table.parse_accept(request.headers.get("Accept"), is_list=is_list, protobuf=pb)
     except table.NotAcceptableError:
-        raise apierrors.not_acceptable(RESPONSE_TYPES) from None
+        raise apierrors.not_acceptable(
+            (*RESPONSE_TYPES, PROTOBUF_TYPE) if pb else RESPONSE_TYPES
+        ) from None
+
+
+def _prefers_protobuf(request: web.Request) -> bool:
+    try:
+        fmt = table.parse_accept(request.headers.get("Accept"), protobuf=True)
+    except table.NotAcceptableError:
+        return False
+    return fmt.format == "protobuf"
+
+
+def status_response(request: web.Request, err: apierrors.StatusError) -> web.Response:
+    """A Status error, as protobuf when the client prefers it (as upstream's negotiated
+    error writer), else JSON."""
+    media_type = PROTOBUF_TYPE if _prefers_protobuf(request) else JSON_TYPE
+    return json_response(err.body, err.code, headers=err.headers, media_type=media_type)
+
+
+def preferred_response(request: web.Request, obj: JSONObject, code: int = 200) -> web.Response:
+    """An object made here (a review's answer), as protobuf when the client prefers it
+    and the schema has its kind, else JSON."""
+    media_type = PROTOBUF_TYPE if _prefers_protobuf(request) else JSON_TYPE
+    return json_response(obj, code, media_type=media_type)
+
+
+def discovery_response(request: web.Request, document: JSONObject) -> web.Response:
+    """A discovery document (APIVersions, APIGroupList, APIGroup, APIResourceList), as
+    protobuf when the client prefers it (as upstream), else JSON."""
+    if not _prefers_protobuf(request):
+        return json_response(document)
+    # the legacy /api/v1 list has no apiVersion in JSON; its protobuf envelope does
+    return json_response({"apiVersion": "v1", **document}, media_type=PROTOBUF_TYPE)
 
 
 def _now() -> dt.datetime:
@@ -334,12 +408,22 @@ def object_response(
     code: int = 200,
     fmt: table.AcceptedFormat | None = None,
     warnings: Sequence[str] = (),
+    stored: StoredObject | None = None,
 ) -> web.Response:
     """The response for one stored object (its bytes as they are, for JSON), with one
-    ``Warning`` header per entry of ``warnings``."""
-    fmt = fmt or response_format(request)
+    ``Warning`` header per entry of ``warnings``; ``stored``, the version ``data`` is
+    the JSON of, lets protobuf start from the value it was read from."""
+    fmt = fmt or response_format(request, resource=resource)
     if fmt.format == "json":
         response = raw_json_response(data, code)
+    elif fmt.format == "protobuf":
+        # b"": members protobuf would drop
+        encoded = protobuf.stored_bytes(stored) if stored else protobuf.object_bytes(data)
+        response = (
+            web.Response(body=encoded, status=code, content_type=PROTOBUF_TYPE)
+            if encoded
+            else raw_json_response(data, code)
+        )
     elif fmt.format in ("table", "partial"):
         obj = orjson.loads(data)
         response = json_response(
@@ -406,6 +490,8 @@ def watch_encoder(
     )
 
     def encode(event_type: str, data: bytes) -> bytes:
+        if fmt.media_type == PROTOBUF_TYPE:
+            return _protobuf_event_object(fmt, event_type, data)
         if fmt.format == "json" or event_type in ("ERROR", "BOOKMARK"):
             return data
         obj = orjson.loads(data)
@@ -418,6 +504,15 @@ def watch_encoder(
         return orjson.dumps(event["object"])
 
     return encode
+
+
+def _protobuf_event_object(fmt: table.AcceptedFormat, event_type: str, data: bytes) -> bytes:
+    """The enveloped object of one protobuf watch event (ERROR: a Status; a version
+    with members protobuf cannot carry is sent without them, logged)."""
+    if fmt.format == "protobuf" or event_type in ("ERROR", "BOOKMARK"):
+        encoded = protobuf.object_bytes(data)
+        return encoded or protobuf.encode_lossy(orjson.loads(data))
+    return protobuf.encode_lossy(_partial(orjson.loads(data), fmt.version))
 
 
 def dump_json(obj: Any) -> bytes:
@@ -433,10 +528,15 @@ def json_response(
 ) -> web.Response:
     """One encoded response (objects, Status, discovery). Lists stream elsewhere.
     ``content_type`` overrides the header (``application/json;as=Table;...``)."""
-    if media_type == YAML_TYPE:
+    encoded = protobuf.encode_object(obj) if media_type == PROTOBUF_TYPE else None
+    if encoded is not None:
+        body, content_type = encoded, None  # upstream names no as=/g=/v= for protobuf
+    elif media_type == YAML_TYPE:
         body = yaml.safe_dump(obj, sort_keys=False).encode()
     else:
         body = orjson.dumps(obj)
+        if media_type == PROTOBUF_TYPE:  # a kind or members protobuf cannot carry
+            media_type, content_type = JSON_TYPE, None
     all_headers = dict(headers or {})
     all_headers["Content-Type"] = content_type or media_type
     return web.Response(body=body, status=code, headers=all_headers)

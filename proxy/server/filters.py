@@ -71,8 +71,10 @@ def is_long_running(info: RequestInfo) -> bool:
     return info.path.startswith("/debug/pprof/")
 
 
-def _write_status(err: apierrors.StatusError) -> web.Response:
-    return negotiation.json_response(err.body, err.code, headers=err.headers)
+def _write_status(request: web.Request, err: apierrors.StatusError) -> web.Response:
+    """Upstream's ``ErrorNegotiated``: the Status in the client's preferred encoding
+    (protobuf or JSON)."""
+    return negotiation.status_response(request, err)
 
 
 # ------------------------------------------------------------------------ the filters
@@ -92,7 +94,7 @@ async def with_panic_recovery(request: web.Request, handler: Handler) -> web.Str
         started = response_started(request)
         if started is not None:
             return end_started_response(request, started)
-        return _write_status(apierrors.internal_error(f"unexpected {type(e).__name__}"))
+        return _write_status(request, apierrors.internal_error(f"unexpected {type(e).__name__}"))
 
 
 @web.middleware
@@ -147,7 +149,8 @@ def with_timeout(settings: Settings) -> Middleware:
                 seconds = parse_go_duration(asked)
             except ValueError as e:
                 return _write_status(
-                    apierrors.bad_request(f"invalid timeout specified in the request URL - {e}")
+                    request,
+                    apierrors.bad_request(f"invalid timeout specified in the request URL - {e}"),
                 )
             if 0 < seconds < deadline:
                 deadline = seconds
@@ -162,7 +165,7 @@ def with_timeout(settings: Settings) -> Middleware:
             if started is not None:
                 log.warning("request timeout after the response started: %s", request.path)
                 return end_started_response(request, started)
-            return _write_status(apierrors.timeout(apierrors.REQUEST_TIMEOUT_MESSAGE))
+            return _write_status(request, apierrors.timeout(apierrors.REQUEST_TIMEOUT_MESSAGE))
 
     return timeout_filter
 
@@ -216,7 +219,7 @@ async def with_handler_errors(request: web.Request, handler: Handler) -> web.Str
         if started is not None:
             log.warning("%s after the response started: %s", e.reason or e.code, request.path)
             return end_started_response(request, started)
-        return _write_status(e)
+        return _write_status(request, e)
     except (web.HTTPNotFound, web.HTTPMethodNotAllowed) as e:
         # go-restful's answers: a Status under served API roots, plain text elsewhere
         routed = http_errors.route_error(request, e)

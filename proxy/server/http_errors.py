@@ -132,4 +132,4 @@ def route_error(request: web.Request, exc: web.HTTPException) -> web.StreamRespo
         err = apierrors.method_not_allowed()
     else:
         return None
-    return negotiation.json_response(err.body, err.code, headers=err.headers)
+    return negotiation.status_response(request, err)

@@ -158,9 +158,25 @@ class Settings:
     # kube-apiserver's system-namespaces controller); false leaves etcd untouched
     system_namespaces: bool = True
     log_level: str = "info"
+    # kube-apiserver's --storage-media-type (its default, protobuf); reads accept all three
+    storage_media_type: str = "application/vnd.kubernetes.protobuf"
+
+
+_STORAGE_MEDIA_TYPES = (
+    "application/vnd.kubernetes.protobuf",
+    "application/json",
+    "application/yaml",
+)
+
+
+def _parse_storage_media_type(value: str) -> str:
+    if value not in _STORAGE_MEDIA_TYPES:
+        raise ConfigError(f"{value!r}: one of {', '.join(_STORAGE_MEDIA_TYPES)}")
+    return value
 
 
 _CONVERTERS: dict[str, Any] = {
+    "storage_media_type": _parse_storage_media_type,
     "etcd_servers": _parse_servers,
     "etcd_dial_timeout": _parse_duration,
     "etcd_request_timeout": _parse_duration,
@@ -239,6 +255,9 @@ _FLAG_HELP: dict[str, str] = {
     "system_namespaces": "create the default, kube-system, kube-public and kube-node-lease "
     "namespaces at start-up (false: write nothing until asked)",
     "log_level": "debug, info, warning or error",
+    "storage_media_type": "media type of the values written to etcd: "
+    "application/vnd.kubernetes.protobuf (default), application/json or application/yaml "
+    "(reads accept all three)",
 }
 
 

@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 
 from etcdclient import EtcdClient
 from lab.etcd import EtcdCluster
+from storage import codec
+from storage.errors import CorruptObject
 from storage.interfaces import Watcher, WatchEvent
 from tests.integration.test_cacher_support import cached_store, opts, pod
 
@@ -32,11 +34,13 @@ INTS = st.integers(-(2**63), 2**63 - 1)  # what JSON encoders (orjson) take
 Write = tuple[str, bytes, bool, bool]  # (name, value, valid, selected by keep=yes)
 
 
-def _is_json_object(value: bytes) -> bool:
+def _decodes(value: bytes) -> bool:
+    """Whether storage reads ``value`` as an object (JSON, a YAML mapping, protobuf)."""
     try:
-        return isinstance(orjson.loads(value), dict)
-    except orjson.JSONDecodeError:
+        codec.decode_object("/k", value)
+    except CorruptObject:
         return False
+    return True
 
 
 @st.composite
@@ -49,10 +53,11 @@ def writes(draw: st.DrawFn) -> Write:
     if kind == "valid":
         return name, valid, True, keep
     if kind == "bytes":
-        junk = draw(st.binary(max_size=40).filter(lambda b: not _is_json_object(b)))
+        junk = draw(st.binary(max_size=40).filter(lambda b: not _decodes(b)))
         return name, junk, False, False
     if kind == "protobuf":
-        return name, b"k8s\x00" + draw(st.binary(max_size=40)), False, False
+        junk = draw(st.binary(max_size=40).filter(lambda b: not _decodes(b"k8s\x00" + b)))
+        return name, b"k8s\x00" + junk, False, False
     if kind == "truncated":
         return name, valid[: draw(st.integers(1, len(valid) - 1))], False, False
     if kind == "labels":

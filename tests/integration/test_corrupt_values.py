@@ -1,5 +1,5 @@
 """Values written into etcd by hand that cannot be decoded (a Pod whose labels are not
-strings, truncated JSON, kube-apiserver's protobuf bytes), through a real server over a
+strings, truncated JSON, protobuf bytes that are not a valid envelope), through a real server over a
 real etcd: the watch cache skips and reports them and keeps serving every valid object;
 reads from etcd answer as kube-apiserver 1.37 does with AllowUnsafeMalformedObjectDeletion
 (on by default since 1.37), including the unsafe delete of a corrupt value."""
@@ -31,6 +31,7 @@ BAD_VALUES = {
         }
     ),
     "truncated": b'{"a":',
+    # the k8s\0 magic, then typeMeta holding "v1" as if it were a message: wire type 6
     "protobuf": b"k8s\x00\x0a\x02v1\x12\x03Pod",
 }
 CORRUPT_PREFIX = "StorageError: corrupt object, Code: 7, Key: "

@@ -45,7 +45,7 @@ async def test_unsupported_media_type_is_415(http: aiohttp.ClientSession, namesp
     assert status["reason"] == "UnsupportedMediaType"
     assert status["message"] == (
         "the body of the request was in an unknown format - accepted media types include: "
-        "application/json, application/yaml"
+        "application/json, application/yaml, application/vnd.kubernetes.protobuf"
     )
 
 

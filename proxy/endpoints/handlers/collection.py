@@ -3,10 +3,13 @@
 A LIST response is written as it is assembled, never built whole: the list header,
 then the items' stored JSON bytes (already final, resourceVersion set) joined by
 commas in chunks of about 256 KiB, then ``]}``. Peak memory is the storage result plus
-one chunk, not a second copy of the whole list.
+one chunk, not a second copy of the whole list. As protobuf, the same: the List's
+envelope and ListMeta, then each item's protobuf message, made at most once per version
+(``protobuf.stored_bytes``).
 
 A WATCH response is HTTP 200 with chunked encoding; each event is one line
-``{"type":"ADDED","object":<stored bytes>}`` written and flushed on its own. The stream
+``{"type":"ADDED","object":<stored bytes>}`` written and flushed on its own (as protobuf:
+one length-prefixed ``WatchEvent`` frame). The stream
 ends cleanly (no ERROR event) at the watch's timeout, when the storage closes the
 watch, or at server shutdown; a client that goes away cancels the handler, which stops
 the storage watch. A watch is long-running: --request-timeout never cuts it. Once its
@@ -21,14 +24,14 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import orjson
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.endpoints import metrics, negotiation
+from proxy.endpoints import metrics, negotiation, protobuf
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.handlers.list_options import (
     parse_list_query,
@@ -95,29 +98,57 @@ async def write_list(
     """Stream ``items`` as the resource's List (see the module docstring). Tables,
     PartialObjectMetadataLists and YAML are converted whole (their rows are small, or
     the client asked for YAML)."""
-    fmt = negotiation.response_format(request, is_list=True)
-    if fmt.format != "json":
+    fmt = negotiation.response_format(request, is_list=True, resource=rs.resource)
+    if fmt.format == "protobuf":
+        encoded = [protobuf.stored_bytes(item) for item in items]
+        if all(encoded):  # else: members protobuf cannot carry, the list goes as JSON
+            serializer = protobuf.serializer()
+            assert serializer is not None  # negotiated only with a schema
+            parts = protobuf.list_parts(
+                rs.resource.api_version, rs.resource.list_kind, metadata, encoded, serializer
+            )
+            return await _stream(request, headers, protobuf.MEDIA_TYPE, parts)
+    elif fmt.format != "json":
         converted = negotiation.converted_list(
             fmt, rs.resource, [orjson.loads(i.data) for i in items], metadata, request
         )
         return negotiation.json_response(
             converted, headers=headers, media_type=fmt.media_type, content_type=fmt.content_type
         )
-    response = web.StreamResponse(status=200, headers=headers)
-    response.content_type = negotiation.JSON_TYPE
-    response.enable_chunked_encoding()
-    await response.prepare(request)
-    buffer: list[bytes] = [list_head(rs, metadata)]
-    size = len(buffer[0])
+    return await _stream(request, headers, negotiation.JSON_TYPE, _json_list(rs, items, metadata))
+
+
+def _json_list(
+    rs: ResourceStorage, items: Sequence[StoredObject], metadata: dict[str, Any]
+) -> Iterator[bytes]:
+    yield list_head(rs, metadata)
     for index, item in enumerate(items):
         if index:
-            buffer.append(b",")
-        buffer.append(item.data)
-        size += len(item.data) + 1
+            yield b","
+        yield item.data
+    yield b"]}"
+
+
+async def _stream(
+    request: web.Request,
+    headers: dict[str, str],
+    content_type: str,
+    parts: Iterable[bytes | memoryview],
+) -> web.StreamResponse:
+    """A chunked response written as ``parts`` come, in chunks of about CHUNK_BYTES (the
+    items' bytes are joined, never re-encoded)."""
+    response = web.StreamResponse(status=200, headers=headers)
+    response.content_type = content_type
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    buffer: list[bytes | memoryview] = []
+    size = 0
+    for part in parts:
+        buffer.append(part)
+        size += len(part)
         if size >= CHUNK_BYTES:
             await response.write(b"".join(buffer))
             buffer, size = [], 0
-    buffer.append(b"]}")
     await response.write(b"".join(buffer))
     await response.write_eof()
     return response
@@ -132,7 +163,7 @@ def _list_options(request: web.Request, info: RequestInfo, store: Store) -> List
 async def list_objects(
     request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
-    negotiation.response_format(request, is_list=True)  # 406 before any storage work
+    negotiation.response_format(request, is_list=True, resource=store.resource)  # 406 first
     opts = _list_options(request, info, store)
     result = await store.list(_namespace(info, store), opts)
     metrics.observe_list(request, info, result)
@@ -148,7 +179,9 @@ def _event_line(event_type: str, data: bytes) -> bytes:
 async def watch_objects(
     request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
-    fmt = negotiation.response_format(request, is_list=True)
+    fmt = negotiation.response_format(request, is_list=True, resource=store.resource)
+    as_protobuf = fmt.media_type == protobuf.MEDIA_TYPE
+    frame = protobuf.watch_frame if as_protobuf else _event_line
     query = parse_list_query(request.query, watch=True)
     validate_list_query(query)
     duration = watch_timeout(query, ctx.settings.min_request_timeout)
@@ -163,7 +196,9 @@ async def watch_objects(
     encode = negotiation.watch_encoder(fmt, store.resource, request)
     try:
         response = web.StreamResponse(status=200)
-        response.headers["Content-Type"] = fmt.content_type
+        response.headers["Content-Type"] = (
+            protobuf.WATCH_MEDIA_TYPE if as_protobuf else fmt.content_type
+        )
         response.enable_chunked_encoding()
         await response.prepare(request)
         with (
@@ -174,13 +209,13 @@ async def watch_objects(
                 try:
                     async for event in watcher:
                         data = encode(event.type, event.data)
-                        await response.write(_event_line(event.type, data))
+                        await response.write(frame(event.type, data))
                         metrics.observe_watch_event(info)
                 except serr.StorageError as e:
                     # the headers are out: the error travels as the stream's last event
                     status = interpret_storage_error(e, "watch", store.resource)
                     data = encode("ERROR", orjson.dumps(status.body))
-                    await response.write(_event_line("ERROR", data))
+                    await response.write(frame("ERROR", data))
                 except apierrors.StatusError as e:
                     # an event that cannot be encoded (Table conversion): upstream's watch
                     # server logs it and ends the stream
@@ -198,7 +233,7 @@ async def delete_collection(
 ) -> web.StreamResponse:
     """Delete every object the selectors match (read from etcd, newest); the response is
     the List of deleted objects, each with its deletion revision."""
-    negotiation.response_format(request, is_list=True)
+    negotiation.response_format(request, is_list=True, resource=store.resource)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     delete_opts = parse_delete_options(
         request.query, body, negotiation.body_media_type(request), collection=True,

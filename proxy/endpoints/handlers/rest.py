@@ -95,17 +95,19 @@ def _namespace(info: RequestInfo, resource: ResourceInfo) -> str:
     return info.namespace if resource.namespaced else ""
 
 
-def _response_type(request: web.Request) -> AcceptedFormat:
-    return negotiation.response_format(request)
+def _response_type(request: web.Request, resource: ResourceInfo) -> AcceptedFormat:
+    return negotiation.response_format(request, resource=resource)
 
 
 async def get_object(
     request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
-    media = _response_type(request)
+    media = _response_type(request, store.resource)
     opts = GetOptions(resource_version=request.query.get("resourceVersion", ""))
     stored = await store.get(_namespace(info, store.resource), info.name, opts)
-    return negotiation.object_response(request, store.resource, stored.data, fmt=media)
+    return negotiation.object_response(
+        request, store.resource, stored.data, fmt=media, stored=stored
+    )
 
 
 async def ensure_namespace(ctx: APIContext, namespace: str) -> None:
@@ -131,7 +133,7 @@ async def create_object(
     _admit_rbac_write(request, ctx, resource, namespace, name, obj)
     stored = await store.create(namespace, name, obj, dry_run=dry_run)
     return negotiation.object_response(
-        request, resource, stored.data, 201, fmt=media, warnings=warnings
+        request, resource, stored.data, 201, fmt=media, warnings=warnings, stored=stored
     )
 
 
@@ -141,7 +143,7 @@ async def _write_request(
     """What a create or update starts with: the response format, whether it is a dry
     run (``?dryRun=All``), and the decoded, field-validated body with its Warning
     headers. Options are checked (406/422) before the body is read."""
-    media = _response_type(request)
+    media = _response_type(request, store.resource)
     negotiation.check_body_type(negotiation.body_media_type(request))  # 415, then 413,
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     mode = validation.field_mode(request.query, options_kind)  # then the options (upstream)
@@ -155,9 +157,11 @@ def _decode_validated(
 ) -> tuple[JSONObject, list[str]]:
     """The decoded, field-validated body of a create or update: (object, Warning headers)."""
     media_type = negotiation.body_media_type(request)
-    obj = negotiation.decode_object(body, media_type, resource)
+    decode_warnings: list[str] = []
+    obj = negotiation.decode_object(body, media_type, resource, decode_warnings)
     raw = body if media_type == negotiation.JSON_TYPE else None
-    return validation.validate_written(obj, raw, resource, mode)
+    obj, warnings = validation.validate_written(obj, raw, resource, mode)
+    return obj, decode_warnings + warnings
 
 
 def _admit_rbac_write(
@@ -227,7 +231,7 @@ async def update_object(
     )
     return negotiation.object_response(
         request, resource, stored.data, 201 if outcome.created else 200, fmt=media,
-        warnings=warnings,
+        warnings=warnings, stored=stored,
     )  # fmt: skip
 
 
@@ -245,7 +249,7 @@ async def patch_object(
     request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
     resource = store.resource
-    media = _response_type(request)
+    media = _response_type(request, resource)
     patch_type = negotiation.media_type_of(request, default="")
     patch.check_patch_type(patch_type)
     mode = validation.field_mode(request.query, "PatchOptions")
@@ -276,7 +280,9 @@ async def patch_object(
         return _unchanged_or(current, updated)
 
     stored = await store.update(namespace, info.name, try_update, dry_run=dry_run)
-    return negotiation.object_response(request, resource, stored.data, fmt=media, warnings=warnings)
+    return negotiation.object_response(
+        request, resource, stored.data, fmt=media, warnings=warnings, stored=stored
+    )
 
 
 async def delete_object(
@@ -284,7 +290,7 @@ async def delete_object(
 ) -> web.StreamResponse:
     """DELETE: the object as it was, with the deletion revision as its resourceVersion.
     DeleteOptions come from the body (as kubectl sends them) or the query."""
-    media = _response_type(request)
+    media = _response_type(request, store.resource)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     opts = parse_delete_options(
         request.query, body, negotiation.body_media_type(request),
@@ -294,7 +300,11 @@ async def delete_object(
     if opts.ignore_store_read_error:  # the unsafe delete of a corrupt value
         await store.delete(namespace, info.name, dry_run=opts.dry_run, ignore_store_read_error=True)
         details = {"name": info.name, "kind": store.resource.kind}
-        return negotiation.json_response({**apierrors.success_status(details), "code": 200})
+        status = {**apierrors.success_status(details), "code": 200}
+        pb = media.format == "protobuf"  # a Status, negotiated like the object would be
+        return negotiation.json_response(
+            status, media_type=negotiation.PROTOBUF_TYPE if pb else negotiation.JSON_TYPE
+        )
     if namespace_lifecycle.is_namespaces(store.resource):
         namespace_lifecycle.check_deletable(info.name)
         current = await store.get(namespace, info.name)  # 404 before its contents go
@@ -305,7 +315,9 @@ async def delete_object(
     stored = await store.delete(
         namespace, info.name, None, validate_deletion=check, dry_run=opts.dry_run
     )
-    return negotiation.object_response(request, store.resource, stored.data, fmt=media)
+    return negotiation.object_response(
+        request, store.resource, stored.data, fmt=media, stored=stored
+    )
 
 
 _HANDLERS = {

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from proxy.endpoints.handlers.review_protobuf import decode_review
+from proxy import apierrors
+from proxy.endpoints import negotiation
+from proxy.registry.resources import REVIEWS, build_registry
 from proxy.server.certs import self_signed_serving_cert
 from proxy.server.secure_serving import server_ssl_context
 from proxy.server.settings import ConfigError, load_settings
@@ -53,16 +55,29 @@ def _field(number: int, payload: bytes) -> bytes:
     return bytes([number << 3 | 2, len(payload)]) + payload
 
 
-def test_protobuf_review_body() -> None:
+def test_protobuf_review_bodies_use_the_general_decoder() -> None:
+    # kubectl auth can-i / create token send these as protobuf, without typeMeta
+    pb = negotiation.PROTOBUF_TYPE
     attrs = _field(1, b"default") + _field(2, b"list") + _field(5, b"pods")
-    spec = _field(1, attrs)
-    raw = _field(2, spec)
-    body = b"k8s\x00" + _field(2, raw)
-    review = decode_review(body, "SelfSubjectAccessReview", "authorization.k8s.io/v1")
+    body = b"k8s\x00" + _field(2, _field(2, _field(1, attrs)))
+    registry = build_registry(REVIEWS)
+    resource = registry.lookup("authorization.k8s.io", "selfsubjectaccessreviews")
+    assert resource is not None
+    review = negotiation.decode_object(body, pb, resource)
+    assert (review["apiVersion"], review["kind"]) == (
+        "authorization.k8s.io/v1",
+        "SelfSubjectAccessReview",
+    )
     assert review["spec"] == {
         "resourceAttributes": {"namespace": "default", "verb": "list", "resource": "pods"}
     }
-    with pytest.raises(ValueError):
-        decode_review(b"k8s\x00" + bytes([0x12, 0x7F]), "SelfSubjectAccessReview", "v1")
-    with pytest.raises(ValueError):
-        decode_review(b"{}", "SelfSubjectAccessReview", "v1")
+    token = b"k8s\x00" + _field(2, _field(2, _field(1, b"api")))
+    request = negotiation.decode_kind(token, pb, "authentication.k8s.io/v1", "TokenRequest")
+    assert request["kind"] == "TokenRequest" and request["spec"]["audiences"] == ["api"]
+    for bad in (b"k8s\x00" + bytes([0x12, 0x7F]), b"{}"):
+        with pytest.raises(apierrors.StatusError) as err:
+            negotiation.decode_object(bad, pb, resource)
+        assert err.value.code == 400
+        with pytest.raises(apierrors.StatusError) as err:
+            negotiation.decode_kind(bad, pb, "authentication.k8s.io/v1", "TokenRequest")
+        assert err.value.code == 400
