@@ -83,6 +83,10 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
     resource = _resolve(ctx, info)
     if request.method == "HEAD":  # go-restful routes no HEAD: nor a body on a HEAD answer
         raise apierrors.method_not_allowed()
+    if info.verb == "watch" and request.method != "GET":
+        # upstream's request info calls any method on a /watch/ path "watch"; its routes
+        # there are GET only
+        raise apierrors.method_not_allowed()
     restful_route.check(request.method, info.verb, request.headers)  # 415/406 of go-restful
     store = ctx.store(resource)
     if info.subresource == "scale":
