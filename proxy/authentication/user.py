@@ -29,10 +29,6 @@ ANONYMOUS = "system:anonymous"
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 SERVICE_ACCOUNTS_GROUP = "system:serviceaccounts"
 
-# the request's UserInfo, set by the authentication filter (or the plain port's)
-USER_KEY = "watchcache.user"
-
-
 @dataclass(frozen=True, slots=True)
 class UserInfo:
     """An identity: name, uid, groups and extra (key -> values), as kube's DefaultInfo."""
@@ -52,6 +48,11 @@ class UserInfo:
         if self.extra:
             out["extra"] = {k: list(v) for k, v in self.extra.items()}
         return out
+
+
+# the request's UserInfo, set by the authentication filter (or the plain port's); a
+# RequestKey, as aiohttp asks (a str key warns on every request)
+USER_KEY = web.RequestKey("watchcache_user", UserInfo)
 
 
 def request_user(request: web.Request) -> UserInfo | None:
