@@ -111,6 +111,7 @@ def main(argv: list[str]) -> int:
         text = secure_kubeconfig(a.server_url, pki.dir, (ADMIN[0], LEARNER[0]))
         write_kubeconfig(directory / "kubeconfig", a.server_url, text=text)
         print(f"pki: wrote {directory}", flush=True)
+    directory.chmod(0o755)  # the replicas and Prometheus run as other users
     if a.owner:
         uid, _, gid = a.owner.partition(":")
         for path in directory.iterdir():

@@ -113,6 +113,7 @@ def stack() -> Iterator[Stack]:
     project = f"wctest{uuid.uuid4().hex[:8]}"
     ports = {name: free_port() for name in ("lb", "a", "b", "prometheus", "grafana")}
     pki = Path(tempfile.mkdtemp(prefix=f"{project}-pki-"))
+    pki.chmod(0o755)  # mkdtemp's 0700 would keep the replicas' user out
     env = dict(os.environ)
     env.update(
         WATCHCACHE_PORT=str(ports["lb"]), WATCHCACHE_A_PORT=str(ports["a"]),
