@@ -18,6 +18,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "etcd": ("lab.etcd_cli", "run a local real etcd (one member or a cluster)"),
     "lab": ("lab.lab_cli", "start etcd + server, seed objects, show the guide"),
     "seed": ("lab.seed", "seed pods, nodes, namespaces and configmaps"),
+    "pki": ("lab.pki", "a CA, certificates and a kubeconfig for a stack of replicas"),
     "bench": ("lab.bench", "cached vs uncached LIST benchmark"),
     "bench-auth": ("lab.bench_auth", "cost of authentication + RBAC on cached reads"),
 }

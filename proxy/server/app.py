@@ -235,15 +235,18 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         # the plain port first: scripts that wait for the first "serving on" line and
         # talk plain HTTP keep working when a secure port is added
         if settings.port is not None:
-            await _start_site(runner, settings, settings.port, None)
-            if not _is_loopback(settings.bind_address):
+            plain_address = settings.insecure_bind_address or settings.bind_address
+            await _start_site(runner, plain_address, settings, settings.port, None)
+            if not _is_loopback(plain_address):
                 log.warning(
                     "the plain port %d on %s is reachable from the network and serves every "
                     "request as system:masters; serve --secure-port instead",
-                    settings.port, settings.bind_address,
+                    settings.port, plain_address,
                 )  # fmt: skip
         if settings.secure_port is not None:
-            await _start_site(runner, settings, settings.secure_port, ssl_context)
+            await _start_site(
+                runner, settings.bind_address, settings, settings.secure_port, ssl_context
+            )
         await stop.wait()
         log.info("shutting down")
         app[API_CONTEXT].shutting_down = True
@@ -263,16 +266,19 @@ def _is_loopback(address: str) -> bool:
 
 
 async def _start_site(
-    runner: web.AppRunner, settings: Settings, port: int, ssl_context: ssl.SSLContext | None
+    runner: web.AppRunner,
+    host: str,
+    settings: Settings,
+    port: int,
+    ssl_context: ssl.SSLContext | None,
 ) -> None:
-    site = web.TCPSite(runner, settings.bind_address, port, ssl_context=ssl_context)
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     await site.start()
     bound = port
     server = site._server  # aiohttp exposes the bound port only through the server
     if isinstance(server, asyncio.base_events.Server) and server.sockets:
         bound = int(server.sockets[0].getsockname()[1])
     scheme = "https" if ssl_context is not None else "http"
-    host = settings.bind_address
     print(f"serving on {scheme}://{host}:{bound}", flush=True)
     log.info(
         "serving on %s://%s:%d (etcd %s, prefix %s)",

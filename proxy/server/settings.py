@@ -103,6 +103,9 @@ class Settings:
     # bound on every etcd request: the time a request waits on an unreachable etcd
     etcd_request_timeout: float = 10.0
     bind_address: str = "127.0.0.1"
+    # where the plain port listens (kube's old --insecure-bind-address); "" = bind_address,
+    # so `--bind-address=A --port=N` serves plain HTTP on A:N as it always did
+    insecure_bind_address: str = ""
     # the plain-HTTP port (kube's old insecure port): no authentication, every request
     # as a system:masters user. None: not served. When neither port is given, the
     # secure port defaults to 6443 (``resolve_ports``).
@@ -216,6 +219,8 @@ _FLAG_HELP: dict[str, str] = {
     "etcd_request_timeout": "timeout of one etcd request; requests on an unreachable etcd "
     "fail with 504 after it (e.g. 10s)",
     "bind_address": "IP address to listen on",
+    "insecure_bind_address": "IP address of the plain port (default: --bind-address); e.g. "
+    "HTTPS on 0.0.0.0 and the plain port on 127.0.0.1 for local health checks",
     "port": "plain-HTTP port, without authentication: every request is a system:masters "
     "user (0 = any free port; not served unless given)",
     "secure_port": "HTTPS port with authentication and authorization (default 6443 when "
