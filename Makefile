@@ -8,8 +8,8 @@ PROTO_DIR := etcdclient/proto
 PB_DIR := etcdclient/_pb
 PYTEST_ARGS ?=
 
-.PHONY: venv test unit integration e2e page-test lint proto proto-check etcd-versions lab bench clean \
-        images compose-test compose-bench
+.PHONY: venv test unit integration e2e page-test fuzz lint proto proto-check k8s-proto \
+        etcd-versions lab bench clean images compose-test compose-bench
 
 venv: $(STAMP)
 
@@ -18,6 +18,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[lab,test,dev]'
+	$(BIN)/python -m storage.protobuf.schema --optional >/dev/null
 	touch $(STAMP)
 
 lint: venv
@@ -41,10 +42,21 @@ page-test: venv
 	@command -v chromium >/dev/null || { echo "needs Debian's chromium: apt-get install chromium"; exit 1; }
 	$(BIN)/python -m pytest -q -m browser tests/e2e/test_lab_page.py $(PYTEST_ARGS)
 
+# The fuzz suite at length: 20,000 hostile requests with a fresh seed (printed on a
+# failure); FUZZ_SEED=N replays a run, FUZZ_REQUESTS=N sizes it. `make test` runs 300.
+fuzz: venv
+	FUZZ_REQUESTS=$${FUZZ_REQUESTS:-20000} FUZZ_SEED=$${FUZZ_SEED:-$$(date +%s)} \
+		$(BIN)/python -m pytest -q tests/integration/test_fuzz.py $(PYTEST_ARGS)
+
 # Regenerates the committed gRPC modules from our own .proto subset; byte-for-byte
 # reproducible with the pinned grpcio-tools (tests/unit/etcdclient/test_proto.py checks).
 proto: venv
 	$(BIN)/python -m etcdclient.protogen
+
+# The Kubernetes protobuf schema (Debian 13's golang-k8s-api-dev and
+# golang-k8s-apimachinery-dev, compiled into .cache/k8s-proto/); `make venv` builds it too.
+k8s-proto: venv
+	$(BIN)/python -m storage.protobuf.schema
 
 # Extra real etcd versions for local runs (CI fetches them too): 3.4.23 and 3.5.16.
 etcd-versions:

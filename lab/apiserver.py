@@ -113,6 +113,22 @@ class APIServer:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def secure_port(self) -> int | None:
+        """The HTTPS port given with ``--secure-port=N`` (N > 0), else None."""
+        flags = self.argv if self.argv is not None else self.extra_args
+        for flag in flags:
+            if flag.startswith("--secure-port="):
+                port = int(flag.split("=", 1)[1])
+                return port or None
+        return None
+
+    @property
+    def secure_url(self) -> str:
+        if self.secure_port is None:
+            raise RuntimeError("started without --secure-port=N")
+        return f"https://127.0.0.1:{self.secure_port}"
+
+    @property
     def pid(self) -> int:
         """The server's PID (after ``start``; still readable after ``stop``)."""
         if self.process is None:

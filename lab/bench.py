@@ -43,6 +43,7 @@ __all__ = ["BenchConfig", "main", "run_bench"]
 NOINDEX_FLAG = "--watch-cache-index=false"
 CONSISTENT_FLAG = "--feature-gates=ConsistentListFromCache=true"
 PAGE = 500
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
 @dataclass
@@ -181,12 +182,14 @@ def _external(cfg: BenchConfig) -> Topology:
     return topo
 
 
-def _start_floor(topo: Topology, body: bytes, workdir: Path) -> None:
-    path = workdir / "floor-body.json"
+def _start_floor(topo: Topology, body: bytes, protobuf_body: bytes, workdir: Path) -> None:
+    path, pb_path = workdir / "floor-body.json", workdir / "floor-body.pb"
     path.write_bytes(body)
+    pb_path.write_bytes(protobuf_body)
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lab.bench_floor", "--port", str(port), "--file", str(path)],
+        [sys.executable, "-m", "lab.bench_floor", "--port", str(port), "--file", str(path),
+         "--protobuf-file", str(pb_path)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
 
@@ -241,7 +244,11 @@ async def _prepare(topo: Topology, cfg: BenchConfig, pods: int, pods_from: int) 
         status, cached = await _get(s, topo.main + "/api/v1/pods?resourceVersion=0")
         if status != 200:
             raise RuntimeError(f"cached LIST failed: {status}")
-    return {"cached_body": cached, "pod": seed.pod(0, cfg.nodes, cfg.namespaces)}
+        async with s.get(topo.main + "/api/v1/pods?resourceVersion=0",
+                         headers={"Accept": PROTOBUF}) as r:  # fmt: skip
+            cached_pb = await r.read() if r.status == 200 else b""
+    return {"cached_body": cached, "cached_protobuf_body": cached_pb,
+            "pod": seed.pod(0, cfg.nodes, cfg.namespaces)}  # fmt: skip
 
 
 def _scenarios(topo: Topology, cfg: BenchConfig, pod: dict[str, Any]) -> list[dict[str, Any]]:
@@ -265,8 +272,15 @@ def _scenarios(topo: Topology, cfg: BenchConfig, pod: dict[str, Any]) -> list[di
         ("get_cache", "http", f"{m}{one}?resourceVersion=0", "server"),
         ("floor_etcd_range", "etcd_range", "/registry/pods/", "etcd"),
         ("floor_bytes", "http", f"{topo.floor}/api/v1/pods", "floor"),
+        # the same LISTs as application/vnd.kubernetes.protobuf
+        ("list_etcd_protobuf", "http", f"{m}/api/v1/pods", "server"),
+        ("list_cache_protobuf", "http", f"{m}/api/v1/pods?resourceVersion=0", "server"),
+        ("field_cache_indexed_protobuf", "http", f"{m}/api/v1/pods?{fs}&resourceVersion=0",
+         "server"),
+        ("floor_bytes_protobuf", "http", f"{topo.floor}/api/v1/pods", "floor"),
     ]  # fmt: skip
-    return [{"name": n, "kind": k, "target": t, "serving": p, "churn": n == "list_consistent"}
+    return [{"name": n, "kind": k, "target": t, "serving": p, "churn": n == "list_consistent",
+             "accept": PROTOBUF if n.endswith("_protobuf") else ""}
             for n, k, t, p in sc if n not in topo.unavailable]  # fmt: skip
 
 
@@ -321,11 +335,9 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
                 console.print(f"seeding pods {done}..{n} ...")
                 facts = asyncio.run(_prepare(topo, cfg, n, done))
                 done = n
-                if topo.floor is None:
-                    _start_floor(topo, facts["cached_body"], workdir)
-                else:
-                    (workdir / "floor-body.json").write_bytes(facts["cached_body"])
-                    _restart_floor(topo, workdir)
+                if topo.floor is not None:
+                    topo.stoppers.pop()()  # the floor serves fixed bytes: this size's
+                _start_floor(topo, facts["cached_body"], facts["cached_protobuf_body"], workdir)
                 scenarios = _scenarios(topo, cfg, facts["pod"])
                 console.print(f"measuring {len(scenarios)} scenarios x {cfg.runs} runs "
                               f"at {n} pods ...")  # fmt: skip
@@ -375,13 +387,6 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
         console.print(f"[yellow]note:[/yellow] {note}")
     console.print(f"wrote {cfg.out}/results.json, report.md and charts")
     return results
-
-
-def _restart_floor(topo: Topology, workdir: Path) -> None:
-    """The floor serves a fixed body: restart it with the new size's cached LIST."""
-    stop = topo.stoppers.pop()
-    stop()
-    _start_floor(topo, (workdir / "floor-body.json").read_bytes(), workdir)
 
 
 def write_outputs(results: dict[str, Any], out: Path) -> None:

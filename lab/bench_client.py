@@ -48,6 +48,7 @@ class Scenario:
     target: str  # URL for http/paginate, key prefix for etcd_range
     serving: str  # the accounted process that serves it (key of "processes")
     churn: bool = False  # move etcd's revision (an unrelated key) before each request
+    accept: str = ""  # the Accept header (protobuf scenarios); "" for the default (JSON)
 
 
 @dataclass
@@ -118,14 +119,15 @@ def _int(v: str | None) -> int | None:
 
 
 async def _http(session: aiohttp.ClientSession, sc: Scenario, parse: bool) -> Sample:
+    headers = {"Accept": sc.accept} if sc.accept else {}
     t0 = time.perf_counter()
-    async with session.get(sc.target) as r:
+    async with session.get(sc.target, headers=headers) as r:
         body = await r.read()
         seconds = time.perf_counter() - t0
         h = r.headers
         s = Sample(seconds, len(body), r.status, 1, h.get(SERVED_FROM), _int(h.get(FETCHED)),
                    _int(h.get(RETURNED)))  # fmt: skip
-    if parse and r.status == 200:
+    if parse and r.status == 200 and h.get("Content-Type", "").startswith("application/json"):
         doc = orjson.loads(body)
         s.items = len(doc.get("items") or []) if "items" in doc else 1
     return s

@@ -33,6 +33,10 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "get_cache": ("GET one", "RV=0: cache"),
     "floor_etcd_range": ("floors", "raw etcd Range of the prefix (etcdclient)"),
     "floor_bytes": ("floors", "same bytes as the cached LIST from a trivial handler"),
+    "list_etcd_protobuf": ("protobuf", "LIST all, RV unset, as protobuf"),
+    "list_cache_protobuf": ("protobuf", "LIST all, RV=0, as protobuf (pre-encoded items)"),
+    "field_cache_indexed_protobuf": ("protobuf", "spec.nodeName=X, RV=0, as protobuf"),
+    "floor_bytes_protobuf": ("protobuf", "same bytes as the protobuf cached LIST, trivially"),
 }
 
 
@@ -167,7 +171,19 @@ def targets(stats: list[ScenarioStats]) -> list[Target]:
                _ratio(p.get("list_cache"), p.get("floor_bytes")), 2, False),
         Target("etcd_vs_range_floor", "unset-RV LIST within 3x of the raw etcd range",
                _ratio(p.get("list_etcd"), p.get("floor_etcd_range")), 3, False),
+        Target("protobuf_vs_bytes_floor", "protobuf cached LIST within 1.5x of its bytes floor",
+               _ratio(p.get("list_cache_protobuf"), p.get("floor_bytes_protobuf")), 1.5, False),
+        Target("protobuf_bytes", "protobuf LIST bytes <= 0.75x JSON's",
+               _ratio(_bytes(stats, "list_cache_protobuf"), _bytes(stats, "list_cache")), 0.75,
+               False),
     ]  # fmt: skip
+
+
+def _bytes(stats: list[ScenarioStats], name: str) -> float | None:
+    for s in stats:
+        if s.name == name and s.available and s.status == 200:
+            return float(s.nbytes)
+    return None
 
 
 def _ms(x: float) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from lab import seed
+from lab import demos_auth, seed
 from lab.apiserver import APIServer
 from lab.control import etcd_start, etcd_stop
 from lab.metrics import Scrape, scrape
@@ -32,7 +32,8 @@ __all__ = ["DEMOS", "DemoContext", "run_demo"]
 # (etcd #15220, #17507): 3.4.31+ or 3.5.13+.
 CONSISTENT_READ_ETCD = {3: {4: 31, 5: 13}}
 ETCD_DOWN_BOUND = 30.0
-# kube-apiserver's metric names (SEMANTICS.md §7), as the demos cite them.
+# kube-apiserver's metric names (k8s.io/apiserver/pkg/endpoints/metrics,
+# pkg/storage/cacher/metrics, pkg/storage/etcd3/metrics), as the demos cite them.
 STORAGE_FETCHED = "apiserver_storage_list_fetched_objects_total"
 STORAGE_RETURNED = "apiserver_storage_list_returned_objects_total"
 CACHE_FETCHED = "apiserver_cache_list_fetched_objects_total"
@@ -424,8 +425,7 @@ async def raw_etcd(ctx: DemoContext) -> None:
     t.check(f"the pod's key is {st.prefix}/pods/<namespace>/<name>", got.kv is not None, key)
     if got.kv is None:
         return
-    stored = orjson.loads(got.kv.value)
-    t.say(f"  value ({len(got.kv.value)} bytes): {got.kv.value[:160].decode(errors='replace')}...")
+    stored = _show_value(t, key, got.kv.value)
     t.say(f"  mod_revision={got.kv.mod_revision} create_revision={got.kv.create_revision} "
           f"version={got.kv.version}")
     t.check("the stored value carries no resourceVersion",
@@ -433,11 +433,31 @@ async def raw_etcd(ctx: DemoContext) -> None:
     t.check("the API's resourceVersion is the key's mod_revision",
             meta["resourceVersion"] == str(got.kv.mod_revision),
             f"{meta['resourceVersion']} == {got.kv.mod_revision}")
-    t.explain("objects are plain JSON values under /registry/<resource>/<namespace>/<name>; "
-              "resourceVersion is not stored: it is etcd's mod_revision, set on read.")
-    t.say("   A real kube-apiserver stores the same keys, but its values are protobuf by "
-          "default\n   (bytes starting 'k8s\\x00', --storage-media-type); this server "
-          "stores JSON.")
+    t.explain("objects are values under /registry/<resource>/<namespace>/<name>, encoded as "
+              "kube-apiserver encodes them (protobuf by default; serve with "
+              "--storage-media-type=application/json to store readable JSON); resourceVersion "
+              "is not stored: it is etcd's mod_revision, set on read.")
+
+
+def _show_value(t: Transcript, key: str, value: bytes) -> dict[str, Any]:
+    """Print a stored value part by part (protobuf) or as text (JSON); its object."""
+    from storage import codec
+    from storage.protobuf.serializer import MAGIC, unwrap
+
+    obj = codec.decode_object(key, value)
+    if not value.startswith(MAGIC):
+        t.say(f"  value ({len(value)} bytes, JSON): {value[:160].decode(errors='replace')}...")
+        return obj
+    envelope = unwrap(value)
+    t.say(f"  value ({len(value)} bytes, protobuf): {value[:40]!r}...")
+    t.say("    k8s\\x00          the 4-byte magic of Kubernetes' protobuf encoding, then")
+    t.say(f"    runtime.Unknown  typeMeta: apiVersion={envelope.api_version!r} "
+          f"kind={envelope.kind!r}")
+    t.say(f"                     raw: the {envelope.kind} message, {len(envelope.raw)} bytes "
+          "(metadata = field 1, spec = 2, status = 3)")
+    t.say("                     contentEncoding, contentType: empty (raw is plain protobuf)")
+    t.say(f"    decoded: {orjson.dumps(obj)[:160].decode(errors='replace')}...")
+    return obj
 
 
 # -- consistent-read --------------------------------------------------------------------
@@ -512,6 +532,8 @@ DEMOS: dict[str, tuple[DemoFn, str]] = {
     "raw-etcd": (raw_etcd, "the keys and stored bytes, straight from etcd"),
     "consistent-read": (consistent_read, "ConsistentListFromCache on vs off"),
     "too-old": (too_old, "compaction, then 410 too old resource version"),
+    "authn": (demos_auth.authn, "who am I: anonymous, token, certificate, service account"),
+    "rbac": (demos_auth.rbac, "the learner: denied, granted by a RoleBinding, allowed"),
     "etcd-down": (etcd_down, "etcd stopped: RV=0 still served, quorum reads fail"),
 }
 

@@ -31,9 +31,10 @@ from lab import seed
 from lab.apiserver import APIServer, PortTaken
 from lab.control import ControlServer
 from lab.etcd import EtcdCluster, free_port
-from lab.kubeconfig import write_kubeconfig
+from lab.kubeconfig import secure_kubeconfig, write_kubeconfig
 from lab.observe import Transcript
 from lab.page.server import LabPage
+from lab.pki import ADMIN, LEARNER, LabPKI
 from lab.sim.cluster import Simulation, add_sim_arguments
 from lab.state import LabState, NoLab
 
@@ -56,15 +57,15 @@ def new_log(path: Path) -> Path:
     return path
 
 
-def _port_taken(port: int) -> LabError:
+def _port_taken(port: int, flag: str = "--port") -> LabError:
     return LabError(
         f"port {port} is taken by another process, so the lab's server could not start.\n"
-        f"Choose another port: `watchcache lab --port {port + 1}` (`--port 0`: any free "
-        f"port), or `make lab LAB_ARGS='--port {port + 1}'`."
+        f"Choose another port: `watchcache lab {flag} {port + 1}` (`{flag} 0`: any free "
+        f"port), or `make lab LAB_ARGS='{flag} {port + 1}'`."
     )
 
 
-def _check_port(port: int) -> None:
+def _check_port(port: int, flag: str = "--port") -> None:
     """LabError now, before seeding, when ``port`` is taken on 127.0.0.1 (the server
     still reports a race with PortTaken)."""
     with socket.socket() as s:
@@ -73,7 +74,7 @@ def _check_port(port: int) -> None:
             s.bind(("127.0.0.1", port))
         except OSError as e:
             if e.errno == errno.EADDRINUSE:
-                raise _port_taken(port) from e
+                raise _port_taken(port, flag) from e
             raise
 
 
@@ -121,6 +122,13 @@ class Lab:
         LabState.remove(self.dir)  # a stale file of a lab that died
         port = self.a.port or free_port()
         _check_port(port)  # before anything starts: say it now, not after seeding
+        secure_port = self.a.secure_port
+        if secure_port is None:  # 6443 next to a fixed plain port; any free one next to --port 0
+            secure_port = 6443 if self.a.port else 0
+        if secure_port:
+            _check_port(secure_port, "--secure-port")
+        else:
+            secure_port = free_port()
         endpoints, version = await self._start_etcd()
         self._step()
         await self._seed(endpoints)
@@ -128,12 +136,18 @@ class Lab:
         # with the simulated cluster, DELETE leaves to its kubelets, garbage collector and
         # namespace controller what kube-apiserver leaves to the real ones
         lifecycle = ("--lifecycle-controllers=true",) if self.a.sim else ()
+        # HTTPS with the lab's own CA for people (kubectl: admin and learner contexts);
+        # the plain loopback port for the lab's own tooling (seeding, the simulated
+        # cluster, demos, the page, metrics)
+        pki = LabPKI.create(self.dir / "pki")
+        secure_url = f"https://127.0.0.1:{secure_port}"
         self.server = APIServer(
             endpoints, self.a.etcd_prefix, port=port,
-            extra_args=(*lifecycle, *self.a.server_arg),
+            extra_args=(*lifecycle, f"--secure-port={secure_port}", *pki.server_flags(),
+                        *self.a.server_arg),
             log_path=new_log(self.dir / "server.log"),
         )  # fmt: skip
-        self.console.print(f"starting watchcache serve on {self.server.url} ...")
+        self.console.print(f"starting watchcache serve on {secure_url} and {self.server.url} ...")
         try:
             await asyncio.to_thread(self.server.start)
         except PortTaken as e:
@@ -147,12 +161,14 @@ class Lab:
         if self.a.page:
             self.page = LabPage(self.server.url, self.a.page_port)
             await self.page.start()
-        kubeconfig = write_kubeconfig(self.dir / "kubeconfig", self.server.url)
+        text = secure_kubeconfig(secure_url, pki.dir, (ADMIN[0], LEARNER[0]))
+        kubeconfig = write_kubeconfig(self.dir / "kubeconfig", secure_url, text=text)
         self.state = LabState(
             lab_pid=os.getpid(), server_url=self.server.url, server_pid=self.server.pid,
             etcd_endpoints=endpoints, etcd_version=version, prefix=self.a.etcd_prefix,
             kubeconfig=str(kubeconfig), pods=self.a.pods, nodes=self.a.nodes,
             namespaces=self.a.namespaces, configmaps=self.a.configmaps,
+            secure_url=secure_url, pki_dir=str(pki.dir),
         )  # fmt: skip
         if self.cluster is not None:
             sock = self.dir / "control.sock"
@@ -250,16 +266,19 @@ class Lab:
         dir_arg = "" if rel == ".lab" else f" --dir {rel}"
         return f"""
 [bold green]watchcache lab is ready[/bold green]
-  server   {url}  (pid {s.server_pid})
-           log {rel}/server.log (the previous run's: server.log.1)
+  server   {s.secure_url}  (HTTPS, lab CA in {rel}/pki; RBAC)
+           {url}  (plain HTTP on loopback, no authentication)
+           pid {s.server_pid}, log {rel}/server.log (the previous run's: .1)
 """ + self._page_guide() + f"""  etcd     {','.join(s.etcd_endpoints)}
            etcd {s.etcd_version}, pids {s.etcd_pids or 'external'}
   data     {s.pods} pods on {s.nodes} nodes in {s.namespaces} namespaces,
            {s.configmaps} configmaps
 """ + self._sim_guide() + f"""[bold]kubectl[/bold] (the bundled real one):
-  export KUBECONFIG={_short(Path(s.kubeconfig))}
+  export KUBECONFIG={_short(Path(s.kubeconfig))}   # contexts: lab-admin, learner
   export PATH={bin_dir}:$PATH       # kubectl and watchcache
   kubectl get pods -A | head
+  kubectl --context=learner get pods           # 403 until a RoleBinding grants it
+  kubectl --context=learner auth can-i --list
   kubectl get pods -A --field-selector spec.nodeName={node}
   kubectl get --raw '/api/v1/pods?limit=5'     # from etcd, paginated
   kubectl get pods -A --watch                  # a watch, from the cache
@@ -277,7 +296,6 @@ class Lab:
 """ + "\n".join(f"    {name:<26}{help_}" for name, (_, help_) in _demos().items()) + """
 
 Ctrl-C stops everything."""
-
 
     def _page_guide(self) -> str:
         if self.page is None:
@@ -344,7 +362,10 @@ def lab_main(argv: list[str]) -> int:
     p.add_argument("--etcd-members", type=int, default=1, help="members of the lab's etcd")
     p.add_argument("--etcd-prefix", default="/registry", help="key prefix (default /registry)")
     seed.add_plan_arguments(p, pods=5000, nodes=50, namespaces=10, configmaps=100)
-    p.add_argument("--port", type=int, default=8080, help="server port (0: any free port)")
+    p.add_argument("--port", type=int, default=8080,
+                   help="plain-HTTP (loopback) port (0: any free port)")  # fmt: skip
+    p.add_argument("--secure-port", type=int, default=None,
+                   help="HTTPS port (default 6443; any free port with --port 0)")  # fmt: skip
     p.add_argument("--dir", type=Path, default=Path(".lab"), help="lab directory (.lab)")
     p.add_argument("--server-arg", action="append", default=[],
                    help="extra flag for watchcache serve (repeatable)")  # fmt: skip

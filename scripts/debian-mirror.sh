@@ -4,9 +4,11 @@
 # instead of naming one. Override with DEBIAN_MIRROR=URI.
 set -euo pipefail
 if [ -n "${DEBIAN_MIRROR:-}" ]; then echo "$DEBIAN_MIRROR"; exit 0; fi
-uri=""
+# apt's own view of its sources: the main suite's archive (not -updates/-security)
+uri=$(apt-get indextargets --no-release-info --format '$(REPO_URI) $(RELEASE)' \
+        'Identifier: Packages' 2>/dev/null | awk '$1 ~ /\/debian\/?$/ && $2 !~ /-/ {print $1; exit}')
 for f in /etc/apt/sources.list.d/*.sources; do
-  [ -f "$f" ] || continue
+  [ -z "$uri" ] && [ -f "$f" ] || continue
   # the first URIs line of a stanza whose URI ends in /debian (not -security, not -ports)
   uri=$(awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i ~ /\/debian\/?$/) { print $i; exit } }' "$f")
   [ -n "$uri" ] && break

@@ -22,8 +22,7 @@ from typing import Any
 from proxy import apierrors
 from proxy.registry.resources import ResourceInfo
 from proxy.server.context import APIContext
-from storage import errors as serr
-from storage.interfaces import ListOptions, Preconditions
+from storage.interfaces import ListOptions
 
 __all__ = ["IMMORTAL_NAMESPACES", "check_deletable", "check_not_terminating", "delete_contents",
            "is_namespaces"]
@@ -64,16 +63,8 @@ async def delete_contents(ctx: APIContext, namespace: str) -> int:
     for resource in ctx.registry:
         if not resource.namespaced:
             continue
-        rs = ctx.storages.for_resource(resource)
-        with apierrors.storage_errors(resource.qualified):
-            listed = await rs.store.get_list(rs.list_key(namespace), ListOptions())
-        for item in listed.items:
-            uid = (item.obj.get("metadata") or {}).get("uid")
-            try:
-                await rs.store.delete(item.key, Preconditions(uid=uid))
-            except (serr.NotFound, serr.PreconditionFailed, serr.Conflict):
-                continue
-            deleted += 1
+        _, gone = await ctx.store(resource).delete_collection(namespace, ListOptions())
+        deleted += len(gone)
     if deleted:
         log.info("namespace %s: deleted %d objects with it", namespace, deleted)
     return deleted

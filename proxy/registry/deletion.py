@@ -4,7 +4,8 @@
 
 - **finalizers** are honoured: an object with ``metadata.finalizers`` is not removed; it
   gets ``deletionTimestamp`` (and ``deletionGracePeriodSeconds: 0``) and stays until an
-  update empties its finalizers, which then removes it (:func:`finish_if_done`);
+  update empties its finalizers, which then removes it (``Store.update``, after
+  :func:`should_delete_during_update`);
 - **propagationPolicy**: ``Foreground`` adds the ``foregroundDeletion`` finalizer,
   ``Orphan`` (or ``orphanDependents: true``) the ``orphan`` finalizer, ``Background``
   neither (a garbage collector removes them and the dependents);
@@ -31,25 +32,24 @@ import copy
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from proxy.registry.dry_run import DryRunStore
 from proxy.registry.resources import ResourceInfo
-from storage.interfaces import Interface, JSONObject, Preconditions, StoredObject
+from storage.interfaces import JSONObject
 
 if TYPE_CHECKING:  # the request's options, parsed by the handler layer
     from proxy.endpoints.handlers.delete_options import DeleteOptions
 
-__all__ = ["FOREGROUND", "ORPHAN", "delete", "finish_if_done", "response_code"]
+__all__ = [
+    "FOREGROUND",
+    "ORPHAN",
+    "DeleteNow",
+    "mark",
+    "response_code",
+    "should_delete_during_update",
+]
 
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
 DEFAULT_GRACE_SECONDS = 30
-
-Writer = Interface | DryRunStore
-
-
-class _DeleteNow(Exception):
-    """Raised inside the update: nothing keeps the object, remove it."""
-
 
 def _now(offset: int = 0) -> str:
     at = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=offset)
@@ -91,53 +91,43 @@ def grace_period(resource: ResourceInfo, obj: JSONObject, opts: DeleteOptions) -
     return int(value) if isinstance(value, int) else DEFAULT_GRACE_SECONDS
 
 
-async def delete(
-    store: Writer,
-    resource: ResourceInfo,
-    key: str,
-    opts: DeleteOptions,
-    *,
-    lifecycle: bool,
-) -> tuple[StoredObject, bool]:
-    """DELETE ``key``: (the object as it is now, whether it was removed)."""
+class DeleteNow(Exception):
+    """Raised by :func:`mark`: nothing keeps the object, the store removes it."""
 
-    def mark(current: JSONObject) -> JSONObject:
-        current = copy.deepcopy(current)
-        meta = current.setdefault("metadata", {})
-        grace = grace_period(resource, current, opts) if lifecycle else 0
-        finalizers = list(meta.get("finalizers") or [])
-        if lifecycle:
-            finalizers = _finalizers(finalizers, _policy(opts))
-        waits_for_controller = False
-        if lifecycle and resource.group == "" and resource.plural == "namespaces":
-            # the namespace controller empties it, then lifts spec.finalizers (kubernetes)
-            waits_for_controller = bool((current.get("spec") or {}).get("finalizers"))
-            current.setdefault("status", {})["phase"] = "Terminating"
-        if not finalizers and grace == 0 and not waits_for_controller:
-            raise _DeleteNow
-        if finalizers:
-            meta["finalizers"] = finalizers
-        else:
-            meta.pop("finalizers", None)
-        if meta.get("deletionTimestamp"):
-            if grace < int(meta.get("deletionGracePeriodSeconds") or 0):  # only shorter
-                meta["deletionTimestamp"] = _now(grace)
-                meta["deletionGracePeriodSeconds"] = grace
-            return current
-        meta["deletionTimestamp"] = _now(grace)
-        meta["deletionGracePeriodSeconds"] = grace
-        if meta.get("generation"):
-            meta["generation"] = int(meta["generation"]) + 1
+
+def mark(
+    resource: ResourceInfo, current: JSONObject, opts: DeleteOptions, *, lifecycle: bool
+) -> JSONObject:
+    """The object after a DELETE that leaves it in place (deletionTimestamp, the
+    policy's finalizers, a namespace Terminating); :class:`DeleteNow` when nothing
+    keeps it. The store runs this inside its optimistic update (``Store.delete``)."""
+    current = copy.deepcopy(current)
+    meta = current.setdefault("metadata", {})
+    grace = grace_period(resource, current, opts) if lifecycle else 0
+    finalizers = list(meta.get("finalizers") or [])
+    if lifecycle:
+        finalizers = _finalizers(finalizers, _policy(opts))
+    waits_for_controller = False
+    if lifecycle and resource.group == "" and resource.plural == "namespaces":
+        # the namespace controller empties it, then lifts spec.finalizers (kubernetes)
+        waits_for_controller = bool((current.get("spec") or {}).get("finalizers"))
+        current.setdefault("status", {})["phase"] = "Terminating"
+    if not finalizers and grace == 0 and not waits_for_controller:
+        raise DeleteNow
+    if finalizers:
+        meta["finalizers"] = finalizers
+    else:
+        meta.pop("finalizers", None)
+    if meta.get("deletionTimestamp"):
+        if grace < int(meta.get("deletionGracePeriodSeconds") or 0):  # only shorter
+            meta["deletionTimestamp"] = _now(grace)
+            meta["deletionGracePeriodSeconds"] = grace
         return current
-
-    async def try_update(current: JSONObject) -> JSONObject:
-        return mark(current)
-
-    try:
-        stored = await store.guaranteed_update(key, opts.preconditions, try_update)
-    except _DeleteNow:
-        return await store.delete(key, opts.preconditions), True
-    return stored, False
+    meta["deletionTimestamp"] = _now(grace)
+    meta["deletionGracePeriodSeconds"] = grace
+    if meta.get("generation"):
+        meta["generation"] = int(meta["generation"]) + 1
+    return current
 
 
 def should_delete_during_update(obj: JSONObject) -> bool:
@@ -148,15 +138,6 @@ def should_delete_during_update(obj: JSONObject) -> bool:
         return False
     return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") and not int(
         meta.get("deletionGracePeriodSeconds") or 0)  # fmt: skip
-
-
-async def finish_if_done(store: Writer, key: str, stored: StoredObject) -> StoredObject:
-    """After an update: remove an object whose last finalizer it just removed."""
-    obj = stored.obj
-    if not should_delete_during_update(obj):
-        return stored
-    uid = (obj.get("metadata") or {}).get("uid")
-    return await store.delete(key, Preconditions(uid=uid, resource_version=None))
 
 
 def response_code(removed: bool, opts: DeleteOptions) -> int:

@@ -23,10 +23,10 @@ from aiohttp import web
 from proxy import apierrors
 from proxy.endpoints import negotiation
 from proxy.endpoints.request_info import RequestInfo
-from proxy.registry.dry_run import DryRunStore, is_dry_run
-from proxy.registry.storage_factory import ResourceStorage
+from proxy.registry.dry_run import is_dry_run
+from proxy.registry.store import Store
 from proxy.server.context import APIContext
-from storage.interfaces import Interface, JSONObject, Preconditions, StoredObject
+from storage.interfaces import JSONObject, Preconditions, StoredObject
 
 __all__ = ["bind", "handle_binding"]
 
@@ -39,17 +39,14 @@ class _Refused(Exception):
 
 
 async def handle_binding(
-    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
     """POST pods/NAME/binding."""
     if info.verb != "create":
         raise apierrors.method_not_supported(BINDING, info.verb)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    try:
-        binding = negotiation.decode_structured(body, negotiation.media_type_of(request))
-    except ValueError as e:
-        raise apierrors.bad_request(str(e)) from None
-    if not isinstance(binding, dict) or binding.get("kind", "Binding") != "Binding":
+    binding = negotiation.decode_kind(body, negotiation.body_media_type(request), "v1", "Binding")
+    if binding.get("kind") != "Binding":
         raise apierrors.bad_request(f"not a Binding object: {str(binding)[:200]}")
     meta = binding.get("metadata") if isinstance(binding.get("metadata"), dict) else {}
     assert isinstance(meta, dict)
@@ -60,9 +57,6 @@ async def handle_binding(
     problems = _validate_target(target)
     if problems:
         raise apierrors.internal_error(", ".join(problems))
-    dry_run = is_dry_run(request.query, "CreateOptions")
-    writer: Interface | DryRunStore = DryRunStore(rs.store) if dry_run else rs.store
-    key = rs.object_key(info.namespace, info.name)
     preconditions = None
     if meta.get("uid") or meta.get("resourceVersion"):
         preconditions = Preconditions(
@@ -70,7 +64,10 @@ async def handle_binding(
         )
     annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
     assert isinstance(annotations, dict)
-    await bind(writer, key, info.name, str(target["name"]), annotations, preconditions)
+    await bind(
+        store, info.namespace, info.name, str(target["name"]), annotations, preconditions,
+        dry_run=is_dry_run(request.query, "CreateOptions"),
+    )  # fmt: skip
     status = apierrors.success_status()
     status["code"] = 201
     return negotiation.json_response(status, 201)
@@ -88,14 +85,16 @@ def _validate_target(target: JSON) -> list[str]:
 
 
 async def bind(
-    store: Interface | DryRunStore,
-    key: str,
+    store: Store,
+    namespace: str,
     name: str,
     node: str,
     annotations: dict[str, Any],
     preconditions: Preconditions | None = None,
+    *,
+    dry_run: bool = False,
 ) -> StoredObject:
-    """Assign the pod at ``key`` to ``node``; its Status errors as upstream's."""
+    """Assign the pod ``namespace``/``name`` to ``node``; its Status errors as upstream's."""
 
     async def assign(pod: JSONObject) -> JSONObject:
         meta = pod.setdefault("metadata", {})
@@ -111,8 +110,9 @@ async def bind(
         return pod
 
     try:
-        with apierrors.storage_errors("pods", name):
-            stored = await store.guaranteed_update(key, preconditions, assign)
+        stored = await store.update(
+            namespace, name, assign, preconditions=preconditions, dry_run=dry_run
+        )
     except _Refused as e:
         raise apierrors.conflict(BINDING, name, str(e)) from None
     return stored

@@ -1,11 +1,13 @@
 """The docker-compose stack, run for real: ``make compose-test``.
 
 Builds the images locally (``make images``: Debian packages, no image registry), brings
-the stack up under its own project name on free loopback ports, and checks what a user
-of it relies on: kubectl through the balancer, a write through replica A seen by a
-watch on replica B, Prometheus scraping every target, the bench profile writing its
-report as the invoking user, no acknowledged write and no watch event lost while the
-etcd leader and then one replica stop, and ``down -v`` leaving nothing behind.
+the stack up under its own project name on free loopback ports with its own PKI
+directory, and checks what a user of it relies on: kubectl over HTTPS through the
+balancer with the stack's kubeconfig (the admin allowed, the learner denied), a write
+through replica A seen by a watch on replica B, Prometheus scraping every target, the
+bench profile writing its report as the invoking user, no acknowledged write and no
+watch event lost while the etcd leader and then one replica stop, and ``down -v``
+leaving nothing behind.
 
 Needs a running Docker engine (``dockerd``) and root for the image builds; it is not part
 of ``make test`` (marker ``compose``, deselected there) and takes a few minutes.
@@ -14,11 +16,15 @@ of ``make test`` (marker ``compose``, deselected there) and takes a few minutes.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
+import shutil
+import ssl
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -28,6 +34,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+import yaml
 
 from lab.etcd import free_port
 
@@ -46,6 +53,7 @@ class Stack:
     project: str
     env: dict[str, str]
     ports: dict[str, int] = field(default_factory=dict)
+    pki: Path = Path()
 
     def compose(self, *args: str, check: bool = True, timeout: float = 900) -> str:
         r = subprocess.run(
@@ -69,7 +77,28 @@ class Stack:
         return out.stdout.strip()
 
     def url(self, name: str) -> str:
-        return f"http://127.0.0.1:{self.ports[name]}"
+        scheme = "http" if name == "prometheus" else "https"
+        return f"{scheme}://127.0.0.1:{self.ports[name]}"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.pki / "kubeconfig"
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """The kubeconfig's admin (its current context): the stack's CA and the client
+        certificate embedded in it, as kubectl would use them."""
+        doc = yaml.safe_load(self.kubeconfig.read_text())
+        user = next(u["user"] for u in doc["users"] if u["name"] == doc["current-context"])
+        cluster = doc["clusters"][0]["cluster"]
+        ctx = ssl.create_default_context(
+            cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
+        )
+        with tempfile.TemporaryDirectory() as d:
+            cert, key = Path(d) / "c.crt", Path(d) / "c.key"
+            cert.write_bytes(base64.b64decode(user["client-certificate-data"]))
+            key.write_bytes(base64.b64decode(user["client-key-data"]))
+            ctx.load_cert_chain(cert, key)
+        return ctx
 
 
 def _docker_ok() -> None:
@@ -83,20 +112,23 @@ def stack() -> Iterator[Stack]:
     subprocess.run(["scripts/build-images.sh"], cwd=ROOT, check=True, timeout=1800)
     project = f"wctest{uuid.uuid4().hex[:8]}"
     ports = {name: free_port() for name in ("lb", "a", "b", "prometheus", "grafana")}
+    pki = Path(tempfile.mkdtemp(prefix=f"{project}-pki-"))
+    pki.chmod(0o755)  # mkdtemp's 0700 would keep the replicas' user out
     env = dict(os.environ)
     env.update(
         WATCHCACHE_PORT=str(ports["lb"]), WATCHCACHE_A_PORT=str(ports["a"]),
         WATCHCACHE_B_PORT=str(ports["b"]), PROMETHEUS_PORT=str(ports["prometheus"]),
         GRAFANA_PORT=str(ports["grafana"]), BENCH_USER=f"{os.getuid()}:{os.getgid()}",
-        BENCH_PODS="300", BENCH_NODES="6",
+        BENCH_PODS="300", BENCH_NODES="6", WATCHCACHE_PKI_DIR=str(pki),
     )  # fmt: skip
-    s = Stack(project, env, ports)
+    s = Stack(project, env, ports, pki)
     try:
         s.compose("up", "-d", "--build", timeout=1800)
         _wait_healthy(s)
         yield s
     finally:
         s.compose("down", "-v", "--remove-orphans", check=False, timeout=300)
+        shutil.rmtree(pki, ignore_errors=True)
 
 
 def _wait_healthy(s: Stack, timeout: float = 240) -> None:
@@ -115,14 +147,20 @@ def _wait_healthy(s: Stack, timeout: float = 240) -> None:
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
+async def http(stack: Stack) -> AsyncIterator[aiohttp.ClientSession]:
+    connector = aiohttp.TCPConnector(ssl=stack.ssl_context())
+    timeout = aiohttp.ClientTimeout(total=60)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         yield session
 
 
+def _kubectl_run(s: Stack, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([KUBECTL, f"--kubeconfig={s.kubeconfig}", *args],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+
+
 def _kubectl(s: Stack, *args: str) -> str:
-    r = subprocess.run([KUBECTL, f"--server={s.url('lb')}", *args], capture_output=True,
-                       text=True, timeout=60)  # fmt: skip
+    r = _kubectl_run(s, *args)
     assert r.returncode == 0, r.stderr
     return r.stdout
 
@@ -148,10 +186,15 @@ async def _create(http: aiohttp.ClientSession, base: str, name: str) -> int | No
         return None
 
 
-def test_kubectl_through_the_balancer(stack: Stack) -> None:
+def test_kubectl_over_https_through_the_balancer(stack: Stack) -> None:
+    """The stack's kubeconfig names the balancer; the admin may, the learner may not."""
     out = _kubectl(stack, "get", "namespaces", "-o", "name")
     assert "namespace/default" in out.split()
     _kubectl(stack, "get", "pods", "-A")
+    assert "lab-admin" in _kubectl(stack, "auth", "whoami")
+    denied = _kubectl_run(stack, "--context=learner", "get", "pods")
+    assert denied.returncode != 0
+    assert 'User "learner" cannot list resource "pods"' in denied.stderr
 
 
 async def test_write_on_a_is_seen_by_a_watch_on_b(
@@ -182,7 +225,7 @@ async def test_write_on_a_is_seen_by_a_watch_on_b(
 
 
 async def test_prometheus_scrapes_every_target(stack: Stack, http: aiohttp.ClientSession) -> None:
-    expected = {"watchcache-a:8080", "watchcache-b:8080", "etcd-0:2381", "etcd-1:2381",
+    expected = {"watchcache-a:6443", "watchcache-b:6443", "etcd-0:2381", "etcd-1:2381",
                 "etcd-2:2381"}  # fmt: skip
     up: dict[str, str] = {}
     deadline = time.monotonic() + 60
@@ -202,7 +245,7 @@ def test_bench_profile_writes_its_report_as_the_invoking_user(stack: Stack) -> N
     before = {p: p.stat().st_mtime for p in results.glob("*")}
     # the service's own command (10,000 pods) with --quick: the same flags, CI-sized
     stack.compose("--profile", "bench", "run", "--rm", "bench", "bench", "--quick",
-                  "--server=http://apiserver:8080",
+                  "--server=http://127.0.0.1:8080",
                   "--etcd-servers=http://etcd-0:2379,http://etcd-1:2379,http://etcd-2:2379",
                   "--out=/results", "--machine=docker-compose stack", timeout=1200)  # fmt: skip
     written = [p for p in results.glob("*") if before.get(p) != p.stat().st_mtime]

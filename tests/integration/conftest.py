@@ -34,7 +34,7 @@ import pytest
 
 from etcdclient import EtcdClient
 from lab.apiserver import REPO, APIServer
-from lab.etcd import EtcdCluster
+from lab.etcd import EtcdCluster, free_port
 
 __all__ = ["JSON", "KUBECTL", "PYTHON", "REPO", "ServerFactory", "ServerProcess", "start_server"]
 
@@ -56,6 +56,8 @@ def start_server(
     ``prefix``); returns once it answers /readyz (with ``wait_ready=False``, once it
     listens). :class:`lab.apiserver.ServerNotReady`, with the log, if it does not."""
     prefix = prefix or f"/t-{uuid.uuid4().hex[:12]}/registry"
+    # --secure-port=0 becomes a free port picked here, so the test knows its HTTPS URL
+    flags = tuple(f"--secure-port={free_port()}" if f == "--secure-port=0" else f for f in flags)
     server = APIServer(list(etcd_servers), prefix, extra_args=flags)
     return server.start(timeout, ready=wait_ready)
 

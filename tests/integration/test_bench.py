@@ -68,5 +68,11 @@ def test_scenarios_measure_what_they_claim(results: tuple[Path, dict[str, Any]])
     assert s["floor_etcd_range"]["items"] == PODS
     # The bytes floor serves exactly the cached LIST's bytes.
     assert s["floor_bytes"]["nbytes"] == s["list_cache"]["nbytes"]
+    # protobuf: the same LISTs, fewer bytes, and a floor serving exactly the cached ones
+    assert s["floor_bytes_protobuf"]["nbytes"] == s["list_cache_protobuf"]["nbytes"]
+    assert s["list_cache_protobuf"]["nbytes"] < s["list_cache"]["nbytes"]
+    assert s["list_cache_protobuf"]["served_from"] == "cache"
+    assert s["list_etcd_protobuf"]["served_from"] == "etcd"
     assert {t["name"] for t in results[1]["runs"][0]["targets"]} == {
-        "rv0_speedup", "index_speedup", "cache_vs_bytes_floor", "etcd_vs_range_floor"}
+        "rv0_speedup", "index_speedup", "cache_vs_bytes_floor", "etcd_vs_range_floor",
+        "protobuf_vs_bytes_floor", "protobuf_bytes"}

@@ -11,9 +11,9 @@ import pytest
 from prometheus_client import REGISTRY
 
 from cacher import Outcome
-from cacher.progress import progress_requests_supported
 from etcdclient import EtcdClient
 from lab.etcd import EtcdCluster
+from storage.etcd3.feature import progress_requests_supported
 from tests.integration.test_cacher_support import (
     cached_store,
     next_events,

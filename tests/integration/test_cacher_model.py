@@ -4,7 +4,7 @@ Random creates, updates (labels, node) and deletes run while watchers with diffe
 scopes and selectors stream concurrently; some watchers start mid-way from a write's RV
 and some stop and resume from the last RV they saw. Every watcher's concatenated stream
 must equal the etcd history after its start RV filtered through its selector with the
-SEMANTICS §5 transitions: same order, same RVs, same objects, no gap, no duplicate.
+``convertToWatchEvent`` transitions: same order, same RVs, same objects, no gap, no duplicate.
 """
 
 from __future__ import annotations

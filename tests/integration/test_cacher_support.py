@@ -24,8 +24,8 @@ from tests.integration.storage_suite import list_opts as opts
 
 __all__ = ["cached_store", "etcd_client", "next_events", "opts", "pod", "until_end", "view"]
 
-# Fast defaults for tests: short bookmarks, no periodic compaction.
-TEST_CONFIG: dict[str, Any] = {"compaction_interval": 0, "bookmark_interval": 60.0}
+# Defaults for tests (compaction is the storage context's business, not the cache's).
+TEST_CONFIG: dict[str, Any] = {"bookmark_interval": 60.0}
 
 
 @contextlib.asynccontextmanager
@@ -47,14 +47,12 @@ async def cached_store(
     cfg = CacherConfig(**{**TEST_CONFIG, **config})
     cached = new_cached_storage(
         store,
-        client,
         resource="pods",
         resource_prefix=f"{prefix}/pods/",
         attrs=attrs_func("pods"),
         kind="Pod",
         api_version="v1",
         config=cfg,
-        request_timeout=request_timeout,
     )
     try:
         assert await cached.cacher.wait_ready(15), "cacher never became ready"

@@ -96,7 +96,8 @@ def test_compose_config_is_valid_and_topology_consistent() -> None:
         assert wc["build"]["args"]["PYTHON_IMAGE"] == "${PYTHON_IMAGE:-python:3.11-slim}"
         servers = next(a for a in wc["command"] if a.startswith("--etcd-servers="))
         assert servers.split("=", 1)[1].split(",") == [f"http://{n}:2379" for n in etcds]
-        assert set(wc["depends_on"]) == set(etcds)
+        assert set(wc["depends_on"]) == {*etcds, "pki"}
+        assert wc["depends_on"]["pki"] == {"condition": "service_completed_successfully"}
         assert "ports" not in wc  # reached through the balancer only
     lb = services["apiserver"]
     assert set(lb["depends_on"]) == set(REPLICAS)
@@ -122,14 +123,18 @@ def test_bench_profile_flags_parse_with_the_real_cli() -> None:
             for a in compose()["services"]["bench"]["command"][1:]]  # fmt: skip
     a = build_parser().parse_args(argv)
     assert (a.pods, a.nodes) == (10000, 100)
-    assert a.server == "http://apiserver:8080" and a.etcd_servers.count(",") == 2
+    assert a.server == "http://127.0.0.1:8080" and a.etcd_servers.count(",") == 2
+    # ... which is replica A's loopback plain port: the bench runs in A's network
+    assert compose()["services"]["bench"]["network_mode"] == "service:watchcache-a"
 
 
 def test_prometheus_scrapes_watchcache_and_every_etcd() -> None:
     prom = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
     jobs = {j["job_name"]: j for j in prom["scrape_configs"]}
     targets = {j: [t for sc in jobs[j]["static_configs"] for t in sc["targets"]] for j in jobs}
-    assert targets["watchcache"] == [f"{r}:8080" for r in REPLICAS]
+    assert targets["watchcache"] == [f"{r}:6443" for r in REPLICAS]
+    tls = jobs["watchcache"]["tls_config"]
+    assert jobs["watchcache"]["scheme"] == "https" and tls["cert_file"] == "/pki/prometheus.crt"
     metrics_port = etcd_services()["etcd-0"]["environment"]["ETCD_LISTEN_METRICS_URLS"]
     port = metrics_port.rsplit(":", 1)[1]
     assert sorted(targets["etcd"]) == [f"{n}:{port}" for n in sorted(etcd_services())]
@@ -166,15 +171,22 @@ def test_dockerfile_is_slim_nonroot_with_readyz_healthcheck() -> None:
         assert set(extra.split(",")) <= set(extras["optional-dependencies"]), extra
     assert json.loads(instruction("ENTRYPOINT")[0]) == ["watchcache"]
     assert "watchcache" in extras["scripts"]
-    # The image's default command is the one compose runs, and the real CLI accepts it.
-    cmd = json.loads(instruction("CMD")[0])
-    assert all(cmd == compose()["services"][r]["command"] for r in REPLICAS)
+    # The real CLI accepts the image's default command and the replicas' command: HTTPS
+    # for everyone, the plain port (the image's health check) on the container's loopback.
     from proxy.server.settings import load_settings
 
+    cmd = json.loads(instruction("CMD")[0])
     assert cmd[0] == "serve"
     settings = load_settings(cmd[1:])
     assert list(settings.etcd_servers) == [f"http://etcd-{i}:2379" for i in range(3)]
     assert (settings.bind_address, settings.port) == ("0.0.0.0", 8080)
+    for replica in REPLICAS:
+        argv = compose()["services"][replica]["command"]
+        assert argv[0] == "serve"
+        s = load_settings(argv[1:])
+        assert (s.bind_address, s.secure_port) == ("0.0.0.0", 6443)
+        assert (s.insecure_bind_address, s.port) == ("127.0.0.1", 8080)
+        assert s.client_ca_file == "/pki/ca.crt" and s.token_auth_file == "/pki/tokens.csv"
 
 
 @pytest.mark.etcd

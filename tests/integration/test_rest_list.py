@@ -198,6 +198,8 @@ async def test_list_validation_aggregates_errors(
 async def test_list_bad_resource_version_and_continue_are_400(
     http: aiohttp.ClientSession, namespace: str
 ) -> None:
+    # kube-apiserver answers resourceVersion=abc with a 500 without a reason; 400 here is a
+    # deliberate difference (README)
     status = await get_json(http, pods(namespace) + "?resourceVersion=abc", 400)
     assert status["message"].startswith("invalid resource version")
     status = await get_json(http, pods(namespace) + "?continue=garbage", 400)

@@ -1,5 +1,5 @@
 """WATCH served by the cache, against a real etcd (behaviours of kube-apiserver's
-cacher_test.go, watcher_tests.go and watch_cache_test.go; SEMANTICS.md §5)."""
+cacher_test.go, watcher_tests.go and watch_cache_test.go)."""
 
 from __future__ import annotations
 
