@@ -532,8 +532,8 @@ DEMOS: dict[str, tuple[DemoFn, str]] = {
     "raw-etcd": (raw_etcd, "the keys and stored bytes, straight from etcd"),
     "consistent-read": (consistent_read, "ConsistentListFromCache on vs off"),
     "too-old": (too_old, "compaction, then 410 too old resource version"),
-    "authn": (demos_auth.authn, "who am I: anonymous, token, certificate, service account"),
-    "rbac": (demos_auth.rbac, "the learner: denied, granted by a RoleBinding, allowed"),
+    "authn": (demos_auth.authn, "who am I: anonymous, token, cert, service account"),
+    "rbac": (demos_auth.rbac, "the learner denied, then granted by a RoleBinding"),
     "etcd-down": (etcd_down, "etcd stopped: RV=0 still served, quorum reads fail"),
 }
 

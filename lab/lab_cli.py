@@ -147,7 +147,8 @@ class Lab:
                         *self.a.server_arg),
             log_path=new_log(self.dir / "server.log"),
         )  # fmt: skip
-        self.console.print(f"starting watchcache serve on {secure_url} and {self.server.url} ...")
+        self.console.print(f"starting watchcache serve on {secure_url}\n"
+                           f"                   and {self.server.url} ...")  # fmt: skip
         try:
             await asyncio.to_thread(self.server.start)
         except PortTaken as e:
@@ -277,7 +278,7 @@ class Lab:
   export KUBECONFIG={_short(Path(s.kubeconfig))}   # contexts: lab-admin, learner
   export PATH={bin_dir}:$PATH       # kubectl and watchcache
   kubectl get pods -A | head
-  kubectl --context=learner get pods           # 403 until a RoleBinding grants it
+  kubectl --context=learner get pods           # 403 until a RoleBinding
   kubectl --context=learner auth can-i --list
   kubectl get pods -A --field-selector spec.nodeName={node}
   kubectl get --raw '/api/v1/pods?limit=5'     # from etcd, paginated

@@ -63,6 +63,29 @@ async def test_finalizers_keep_the_object_until_removed(
     assert code == 404
 
 
+async def test_a_kept_object_checks_preconditions_and_dry_run(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    """A DELETE that would only mark an object (finalizers) checks DeleteOptions'
+    preconditions as upstream's BeforeDelete (409 on the kind, object unchanged), and a
+    dry run marks nothing."""
+    cms = f"/api/v1/namespaces/{namespace}/configmaps"
+    await create(http, cms, _cm("kept", ["example.com/hold"]))
+    wrong = {"kind": "DeleteOptions", "preconditions": {"uid": "not-its-uid"}}
+    code, status = await _call(http, "DELETE", f"{cms}/kept", wrong)
+    assert code == 409 and status["reason"] == "Conflict", status
+    assert status["message"].startswith('Operation cannot be fulfilled on ConfigMap "kept": '
+                                        "the UID in the precondition (not-its-uid)")  # fmt: skip
+    code, obj = await _call(http, "DELETE", f"{cms}/kept?dryRun=All")
+    assert code == 200 and obj["metadata"]["deletionTimestamp"]
+    code, obj = await _call(http, "GET", f"{cms}/kept")
+    assert code == 200 and "deletionTimestamp" not in obj["metadata"]
+    await _call(http, "PATCH", f"{cms}/kept", {"metadata": {"finalizers": None}},
+                "application/merge-patch+json")  # fmt: skip
+    code, _ = await _call(http, "GET", f"{cms}/kept")
+    assert code == 200  # not being deleted: lifting its finalizers does not delete it
+
+
 async def test_a_bound_pod_is_deleted_gracefully(lifecycle: aiohttp.ClientSession) -> None:
     ns = await _ns(lifecycle, "graceful")
     pods = f"/api/v1/namespaces/{ns}/pods"

@@ -67,3 +67,18 @@ async def test_discovery_lists_pods_binding(http: aiohttp.ClientSession) -> None
         found = {r["name"]: r for r in (await resp.json())["resources"]}
     assert found["pods/binding"]["verbs"] == ["create"]
     assert found["pods/binding"]["kind"] == "Binding"
+
+
+async def test_binding_in_protobuf(http: aiohttp.ClientSession, namespace: str) -> None:
+    """client-go's scheduler posts its Binding as protobuf (the body decoded like any
+    typed body of a one-kind endpoint); the answer is the same 201 Success."""
+    from storage.protobuf.serializer import get_serializer
+
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    await create(http, pods, pod_body("pb"))
+    body = get_serializer().encode(binding("pb", "node-pb"))
+    headers = {"Content-Type": "application/vnd.kubernetes.protobuf"}
+    async with http.post(f"{pods}/pb/binding", data=body, headers=headers) as resp:
+        assert resp.status == 201, await resp.read()
+    async with http.get(f"{pods}/pb") as resp:
+        assert (await resp.json())["spec"]["nodeName"] == "node-pb"

@@ -139,10 +139,10 @@ async def create_object(
     media, dry_run, obj, warnings = await _write_request(request, ctx, store, "CreateOptions")
     namespace = _namespace(info, resource)
     object_meta.prepare_for_create(obj, resource, namespace)
-    name = str(obj["metadata"]["name"])
-    if resource.namespaced:
-        await ensure_namespace(ctx, namespace, resource, name)
+    if resource.namespaced:  # admission (NamespaceLifecycle) before validation
+        await ensure_namespace(ctx, namespace, resource, str(obj["metadata"].get("name") or ""))
     validation.validate_create(obj, resource)
+    name = str(obj["metadata"]["name"])
     _admit_rbac_write(request, ctx, resource, namespace, name, obj)
     stored = await store.create(namespace, name, obj, dry_run=dry_run)
     return negotiation.object_response(
