@@ -21,6 +21,7 @@ import yaml
 from aiohttp import web
 
 from proxy import apierrors
+from proxy.endpoints.media_types import AcceptedFormat, NotAcceptableError, parse_accept
 from proxy.printers import table
 from proxy.registry.resources import ResourceInfo
 
@@ -230,12 +231,12 @@ def check_kind(obj: JSON, resource: ResourceInfo) -> None:
     obj["apiVersion"], obj["kind"] = api_version, kind
 
 
-def response_format(request: web.Request, *, is_list: bool = False) -> table.AcceptedFormat:
+def response_format(request: web.Request, *, is_list: bool = False) -> AcceptedFormat:
     """The response format for ``request``'s Accept header: the object (JSON/YAML), a
     ``meta.k8s.io`` Table, or PartialObjectMetadata[List]; 406 if none fits."""
     try:
-        return table.parse_accept(request.headers.get("Accept"), is_list=is_list)
-    except table.NotAcceptableError:
+        return parse_accept(request.headers.get("Accept"), is_list=is_list)
+    except NotAcceptableError:
         raise apierrors.not_acceptable(RESPONSE_TYPES) from None
 
 
@@ -256,7 +257,7 @@ def _partial(obj: JSON, version: str) -> JSON:
 
 
 def converted_object(
-    fmt: table.AcceptedFormat, resource: ResourceInfo, obj: JSON, request: web.Request
+    fmt: AcceptedFormat, resource: ResourceInfo, obj: JSON, request: web.Request
 ) -> JSON:
     """One object as a Table or PartialObjectMetadata (``fmt`` is neither json nor yaml)."""
     if fmt.format == "table":
@@ -278,7 +279,7 @@ def object_response(
     resource: ResourceInfo,
     data: bytes,
     code: int = 200,
-    fmt: table.AcceptedFormat | None = None,
+    fmt: AcceptedFormat | None = None,
     warnings: Sequence[str] = (),
 ) -> web.Response:
     """The response for one stored object (its bytes as they are, for JSON), with one
@@ -302,7 +303,7 @@ def object_response(
 
 
 def converted_list(
-    fmt: table.AcceptedFormat,
+    fmt: AcceptedFormat,
     resource: ResourceInfo,
     items: list[JSON],
     metadata: JSON,
@@ -340,7 +341,7 @@ WatchEncoder = Callable[[str, bytes], bytes]
 
 
 def watch_encoder(
-    fmt: table.AcceptedFormat, resource: ResourceInfo, request: web.Request
+    fmt: AcceptedFormat, resource: ResourceInfo, request: web.Request
 ) -> WatchEncoder:
     """For one watch stream: ``encode(event_type, data)`` → the event's ``object`` in
     ``fmt`` (JSON bytes). Tables carry their column definitions on the first printed

@@ -20,9 +20,9 @@ from proxy.admission import namespace_lifecycle
 from proxy.endpoints import negotiation
 from proxy.endpoints.handlers import collection
 from proxy.endpoints.handlers.delete_options import parse_delete_options
+from proxy.endpoints.media_types import AcceptedFormat
 from proxy.endpoints.request_info import RequestInfo, parse_request_info
 from proxy.patch import patcher as patch
-from proxy.printers.table import AcceptedFormat
 from proxy.registry import object_meta, scale, validation
 from proxy.registry.dry_run import DryRunStore, is_dry_run
 from proxy.registry.field_validation import Mode
