@@ -5,9 +5,11 @@ dispatched in ``proxy.patch.patcher``), at most 3 MiB (413 above). Decoding erro
 kind/apiVersion that does not fit the endpoint become 400 BadRequest with
 kube-apiserver's wording.
 
-Responses: the Accept header picks the object as JSON (orjson; stored bytes are sent
-as they are) or YAML, a ``meta.k8s.io`` Table (``as=Table``, printed by
-``proxy.printers.table``, as kubectl asks for every ``get``), or PartialObjectMetadata[List].
+Responses: the Accept header (``proxy.endpoints.media_types``) picks the object as JSON
+(orjson; stored bytes are sent as they are) or YAML, a ``meta.k8s.io`` Table
+(``as=Table``, printed by ``proxy.printers``, as kubectl asks for every ``get``), or
+PartialObjectMetadata[List]. Lists are encoded item by item by the format's encoder
+(:func:`list_encoder`, ``proxy.endpoints.encoders``) and streamed in bounded steps.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import yaml
 from aiohttp import web
 
 from proxy import apierrors
+from proxy.endpoints import encoders
 from proxy.endpoints.media_types import AcceptedFormat, NotAcceptableError, parse_accept
 from proxy.printers import table
 from proxy.registry.resources import ResourceInfo
@@ -34,6 +37,7 @@ __all__ = [
     "decode_structured",
     "dump_json",
     "json_response",
+    "list_encoder",
     "media_type_of",
     "read_body",
     "response_format",
@@ -244,16 +248,19 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def _table_error(e: table.TableError) -> apierrors.StatusError:
-    return apierrors.bad_request(str(e))
-
-
-def _partial(obj: JSON, version: str) -> JSON:
-    return {
-        "kind": "PartialObjectMetadata",
-        "apiVersion": f"{table.META_GROUP}/{version}",
-        "metadata": obj.get("metadata") or {},
-    }
+def _table_convertor(
+    fmt: AcceptedFormat, resource: ResourceInfo, request: web.Request
+) -> table.TableConvertor:
+    """The request's Table options (``includeObject``); 400 BadRequest if invalid."""
+    try:
+        return table.TableConvertor(
+            resource,
+            include_object=request.query.get("includeObject", "Metadata"),
+            table_version=fmt.version,
+            now=_now(),
+        )
+    except table.TableError as e:
+        raise apierrors.bad_request(str(e)) from None
 
 
 def converted_object(
@@ -270,8 +277,8 @@ def converted_object(
                 table_version=fmt.version,
             )
         except table.TableError as e:
-            raise _table_error(e) from None
-    return _partial(obj, fmt.version)
+            raise apierrors.bad_request(str(e)) from None
+    return table.as_partial_object_metadata(obj, fmt.version)
 
 
 def object_response(
@@ -302,39 +309,20 @@ def object_response(
     return response
 
 
-def converted_list(
-    fmt: AcceptedFormat,
-    resource: ResourceInfo,
-    items: list[JSON],
-    metadata: JSON,
-    request: web.Request,
-) -> JSON:
-    """A list as a Table, PartialObjectMetadataList, or the resource's List (YAML)."""
+def list_encoder(
+    fmt: AcceptedFormat, resource: ResourceInfo, metadata: JSON, request: web.Request
+) -> encoders.ListEncoder:
+    """How a list of ``resource`` is encoded in ``fmt`` (one encoder per format): the
+    resource's List as JSON or YAML, a Table, or a PartialObjectMetadataList. Raises
+    400 BadRequest for bad Table options, before anything is written."""
     if fmt.format == "table":
-        try:
-            return table.to_table(
-                resource,
-                items,
-                include_object=request.query.get("includeObject", "Metadata"),
-                list_meta=metadata,
-                now=_now(),
-                table_version=fmt.version,
-            )
-        except table.TableError as e:
-            raise _table_error(e) from None
+        convertor = _table_convertor(fmt, resource, request)
+        return encoders.table_list(convertor, table.list_meta_of(metadata))
     if fmt.format == "partial-list":
-        return {
-            "kind": "PartialObjectMetadataList",
-            "apiVersion": f"{table.META_GROUP}/{fmt.version}",
-            "metadata": metadata,
-            "items": [_partial(i, fmt.version) for i in items],
-        }
-    return {
-        "kind": resource.list_kind,
-        "apiVersion": resource.api_version,
-        "metadata": metadata,
-        "items": items,
-    }
+        return encoders.partial_object_metadata_list(metadata, fmt.version)
+    if fmt.format == "yaml":
+        return encoders.yaml_list(resource.list_kind, resource.api_version, metadata)
+    return encoders.json_list(resource.list_kind, resource.api_version, metadata)
 
 
 WatchEncoder = Callable[[str, bytes], bytes]
@@ -357,11 +345,11 @@ def watch_encoder(
             return data
         obj = orjson.loads(data)
         if fmt.format != "table":
-            return orjson.dumps(_partial(obj, fmt.version))
+            return orjson.dumps(table.as_partial_object_metadata(obj, fmt.version))
         try:
             event = tables.encode(event_type, obj, _now())
         except table.TableError as e:
-            raise _table_error(e) from None
+            raise apierrors.bad_request(str(e)) from None
         return orjson.dumps(event["object"])
 
     return encode
@@ -380,10 +368,7 @@ def json_response(
 ) -> web.Response:
     """One encoded response (objects, Status, discovery). Lists stream elsewhere.
     ``content_type`` overrides the header (``application/json;as=Table;...``)."""
-    if media_type == YAML_TYPE:
-        body = yaml.safe_dump(obj, sort_keys=False).encode()
-    else:
-        body = orjson.dumps(obj)
+    body = encoders.dump_yaml(obj) if media_type == YAML_TYPE else orjson.dumps(obj)
     all_headers = dict(headers or {})
     all_headers["Content-Type"] = content_type or media_type
     return web.Response(body=body, status=code, headers=all_headers)

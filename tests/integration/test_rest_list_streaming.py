@@ -1,0 +1,112 @@
+"""Converted LISTs (YAML, Table, PartialObjectMetadataList) stream in bounded steps: other
+requests are answered while one is being written, and the streamed body is exactly the
+whole list converted at once."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+import yaml
+
+from lab.metrics import parse
+from tests.integration.conftest import create, pod_body
+
+pytestmark = pytest.mark.etcd
+
+KUBECTL_TABLE = (
+    "application/json;as=Table;v=v1;g=meta.k8s.io,"
+    "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+)
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+
+
+async def _seed(http: aiohttp.ClientSession, namespace: str, count: int, pad: int) -> None:
+    """``count`` pods, each with a ``pad``-byte annotation (a list of several MB)."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    annotations = {"example.com/pad": "x" * pad}
+    bodies = [pod_body(f"p{i:04d}") for i in range(count)]
+    for i, body in enumerate(bodies):
+        body["metadata"] = {"name": f"p{i:04d}", "annotations": annotations}
+    for start in range(0, count, 50):
+        await asyncio.gather(*(create(http, path, b) for b in bodies[start : start + 50]))
+
+
+async def _lists_completed(http: aiohttp.ClientSession) -> float:
+    async with http.get("/metrics") as resp:
+        scrape = parse(await resp.text())
+    return scrape.value("apiserver_request_total", verb="LIST", resource="pods", code="200")
+
+
+async def test_readyz_is_answered_while_a_big_yaml_list_streams(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    await _seed(http, namespace, 300, 8000)
+    before = await _lists_completed(http)
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    async with http.get(path, headers={"Accept": "application/yaml"}) as listing:
+        # The headers are in; the body is not read yet, so the LIST cannot end before we
+        # read it. A server that converts the whole list in one step has already finished
+        # the handler here (and answers nothing else meanwhile).
+        assert listing.status == 200
+        async with http.get("/readyz") as ready:
+            assert ready.status == 200
+        assert await _lists_completed(http) == before, "the LIST ended before /readyz"
+        body = await listing.read()
+    assert await _lists_completed(http) == before + 1
+    doc = yaml.safe_load(body)
+    assert doc["kind"] == "PodList"
+    assert len(doc["items"]) == 300
+
+
+async def _get(http: aiohttp.ClientSession, path: str, accept: str) -> tuple[str, bytes]:
+    async with http.get(path, headers={"Accept": accept}) as resp:
+        assert resp.status == 200, await resp.text()
+        return resp.headers["Content-Type"], await resp.read()
+
+
+async def test_streamed_conversions_equal_the_whole_list_converted(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    """Each format's streamed body decodes to the same document as the JSON list's items
+    converted whole (kube's Table cells, PartialObjectMetadata, the List as YAML)."""
+    await _seed(http, namespace, 120, 100)
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    _, raw = await _get(http, path + "?includeObject=Object", "application/json")
+    listing: dict[str, Any] = orjson.loads(raw)
+    rv = listing["metadata"]["resourceVersion"]
+    at_rv = f"{path}?resourceVersion={rv}&resourceVersionMatch=Exact"
+
+    _, yaml_body = await _get(http, at_rv, "application/yaml")
+    assert yaml.safe_load(yaml_body) == listing
+
+    ctype, meta_body = await _get(http, at_rv, METADATA_LIST)
+    assert ctype == METADATA_LIST
+    metadata_list = orjson.loads(meta_body)
+    assert metadata_list["metadata"] == listing["metadata"]
+    assert [i["metadata"] for i in metadata_list["items"]] == [
+        i["metadata"] for i in listing["items"]
+    ]
+
+    _, table_body = await _get(http, at_rv + "&includeObject=Object", KUBECTL_TABLE)
+    table = orjson.loads(table_body)
+    assert table["metadata"] == listing["metadata"]
+    assert [r["object"] for r in table["rows"]] == listing["items"]
+    assert [r["cells"][0] for r in table["rows"]] == [
+        i["metadata"]["name"] for i in listing["items"]
+    ]
+
+
+async def test_bad_table_option_is_a_status_before_streaming(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    await create(http, f"/api/v1/namespaces/{namespace}/pods", pod_body("one"))
+    path = f"/api/v1/namespaces/{namespace}/pods?includeObject=Bogus"
+    async with http.get(path, headers={"Accept": KUBECTL_TABLE}) as resp:
+        status = await resp.json()
+        assert resp.status == 400
+    assert status["reason"] == "BadRequest"
+    assert status["message"] == 'unrecognized includeObject value: "Bogus"'
