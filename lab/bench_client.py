@@ -145,9 +145,13 @@ def lag_buckets(before: Any, after: Any) -> list[tuple[str, float]]:
     return sorted(out, key=lambda b: float(b[0]))
 
 
-async def _readyz_probe(session: aiohttp.ClientSession, base: str, out: list[float]) -> None:
-    """GET /readyz one after another until cancelled, appending each latency."""
-    while True:
+async def _readyz_probe(
+    session: aiohttp.ClientSession, base: str, out: list[float], done: asyncio.Event
+) -> None:
+    """GET /readyz one after another until ``done`` is set, appending each latency (the
+    one in flight when ``done`` is set is finished and counted too: on a stalled
+    server it is the one that waited longest)."""
+    while not done.is_set():
         t0 = time.perf_counter()
         async with session.get(base + "/readyz") as r:
             await r.read()
@@ -159,14 +163,14 @@ async def _probed(session: aiohttp.ClientSession, sc: Scenario, parse: bool) -> 
     if not sc.readyz:
         return await _http(session, sc, parse)
     latencies: list[float] = []
+    done = asyncio.Event()
     base = "/".join(sc.target.split("/")[:3])
-    probe = asyncio.create_task(_readyz_probe(session, base, latencies))
+    probe = asyncio.create_task(_readyz_probe(session, base, latencies, done))
     try:
         s = await _http(session, sc, parse)
     finally:
-        probe.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await probe
+        done.set()
+        await probe
     s.readyz = latencies
     return s
 
