@@ -19,7 +19,8 @@ are sent with each request (``Accept`` for Table, YAML, metadata-only lists).
 Loop lag: around every request of a server with ``watchcache_event_loop_lag_seconds``
 (a 10 ms ticker inside the server, :mod:`proxy.server.loop_lag`) the client reads the
 histogram and keeps the change of its buckets, so the report can give, per scenario,
-the p99 and the largest lateness of the ticker while that scenario ran. A ``readyz``
+the p99 and the largest lateness of the ticker while that scenario ran; first, the same
+over a few idle seconds (what the machine's other processes alone cause). A ``readyz``
 scenario also asks ``/readyz`` over and over on other connections while its request
 runs, and keeps those latencies: what any other client waited meanwhile.
 """
@@ -239,6 +240,7 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
         aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as session,
         EtcdClient(spec["etcd_endpoints"], request_timeout=120) as etcd,
     ):
+        idle = await _idle_lag(session, scenarios, float(spec.get("idle_seconds", 5)))
         start = acct.cpu()
         for rnd in range(warmup + runs):
             # A fresh (seeded) order each round: no scenario always follows the same one,
@@ -271,7 +273,22 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
                     samples[sc.name].append(d)
         end = acct.cpu()
     cpu_total = {p: end[p] - start[p] for p in end}
-    return {"samples": samples, "peak_rss": acct.peak_rss, "cpu_total": cpu_total}
+    return {"samples": samples, "peak_rss": acct.peak_rss, "cpu_total": cpu_total,
+            "idle_lag_buckets": idle}  # fmt: skip
+
+
+async def _idle_lag(
+    session: aiohttp.ClientSession, scenarios: list[Scenario], seconds: float
+) -> list[tuple[str, float]]:
+    """The first server's loop lag over ``seconds`` without requests: the noise floor
+    of this machine (other processes preempting the server), to read the scenarios'
+    lag against."""
+    target = next((sc.target for sc in scenarios if sc.kind != "etcd_range"), None)
+    if target is None or seconds <= 0:
+        return []
+    before = await _scrape(session, target)
+    await asyncio.sleep(seconds)
+    return lag_buckets(before, await _scrape(session, target))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -335,10 +335,14 @@ def _lag_markdown(run: dict[str, Any]) -> list[str]:
     rows = [s for s in run["scenarios"] if s.get("lag_ticks")]
     if not rows:
         return []
+    idle = merge_buckets([{"lag_buckets": (run.get("raw") or {}).get("idle_lag_buckets")}])
     lines = ["", "### Event loop lag (watchcache_event_loop_lag_seconds, a 10 ms ticker in "
              "the server; max is the upper bound of the highest histogram bucket reached)", "",
              "| scenario | ticks | lag p99 ms | lag max ms (<=) | concurrent /readyz p50 ms | "
              "/readyz max ms |", "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    if idle and idle[-1][1] > 0:
+        lines.append(f"| (idle: no request) | {idle[-1][1]:.0f} | "
+                     f"{_ms(bucket_quantile(idle, 0.99))} | {_ms(bucket_max(idle))} | - | - |")
     for s in rows:
         lines.append(f"| {s['name']} | {s['lag_ticks']} | {_ms(s['lag_p99'])} | "
                      f"{_ms(s['lag_max'])} | {_ms(s['readyz_p50'])} | {_ms(s['readyz_max'])} |")
