@@ -5,6 +5,7 @@ whole list converted at once."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from typing import Any
 
 import aiohttp
@@ -13,7 +14,7 @@ import pytest
 import yaml
 
 from lab.metrics import parse
-from tests.integration.conftest import create, pod_body
+from tests.integration.conftest import ServerProcess, create, pod_body
 
 pytestmark = pytest.mark.etcd
 
@@ -24,10 +25,10 @@ KUBECTL_TABLE = (
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
 
 
-async def _seed(http: aiohttp.ClientSession, namespace: str, count: int, pad: int) -> None:
-    """``count`` pods, each with a ``pad``-byte annotation (a list of several MB)."""
+async def _seed(http: aiohttp.ClientSession, namespace: str, count: int, keys: int) -> None:
+    """``count`` pods, each with ``keys`` annotations (YAML's cost is per node)."""
     path = f"/api/v1/namespaces/{namespace}/pods"
-    annotations = {"example.com/pad": "x" * pad}
+    annotations = {f"example.com/key-{k}": f"value {k}" for k in range(keys)}
     bodies = [pod_body(f"p{i:04d}") for i in range(count)]
     for i, body in enumerate(bodies):
         body["metadata"] = {"name": f"p{i:04d}", "annotations": annotations}
@@ -41,16 +42,29 @@ async def _lists_completed(http: aiohttp.ClientSession) -> float:
     return scrape.value("apiserver_request_total", verb="LIST", resource="pods", code="200")
 
 
+def _small_window(addr_info: Any) -> socket.socket:
+    """A client socket with a tiny receive buffer: what it does not read, the server
+    cannot write, so a LIST the client holds back cannot end."""
+    family, type_, proto, _, _ = addr_info
+    sock = socket.socket(family, type_, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    return sock
+
+
 async def test_readyz_is_answered_while_a_big_yaml_list_streams(
-    http: aiohttp.ClientSession, namespace: str
+    server: ServerProcess, http: aiohttp.ClientSession, namespace: str
 ) -> None:
-    await _seed(http, namespace, 300, 8000)
+    await _seed(http, namespace, 300, 100)
     before = await _lists_completed(http)
-    path = f"/api/v1/namespaces/{namespace}/pods"
-    async with http.get(path, headers={"Accept": "application/yaml"}) as listing:
-        # The headers are in; the body is not read yet, so the LIST cannot end before we
-        # read it. A server that converts the whole list in one step has already finished
-        # the handler here (and answers nothing else meanwhile).
+    path = f"{server.url}/api/v1/namespaces/{namespace}/pods"
+    connector = aiohttp.TCPConnector(socket_factory=_small_window)
+    async with (
+        aiohttp.ClientSession(connector=connector) as slow,
+        slow.get(path, headers={"Accept": "application/yaml"}) as listing,
+    ):
+        # The headers are in and the body is held back, so the LIST cannot end yet. A
+        # server that converts the whole list in one step has already finished the
+        # handler by now, and answered nothing else meanwhile.
         assert listing.status == 200
         async with http.get("/readyz") as ready:
             assert ready.status == 200
@@ -73,7 +87,7 @@ async def test_streamed_conversions_equal_the_whole_list_converted(
 ) -> None:
     """Each format's streamed body decodes to the same document as the JSON list's items
     converted whole (kube's Table cells, PartialObjectMetadata, the List as YAML)."""
-    await _seed(http, namespace, 120, 100)
+    await _seed(http, namespace, 120, 3)
     path = f"/api/v1/namespaces/{namespace}/pods"
     _, raw = await _get(http, path + "?includeObject=Object", "application/json")
     listing: dict[str, Any] = orjson.loads(raw)
