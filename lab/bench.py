@@ -224,8 +224,12 @@ async def _prepare(topo: Topology, cfg: BenchConfig, pods: int, pods_from: int) 
     if not res.ok:
         raise RuntimeError(f"seeding failed: {res.summary()}; {res.errors}")
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as s:
-        status, body = await _get(s, topo.main + "/api/v1/pods?limit=1")
-        rv = orjson.loads(body)["metadata"]["resourceVersion"]
+        # The newest pod's revision, not etcd's: other writes (a compactor's key) move
+        # etcd past it, and a pods cache on an etcd without progress notifications
+        # never reaches a revision no pod event carried.
+        status, body = await _get(s, topo.main + "/api/v1/pods")
+        items = orjson.loads(body)["items"]
+        rv = str(max(int(i["metadata"]["resourceVersion"]) for i in items))
         for url in (topo.main, topo.consistent, topo.noindex):
             if url:
                 await _caught_up(s, url, rv)
