@@ -25,10 +25,12 @@ KUBECTL_TABLE = (
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
 
 
-async def _seed(http: aiohttp.ClientSession, namespace: str, count: int, keys: int) -> None:
-    """``count`` pods, each with ``keys`` annotations (YAML's cost is per node)."""
+async def _seed(
+    http: aiohttp.ClientSession, namespace: str, count: int, keys: int, size: int
+) -> None:
+    """``count`` pods, each with ``keys`` annotations of ``size`` bytes."""
     path = f"/api/v1/namespaces/{namespace}/pods"
-    annotations = {f"example.com/key-{k}": f"value {k}" for k in range(keys)}
+    annotations = {f"example.com/key-{k}": f"{k} " + "v" * size for k in range(keys)}
     bodies = [pod_body(f"p{i:04d}") for i in range(count)]
     for i, body in enumerate(bodies):
         body["metadata"] = {"name": f"p{i:04d}", "annotations": annotations}
@@ -54,7 +56,9 @@ def _small_window(addr_info: Any) -> socket.socket:
 async def test_readyz_is_answered_while_a_big_yaml_list_streams(
     server: ServerProcess, http: aiohttp.ClientSession, namespace: str
 ) -> None:
-    await _seed(http, namespace, 300, 100)
+    # ~7 MB of YAML: more than the server's socket buffer (4 MiB at most) and its
+    # write buffer hold, so the handler cannot finish while the client reads nothing
+    await _seed(http, namespace, 300, 100, 200)
     before = await _lists_completed(http)
     path = f"{server.url}/api/v1/namespaces/{namespace}/pods"
     connector = aiohttp.TCPConnector(socket_factory=_small_window)
@@ -87,7 +91,7 @@ async def test_streamed_conversions_equal_the_whole_list_converted(
 ) -> None:
     """Each format's streamed body decodes to the same document as the JSON list's items
     converted whole (kube's Table cells, PartialObjectMetadata, the List as YAML)."""
-    await _seed(http, namespace, 120, 3)
+    await _seed(http, namespace, 120, 3, 10)
     path = f"/api/v1/namespaces/{namespace}/pods"
     _, raw = await _get(http, path + "?includeObject=Object", "application/json")
     listing: dict[str, Any] = orjson.loads(raw)
