@@ -3,14 +3,16 @@
 Public API::
 
     CacherConfig(...)                      # knobs (cacher.config)
-    new_cached_storage(store, client, *, resource, resource_prefix, attrs, kind,
+    new_cached_storage(store, *, resource, resource_prefix, attrs, kind,
                        api_version, indexes=(), config=None) -> CacheDelegator
     DEFAULT_INDEXES: dict[str, tuple[str, ...]]   # {"pods": ("spec.nodeName",)}
 
 ``new_cached_storage`` must be called with the event loop running: it starts the cache's
-tasks (reflector, bookmark ticker, progress requester) and joins the client's shared
-compactor. The returned object implements ``storage.interfaces.Interface``; its
-``close()`` cancels and awaits every task and closes the store.
+tasks (reflector, bookmark ticker, progress requester). The cache reads etcd only through
+``store`` (the storage floor: the etcd3 store is also a ``ListerWatcher``). The returned
+object implements ``storage.interfaces.Interface``; its ``close()`` cancels and awaits
+every task and closes the store. Compaction is not the cache's business: the etcd3
+``Compactor`` belongs to whoever owns the etcd client.
 """
 
 from __future__ import annotations
@@ -18,23 +20,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from cacher.cacher import Cacher, EtcdForCacher
-from cacher.compactor import CompactClient, Compactor
+from cacher.cacher import Cacher
 from cacher.config import CacherConfig
 from cacher.delegator import CacheDelegator
 from cacher.progress import Outcome
-from storage.interfaces import AttrsFunc, Interface
+from storage.interfaces import AttrsFunc, Interface, ListerWatcher
 
 DEFAULT_INDEXES: dict[str, tuple[str, ...]] = {"pods": ("spec.nodeName",)}
 
 
-class EtcdClientLike(EtcdForCacher, CompactClient, Protocol):
-    """What the cacher needs of ``etcdclient.EtcdClient``."""
+class CacheableStorage(Interface, ListerWatcher, Protocol):
+    """A store a watch cache can wrap: the storage interface, and the lister-watcher
+    the cache reads etcd through (``storage.etcd3.Etcd3Store`` is both)."""
 
 
 def new_cached_storage(
-    store: Interface,
-    client: EtcdClientLike,
+    store: CacheableStorage,
     *,
     resource: str,
     resource_prefix: str,
@@ -43,7 +44,6 @@ def new_cached_storage(
     api_version: str,
     indexes: Sequence[str] | None = None,
     config: CacherConfig | None = None,
-    request_timeout: float = 10.0,
 ) -> CacheDelegator:
     """Wrap ``store`` (the etcd3 store of ``resource``) with a watch cache.
 
@@ -57,7 +57,7 @@ def new_cached_storage(
     if indexes is None:
         indexes = DEFAULT_INDEXES.get(resource, ())
     cacher = Cacher(
-        client,
+        store,
         resource=resource,
         resource_prefix=resource_prefix,
         attrs=attrs,
@@ -67,15 +67,13 @@ def new_cached_storage(
         config=config,
     )
     cacher.start()
-    compactor = Compactor.acquire(client, config.compaction_interval, config.clock)
-    return CacheDelegator(
-        store, cacher, client, compactor=compactor, request_timeout=request_timeout
-    )
+    return CacheDelegator(store, cacher)
 
 
 __all__ = [
     "DEFAULT_INDEXES",
     "CacheDelegator",
+    "CacheableStorage",
     "Cacher",
     "CacherConfig",
     "Outcome",

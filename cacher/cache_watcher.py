@@ -7,9 +7,10 @@ limit; a watcher whose buffer stays at that limit longer than its time budget, o
 twice the limit, is closed (no ERROR event — its client reconnects from the last RV it
 saw). Memory per watcher is therefore bounded.
 
-Selector transitions (SEMANTICS §5): new matches and old did not → ADDED; both → MODIFIED;
-old matched and new does not → DELETED carrying the old object with the new RV; a real
-delete is sent only if the last state matched, with the deletion revision.
+Selector transitions (upstream ``cache_watcher.go`` ``convertToWatchEvent``): new
+matches and old did not → ADDED; both → MODIFIED; old matched and new does not →
+DELETED carrying the old object with the new RV; a real delete is sent only if the
+last state matched, with the deletion revision.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def in_scope(key: str, watch_key: str, recursive: bool) -> bool:
 
 
 def convert(event: WatchCacheEvent, predicate: SelectionPredicate) -> WatchEvent | None:
-    """The event a watch with ``predicate`` sees for ``event``, or None (SEMANTICS §5)."""
+    """The event a watch with ``predicate`` sees for ``event``, or None (upstream's
+    ``convertToWatchEvent``)."""
     rv = event.resource_version
     if predicate.empty:
         return WatchEvent(event.type, event.object.stored.data, rv)
@@ -114,10 +116,15 @@ class CacheWatcher:
             self._push(out)
 
     def convert(self, event: WatchCacheEvent) -> WatchEvent | None:
-        """The event this watcher's client sees, or None (SEMANTICS §5)."""
+        """The event this watcher's client sees, or None (``convertToWatchEvent``)."""
         if self._match_all:
             return WatchEvent(event.type, event.object.stored.data, event.resource_version)
         return convert(event, self.predicate)
+
+    @property
+    def pending(self) -> int:
+        """Events buffered for this client and not yet sent: how far it lags."""
+        return len(self._buf)
 
     def add_bookmark(self, event: WatchEvent) -> None:
         """Best effort: a bookmark is dropped rather than counted against the budget."""

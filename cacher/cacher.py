@@ -4,7 +4,14 @@ kube-apiserver's ``cacher.go``.
 It serves from memory only — GET and LIST at a resourceVersion the cache has reached,
 and every WATCH — and owns the tasks that keep it current (reflector, bookmark ticker,
 progress requester). Which requests come here rather than to etcd is decided by the
-delegator (``cacher.delegator``), exactly as SEMANTICS.md §2-3 say.
+delegator (``cacher.delegator``), as kube-apiserver's ``cacher/delegator.go`` does.
+
+Supervision: the tasks run under one supervisor task. An unexpected error in any of them
+(a bug: storage errors are the reflector's own business) is logged with its traceback,
+counted in ``watchcache_watch_cache_restarts_total``, turns the cache pending (requests
+that need it wait, then get 429; ``readiness_check`` names the failure, so /readyz does),
+closes its watchers, and after a backoff (0.5 s doubling to 30 s, reset after a minute
+of health) restarts every task: the reflector re-lists.
 """
 
 from __future__ import annotations
@@ -12,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine, Iterator, Sequence
-from typing import Any, Protocol
+from collections.abc import Coroutine, Iterable, Iterator, Sequence
+from typing import Any
 
 from cacher import metrics
 from cacher.cache_watcher import CacheWatcher, CloseReason, ErrorWatcher, convert, in_scope
@@ -21,12 +28,20 @@ from cacher.config import CacherConfig
 from cacher.dispatcher import Dispatcher, bookmark_bytes
 from cacher.history import History, TooOldResourceVersion
 from cacher.objects import CachedObject, WatchCacheEvent
-from cacher.progress import ProgressClient, ProgressRequester
+from cacher.progress import ProgressRequester
 from cacher.ready import Ready
-from cacher.reflector import ListerWatcher, Reflector
+from cacher.reflector import Reflector
 from cacher.watch_cache import CacheList, WatchCache, exact_match
-from storage.errors import NotReady, StorageError
-from storage.interfaces import AttrsFunc, ListOptions, ListResult, StoredObject, Watcher, WatchEvent
+from storage.errors import CorruptObject, NotReady, StorageError
+from storage.interfaces import (
+    AttrsFunc,
+    ListerWatcher,
+    ListOptions,
+    ListResult,
+    StoredObject,
+    Watcher,
+    WatchEvent,
+)
 from storage.resource_version import parse_resource_version as parse_rv
 from storage.watch_errors import expired_event
 
@@ -38,17 +53,20 @@ def parse_resource_version(rv: str) -> int | None:
     return None if rv == "" else parse_rv(rv)
 
 
-class EtcdForCacher(ListerWatcher, ProgressClient, Protocol):
-    """What the cacher needs of ``etcdclient.EtcdClient``."""
+RESTART_BACKOFF_INITIAL = 0.5
+RESTART_BACKOFF_MAX = 30.0
+RESTART_BACKOFF_RESET = 60.0  # seconds of health after which the backoff starts over
 
 
 class Cacher:
     """One resource's cache. ``start()`` launches its tasks; ``close()`` cancels and
-    awaits them and closes every watcher."""
+    awaits them and closes every watcher. ``restarts`` and ``failure`` (the last
+    unexpected error, cleared by the next successful list) change only in the
+    supervisor."""
 
     def __init__(
         self,
-        client: EtcdForCacher,
+        store: ListerWatcher,
         *,
         resource: str,
         resource_prefix: str,
@@ -83,7 +101,7 @@ class Cacher:
         )
         self._received = metrics.EVENTS_RECEIVED.labels(resource)
         self.reflector = Reflector(
-            client=client,
+            store=store,
             prefix=resource_prefix,
             cache=self.cache,
             dispatcher=self.dispatcher,
@@ -91,42 +109,93 @@ class Cacher:
             clock=self._clock,
             page_size=config.page_size,
             on_event=self._received.inc,
-            on_initialized=metrics.INITIALIZATIONS.labels(resource).inc,
+            on_initialized=self._initialized,
+            on_corrupt=self._corrupt,
         )
         self.progress = ProgressRequester(
-            client, self.cache, self._clock, interval=config.progress_request_interval
+            store, self.cache, self._clock, interval=config.progress_request_interval
         )
-        self._client = client
         self._tasks: set[asyncio.Task[None]] = set()
+        self._supervisor: asyncio.Task[None] | None = None
         self._dispatched_seen = 0
+        self.restarts = 0
+        self.failure = ""
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._spawn(self.reflector.run(), "reflector")
-        self._spawn(self._tick(), "ticker")
-        self._spawn(self.progress.run(), "progress")
+        self._supervisor = asyncio.get_running_loop().create_task(
+            self._supervise(), name=f"cacher-{self.resource}-supervisor"
+        )
 
-    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(coro, name=f"cacher-{self.resource}-{name}")
         self._tasks.add(task)
-        task.add_done_callback(self._task_done)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
-    def _task_done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("cacher %s: task %s died", self.resource, task.get_name(),
-                      exc_info=task.exception())  # fmt: skip
+    async def _supervise(self) -> None:
+        """Run the cache's tasks; restart them all, after a backoff, when one fails."""
+        backoff = RESTART_BACKOFF_INITIAL
+        while True:
+            started = self._clock.now()
+            failed = await self._run_tasks()
+            if failed is None:
+                return
+            if self._clock.now() - started > RESTART_BACKOFF_RESET:
+                backoff = RESTART_BACKOFF_INITIAL
+            self._failed(failed)
+            await self._clock.sleep(backoff)
+            backoff = min(backoff * 2, RESTART_BACKOFF_MAX)
+
+    async def _run_tasks(self) -> asyncio.Task[None] | None:
+        """Until one task fails (returned) or all end; the others are cancelled."""
+        running = {
+            self._spawn(self.reflector.run(), "reflector"),
+            self._spawn(self._tick(), "ticker"),
+            self._spawn(self.progress.run(), "progress"),
+        }
+        try:
+            while running:
+                done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    if not task.cancelled() and task.exception() is not None:
+                        return task
+            return None
+        finally:
+            await cancel_all(running)
+
+    def _failed(self, task: asyncio.Task[None]) -> None:
+        err = task.exception()
+        name = task.get_name().rsplit("-", 1)[-1]
+        log.error("cacher %s: task %s failed; restarting the cache", self.resource,
+                  task.get_name(), exc_info=err)  # fmt: skip
+        self.restarts += 1
+        self.failure = f"{name} failed: {type(err).__name__}: {err}"
+        metrics.RESTARTS.labels(self.resource, name).inc()
+        self.ready.set_pending()
+        self.dispatcher.terminate_all(CloseReason.REPLACED)
+
+    def _initialized(self) -> None:
+        self.failure = ""
+        metrics.INITIALIZATIONS.labels(self.resource).inc()
+
+    def _corrupt(self, err: CorruptObject) -> None:
+        metrics.DECODE_ERRORS.labels(self.resource).inc()
+
+    def readiness_check(self) -> None:
+        """NotReady naming why while the cache cannot serve."""
+        if self.ready.check():
+            return
+        why = f"restarting after {self.failure}" if self.failure else "initializing"
+        raise NotReady(f"watch cache of {self.resource} is {why}", failure=self.failure)
 
     async def close(self) -> None:
         self.ready.stop()
         self.dispatcher.terminate_all(CloseReason.STOPPED)
-        tasks = list(self._tasks)
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        supervisor, self._supervisor = self._supervisor, None
+        await cancel_all([supervisor] if supervisor is not None else [])
+        await cancel_all(list(self._tasks))
 
     async def _tick(self) -> None:
         capacity = metrics.CAPACITY.labels(self.resource)
@@ -195,7 +264,7 @@ class Cacher:
     async def watch(
         self, key: str, opts: ListOptions, *, etcd_revision: int | None = None
     ) -> Watcher:
-        """A watch served from the cache (SEMANTICS §5).
+        """A watch served from the cache (upstream ``cacher.go`` ``Cacher.Watch``).
 
         RV unset/0: ADDED for the current state, then changes. RV N: the history after N
         (a 410 ERROR event if it is gone), then changes. ``send_initial_events`` True: the
@@ -273,6 +342,16 @@ class Cacher:
                 out = convert(ev, opts.predicate)
                 if out is not None:
                     yield out
+
+
+async def cancel_all(tasks: Iterable[asyncio.Task[None]]) -> None:
+    """Cancel tasks this module started and wait for each to end."""
+    tasks = list(tasks)
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 def scope_key(key: str, recursive: bool) -> str:

@@ -20,7 +20,6 @@ class CacherConfig:
     ``watcher_buffer_size`` / ``watcher_time_budget``: a watcher whose buffer stays full
     longer than the budget (or reaches twice the size) is closed.
     ``consistent_list_from_cache``: ``--feature-gates=ConsistentListFromCache=true``.
-    ``compaction_interval``: ``--etcd-compaction-interval`` in seconds, 0 disables.
     ``freshness_wait``: the bound on waiting for the cache to reach a requested RV (3 s).
     """
 
@@ -31,7 +30,6 @@ class CacherConfig:
     watcher_buffer_size: int = 100
     watcher_time_budget: float = 0.25
     consistent_list_from_cache: bool = False
-    compaction_interval: float = 300.0
     freshness_wait: float = 3.0
     progress_request_interval: float = 0.1
     page_size: int = 10_000

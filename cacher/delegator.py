@@ -1,5 +1,6 @@
 """Cache or etcd, per request: kube-apiserver's ``cacher/delegator.go`` (the "classic"
-routing of SEMANTICS.md §2-3, plus ConsistentListFromCache behind its gate).
+routing of ``shouldDelegateList`` / ``ShouldDelegateExactRV``, plus ConsistentListFromCache
+behind its gate).
 
 GET:  RV unset → etcd; RV 0 → cache (etcd while the cache is not ready); RV N → cache
       once it reached N (3 s, then 504 TooLargeResourceVersion).
@@ -8,24 +9,25 @@ LIST: RV unset → etcd (or, with ConsistentListFromCache, the cache once it rea
       without limit → cache after waiting for N; Exact, legacy exact (RV N + limit) and
       continue → etcd.
 WATCH: the cache (a streaming list from "now" on an etcd without usable progress
-       notifications: etcd). Writes, count and current_resource_version: always etcd.
+       notifications: etcd). A watch with ``sendInitialEvents`` set and RV unset needs
+       etcd's current revision first (upstream's getWatchCacheResourceVersion); if etcd
+       cannot give it, the watch is one ERROR event (500 InternalError, the storage
+       error's text: upstream's newErrWatcher), never the cache's state as if current.
+Writes, count and current_resource_version: always etcd.
 A read or watch that needs the cache while it is (re)initializing waits up to 3 s for it,
-then gets NotReady (429).
+then gets NotReady (429). Every etcd call goes through the store (the storage floor).
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 
 from cacher import metrics
-from cacher.cacher import Cacher, EtcdForCacher, parse_resource_version
-from cacher.compactor import Compactor
+from cacher.cache_watcher import ErrorWatcher
+from cacher.cacher import Cacher, parse_resource_version
 from cacher.progress import Outcome
 from cacher.ready import Stopped
-from etcdclient import prefix_end
-from etcdclient.errors import EtcdError
-from storage.errors import NotFound, NotReady, TooLargeResourceVersion
+from storage.errors import NotFound, NotReady, StorageError, TooLargeResourceVersion
 from storage.interfaces import (
     GetOptions,
     Interface,
@@ -38,28 +40,19 @@ from storage.interfaces import (
     ValidateDeletion,
     Watcher,
 )
+from storage.watch_errors import error_event
 
 
 class CacheDelegator:
-    """``storage.interfaces.Interface`` over an etcd3 store and a cacher it owns.
+    """``storage.interfaces.Interface`` over an etcd3 store and a cacher it owns (the
+    cacher reads etcd through the same store).
 
     ``consistent_reads`` counts consistent-LIST outcomes (``Outcome``) for tests and
-    /metrics; ``close()`` stops the cacher, releases the compactor, closes the store."""
+    /metrics; ``close()`` stops the cacher and closes the store."""
 
-    def __init__(
-        self,
-        store: Interface,
-        cacher: Cacher,
-        client: EtcdForCacher,
-        *,
-        compactor: Compactor | None = None,
-        request_timeout: float = 10.0,
-    ) -> None:
+    def __init__(self, store: Interface, cacher: Cacher) -> None:
         self.store = store
         self.cacher = cacher
-        self._client = client
-        self._compactor = compactor
-        self._timeout = request_timeout
         self.consistent_reads: dict[Outcome, int] = dict.fromkeys(Outcome, 0)
 
     # -- writes and etcd-only calls ----------------------------------------------------------
@@ -84,14 +77,21 @@ class CacheDelegator:
         key: str,
         preconditions: Preconditions | None = None,
         validate_deletion: ValidateDeletion | None = None,
+        *,
+        ignore_store_read_error: bool = False,
     ) -> StoredObject:
-        return await self.store.delete(key, preconditions, validate_deletion)
+        return await self.store.delete(
+            key, preconditions, validate_deletion, ignore_store_read_error=ignore_store_read_error
+        )
 
     async def count(self, key: str) -> int:
         return await self.store.count(key)
 
     async def current_resource_version(self) -> int:
         return await self.store.current_resource_version()
+
+    def readiness_check(self) -> None:
+        self.cacher.readiness_check()
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -144,9 +144,9 @@ class CacheDelegator:
         if not self.cacher.ready.check():
             return await self.store.get_list(key, opts)
         try:
-            target = await self._etcd_revision()
+            target = await self.store.current_resource_version()
             supported = await self.cacher.progress.detect()
-        except (EtcdError, TimeoutError):
+        except StorageError:
             return await self.store.get_list(key, opts)
         if self.cacher.resource_version >= target:
             return await self._from_cache(key, opts, target, Outcome.FRESH)
@@ -156,13 +156,6 @@ class CacheDelegator:
             return await self._from_cache(key, opts, target, Outcome.PROGRESS)
         except TooLargeResourceVersion:
             return await self._fallback(key, opts, Outcome.FALLBACK_TIMEOUT)
-
-    async def _etcd_revision(self) -> int:
-        """etcd's current revision from a count-only range on the resource prefix."""
-        prefix = self.cacher.resource_prefix.encode()
-        async with asyncio.timeout(self._timeout):
-            resp = await self._client.range(prefix, prefix_end(prefix), count_only=True)
-        return resp.revision
 
     async def _from_cache(
         self, key: str, opts: ListOptions, target: int, outcome: Outcome
@@ -194,20 +187,18 @@ class CacheDelegator:
             # A streaming list from "now": the state at etcd's current revision when the
             # cache can be made to reach it (progress requests); on an etcd that cannot
             # prove the cache current, etcd serves it, as a consistent LIST falls back.
+            # etcd unreachable: an ERROR event, never the cache's state as if current.
             try:
                 if not await self.cacher.progress.detect():
                     kind = (self.cacher.api_version, self.cacher.kind)
                     return await self.store.watch(key, replace(opts, bookmark_kind=kind))
-                etcd_revision = await self._etcd_revision()
-            except (EtcdError, TimeoutError):
-                etcd_revision = None  # etcd unreachable: the cache's own state
+                etcd_revision = await self.store.current_resource_version()
+            except StorageError as err:
+                return ErrorWatcher(error_event(500, "InternalError", err.message))
         if not self.cacher.ready.check():
             await self._wait_ready()
         return await self.cacher.watch(key, opts, etcd_revision=etcd_revision)
 
     async def close(self) -> None:
         await self.cacher.close()
-        if self._compactor is not None:
-            await self._compactor.release()
-            self._compactor = None
         await self.store.close()

@@ -66,3 +66,15 @@ TERMINATED_WATCHERS = Counter(
 CAPACITY = Gauge(
     "watch_cache_capacity", "Total capacity of watch cache broken by resource type.", ["resource"]
 )
+# Ours: unexpected task failures that restarted a cache (see cacher.cacher).
+RESTARTS = Counter(
+    "watchcache_watch_cache_restarts_total",
+    "Watch cache restarts after an unexpected error in one of its tasks.",
+    ["resource", "task"],
+)
+# kube-apiserver's name (storage/etcd3 recordDecodeError): values the cache skipped.
+DECODE_ERRORS = Counter(
+    "apiserver_storage_decode_errors_total",
+    "Number of stored object decode errors split by object type",
+    ["resource"],
+)

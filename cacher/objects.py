@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-import orjson
-
+from storage.codec import decode_object, with_resource_version
+from storage.errors import CorruptObject
 from storage.interfaces import AttrsFunc, JSONObject, SelectionPredicate, StoredObject
 
 ChangeType = Literal["ADDED", "MODIFIED", "DELETED"]
@@ -55,36 +55,40 @@ class AttrsCache:
     def cached(self, stored: StoredObject, obj: JSONObject | None = None) -> CachedObject:
         """``stored`` as the cache keeps it: bytes without the decoded dict, plus attrs
         computed from ``obj`` (the decoded form, if the caller has it) or a transient
-        decode."""
+        decode. CorruptObject when the object's labels or selectable fields are not what
+        its type says (``labels: {"a": 1}``): kube-apiserver could not decode it either,
+        and a cache must not hold what its selectors cannot read."""
         if stored._obj is not None:  # never keep the dict: memory ≈ JSON size
             obj = stored._obj
-            stored = StoredObject(stored.key, stored.data, stored.resource_version)
+            fresh = StoredObject(stored.key, stored.data, stored.resource_version)
+            # but keep the protobuf value it was read from: protobuf answers start there
+            fresh._encodings = stored._encodings
+            stored = fresh
         if self._attrs is None:
             return CachedObject(stored, _EMPTY, _EMPTY)
-        labels, fields = self._attrs(obj if obj is not None else orjson.loads(stored.data))
-        return CachedObject(stored, self._shrink(labels), self._shrink(fields))
+        if obj is None:
+            obj = decode_object(stored.key, stored.data, stored.resource_version)
+        try:
+            labels, fields = self._attrs(obj)
+            return CachedObject(stored, self._shrink(labels), self._shrink(fields))
+        except (TypeError, ValueError, AttributeError, KeyError) as err:
+            raise CorruptObject(stored.key, f"unreadable attributes: {err}",
+                                stored.resource_version) from err  # fmt: skip
 
     def _shrink(self, m: Mapping[str, str]) -> Mapping[str, str]:
         if not m:
             return _EMPTY
+        if not isinstance(m, Mapping):
+            raise TypeError(f"expected a map of strings, got {type(m).__name__}")
         intern = self._intern
         out: dict[str, str] = {}
         for k, v in m.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise TypeError(f"{k!r}: {v!r}: expected a string")
             out[intern.setdefault(k, k)] = intern.setdefault(v, v) if len(v) < 64 else v
         if len(intern) > 200_000:  # bound the intern table; entries are cheap to rebuild
             intern.clear()
         return out
-
-
-def with_resource_version(stored: StoredObject, rv: int) -> StoredObject:
-    """The same object re-encoded with ``metadata.resourceVersion`` = ``rv``.
-
-    Needed only for DELETED events (the last state carries the deletion revision), so the
-    decode/encode cost is paid once per such event, shared by every watcher.
-    """
-    obj = orjson.loads(stored.data)
-    obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
-    return StoredObject(stored.key, orjson.dumps(obj), rv)
 
 
 class WatchCacheEvent:

@@ -1,36 +1,42 @@
 """Keeps one resource's watch cache in step with etcd, after kube-apiserver's reflector
 as the cacher drives it (``cacher.go`` startCaching, ``watch_cache.go`` Replace).
 
-Cycle: LIST the prefix at one revision (pages of 10,000, every page at the first page's
-revision), ``replace`` the cache, mark it ready, then WATCH from that revision + 1 with
-prev_kv and progress notifications. Each event is applied to the cache and handed to the
-dispatcher; a progress notification only advances the cache's resourceVersion.
+It reads etcd only through the storage floor (``storage.interfaces.ListerWatcher``, the
+etcd3 store): errors arrive translated, every call is in etcd_request_duration_seconds.
+
+Cycle: LIST the prefix at one revision (``list_pages``: pages of 10,000 keys at the first
+page's revision, decoded in slices that yield to the event loop), build the new state
+beside the old one slice by slice and swap it in at once (``WatchCache.swap``), mark
+the cache ready, then WATCH from that revision + 1 with progress notifications. Each
+change is applied to the cache and handed to the dispatcher; a progress notification
+only advances the cache's resourceVersion.
+
+A value that cannot be decoded (not JSON, a foreign encoding, labels that are not
+strings) is reported (log, ``apiserver_watch_cache_corrupt_objects_total``) and skipped,
+in the LIST and in the WATCH alike: the cache holds every valid object and moves on.
 
 Failures: the etcd client's watch resumes by itself across etcd restarts and leader
 changes from the last delivered revision + 1, so an outage is invisible here (the cache
-keeps serving its stale state). Only when that revision was compacted (``Compacted``) or
-etcd cancels the watch does the cycle end: the cache turns pending, every client watch is
-closed (clients reconnect and get 410 for RVs before the new list), and it re-lists. A
-failed LIST is retried with a capped backoff.
+keeps serving its stale state). Only when that revision was compacted (``Expired``) or
+the watch fails or ends does the cycle end: the cache turns pending, every client watch
+is closed (clients reconnect and get 410 for RVs before the new list), and it re-lists.
+A failed LIST is retried with a capped backoff. Anything else escaping is a bug the
+cacher's supervisor handles (restart with backoff).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import Protocol
+from collections.abc import Callable
 
 from cacher.cache_watcher import CloseReason
 from cacher.clock import Clock
 from cacher.dispatcher import Dispatcher
 from cacher.ready import Ready
 from cacher.watch_cache import WatchCache
-from etcdclient import prefix_end
-from etcdclient.errors import Compacted, EtcdError
-from etcdclient.types import Event, EventType, RangeResult, WatchBatch
-from storage import codec
-from storage.errors import StorageError
-from storage.interfaces import StoredObject
+from storage.errors import CorruptObject, Expired, StorageError
+from storage.interfaces import Change, ListerWatcher
 
 log = logging.getLogger(__name__)
 
@@ -39,45 +45,16 @@ BACKOFF_INITIAL = 0.1
 BACKOFF_MAX = 2.0
 
 
-class EtcdWatch(Protocol):
-    def __aiter__(self) -> AsyncIterator[WatchBatch]: ...
-
-    async def cancel(self) -> None: ...
-
-
-class ListerWatcher(Protocol):
-    """The part of ``etcdclient.EtcdClient`` the reflector uses."""
-
-    async def range(
-        self,
-        key: bytes,
-        range_end: bytes | None = None,
-        *,
-        limit: int = 0,
-        revision: int = 0,
-        count_only: bool = False,
-    ) -> RangeResult: ...
-
-    def watch(
-        self,
-        key: bytes,
-        range_end: bytes | None = None,
-        *,
-        start_revision: int = 0,
-        prev_kv: bool = False,
-        progress_notify: bool = False,
-    ) -> EtcdWatch: ...
-
-
 class Reflector:
     """Runs as one task owned by the cacher (``run``); cancelling it stops the watch.
 
-    ``initializations`` counts successful (re-)lists; ``last_error`` is for /readyz."""
+    ``initializations`` counts successful (re-)lists; ``last_error`` is for /readyz;
+    ``corrupt`` counts values skipped because they could not be decoded."""
 
     def __init__(
         self,
         *,
-        client: ListerWatcher,
+        store: ListerWatcher,
         prefix: str,
         cache: WatchCache,
         dispatcher: Dispatcher,
@@ -86,11 +63,10 @@ class Reflector:
         page_size: int = PAGE_SIZE,
         on_event: Callable[[], None] | None = None,
         on_initialized: Callable[[], None] | None = None,
+        on_corrupt: Callable[[CorruptObject], None] | None = None,
     ) -> None:
-        self._client = client
+        self._store = store
         self.prefix = prefix
-        self._key = prefix.encode()
-        self._end = prefix_end(self._key)
         self._cache = cache
         self._dispatcher = dispatcher
         self._ready = ready
@@ -98,7 +74,9 @@ class Reflector:
         self._page_size = page_size
         self._on_event = on_event
         self._on_initialized = on_initialized
+        self._on_corrupt = on_corrupt
         self.initializations = 0
+        self.corrupt = 0
         self.last_error: BaseException | None = None
 
     async def run(self) -> None:
@@ -106,21 +84,21 @@ class Reflector:
         while True:
             try:
                 rev = await self._list()
-            except (EtcdError, StorageError) as err:
+            except StorageError as err:
                 self.last_error = err
-                log.warning("cacher %s: list failed: %s; retrying", self.prefix, err)
+                log.warning("cacher %s: list failed: %s; retrying", self.prefix, err.message)
                 await self._clock.sleep(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
                 continue
             backoff = BACKOFF_INITIAL
             try:
                 await self._watch(rev)
-            except Compacted as err:
+            except Expired as err:
                 log.warning("cacher %s: watch from %d compacted (%s); re-listing",
                             self.prefix, self._cache.resource_version + 1, err)  # fmt: skip
                 self.last_error = err
-            except EtcdError as err:
-                log.warning("cacher %s: watch failed: %s; re-listing", self.prefix, err)
+            except StorageError as err:
+                log.warning("cacher %s: watch failed: %s; re-listing", self.prefix, err.message)
                 self.last_error = err
                 await self._clock.sleep(backoff)
             self._ready.set_pending()
@@ -128,17 +106,17 @@ class Reflector:
 
     async def _list(self) -> int:
         """Read the whole prefix at one revision and replace the cache's state."""
-        items: list[StoredObject] = []
-        page = await self._client.range(self._key, self._end, limit=self._page_size)
-        rev = page.revision
-        while True:
-            for kv in page.kvs:
-                items.append(self._decode(kv.key, kv.value, kv.mod_revision))
-            if not page.more or not page.kvs:
-                break
-            start = page.kvs[-1].key + b"\x00"
-            page = await self._client.range(start, self._end, limit=self._page_size, revision=rev)
-        self._cache.replace(items, rev)
+        replacement = self._cache.new_replacement()
+        rev = 0
+        pages = self._store.list_pages(self.prefix, page_size=self._page_size)
+        async with contextlib.aclosing(pages):
+            async for page in pages:
+                rev = page.resource_version
+                for err in page.corrupt:
+                    self._report(err)
+                for err in replacement.add(page.items):
+                    self._report(err)
+        self._cache.swap(replacement, rev)
         self.initializations += 1
         self.last_error = None
         self._ready.set_ready()
@@ -147,37 +125,40 @@ class Reflector:
         return rev
 
     async def _watch(self, rev: int) -> None:
-        watch = self._client.watch(
-            self._key, self._end, start_revision=rev + 1, prev_kv=True, progress_notify=True
-        )
+        stream = self._store.watch_changes(self.prefix, rev + 1)
         try:
-            async for batch in watch:
-                if batch.events:
-                    for ev in batch.events:
-                        self._apply(ev)
-                elif batch.progress_notify:
-                    self._cache.update_resource_version(batch.revision)
+            async for batch in stream:
+                for change in batch.changes:
+                    self._apply(change)
+                if batch.progress:
+                    self._cache.update_resource_version(batch.progress)
         finally:
-            await watch.cancel()
-        raise EtcdError("etcd watch ended")
+            await stream.stop()
+        raise StorageError("etcd watch ended")
 
-    def _apply(self, ev: Event) -> None:
-        key = ev.kv.key.decode()
-        rev = ev.kv.mod_revision
-        stored: StoredObject | None = None
-        if ev.type is EventType.PUT:
-            try:
-                stored = self._decode(ev.kv.key, ev.kv.value, rev)
-            except StorageError as err:  # a corrupt value: skip it, keep the stream
-                log.error("cacher %s: %s", self.prefix, err)
-                self._cache.update_resource_version(rev)
-                return
-        event = self._cache.process(key, stored, rev)
+    def _apply(self, change: Change) -> None:
+        if change.corrupt is not None:
+            self._skip(change.corrupt)
+            return
+        try:
+            event = self._cache.process(change.key, change.object, change.resource_version)
+        except CorruptObject as err:  # decoded, but its labels/fields are unreadable
+            self._skip(err)
+            return
         if event is not None:
             if self._on_event is not None:
                 self._on_event()
             self._dispatcher.dispatch(event)
 
-    @staticmethod
-    def _decode(key: bytes, value: bytes, rev: int) -> StoredObject:
-        return codec.decode(key.decode(), value, rev, keep_obj=True)
+    def _skip(self, err: CorruptObject) -> None:
+        """A corrupt new value: report it and move the cache's revision past it. The
+        key keeps its last valid version until it is written validly or deleted."""
+        self._report(err)
+        self._cache.update_resource_version(err.revision)
+
+    def _report(self, err: CorruptObject) -> None:
+        self.corrupt += 1
+        log.error("cacher %s: skipping a value that cannot be decoded: %s",
+                  self.prefix, err.message)  # fmt: skip
+        if self._on_corrupt is not None:
+            self._on_corrupt(err)

@@ -22,14 +22,9 @@ from sortedcontainers import SortedDict
 
 from cacher.clock import Clock, wait_for_future
 from cacher.history import History
-from cacher.objects import (
-    AttrsCache,
-    CachedObject,
-    ChangeType,
-    WatchCacheEvent,
-    with_resource_version,
-)
-from storage.errors import TooLargeResourceVersion
+from cacher.objects import AttrsCache, CachedObject, ChangeType, WatchCacheEvent
+from storage.codec import with_resource_version
+from storage.errors import CorruptObject, TooLargeResourceVersion
 from storage.interfaces import AttrsFunc, SelectionPredicate, StoredObject
 
 DEFAULT_FRESHNESS_WAIT = 3.0  # kube-apiserver's blockTimeout
@@ -94,16 +89,27 @@ class WatchCache:
 
     # -- writes (reflector) -------------------------------------------------------------
 
-    def replace(self, objects: Iterable[StoredObject], resource_version: int) -> None:
-        """Swap the whole state for a LIST taken at ``resource_version``."""
-        self._store = SortedDict()
-        self._indexes = {f: {} for f in self.index_fields}
-        for stored in objects:
-            obj = self._attrs.cached(stored)
-            self._store[obj.key] = obj
-            self._index_add(obj)
+    def new_replacement(self) -> Replacement:
+        """An empty state to fill (slice by slice, between yields to the event loop)
+        and then swap in with ``swap``; the live state serves meanwhile."""
+        return Replacement(self._attrs, self.index_fields)
+
+    def swap(self, replacement: Replacement, resource_version: int) -> None:
+        """Swap the whole state for a LIST taken at ``resource_version`` (one step, no
+        per-object work)."""
+        self._store = replacement.store
+        self._indexes = replacement.indexes
         self.history.replaced(resource_version)
         self._set_rv(resource_version)
+
+    def replace(self, objects: Iterable[StoredObject], resource_version: int) -> None:
+        """``swap`` in a state built from ``objects`` in one step (small lists, tests);
+        CorruptObject if one of them cannot be held."""
+        replacement = self.new_replacement()
+        errors = replacement.add(objects)
+        if errors:
+            raise errors[0]
+        self.swap(replacement, resource_version)
 
     def process(
         self, key: str, stored: StoredObject | None, resource_version: int
@@ -219,10 +225,7 @@ class WatchCache:
     # -- indexes -----------------------------------------------------------------------
 
     def _index_add(self, obj: CachedObject) -> None:
-        for f, idx in self._indexes.items():
-            value = obj.fields.get(f)
-            if value is not None:
-                idx.setdefault(value, {})[obj.key] = obj
+        _index_add(self._indexes, obj)
 
     def _index_remove(self, obj: CachedObject) -> None:
         for f, idx in self._indexes.items():
@@ -234,3 +237,34 @@ class WatchCache:
                 bucket.pop(obj.key, None)
                 if not bucket:
                     del idx[value]
+
+
+def _index_add(indexes: dict[str, dict[str, dict[str, CachedObject]]], obj: CachedObject) -> None:
+    for f, idx in indexes.items():
+        value = obj.fields.get(f)
+        if value is not None:
+            idx.setdefault(value, {})[obj.key] = obj
+
+
+class Replacement:
+    """A state under construction for ``WatchCache.swap``: owned by the reflector
+    while it re-lists; nothing reads it before the swap."""
+
+    def __init__(self, attrs: AttrsCache, index_fields: Sequence[str]) -> None:
+        self._attrs = attrs
+        self.store: SortedDict = SortedDict()
+        self.indexes: dict[str, dict[str, dict[str, CachedObject]]] = {f: {} for f in index_fields}
+
+    def add(self, objects: Iterable[StoredObject]) -> list[CorruptObject]:
+        """Add decoded objects; those whose labels or fields cannot be read are left out
+        and returned."""
+        skipped: list[CorruptObject] = []
+        for stored in objects:
+            try:
+                obj = self._attrs.cached(stored)
+            except CorruptObject as err:
+                skipped.append(err)
+                continue
+            self.store[obj.key] = obj
+            _index_add(self.indexes, obj)
+        return skipped

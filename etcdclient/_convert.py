@@ -6,7 +6,7 @@ No I/O here, so request building and response parsing are unit-tested without et
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from etcdclient._pb import kv_pb2, rpc_pb2
 from etcdclient.types import (
@@ -15,6 +15,7 @@ from etcdclient.types import (
     GetResult,
     KeyValue,
     Member,
+    RangeOptions,
     RangeResult,
     Status,
     TxnResult,
@@ -74,24 +75,9 @@ def event(ev: kv_pb2.Event) -> Event:
 
 
 def range_request(
-    key: bytes,
-    range_end: bytes | None = None,
-    *,
-    limit: int = 0,
-    revision: int = 0,
-    keys_only: bool = False,
-    count_only: bool = False,
-    serializable: bool = False,
+    key: bytes, range_end: bytes | None = None, **options: Unpack[RangeOptions]
 ) -> rpc_pb2.RangeRequest:
-    return rpc_pb2.RangeRequest(
-        key=key,
-        range_end=range_end or b"",
-        limit=limit,
-        revision=revision,
-        keys_only=keys_only,
-        count_only=count_only,
-        serializable=serializable,
-    )
+    return rpc_pb2.RangeRequest(key=key, range_end=range_end or b"", **options)
 
 
 def range_result(resp: rpc_pb2.RangeResponse) -> RangeResult:

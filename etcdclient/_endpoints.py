@@ -28,7 +28,7 @@ __all__ = ["CHANNEL_OPTIONS", "Endpoint", "EndpointPool", "TLSFiles", "parse_end
 CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     # Large ranges (10k objects of a few KB) exceed gRPC's 4 MiB default.
     ("grpc.max_receive_message_length", -1),
-    ("grpc.max_send_message_length", -1),
+    ("grpc.max_send_message_length", (3 << 20) + (512 << 10)),  # a 3 MiB body + etcd overhead
     # Notice a dead peer on an idle watch stream; etcd's server enforces >= 5 s between pings.
     ("grpc.keepalive_time_ms", 10_000),
     ("grpc.keepalive_timeout_ms", 5_000),

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Self, Unpack
 
 import grpc
 
@@ -42,7 +42,15 @@ from etcdclient.errors import (
     Unavailable,
 )
 from etcdclient.lease import LeaseKeepAlive
-from etcdclient.types import GetResult, Lease, Member, RangeResult, Status, TxnResult
+from etcdclient.types import (
+    GetResult,
+    Lease,
+    Member,
+    RangeOptions,
+    RangeResult,
+    Status,
+    TxnResult,
+)
 from etcdclient.watch import Watch, WatchStream
 
 __all__ = ["EtcdClient", "prefix_end"]
@@ -90,7 +98,7 @@ class EtcdClient:
 
     # -- lifecycle -------------------------------------------------------------------
 
-    async def __aenter__(self) -> EtcdClient:
+    async def __aenter__(self) -> Self:
         await self.connect()
         return self
 
@@ -229,41 +237,19 @@ class EtcdClient:
         return _convert.get_result(await self._range(req))
 
     async def range(
-        self,
-        key: bytes,
-        range_end: bytes | None = None,
-        *,
-        limit: int = 0,
-        revision: int = 0,
-        keys_only: bool = False,
-        count_only: bool = False,
-        serializable: bool = False,
+        self, key: bytes, range_end: bytes | None = None, **options: Unpack[RangeOptions]
     ) -> RangeResult:
-        """Keys in [key, range_end) sorted by key (``range_end`` None: just ``key``).
+        """Keys in [key, range_end) sorted by key (``range_end`` None: just ``key``), read
+        as ``options`` say (:class:`~etcdclient.types.RangeOptions`).
 
         ``revision`` 0 reads the newest state (linearizable unless ``serializable``);
         a compacted revision raises Compacted, a future one FutureRevision."""
-        req = _convert.range_request(
-            key, range_end, limit=limit, revision=revision, keys_only=keys_only,
-            count_only=count_only, serializable=serializable,
-        )  # fmt: skip
+        req = _convert.range_request(key, range_end, **options)
         return _convert.range_result(await self._range(req))
 
-    async def list_prefix(
-        self,
-        prefix: bytes,
-        *,
-        limit: int = 0,
-        revision: int = 0,
-        keys_only: bool = False,
-        count_only: bool = False,
-        serializable: bool = False,
-    ) -> RangeResult:
-        """``range(prefix, prefix_end(prefix), ...)``."""
-        return await self.range(
-            prefix, prefix_end(prefix), limit=limit, revision=revision, keys_only=keys_only,
-            count_only=count_only, serializable=serializable,
-        )  # fmt: skip
+    async def list_prefix(self, prefix: bytes, **options: Unpack[RangeOptions]) -> RangeResult:
+        """``range(prefix, prefix_end(prefix), **options)``."""
+        return await self.range(prefix, prefix_end(prefix), **options)
 
     async def _txn(self, request: rpc_pb2.TxnRequest) -> rpc_pb2.TxnResponse:
         resp: rpc_pb2.TxnResponse = await self._call("kv", "Txn", request, idempotent=True)

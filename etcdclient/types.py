@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,19 @@ class WatchBatch:
 class GetResult:
     revision: int
     kv: KeyValue | None
+
+
+class RangeOptions(TypedDict, total=False):
+    """How a Range reads, beyond its keys (etcd's ``RangeRequest``; each absent field is
+    0/False): at most ``limit`` keys (0: all), at ``revision`` (0: newest), keys without
+    values, only the count, or a serializable (member-local) read instead of a
+    linearizable one. Written once, here, for every ``range``-shaped call."""
+
+    limit: int
+    revision: int
+    keys_only: bool
+    count_only: bool
+    serializable: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import importlib.metadata
 import os
 import platform
 import subprocess
@@ -37,8 +38,9 @@ import psutil  # type: ignore[import-untyped]
 
 from lab import bench_report as report
 from lab import seed
-from lab.apiserver import APIServer, serve_command
+from lab.apiserver import APIServer, cli_command
 from lab.etcd import EtcdCluster, free_port
+from lab.process import stop_process
 
 __all__ = ["BenchConfig", "main", "run_bench"]
 
@@ -48,6 +50,7 @@ PAGE = 500
 TABLE_ACCEPT = ("application/json;as=Table;v=v1;g=meta.k8s.io,"
                 "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")  # kubectl's
 METADATA_ACCEPT = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
 @dataclass
@@ -66,17 +69,40 @@ class BenchConfig:
     quiet: bool = False
 
 
-def source_revision() -> str:
-    """The git commit measured (with ``+dirty`` for local changes), or ``unknown``."""
-    root = Path(__file__).resolve().parent.parent
+def source_revision(root: Path | None = None) -> str:
+    """What was measured: ``commit <sha>`` (with ``+dirty`` for local changes) in a git
+    checkout; outside one (a container image, an installed copy) ``version <v>`` from
+    ``WATCHCACHE_VERSION`` (``git describe`` at build time) or the package's version,
+    with ``WATCHCACHE_COMMIT`` when the build set it (the image's default is ``unknown``).
+    ``root``: the source tree (default: this checkout)."""
+    root = root or Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        version = _build_arg("WATCHCACHE_VERSION") or package_version()
+        commit = _build_arg("WATCHCACHE_COMMIT")
+        return f"version {version}" + (f", commit {commit}" if commit else "")
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
                              capture_output=True, text=True, timeout=10).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
                                cwd=root, capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
+        rev = ""
+    if not rev:
+        return f"version {package_version()}"
+    return f"commit {rev}" + ("+dirty" if dirty.strip() else "")
+
+
+def _build_arg(name: str) -> str:
+    value = os.environ.get(name, "")
+    return "" if value in ("", "unknown") else value
+
+
+def package_version() -> str:
+    """The installed distribution's version (pyproject.toml's), or ``unknown``."""
+    try:
+        return importlib.metadata.version("watchcache")
+    except importlib.metadata.PackageNotFoundError:
         return "unknown"
-    return (rev + ("+dirty" if dirty.strip() else "")) if rev else "unknown"
 
 
 def machine_label() -> str:
@@ -87,7 +113,7 @@ def machine_label() -> str:
 def server_has_flag(flag: str) -> bool:
     """Whether ``watchcache serve --help`` lists ``flag`` (its name before ``=``)."""
     name = flag.split("=")[0]
-    cmd = [*serve_command(["http://127.0.0.1:1"], 1)[:4], "--help"]
+    cmd = cli_command("serve", "--help")
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     return name in out.stdout + out.stderr
 
@@ -136,7 +162,7 @@ def _start_own(cfg: BenchConfig, workdir: Path) -> Topology:
             srv = APIServer(cluster.endpoints, extra_args=extra, log_path=workdir / f"{key}.log")
             srv.start()
             topo.stoppers.append(srv.stop)
-            topo.processes[key] = [srv.pid or 0]
+            topo.processes[key] = [srv.pid]
             url = srv.url
             if key == "server":
                 topo.main = url
@@ -164,24 +190,18 @@ def _external(cfg: BenchConfig) -> Topology:
     return topo
 
 
-def _start_floor(topo: Topology, body: bytes, workdir: Path) -> None:
-    path = workdir / "floor-body.json"
+def _start_floor(topo: Topology, body: bytes, protobuf_body: bytes, workdir: Path) -> None:
+    path, pb_path = workdir / "floor-body.json", workdir / "floor-body.pb"
     path.write_bytes(body)
+    pb_path.write_bytes(protobuf_body)
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lab.bench_floor", "--port", str(port), "--file", str(path)],
+        [sys.executable, "-m", "lab.bench_floor", "--port", str(port), "--file", str(path),
+         "--protobuf-file", str(pb_path)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
 
-    def stop() -> None:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-    topo.stoppers.append(stop)
+    topo.stoppers.append(lambda: stop_process(proc))
     topo.floor = f"http://127.0.0.1:{port}"
     topo.processes["floor"] = [proc.pid]
     deadline = time.monotonic() + 20
@@ -236,7 +256,11 @@ async def _prepare(topo: Topology, cfg: BenchConfig, pods: int, pods_from: int) 
         status, cached = await _get(s, topo.main + "/api/v1/pods?resourceVersion=0")
         if status != 200:
             raise RuntimeError(f"cached LIST failed: {status}")
-    return {"cached_body": cached, "pod": seed.pod(0, cfg.nodes, cfg.namespaces)}
+        async with s.get(topo.main + "/api/v1/pods?resourceVersion=0",
+                         headers={"Accept": PROTOBUF}) as r:  # fmt: skip
+            cached_pb = await r.read() if r.status == 200 else b""
+    return {"cached_body": cached, "cached_protobuf_body": cached_pb,
+            "pod": seed.pod(0, cfg.nodes, cfg.namespaces)}  # fmt: skip
 
 
 def _scenarios(topo: Topology, cfg: BenchConfig, pod: dict[str, Any]) -> list[dict[str, Any]]:
@@ -260,15 +284,23 @@ def _scenarios(topo: Topology, cfg: BenchConfig, pod: dict[str, Any]) -> list[di
         ("get_cache", "http", f"{m}{one}?resourceVersion=0", "server"),
         ("floor_etcd_range", "etcd_range", "/registry/pods/", "etcd"),
         ("floor_bytes", "http", f"{topo.floor}/api/v1/pods", "floor"),
+        # the same LISTs as application/vnd.kubernetes.protobuf
+        ("list_etcd_protobuf", "http", f"{m}/api/v1/pods", "server"),
+        ("list_cache_protobuf", "http", f"{m}/api/v1/pods?resourceVersion=0", "server"),
+        ("field_cache_indexed_protobuf", "http", f"{m}/api/v1/pods?{fs}&resourceVersion=0",
+         "server"),
+        ("floor_bytes_protobuf", "http", f"{topo.floor}/api/v1/pods", "floor"),
+        # converted LISTs, with /readyz probed meanwhile (how long they hold the loop)
         ("table_cache", "http", f"{m}/api/v1/pods?resourceVersion=0", "server"),
         ("table_etcd", "http", f"{m}/api/v1/pods", "server"),
         ("metadata_cache", "http", f"{m}/api/v1/pods?resourceVersion=0", "server"),
         ("yaml_cache", "http", f"{m}/api/v1/pods?resourceVersion=0", "server"),
     ]  # fmt: skip
-    accept = {"table_cache": TABLE_ACCEPT, "table_etcd": TABLE_ACCEPT,
-              "metadata_cache": METADATA_ACCEPT, "yaml_cache": "application/yaml"}
+    converted = {"table_cache": TABLE_ACCEPT, "table_etcd": TABLE_ACCEPT,
+                 "metadata_cache": METADATA_ACCEPT, "yaml_cache": "application/yaml"}
+    accept = {**converted, **{n: PROTOBUF for n, *_ in sc if n.endswith("_protobuf")}}
     return [{"name": n, "kind": k, "target": t, "serving": p, "churn": n == "list_consistent",
-             "headers": {"Accept": accept[n]} if n in accept else {}, "readyz": n in accept}
+             "headers": {"Accept": accept[n]} if n in accept else {}, "readyz": n in converted}
             for n, k, t, p in sc
             if n not in topo.unavailable and (not cfg.scenarios or n in cfg.scenarios)]  # fmt: skip
 
@@ -324,11 +356,9 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
                 console.print(f"seeding pods {done}..{n} ...")
                 facts = asyncio.run(_prepare(topo, cfg, n, done))
                 done = n
-                if topo.floor is None:
-                    _start_floor(topo, facts["cached_body"], workdir)
-                else:
-                    (workdir / "floor-body.json").write_bytes(facts["cached_body"])
-                    _restart_floor(topo, workdir)
+                if topo.floor is not None:
+                    topo.stoppers.pop()()  # the floor serves fixed bytes: this size's
+                _start_floor(topo, facts["cached_body"], facts["cached_protobuf_body"], workdir)
                 scenarios = _scenarios(topo, cfg, facts["pod"])
                 console.print(f"measuring {len(scenarios)} scenarios x {cfg.runs} runs "
                               f"at {n} pods ...")  # fmt: skip
@@ -380,13 +410,6 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
     return results
 
 
-def _restart_floor(topo: Topology, workdir: Path) -> None:
-    """The floor serves a fixed body: restart it with the new size's cached LIST."""
-    stop = topo.stoppers.pop()
-    stop()
-    _start_floor(topo, (workdir / "floor-body.json").read_bytes(), workdir)
-
-
 def write_outputs(results: dict[str, Any], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_bytes(
@@ -401,7 +424,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes", type=int, default=None, help="nodes (default 100; quick 10)")
     p.add_argument("--namespaces", type=int, default=10)
     p.add_argument("--runs", type=int, default=None, help="runs per scenario (default 10)")
-    p.add_argument("--out", type=Path, default=Path("bench-results"))
+    p.add_argument("--out", type=Path, default=Path("bench-results"),
+                   help="directory for results.json, report.md and the charts "
+                   "(default bench-results)")  # fmt: skip
     p.add_argument("--server", default=None, help="measure this server instead of starting one")
     p.add_argument("--etcd-servers", default="", help="its etcd (for the raw range floor)")
     p.add_argument("--sweep", default="", help="comma-separated pod counts, e.g. 1000,10000")

@@ -57,7 +57,7 @@ class Scenario:
     target: str  # URL for http/paginate, key prefix for etcd_range
     serving: str  # the accounted process that serves it (key of "processes")
     churn: bool = False  # move etcd's revision (an unrelated key) before each request
-    headers: dict[str, str] = field(default_factory=dict)  # sent with each request
+    headers: dict[str, str] = field(default_factory=dict)  # sent with each request (Accept)
     readyz: bool = False  # probe /readyz concurrently while the request runs
 
 
@@ -184,7 +184,7 @@ async def _http(session: aiohttp.ClientSession, sc: Scenario, parse: bool) -> Sa
         h = r.headers
         s = Sample(seconds, len(body), r.status, 1, h.get(SERVED_FROM), _int(h.get(FETCHED)),
                    _int(h.get(RETURNED)))  # fmt: skip
-    if parse and r.status == 200 and r.content_type == "application/json":
+    if parse and r.status == 200 and h.get("Content-Type", "").startswith("application/json"):
         doc = orjson.loads(body)
         if "items" in doc or "rows" in doc:  # a List or a Table
             s.items = len(doc.get("items") or doc.get("rows") or [])

@@ -1,7 +1,8 @@
 """The cache path's floor: a trivial aiohttp handler that serves fixed bytes.
 
 ``python -m lab.bench_floor --port P --file BODY``: every GET answers the file's bytes
-(read once into memory) as ``application/json``, with a Content-Length, written in
+(read once into memory) as ``application/json`` (``--protobuf-file``'s to a client that
+asks for protobuf), with a Content-Length, written in
 256 KiB slices of one buffer (no copy, no encoding). Serving a cached LIST can hardly be
 cheaper than this, so the benchmark reports the cached LIST relative to it.
 """
@@ -16,16 +17,23 @@ from aiohttp import web
 CHUNK = 256 * 1024
 
 
-def app(body: bytes) -> web.Application:
-    view = memoryview(body)
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+
+def app(body: bytes, protobuf_body: bytes = b"") -> web.Application:
+    bodies = {"application/json": memoryview(body), PROTOBUF: memoryview(protobuf_body)}
 
     async def handler(request: web.Request) -> web.StreamResponse:
+        # the protobuf LIST's bytes when the client asks for protobuf first
+        wanted = PROTOBUF if request.headers.get("Accept", "").startswith(PROTOBUF) else ""
+        content_type = wanted or "application/json"
+        view = bodies[content_type]
         # Slices rather than one write: aiohttp's single huge write is slower for the
         # reader (measured), and the floor must be the fastest way to move these bytes.
-        r = web.StreamResponse(headers={"Content-Type": "application/json"})
-        r.content_length = len(body)
+        r = web.StreamResponse(headers={"Content-Type": content_type})
+        r.content_length = len(view)
         await r.prepare(request)
-        for i in range(0, len(body), CHUNK):
+        for i in range(0, len(view), CHUNK):
             await r.write(view[i : i + CHUNK])
         await r.write_eof()
         return r
@@ -39,8 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m lab.bench_floor", description=__doc__)
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--file", type=Path, required=True)
+    p.add_argument("--protobuf-file", type=Path, help="served to Accept: protobuf requests")
     a = p.parse_args(argv)
-    web.run_app(app(a.file.read_bytes()), host="127.0.0.1", port=a.port, print=None,
+    pb = a.protobuf_file.read_bytes() if a.protobuf_file else b""
+    web.run_app(app(a.file.read_bytes(), pb), host="127.0.0.1", port=a.port, print=None,
                 access_log=None)  # fmt: skip
     return 0
 

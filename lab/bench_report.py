@@ -37,6 +37,10 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "yaml_cache": ("YAML", "Accept: application/yaml, all pods, RV=0: cache"),
     "floor_etcd_range": ("floors", "raw etcd Range of the prefix (etcdclient)"),
     "floor_bytes": ("floors", "same bytes as the cached LIST from a trivial handler"),
+    "list_etcd_protobuf": ("protobuf", "LIST all, RV unset, as protobuf"),
+    "list_cache_protobuf": ("protobuf", "LIST all, RV=0, as protobuf (pre-encoded items)"),
+    "field_cache_indexed_protobuf": ("protobuf", "spec.nodeName=X, RV=0, as protobuf"),
+    "floor_bytes_protobuf": ("protobuf", "same bytes as the protobuf cached LIST, trivially"),
 }
 
 
@@ -80,6 +84,24 @@ class ScenarioStats:
     lag_max: float = math.nan  # seconds: upper bound of the highest bucket reached
     readyz_p50: float = math.nan  # concurrent /readyz latency, for "readyz" scenarios
     readyz_max: float = math.nan
+
+
+# /proc counts CPU time in 10 ms ticks: a scenario's per-request CPU is reported only
+# when its runs together used enough ticks for the mean to mean something (±5%).
+CPU_TICK_S = 0.01
+CPU_MIN_TICKS = 20
+OBJECTS_AXIS_FROM = 0.1
+
+
+def cpu_measurable(s: dict[str, Any]) -> bool:
+    """Whether a scenario's runs used at least CPU_MIN_TICKS ticks (server + etcd)."""
+    total = (s["server_cpu"] + s["etcd_cpu"]) * s["runs"]
+    return bool(total >= CPU_MIN_TICKS * CPU_TICK_S)
+
+
+def _cpu_ms(s: dict[str, Any], key: str) -> str:
+    """CPU ms per request, or ``< tick`` when the runs used too few ticks to say."""
+    return f"{s[key] * 1000:.1f}" if cpu_measurable(s) else "< tick"
 
 
 def summarize(
@@ -203,7 +225,19 @@ def targets(stats: list[ScenarioStats]) -> list[Target]:
                _ratio(p.get("list_cache"), p.get("floor_bytes")), 2, False),
         Target("etcd_vs_range_floor", "unset-RV LIST within 3x of the raw etcd range",
                _ratio(p.get("list_etcd"), p.get("floor_etcd_range")), 3, False),
+        Target("protobuf_vs_bytes_floor", "protobuf cached LIST within 1.5x of its bytes floor",
+               _ratio(p.get("list_cache_protobuf"), p.get("floor_bytes_protobuf")), 1.5, False),
+        Target("protobuf_bytes", "protobuf LIST bytes <= 0.75x JSON's",
+               _ratio(_bytes(stats, "list_cache_protobuf"), _bytes(stats, "list_cache")), 0.75,
+               False),
     ]  # fmt: skip
+
+
+def _bytes(stats: list[ScenarioStats], name: str) -> float | None:
+    for s in stats:
+        if s.name == name and s.available and s.status == 200:
+            return float(s.nbytes)
+    return None
 
 
 def _ms(x: float) -> str:
@@ -234,8 +268,9 @@ def markdown(results: dict[str, Any]) -> str:
         f"- runs per scenario: {meta['runs']} (+{meta['warmup']} warmup), interleaved, "
         "one client process, sequential requests over keep-alive HTTP",
         "- CPU per request: the serving process's and etcd's CPU time (/proc, 10 ms ticks) "
-        "read around each request, averaged over the runs",
-        f"- watchcache commit {meta.get('commit', 'unknown')}, python {meta['python']}; "
+        "read around each request, averaged over the runs; `< tick` where all runs together "
+        f"used fewer than {CPU_MIN_TICKS} ticks (too few requests to measure: raise --runs)",
+        f"- watchcache {meta.get('commit', 'unknown')}, python {meta['python']}; "
         f"total time {meta['elapsed_s']:.0f} s",
         "- machine load (1-min load average) before / after: "
         + " / ".join(str(x) for x in meta.get("loadavg_1m", ["?"])),
@@ -287,7 +322,7 @@ def _run_markdown(run: dict[str, Any]) -> list[str]:
             f"| {s['name']} | {s['description']} | {_ms(s['p50'])} | {_ms(s['p90'])} | "
             f"{_ms(s['p99'])} | {s['throughput']:.1f} | {_kb(s['nbytes'])} | {s['requests']} | "
             f"{_opt(s['served_from'])} | {_opt(s['fetched'])} | {_opt(s['returned'])} | "
-            f"{s['server_cpu'] * 1000:.1f} | {s['etcd_cpu'] * 1000:.1f} | "
+            f"{_cpu_ms(s, 'server_cpu')} | {_cpu_ms(s, 'etcd_cpu')} | "
             f"{s['peak_rss'] / 2**20:.0f} MiB |"
         )
     lines += _metrics_markdown(run)
@@ -378,28 +413,37 @@ def charts(results: dict[str, Any], out: Path) -> list[Path]:
         sel = [s for s in ok if s["fetched"] is not None and s["returned"] is not None]
         fig, ax = plt.subplots(figsize=(10, 4))
         ys = range(len(sel))
-        ax.barh([y - 0.2 for y in ys], [max(s["fetched"], 0.5) for s in sel], height=0.4,
-                label="fetched", color="#b2182b")  # fmt: skip
-        ax.barh([y + 0.2 for y in ys], [max(s["returned"], 0.5) for s in sel], height=0.4,
-                label="returned", color="#4393c3")  # fmt: skip
+        for dy, key, color in ((-0.2, "fetched", "#b2182b"), (0.2, "returned", "#4393c3")):
+            values = [s[key] for s in sel]
+            bars = ax.barh([y + dy for y in ys], [max(v, OBJECTS_AXIS_FROM) for v in values],
+                           height=0.4, label=key, color=color)  # fmt: skip
+            # a log axis makes 1 object a sliver next to 10,000: every bar says its count
+            ax.bar_label(bars, labels=[str(v) for v in values], padding=2, fontsize=7)
         ax.set_yticks(list(ys), [s["name"] for s in sel])
         ax.set_xscale("log")
+        ax.set_xlim(left=OBJECTS_AXIS_FROM)  # a decade below 1, so a bar of 1 is visible
         ax.set_xlabel("objects (log scale)")
         ax.set_title(f"objects fetched vs returned, {tag} pods")
         ax.invert_yaxis()
-        ax.legend()
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1))  # outside: it hid a bar
         fig.tight_layout()
         written.append(_save(fig, out / f"objects-{tag}.png"))
 
         fig, ax = plt.subplots(figsize=(10, 5))
-        srv = [s["server_cpu"] * 1000 for s in ok]
-        etc = [s["etcd_cpu"] * 1000 for s in ok]
+        measured = [s for s in ok if cpu_measurable(s)]
+        srv = [s["server_cpu"] * 1000 if cpu_measurable(s) else 0.0 for s in ok]
+        etc = [s["etcd_cpu"] * 1000 if cpu_measurable(s) else 0.0 for s in ok]
         ax.barh(names, srv, color="#5e3c99", label="server")
         ax.barh(names, etc, left=srv, color="#e66101", label="etcd")
+        for y, s in enumerate(ok):
+            if not cpu_measurable(s):
+                ax.text(0, y, f"  not measurable: < {CPU_MIN_TICKS} CPU ticks over "
+                        f"{s['runs']} runs", va="center", fontsize=7, color="#555555")  # fmt: skip
         ax.set_xlabel("CPU ms per request")
-        ax.set_title(f"CPU per request, {tag} pods")
+        ax.set_title(f"CPU per request, {tag} pods"
+                     + ("" if measured else " (too few requests to measure: raise --runs)"))
         ax.invert_yaxis()
-        ax.legend()
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
         fig.tight_layout()
         written.append(_save(fig, out / f"cpu-{tag}.png"))
 

@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from lab import seed
+from lab import demos_auth, seed
 from lab.apiserver import APIServer
 from lab.control import etcd_start, etcd_stop
 from lab.metrics import Scrape, scrape
@@ -32,7 +32,8 @@ __all__ = ["DEMOS", "DemoContext", "run_demo"]
 # (etcd #15220, #17507): 3.4.31+ or 3.5.13+.
 CONSISTENT_READ_ETCD = {3: {4: 31, 5: 13}}
 ETCD_DOWN_BOUND = 30.0
-# kube-apiserver's metric names (SEMANTICS.md §7), as the demos cite them.
+# kube-apiserver's metric names (k8s.io/apiserver/pkg/endpoints/metrics,
+# pkg/storage/cacher/metrics, pkg/storage/etcd3/metrics), as the demos cite them.
 STORAGE_FETCHED = "apiserver_storage_list_fetched_objects_total"
 STORAGE_RETURNED = "apiserver_storage_list_returned_objects_total"
 CACHE_FETCHED = "apiserver_cache_list_fetched_objects_total"
@@ -219,6 +220,10 @@ async def etcd_down(ctx: DemoContext) -> None:
 # -- watch ------------------------------------------------------------------------------
 
 
+def _named(event: dict[str, Any], name: str) -> bool:
+    return bool((event.get("object") or {}).get("metadata", {}).get("name") == name)
+
+
 async def _read_until(stream: WatchStream, want: Callable[[dict[str, Any]], bool], t: Transcript,
                       within: float, show: int = 1000) -> list[dict[str, Any]]:  # fmt: skip
     """Events until ``want(event)``, the stream's end or ``within`` seconds; the first
@@ -279,11 +284,14 @@ async def watch_demo(ctx: DemoContext) -> None:
         put = await _touch_pod(ctx, ns, target, f"watch-{int(time.time())}")
         rv = str(put.metadata.get("resourceVersion") or (put.body or {}).get("metadata", {})
                  .get("resourceVersion"))
-        more = await _read_until(stream, lambda e: e["type"] == "MODIFIED", t, 10)
-        mod = [e for e in more if e["type"] == "MODIFIED"]
+        more = await _read_until(stream, lambda e: e["type"] == "MODIFIED" and _named(e, target),
+                                 t, 10)  # fmt: skip
+        mod = [e for e in more if e["type"] == "MODIFIED" and _named(e, target)]
         t.check("then the live MODIFIED, with the write's resourceVersion",
-                len(mod) == 1 and mod[0]["object"]["metadata"]["name"] == target
-                and mod[0]["object"]["metadata"]["resourceVersion"] == rv, f"rv {rv}")
+                len(mod) == 1 and mod[0]["object"]["metadata"]["resourceVersion"] == rv,
+                f"rv {rv}")  # fmt: skip
+        if len(more) > len(mod):
+            t.say(f"  ({len(more) - len(mod)} other change(s): the simulated cluster at work)")
     t.explain("a watch without RV first replays the current state as ADDED events (from the "
               "cache), then streams changes as they happen: a list and a watch in one.")
 
@@ -316,7 +324,7 @@ async def bookmark(ctx: DemoContext) -> None:
     ended = time.monotonic() - t0
     marks = [e for e in events if e["type"] == "BOOKMARK"]
     t.check("no event for the change: it does not match the selector",
-            all(e["type"] == "BOOKMARK" for e in events))
+            not any(_named(e, meta["name"]) for e in events if e["type"] != "BOOKMARK"))
     bm_rv = int(marks[-1]["object"]["metadata"]["resourceVersion"]) if marks else 0
     t.check("a BOOKMARK carries a resourceVersion at or past the change",
             bool(marks) and bm_rv >= write_rv and marks[-1]["object"].get("kind") == "Pod",
@@ -417,8 +425,7 @@ async def raw_etcd(ctx: DemoContext) -> None:
     t.check(f"the pod's key is {st.prefix}/pods/<namespace>/<name>", got.kv is not None, key)
     if got.kv is None:
         return
-    stored = orjson.loads(got.kv.value)
-    t.say(f"  value ({len(got.kv.value)} bytes): {got.kv.value[:160].decode(errors='replace')}...")
+    stored = _show_value(t, key, got.kv.value)
     t.say(f"  mod_revision={got.kv.mod_revision} create_revision={got.kv.create_revision} "
           f"version={got.kv.version}")
     t.check("the stored value carries no resourceVersion",
@@ -426,8 +433,31 @@ async def raw_etcd(ctx: DemoContext) -> None:
     t.check("the API's resourceVersion is the key's mod_revision",
             meta["resourceVersion"] == str(got.kv.mod_revision),
             f"{meta['resourceVersion']} == {got.kv.mod_revision}")
-    t.explain("objects are plain JSON values under /registry/<resource>/<namespace>/<name>; "
-              "resourceVersion is not stored: it is etcd's mod_revision, set on read.")
+    t.explain("objects are values under /registry/<resource>/<namespace>/<name>, encoded as "
+              "kube-apiserver encodes them (protobuf by default; serve with "
+              "--storage-media-type=application/json to store readable JSON); resourceVersion "
+              "is not stored: it is etcd's mod_revision, set on read.")
+
+
+def _show_value(t: Transcript, key: str, value: bytes) -> dict[str, Any]:
+    """Print a stored value part by part (protobuf) or as text (JSON); its object."""
+    from storage import codec
+    from storage.protobuf.serializer import MAGIC, unwrap
+
+    obj = codec.decode_object(key, value)
+    if not value.startswith(MAGIC):
+        t.say(f"  value ({len(value)} bytes, JSON): {value[:160].decode(errors='replace')}...")
+        return obj
+    envelope = unwrap(value)
+    t.say(f"  value ({len(value)} bytes, protobuf): {value[:40]!r}...")
+    t.say("    k8s\\x00          the 4-byte magic of Kubernetes' protobuf encoding, then")
+    t.say(f"    runtime.Unknown  typeMeta: apiVersion={envelope.api_version!r} "
+          f"kind={envelope.kind!r}")
+    t.say(f"                     raw: the {envelope.kind} message, {len(envelope.raw)} bytes "
+          "(metadata = field 1, spec = 2, status = 3)")
+    t.say("                     contentEncoding, contentType: empty (raw is plain protobuf)")
+    t.say(f"    decoded: {orjson.dumps(obj)[:160].decode(errors='replace')}...")
+    return obj
 
 
 # -- consistent-read --------------------------------------------------------------------
@@ -483,6 +513,11 @@ async def consistent_read(ctx: DemoContext) -> None:
               "waits until the cache has caught up (a progress notification proves it when "
               "the resource itself did not change) and answers from memory; that needs "
               "etcd >= 3.5.13, otherwise it goes to etcd as before.")
+    if not fixed:
+        t.say(f"   Not from the cache here: etcd {version} lacks the progress-notify fixes\n"
+              "   (etcd #15220, #17507), so the cache cannot prove it is fresh. On 3.5.13+:\n"
+              "     make etcd-versions      # Debian's etcd 3.5.16 into .cache/etcd/\n"
+              "     ETCD_BIN=.cache/etcd/3.5.16/usr/bin/etcd .venv/bin/watchcache lab")
 
 
 DemoFn = Callable[[DemoContext], Awaitable[None]]
@@ -494,9 +529,11 @@ DEMOS: dict[str, tuple[DemoFn, str]] = {
                                  "objects fetched vs returned: etcd, cache, index"),
     "watch": (watch_demo, "ADDED replay, then a live MODIFIED"),
     "bookmark": (bookmark, "BOOKMARK events carry progress without changes"),
-    "raw-etcd": (raw_etcd, "the key layout and stored bytes, straight from etcd"),
+    "raw-etcd": (raw_etcd, "the keys and stored bytes, straight from etcd"),
     "consistent-read": (consistent_read, "ConsistentListFromCache on vs off"),
     "too-old": (too_old, "compaction, then 410 too old resource version"),
+    "authn": (demos_auth.authn, "who am I: anonymous, token, cert, service account"),
+    "rbac": (demos_auth.rbac, "the learner denied, then granted by a RoleBinding"),
     "etcd-down": (etcd_down, "etcd stopped: RV=0 still served, quorum reads fail"),
 }
 

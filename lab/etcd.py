@@ -15,7 +15,6 @@ import contextlib
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -24,6 +23,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from lab.process import stop_process
 
 __all__ = ["EtcdCluster", "EtcdMember", "etcd_binary", "etcd_version", "free_port"]
 
@@ -152,10 +153,16 @@ class EtcdCluster:
         return ".".join(map(str, self.version))
 
     def start(self, timeout: float = 30.0) -> EtcdCluster:
-        for m in self.members:
-            self._spawn(m, new=True)
-        for m in self.members:
-            self.wait_healthy(m, timeout)
+        """Spawn every member and wait until each is healthy; on failure the members
+        already spawned are stopped (by PID) before the error propagates."""
+        try:
+            for m in self.members:
+                self._spawn(m, new=True)
+            for m in self.members:
+                self.wait_healthy(m, timeout)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self) -> None:
@@ -175,13 +182,7 @@ class EtcdCluster:
         m = self._member(m)
         if m.process is None:
             return
-        if m.process.poll() is None:
-            m.process.send_signal(signal.SIGTERM)
-            try:
-                m.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                m.process.kill()
-                m.process.wait()
+        stop_process(m.process, timeout)
         m.process = None
 
     def kill_member(self, m: EtcdMember | int) -> None:

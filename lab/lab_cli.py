@@ -17,20 +17,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import os
 import shutil
 import signal
+import socket
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
 from lab import seed
-from lab.apiserver import APIServer
+from lab.apiserver import APIServer, PortTaken
 from lab.control import ControlServer
 from lab.etcd import EtcdCluster, free_port
-from lab.kubeconfig import write_kubeconfig
+from lab.kubeconfig import secure_kubeconfig, write_kubeconfig
 from lab.observe import Transcript
+from lab.page.server import LabPage
+from lab.pki import ADMIN, LEARNER, LabPKI
+from lab.sim.cluster import Simulation, add_sim_arguments
 from lab.state import LabState, NoLab
 
 __all__ = ["Lab", "main"]
@@ -38,6 +43,51 @@ __all__ = ["Lab", "main"]
 
 class Stopped(Exception):
     """A stop signal arrived while the lab was starting."""
+
+
+class LabError(Exception):
+    """A failure the lab explains in its own words (printed as is, no type name)."""
+
+
+def new_log(path: Path) -> Path:
+    """``path`` for this run's log, empty: the previous run's is kept as ``<name>.1``
+    (one log per run, not one file appended across runs)."""
+    if path.exists():
+        path.replace(path.with_name(path.name + ".1"))
+    return path
+
+
+def _port_taken(port: int, flag: str = "--port") -> LabError:
+    return LabError(
+        f"port {port} is taken by another process, so the lab's server could not start.\n"
+        f"Choose another port: `watchcache lab {flag} {port + 1}` (`{flag} 0`: any free "
+        f"port), or `make lab LAB_ARGS='{flag} {port + 1}'`."
+    )
+
+
+def _check_port(port: int, flag: str = "--port") -> None:
+    """LabError now, before seeding, when ``port`` is taken on 127.0.0.1 (the server
+    still reports a race with PortTaken)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise _port_taken(port, flag) from e
+            raise
+
+
+def describe(e: BaseException) -> list[str]:
+    """What failed, one line per cause: an ExceptionGroup (a TaskGroup's) is unwrapped
+    into its leaves, so the learner reads the error, not "unhandled errors in a
+    TaskGroup (2 sub-exceptions)"."""
+    if isinstance(e, BaseExceptionGroup):
+        lines = [line for sub in e.exceptions for line in describe(sub)]
+        return list(dict.fromkeys(lines))  # the same failure from many workers: once
+    if isinstance(e, LabError):
+        return str(e).splitlines()
+    return [f"{type(e).__name__}: {e}"]
 
 
 class Lab:
@@ -52,6 +102,8 @@ class Lab:
         self.server: APIServer | None = None
         self.control: ControlServer | None = None
         self.state: LabState | None = None
+        self.sim: Simulation | None = None
+        self.page: LabPage | None = None
 
     # -- start ---------------------------------------------------------------------------
 
@@ -68,24 +120,56 @@ class Lab:
             raise RuntimeError(f"a lab is already running in {self.dir} (pid {other.lab_pid}); "
                                "stop it first or use another --dir")  # fmt: skip
         LabState.remove(self.dir)  # a stale file of a lab that died
+        port = self.a.port or free_port()
+        _check_port(port)  # before anything starts: say it now, not after seeding
+        secure_port = self.a.secure_port
+        if secure_port is None:  # 6443 next to a fixed plain port; any free one next to --port 0
+            secure_port = 6443 if self.a.port else 0
+        if secure_port:
+            _check_port(secure_port, "--secure-port")
+        else:
+            secure_port = free_port()
         endpoints, version = await self._start_etcd()
         self._step()
-        port = self.a.port or free_port()
-        self.server = APIServer(
-            endpoints, self.a.etcd_prefix, port=port, extra_args=tuple(self.a.server_arg),
-            log_path=self.dir / "server.log",
-        )  # fmt: skip
-        self.console.print(f"starting watchcache serve on {self.server.url} ...")
-        await asyncio.to_thread(self.server.start)
+        await self._seed(endpoints)
         self._step()
-        self.console.print(f"server ready (pid {self.server.pid}); seeding ...")
-        await self._seed()
-        kubeconfig = write_kubeconfig(self.dir / "kubeconfig", self.server.url)
+        # with the simulated cluster, DELETE leaves to its kubelets, garbage collector and
+        # namespace controller what kube-apiserver leaves to the real ones
+        lifecycle = ("--lifecycle-controllers=true",) if self.a.sim else ()
+        # HTTPS with the lab's own CA for people (kubectl: admin and learner contexts);
+        # the plain loopback port for the lab's own tooling (seeding, the simulated
+        # cluster, demos, the page, metrics)
+        pki = LabPKI.create(self.dir / "pki")
+        secure_url = f"https://127.0.0.1:{secure_port}"
+        self.server = APIServer(
+            endpoints, self.a.etcd_prefix, port=port,
+            extra_args=(*lifecycle, f"--secure-port={secure_port}", *pki.server_flags(),
+                        *self.a.server_arg),
+            log_path=new_log(self.dir / "server.log"),
+        )  # fmt: skip
+        self.console.print(f"starting watchcache serve on {secure_url}\n"
+                           f"                   and {self.server.url} ...")  # fmt: skip
+        try:
+            await asyncio.to_thread(self.server.start)
+        except PortTaken as e:
+            raise _port_taken(e.port) from e
+        self._step()
+        self.console.print(f"server ready (pid {self.server.pid}); its watch caches start "
+                           "at the seeded revision")  # fmt: skip
+        if self.a.sim:
+            self.sim = Simulation(self.server.url, churn=self.a.churn)
+            self.sim.start()
+        if self.a.page:
+            self.page = LabPage(self.server.url, self.a.page_port)
+            await self.page.start()
+        text = secure_kubeconfig(secure_url, pki.dir, (ADMIN[0], LEARNER[0]))
+        kubeconfig = write_kubeconfig(self.dir / "kubeconfig", secure_url, text=text)
         self.state = LabState(
-            lab_pid=os.getpid(), server_url=self.server.url, server_pid=self.server.pid or 0,
+            lab_pid=os.getpid(), server_url=self.server.url, server_pid=self.server.pid,
             etcd_endpoints=endpoints, etcd_version=version, prefix=self.a.etcd_prefix,
             kubeconfig=str(kubeconfig), pods=self.a.pods, nodes=self.a.nodes,
             namespaces=self.a.namespaces, configmaps=self.a.configmaps,
+            secure_url=secure_url, pki_dir=str(pki.dir),
         )  # fmt: skip
         if self.cluster is not None:
             sock = self.dir / "control.sock"
@@ -114,11 +198,23 @@ class Lab:
         async with EtcdClient(endpoints) as c:
             return (await c.status()).version
 
-    async def _seed(self) -> None:
-        assert self.server is not None
+    async def _seed(self, endpoints: list[str]) -> None:
+        """Seed through a short-lived server without a watch cache, so that the lab's
+        server primes its caches afterwards, at the seeded revision: its watch window
+        starts there, as a kube-apiserver's does on a cluster that has been running (a
+        watch from resourceVersion=1 is 410 Gone, not a replay of the seeding)."""
+        seeder = APIServer(endpoints, self.a.etcd_prefix, extra_args=("--watch-cache=false",),
+                           log_path=new_log(self.dir / "seed-server.log"))  # fmt: skip
+        self.console.print("seeding through a server without a watch cache ...")
+        await asyncio.to_thread(seeder.start)
+        try:
+            await self._seed_into(seeder.url)
+        finally:
+            await asyncio.to_thread(seeder.stop)
+
+    async def _seed_into(self, url: str) -> None:
         plan = seed.Plan(self.a.pods, self.a.nodes, self.a.namespaces, self.a.configmaps)
-        task = asyncio.create_task(seed.seed_with_progress(self.server.url, plan,
-                                                           quiet=self.a.quiet))  # fmt: skip
+        task = asyncio.create_task(seed.seed_with_progress(url, plan, quiet=self.a.quiet))
         stopper = asyncio.create_task(self.stop_requested.wait())
         await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
         stopper.cancel()
@@ -128,7 +224,7 @@ class Lab:
                 await task
             raise Stopped
         result = task.result()
-        self.console.print(result.summary(), markup=False)
+        self.console.print("seeded " + result.summary(sep="\n       "), markup=False)
         for err in result.errors:
             self.console.print(f"  [red]{err}[/red]")
         if not result.ok:
@@ -150,6 +246,10 @@ class Lab:
             LabState.remove(self.dir)
         if self.control is not None:
             await self.control.close()
+        if self.page is not None:
+            await self.page.close()
+        if self.sim is not None:
+            await self.sim.stop()
         if self.server is not None:
             await asyncio.to_thread(self.server.stop)
         if self.cluster is not None:
@@ -160,37 +260,57 @@ class Lab:
     def guide(self) -> str:
         assert self.state is not None
         s = self.state
-        kc = _short(Path(shutil.which("kubectl", path=str(Path(sys.executable).parent))
-                         or "kubectl"))  # fmt: skip
+        bin_dir = Path(sys.executable).parent
         node = seed.node_name(0)
         url = s.server_url
         rel = _short(self.dir)
         dir_arg = "" if rel == ".lab" else f" --dir {rel}"
-        wc = _short(Path(shutil.which("watchcache", path=str(Path(sys.executable).parent))
-                         or "watchcache"))  # fmt: skip
         return f"""
 [bold green]watchcache lab is ready[/bold green]
-  server   {url}  (pid {s.server_pid}, log {rel}/server.log)
-  etcd     {','.join(s.etcd_endpoints)}  (etcd {s.etcd_version}, pids {s.etcd_pids or 'external'})
-  data     {s.pods} pods on {s.nodes} nodes in {s.namespaces} namespaces, {s.configmaps} configmaps
-
-[bold]kubectl[/bold] (the bundled real one):
-  export KUBECONFIG={_short(Path(s.kubeconfig))}
-  {kc} get pods -A | head
-  {kc} get pods -A --field-selector spec.nodeName={node}
-  {kc} get --raw '/api/v1/pods?limit=5'                  # from etcd, paginated
-  {kc} get pods -A --watch                               # a watch, served by the cache
+  server   {s.secure_url}  (HTTPS, lab CA in {rel}/pki; RBAC)
+           {url}  (plain HTTP on loopback, no authentication)
+           pid {s.server_pid}, log {rel}/server.log (the previous run's: .1)
+""" + self._page_guide() + f"""  etcd     {','.join(s.etcd_endpoints)}
+           etcd {s.etcd_version}, pids {s.etcd_pids or 'external'}
+  data     {s.pods} pods on {s.nodes} nodes in {s.namespaces} namespaces,
+           {s.configmaps} configmaps
+""" + self._sim_guide() + f"""[bold]kubectl[/bold] (the bundled real one):
+  export KUBECONFIG={_short(Path(s.kubeconfig))}   # contexts: lab-admin, learner
+  export PATH={bin_dir}:$PATH       # kubectl and watchcache
+  kubectl get pods -A | head
+  kubectl --context=learner get pods           # 403 until a RoleBinding
+  kubectl --context=learner auth can-i --list
+  kubectl get pods -A --field-selector spec.nodeName={node}
+  kubectl get --raw '/api/v1/pods?limit=5'     # from etcd, paginated
+  kubectl get pods -A --watch                  # a watch, from the cache
+  kubectl get leases -n kube-node-lease -w     # the node agents' heartbeats
+  kubectl run web --image=nginx && kubectl get pod web -w   # scheduled, Running
 
 [bold]curl[/bold] (see where each read is served from, and what it cost):
-  curl -si '{url}/api/v1/pods?fieldSelector=spec.nodeName={node}' | grep -i x-watchcache
-  curl -si '{url}/api/v1/pods?fieldSelector=spec.nodeName={node}&resourceVersion=0' \\
-      | grep -i x-watchcache
+  curl -si -G {url}/api/v1/pods \\
+      -d fieldSelector=spec.nodeName={node} | grep -i x-watchcache
+  curl -si -G {url}/api/v1/pods -d resourceVersion=0 \\
+      -d fieldSelector=spec.nodeName={node} | grep -i x-watchcache
 
-[bold]demos[/bold] (in another terminal; `{wc} lab demo all{dir_arg}` runs them in order):
-""" + "\n".join(
-            f"  {f'{wc} lab demo {name}{dir_arg}':<{len(wc) + len(dir_arg) + 36}} # {help_}"
-            for name, (_, help_) in _demos().items()
-        ) + "\n\nCtrl-C stops everything."
+[bold]demos[/bold] (in another terminal; `lab demo all` runs them in order):
+  watchcache lab demo NAME{dir_arg}   with NAME one of
+""" + "\n".join(f"    {name:<26}{help_}" for name, (_, help_) in _demos().items()) + """
+
+Ctrl-C stops everything."""
+
+    def _page_guide(self) -> str:
+        if self.page is None:
+            return ""
+        return f"  page     {self.page.url}  (live: caches, requests, rates)\n"
+
+    def _sim_guide(self) -> str:
+        if self.sim is None:
+            return "  cluster  none (--no-sim): nothing writes unless you do\n\n"
+        return f"""  cluster  simulated: a kubelet per node (Lease every 10 s), a scheduler,
+           ReplicaSet and Deployment controllers, {self.a.churn:g} container
+           restarts/s (--churn RATE, --no-sim: none of it)
+
+"""
 
 
 def _short(path: Path) -> str:
@@ -223,7 +343,8 @@ async def run_lab(a: argparse.Namespace) -> int:
     except Stopped:
         console.print("stopped while starting")
     except Exception as e:
-        console.print(f"[red]watchcache lab: {type(e).__name__}: {e}[/red]")
+        for line in describe(e):
+            console.print(f"watchcache lab: {line}", style="red", markup=False)
         rc = 1
     finally:
         await lab.shutdown()
@@ -242,11 +363,20 @@ def lab_main(argv: list[str]) -> int:
     p.add_argument("--etcd-members", type=int, default=1, help="members of the lab's etcd")
     p.add_argument("--etcd-prefix", default="/registry", help="key prefix (default /registry)")
     seed.add_plan_arguments(p, pods=5000, nodes=50, namespaces=10, configmaps=100)
-    p.add_argument("--port", type=int, default=8080, help="server port (0: any free port)")
+    p.add_argument("--port", type=int, default=8080,
+                   help="plain-HTTP (loopback) port (0: any free port)")  # fmt: skip
+    p.add_argument("--secure-port", type=int, default=None,
+                   help="HTTPS port (default 6443; any free port with --port 0)")  # fmt: skip
     p.add_argument("--dir", type=Path, default=Path(".lab"), help="lab directory (.lab)")
     p.add_argument("--server-arg", action="append", default=[],
                    help="extra flag for watchcache serve (repeatable)")  # fmt: skip
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--no-sim", dest="sim", action="store_false",
+                   help="no simulated cluster (node agents, scheduler, controllers, churn)")
+    add_sim_arguments(p)
+    p.add_argument("--page-port", type=int, default=0,
+                   help="port of the live page (default 0: any free port)")
+    p.add_argument("--no-page", dest="page", action="store_false", help="no live page")
     a = p.parse_args(argv)
     if a.etcd_members < 1:
         p.error("--etcd-members must be >= 1")

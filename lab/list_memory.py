@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from storage.etcd3.lister import PAGE_SIZE
@@ -123,40 +124,25 @@ def _vmhwm(pid: int) -> int:
 
 def _serve(endpoints: list[str], repeat: int) -> dict[str, Any]:
     """Server peak RSS before and after one full GET /api/v1/pods (no watch cache)."""
-    from lab.etcd import free_port
+    from lab.apiserver import APIServer
 
-    port = free_port()
-    cmd = [sys.executable, "-m", "proxy.cli", "serve", "--etcd-servers", ",".join(endpoints),
-           "--watch-cache=false", "--port", str(port), "--log-level", "warning"]  # fmt: skip
-    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base_url}/readyz", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError("watchcache serve did not become ready") from None
-                time.sleep(0.2)
-        before = _vmhwm(server.pid)
+    server = APIServer(endpoints, extra_args=("--watch-cache=false", "--log-level=warning"),
+                       log_path=Path(os.devnull))  # fmt: skip
+    with server:
+        pid = server.pid
+        before = _vmhwm(pid)
         times, size = [], 0
         for i in range(1 + repeat):
             t0 = time.perf_counter()
-            with urllib.request.urlopen(f"{base_url}/api/v1/pods", timeout=300) as r:
+            with urllib.request.urlopen(f"{server.url}/api/v1/pods", timeout=300) as r:
                 size = sum(len(chunk) for chunk in iter(lambda: r.read(1 << 20), b""))
             times.append(time.perf_counter() - t0)
             if i == 0:
-                after = _vmhwm(server.pid)
-        return {
-            "kind": "serve", "bytes": size, "baseline_rss": before, "peak_rss": after,
-            "first_s": times[0], "p50_s": statistics.median(times[1:] or times),
-        }  # fmt: skip
-    finally:
-        server.terminate()
-        server.wait(30)
+                after = _vmhwm(pid)
+    return {
+        "kind": "serve", "bytes": size, "baseline_rss": before, "peak_rss": after,
+        "first_s": times[0], "p50_s": statistics.median(times[1:] or times),
+    }  # fmt: skip
 
 
 def _report(

@@ -176,7 +176,10 @@ class Transcript:
         return not self.failures
 
     def title(self, text: str) -> None:
-        self.console.rule(f"[bold]{self.name}[/bold]: {text}")
+        """A rule with the demo's name, then ``text`` in full on its own line (a rule
+        cuts a title longer than the terminal with an ellipsis)."""
+        self.console.rule(f"[bold]{self.name}[/bold]")
+        self.console.print(f"[bold]{text}[/bold]")
 
     def say(self, text: str) -> None:
         self.console.print(text, markup=False)

@@ -25,11 +25,10 @@ import hashlib
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import aiohttp
 
-JSON = dict[str, Any]
+from storage.interfaces import JSONObject
 
 APPS: tuple[tuple[str, str, str], ...] = (
     # (app, tier, image)
@@ -97,7 +96,7 @@ def node_ip(i: int) -> str:
     return f"172.20.{(i >> 8) & 255}.{i & 255}"
 
 
-def namespace(i: int) -> JSON:
+def namespace(i: int) -> JSONObject:
     name = namespace_name(i)
     return {
         "apiVersion": "v1",
@@ -107,7 +106,7 @@ def namespace(i: int) -> JSON:
     }
 
 
-def node(i: int) -> JSON:
+def node(i: int) -> JSONObject:
     """A Ready node with capacity, conditions and addresses (~2 KB)."""
     name = node_name(i)
     cond = [
@@ -155,7 +154,7 @@ def node(i: int) -> JSON:
     }  # fmt: skip
 
 
-def configmap(i: int, namespaces: int) -> JSON:
+def configmap(i: int, namespaces: int) -> JSONObject:
     """An application config of ~1 KB."""
     ns = namespace_name(i % max(namespaces, 1))
     app = APPS[i % len(APPS)][0]
@@ -169,9 +168,9 @@ def configmap(i: int, namespaces: int) -> JSON:
     }  # fmt: skip
 
 
-def _managed_fields(app: str) -> list[JSON]:
+def _managed_fields(app: str) -> list[JSONObject]:
     """managedFields as kube-controller-manager and the kubelet leave them."""
-    spec_fields: JSON = {
+    spec_fields: JSONObject = {
         "f:containers": {f'k:{{"name":"{app}"}}': {
             ".": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {},
             "f:resources": {"f:limits": {}, "f:requests": {}}, "f:env": {},
@@ -179,7 +178,7 @@ def _managed_fields(app: str) -> list[JSON]:
         "f:dnsPolicy": {}, "f:restartPolicy": {}, "f:schedulerName": {},
         "f:securityContext": {}, "f:terminationGracePeriodSeconds": {},
     }
-    status_fields: JSON = {
+    status_fields: JSONObject = {
         "f:conditions": {f'k:{{"type":"{t}"}}': {".": {}, "f:status": {}}
                          for t in ("Ready",)},
         "f:containerStatuses": {}, "f:hostIP": {}, "f:phase": {}, "f:podIP": {},
@@ -196,7 +195,7 @@ def _managed_fields(app: str) -> list[JSON]:
     ]  # fmt: skip
 
 
-def pod_spec(i: int, nodes: int) -> JSON:
+def pod_spec(i: int, nodes: int) -> JSONObject:
     app, tier, image = APPS[i % len(APPS)]
     return {
         "containers": [{
@@ -240,7 +239,7 @@ def pod_spec(i: int, nodes: int) -> JSON:
     }  # fmt: skip
 
 
-def pod_status(i: int, nodes: int) -> JSON:
+def pod_status(i: int, nodes: int) -> JSONObject:
     app, _, image = APPS[i % len(APPS)]
     conds = ("Initialized", "Ready", "ContainersReady", "PodScheduled")
     return {
@@ -259,7 +258,7 @@ def pod_status(i: int, nodes: int) -> JSON:
     }  # fmt: skip
 
 
-def pod(i: int, nodes: int, namespaces: int) -> JSON:
+def pod(i: int, nodes: int, namespaces: int) -> JSONObject:
     """Pod number ``i``: on node ``i % nodes``, in namespace ``i % namespaces``."""
     app, tier, _ = APPS[i % len(APPS)]
     rs_hash = _h("rs", app, n=10)
@@ -292,7 +291,7 @@ class Item:
 
     resource: str
     path: str
-    body: JSON
+    body: JSONObject
 
 
 def _ns_path(ns: str, resource: str) -> str:
@@ -353,7 +352,8 @@ class SeedResult:
     def ok(self) -> bool:
         return not self.failed
 
-    def summary(self) -> str:
+    def summary(self, sep: str = "; ") -> str:
+        """One part per resource (``pods: 300 created, 2 existed``), joined by ``sep``."""
         parts = []
         for r in sorted(set(self.created) | set(self.existing) | set(self.failed)):
             s = f"{r}: {self.created.get(r, 0)} created"
@@ -362,7 +362,7 @@ class SeedResult:
             if self.failed.get(r):
                 s += f", {self.failed[r]} FAILED"
             parts.append(s)
-        return "; ".join(parts)
+        return sep.join(parts)
 
 
 Progress = Callable[[Item], None]

@@ -46,6 +46,9 @@ class LabState:
     nodes: int = 0
     namespaces: int = 0
     configmaps: int = 0
+    # the HTTPS port's URL and the lab's PKI (CA, client certificates, token file)
+    secure_url: str = ""
+    pki_dir: str = ""
 
     def save(self, lab_dir: Path) -> None:
         """Atomic write (a reader never sees half a file)."""

@@ -1,9 +1,10 @@
-"""Kubernetes ``Status`` responses, and the one place storage errors become them.
+"""Kubernetes ``Status`` responses, and the words of storage errors as Status.
 
-``StatusError`` is what handlers raise for any API error; the server's error
-middleware renders it. ``from_storage_error`` is the only translation of
-``storage.errors`` into HTTP (kube-apiserver's ``storeerr`` package plus
-``apierrors``): same codes, reasons and messages as upstream, word for word::
+``StatusError`` is what handlers raise for any API error; the handler-errors filter
+(``proxy.server.filters``) renders it. ``from_storage_error`` is the table of
+``storage.errors`` as Status (kube-apiserver's ``storeerr`` package plus
+``apierrors``), same codes, reasons and messages as upstream, word for word; its one
+caller is the generic store (``proxy.registry.store``), which applies it per verb::
 
     NotFound                 → 404 NotFound        pods "x" not found
     AlreadyExists            → 409 AlreadyExists   pods "x" already exists
@@ -11,42 +12,60 @@ middleware renders it. ``from_storage_error`` is the only translation of
                                                    object has been modified; please apply ...
     PreconditionFailed       → 409 Conflict        Operation cannot be fulfilled on pods "x":
                                                    Precondition failed: UID in precondition: ...
+                               (a DELETE checks its preconditions first with kube's
+                               BeforeDelete wording: ``precondition_conflict``)
     InvalidResourceVersion   → 400 BadRequest      (storage's message)
     InvalidContinue          → 400 BadRequest      (storage's message)
     TooLargeResourceVersion  → 504 Timeout         Timeout: Too large resource version: N,
                                                    current: M (+ cause, retryAfterSeconds 1)
     Expired                  → 410 Expired         (storage's message; metadata.continue)
     NotReady                 → 429 TooManyRequests storage is (re)initializing (+ Retry-After)
-    Unavailable              → 504 Timeout / 503 ServiceUnavailable
-    InternalStorageError     → 500 InternalError
+    Unavailable              → 504 Timeout         Timeout: request did not complete within
+                                                   the allotted timeout (no Retry-After)
+    CorruptObject            → 500 InternalError   Internal error occurred: StorageError:
+                                                   corrupt object, Code: 7, Key: ...
+    StoreReadError           → 500 StorageReadError failed to read one or more pods from
+                                                   the storage: ... (+ a cause per value)
+    InvalidObject            → 409 Conflict        Operation cannot be fulfilled on pods "x":
+                                                   StorageError: invalid object, ...
+    InternalStorageError     → 500 InternalError   Internal error occurred: ...
+      caused by etcd refusing the request (too large, over the gRPC limit, no space)
+                             → 500 (no reason)     etcd's own text, as kube passes it on
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from etcdclient import errors as etcd_errors
 from storage import errors as serr
+from storage.interfaces import JSONObject
 
 __all__ = [
+    "REQUEST_TIMEOUT_MESSAGE",
     "FieldError",
     "StatusError",
     "already_exists",
     "bad_request",
     "conflict",
+    "etcd_rejected",
     "expired",
     "from_storage_error",
+    "go_quote",
     "internal_error",
     "invalid",
+    "method_not_allowed",
     "method_not_supported",
     "not_acceptable",
     "not_found",
+    "path_not_found",
+    "precondition_conflict",
     "request_entity_too_large",
+    "restful_error",
     "service_unavailable",
     "status_body",
-    "storage_errors",
+    "store_read_error",
     "success_status",
     "timeout",
     "too_many_requests",
@@ -55,7 +74,9 @@ __all__ = [
     "unsupported_media_type",
 ]
 
-JSON = dict[str, Any]
+
+# WithTimeoutForNonLongRunningRequests' message (k8s.io/apiserver/pkg/server/filters/timeout.go)
+REQUEST_TIMEOUT_MESSAGE = "request did not complete within the allotted timeout"
 
 CONFLICT_DETAIL = (
     "the object has been modified; please apply your changes to the latest version and try again"
@@ -66,11 +87,11 @@ def status_body(
     code: int,
     reason: str,
     message: str,
-    details: JSON | None = None,
-    metadata: JSON | None = None,
-) -> JSON:
+    details: JSONObject | None = None,
+    metadata: JSONObject | None = None,
+) -> JSONObject:
     """A ``Status`` object of status Failure."""
-    body: JSON = {
+    body: JSONObject = {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": metadata or {},
@@ -79,14 +100,14 @@ def status_body(
     }
     if reason:  # StatusReasonUnknown is "" and omitted, as Go's omitempty does
         body["reason"] = reason
-    if details:
+    if details is not None:  # a non-nil StatusDetails, even empty, is sent as {}
         body["details"] = details
     body["code"] = code
     return body
 
 
-def success_status(details: JSON | None = None) -> JSON:
-    body: JSON = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+def success_status(details: JSONObject | None = None) -> JSONObject:
+    body: JSONObject = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
     if details:
         body["details"] = details
     return body
@@ -95,7 +116,7 @@ def success_status(details: JSON | None = None) -> JSON:
 class StatusError(Exception):
     """An API error as a ``Status``; ``headers`` go on the response (Retry-After)."""
 
-    def __init__(self, body: JSON, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, body: JSONObject, headers: dict[str, str] | None = None) -> None:
         super().__init__(body.get("message", ""))
         self.body = body
         self.code = int(body["code"])
@@ -113,10 +134,10 @@ class StatusError(Exception):
         return str(self.body.get("message", ""))
 
 
-def _details(name: str, qualified: str) -> JSON:
+def _details(name: str, qualified: str) -> JSONObject:
     """details {name, group, kind} from a GroupResource string like ``deployments.apps``."""
     resource, _, group = qualified.partition(".")
-    out: JSON = {"name": name}
+    out: JSONObject = {"name": name}
     if group:
         out["group"] = group
     out["kind"] = resource
@@ -156,6 +177,24 @@ def forbidden(qualified: str, name: str, reason: str) -> StatusError:
             _details(name, qualified),
         )
     )  # fmt: skip
+
+
+def precondition_conflict(
+    group_kind: str, name: str, field: str, wanted: str, actual: str
+) -> StatusError:
+    """409 of a DELETE whose precondition does not hold for the stored object, as
+    ``rest.BeforeDelete`` words it: on the kind (``Pod "p3"``, ``Deployment.apps "d"``),
+    ``field`` being ``UID`` or ``ResourceVersion``."""
+    consequence = (
+        "The object might have been deleted and then recreated"
+        if field == "UID"
+        else "The object might have been modified"
+    )
+    detail = (
+        f"the {field} in the precondition ({wanted}) does not match the {field} in record "
+        f"({actual}). {consequence}"
+    )
+    return conflict(group_kind, name, detail)
 
 
 def bad_request(message: str) -> StatusError:
@@ -220,16 +259,26 @@ def _go_quote_char(char: str) -> str:
 def _go_quote(value: object) -> str:
     """Go's ``%q`` of a string (escapes for control and unprintable characters)."""
     if isinstance(value, str):
+        if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+            return f'"{value}"'  # nothing to escape (the common case, on hot paths)
         return '"' + "".join(_go_quote_char(c) for c in value) + '"'
+    if isinstance(value, bool):  # Go prints true/false
+        return "true" if value else "false"
     return str(value)
+
+
+go_quote = _go_quote
 
 
 def invalid(group_kind: str, name: str, errors: Sequence[FieldError]) -> StatusError:
     """422 Invalid: ``<Kind.group> "<name>" is invalid: <errors>`` (one error bare,
-    several as ``[e1, e2]``, as an apimachinery aggregate prints)."""
-    text = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(map(str, errors)) + "]"
+    several as ``[e1, e2]``, as an apimachinery aggregate prints). As
+    ``ErrorList.ToAggregate``, the message names each distinct error once; the causes
+    keep every error."""
+    distinct = list(dict.fromkeys(map(str, errors)))
+    text = distinct[0] if len(distinct) == 1 else "[" + ", ".join(distinct) + "]"
     kind, _, group = group_kind.partition(".")
-    details: JSON = {"name": name} if name else {}
+    details: JSONObject = {"name": name} if name else {}
     if group:
         details["group"] = group
     details["kind"] = kind
@@ -240,7 +289,10 @@ def invalid(group_kind: str, name: str, errors: Sequence[FieldError]) -> StatusE
 
 
 def unexpected_server_response(code: int, message: str) -> StatusError:
-    """apierrors.NewGenericServerResponse(422, ...) as the patch handler uses it."""
+    """apierrors.NewGenericServerResponse(code, ...) as the patch handler uses it: the
+    generic message of the code; the server's ``message`` is not shown (kube passes
+    isUnexpectedResponse false, so there are no causes) and details are empty."""
+    del message  # kept by callers for reading; upstream drops it too
     reason, generic = {
         422: ("Invalid", "the server rejected our request due to an error in our request"),
     }.get(
@@ -250,8 +302,31 @@ def unexpected_server_response(code: int, message: str) -> StatusError:
             f"the server responded with the status code {code} but did not return more information",
         ),
     )
-    details: JSON = {"causes": [{"reason": "UnexpectedServerResponse", "message": message}]}
-    return StatusError(status_body(code, reason, generic, details))
+    return StatusError(status_body(code, reason, generic, {}))
+
+
+# What go-restful's router answers, through kube's serviceErrorHandler
+# (apierrors.NewGenericServerResponse): a generic message per code, empty details.
+METHOD_NOT_ALLOWED_MESSAGE = "the server does not allow this method on the requested resource"
+NOT_FOUND_MESSAGE = "the server could not find the requested resource"
+
+
+def method_not_allowed() -> StatusError:
+    """405: no route serves this method on the path (a POST to an object path, a PUT
+    to a collection)."""
+    return StatusError(status_body(405, "MethodNotAllowed", METHOD_NOT_ALLOWED_MESSAGE, {}))
+
+
+def path_not_found() -> StatusError:
+    """404: no route serves the path under a served API root (``/api/v1/foos``)."""
+    return StatusError(status_body(404, "NotFound", NOT_FOUND_MESSAGE, {}))
+
+
+def restful_error(code: int, message: str) -> StatusError:
+    """A 415 or 406 of go-restful's route matching (``proxy.endpoints.restful_route``):
+    its own text, the reason of the code, empty details."""
+    reason = {415: "UnsupportedMediaType", 406: "NotAcceptable"}[code]
+    return StatusError(status_body(code, reason, message, {}))
 
 
 def method_not_supported(qualified: str, action: str) -> StatusError:
@@ -266,12 +341,10 @@ def method_not_supported(qualified: str, action: str) -> StatusError:
 
 
 def unsupported_media_type(content_type: str, accepted: Sequence[str]) -> StatusError:
+    """415 of the handler's own decoder (negotiation.NewUnsupportedMediaTypeError): no
+    details. ``content_type`` is the type refused (kept for the caller's wording)."""
     message = "the body of the request was in an unknown format - accepted media types include: "
-    return StatusError(
-        status_body(
-            415, "UnsupportedMediaType", message + ", ".join(accepted), {"kind": content_type}
-        )
-    )
+    return StatusError(status_body(415, "UnsupportedMediaType", message + ", ".join(accepted)))
 
 
 def not_acceptable(accepted: Sequence[str]) -> StatusError:
@@ -290,8 +363,18 @@ def request_entity_too_large(limit: int) -> StatusError:
     )
 
 
-def timeout(message: str, retry_after: int = 0, causes: list[JSON] | None = None) -> StatusError:
-    details: JSON = {}
+def etcd_rejected(message: str) -> StatusError:
+    """What kube-apiserver answers when etcd refuses a write itself (``etcdserver:
+    request is too large``, a message over the gRPC limit): the etcd store hands etcd's
+    error up untranslated and ``ErrorToAPIStatus`` makes it a 500 with its bare text
+    and no reason (kubernetes/kubernetes#112152)."""
+    return unknown_error(message)
+
+
+def timeout(
+    message: str, retry_after: int = 0, causes: list[JSONObject] | None = None
+) -> StatusError:
+    details: JSONObject = {}
     if causes:
         details["causes"] = causes
     if retry_after:
@@ -334,16 +417,18 @@ def internal_error(message: str) -> StatusError:
 
 
 def from_storage_error(err: serr.StorageError, qualified: str, name: str = "") -> StatusError:
-    """Translate one storage error for the resource ``qualified`` (``pods``,
-    ``deployments.apps``) and object ``name``. The only such translation."""
+    """The Status of one storage error for the resource ``qualified`` (``pods``,
+    ``deployments.apps``) and object ``name``; called by the generic store only."""
     if isinstance(err, serr.NotFound):
         return not_found(qualified, name)
     if isinstance(err, serr.AlreadyExists):
         return already_exists(qualified, name)
     if isinstance(err, serr.Conflict):
         return conflict(qualified, name, CONFLICT_DETAIL)
-    if isinstance(err, serr.PreconditionFailed):
+    if isinstance(err, serr.PreconditionFailed | serr.InvalidObject):
         return conflict(qualified, name, err.message)
+    if isinstance(err, serr.StoreReadError):
+        return store_read_error(err, qualified)
     if isinstance(err, serr.InvalidResourceVersion | serr.InvalidContinue):
         return bad_request(err.message)
     if isinstance(err, serr.TooLargeResourceVersion):
@@ -354,18 +439,45 @@ def from_storage_error(err: serr.StorageError, qualified: str, name: str = "") -
     if isinstance(err, serr.NotReady):
         return too_many_requests(err.message, err.retry_after)
     if isinstance(err, serr.Unavailable):
-        if err.timeout:
-            return timeout(
-                f"request did not complete within the allowed duration: {err.message}", 1
-            )
-        return service_unavailable(f"etcd is unavailable: {err.message}")
+        # what kube-apiserver's clients get while etcd is unreachable: the timeout
+        # filter's 504, no Retry-After (see proxy.registry.store)
+        return timeout(REQUEST_TIMEOUT_MESSAGE)
+    rejection = _etcd_rejection(err)
+    if rejection:
+        return etcd_rejected(rejection)
     return internal_error(err.message)
 
 
-@contextlib.contextmanager
-def storage_errors(qualified: str, name: str = "") -> Iterator[None]:
-    """Re-raise storage errors from inside as the StatusError of ``qualified``/``name``."""
-    try:
-        yield
-    except serr.StorageError as e:
-        raise from_storage_error(e, qualified, name) from None
+def _etcd_rejection(err: serr.StorageError) -> str:
+    """etcd's own description when etcd refused the request (InvalidArgument: ``etcdserver:
+    request is too large``; ResourceExhausted: over the gRPC message limit, or etcd's
+    space quota), else "". The storage floor keeps the etcd client error as the cause;
+    the client prefixes the endpoint and the gRPC code name, which kube's text has not."""
+    cause = err.__cause__
+    if not isinstance(cause, etcd_errors.InvalidArgument | etcd_errors.ResourceExhausted):
+        return ""
+    text = str(cause)
+    for code in ("INVALID_ARGUMENT: ", "RESOURCE_EXHAUSTED: "):
+        if code in text:
+            return text.split(code, 1)[1]
+    return text
+
+
+def store_read_error(err: serr.StoreReadError, qualified: str) -> StatusError:
+    """kube-apiserver 1.37's aggregatedStorageError.NewAPIStatusError: a LIST that met
+    values it cannot decode (AllowUnsafeMalformedObjectDeletion)."""
+    resource, _, group = qualified.partition(".")
+    causes: list[JSONObject] = [
+        {"reason": "UnexpectedServerResponse", "message": c.message, "field": c.key}
+        for c in err.corrupt
+    ]
+    if err.too_many:
+        causes.append(
+            {"reason": "FieldValueTooMany", "message": "too many errors, the list is truncated"}
+        )
+    message = f"failed to read one or more {qualified} from the storage: {err.corrupt[0].message}"
+    if len(err.corrupt) > 1:
+        message += f" (and {len(err.corrupt) - 1} more)"
+    details: JSONObject = {"group": group} if group else {}  # omitempty
+    details.update({"kind": resource, "name": "list", "causes": causes})
+    return StatusError(status_body(500, "StorageReadError", message, details))

@@ -18,13 +18,16 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "etcd": ("lab.etcd_cli", "run a local real etcd (one member or a cluster)"),
     "lab": ("lab.lab_cli", "start etcd + server, seed objects, show the guide"),
     "seed": ("lab.seed", "seed pods, nodes, namespaces and configmaps"),
+    "sim": ("lab.sim.cluster", "simulate nodes, a scheduler and controllers against a server"),
+    "pki": ("lab.pki", "a CA, certificates and a kubeconfig for a stack of replicas"),
     "bench": ("lab.bench", "cached vs uncached LIST benchmark"),
+    "bench-auth": ("lab.bench_auth", "cost of authentication + RBAC on cached reads"),
 }
 
 
 def usage() -> str:
     lines = ["usage: watchcache COMMAND [ARGS...]", "", "commands:"]
-    lines += [f"  {name:<8} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
+    lines += [f"  {name:<10} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
     return "\n".join(lines)
 
 

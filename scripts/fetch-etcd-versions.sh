@@ -2,8 +2,8 @@
 # Fetch the extra real etcd versions CI tests against, without installing them:
 #   3.4.23  Debian 12 (bookworm) etcd-server
 #   3.5.16  Debian 13 (trixie)  etcd-server  (has the progress-notify fixes #15220/#17507)
-# Each .deb is downloaded with apt-get from a private apt state (so the system's sources
-# and package database are untouched) and unpacked into $CACHE/<version>/.
+# Each .deb is downloaded by scripts/fetch-deb.sh (a private apt state: the system's
+# sources and package database are untouched) and unpacked into $CACHE/<version>/.
 # Prints nothing but errors; `scripts/fetch-etcd-versions.sh --print` prints the binaries.
 set -euo pipefail
 CACHE=${ETCD_CACHE:-"$(cd "$(dirname "$0")/.." && pwd)/.cache/etcd"}
@@ -13,27 +13,14 @@ fetch() {  # fetch SUITE VERSION
   local suite=$1 version=$2
   local dest="$CACHE/$version"
   if [ -x "$dest/usr/bin/etcd" ]; then return 0; fi
-  local root; root=$(mktemp -d)
-  mkdir -p "$root/etc/apt/sources.list.d" "$root/etc/apt/preferences.d" \
-           "$root/var/lib/apt/lists/partial" "$root/var/cache/apt/archives/partial"
-  cat >"$root/etc/apt/sources.list" <<SRC
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite main
-SRC
-  local opts=(-o "Dir::Etc=$root/etc/apt" -o "Dir::State=$root/var/lib/apt"
-              -o "Dir::Cache=$root/var/cache/apt" -o "Dir::Etc::sourceparts=-"
-              -o "APT::Get::List-Cleanup=0" -o "Debug::NoLocking=1" -o "APT::Sandbox::User=root" -q)
-  apt-get "${opts[@]}" update >/dev/null
-  (cd "$root" && apt-get "${opts[@]}" download "etcd-server" >/dev/null)
-  local deb; deb=$(ls "$root"/etcd-server_*.deb)
-  mkdir -p "$dest.tmp"
-  dpkg-deb -x "$deb" "$dest.tmp"
+  rm -rf "$dest.tmp"
+  "$(dirname "$0")/fetch-deb.sh" "$suite" "$dest.tmp" etcd-server
   rm -rf "$dest"; mv "$dest.tmp" "$dest"
-  rm -rf "$root"
   # read the whole output first: `etcd --version | head -1` can die of SIGPIPE under pipefail
   local reported; reported=$("$dest/usr/bin/etcd" --version)
   case "$reported" in
     *"etcd Version: $version"*) ;;
-    *) echo "unexpected etcd version in $deb: $reported" >&2; exit 1 ;;
+    *) echo "unexpected etcd version in $dest: $reported" >&2; exit 1 ;;
   esac
 }
 

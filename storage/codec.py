@@ -1,4 +1,5 @@
-"""The JSON codec between objects and etcd values (SEMANTICS.md §1), serializing once.
+"""The JSON codec between objects and etcd values (upstream ``storage/etcd3/store.go``
+and ``storage/value``), serializing once.
 
 Write: ``encode(obj)`` drops ``metadata.resourceVersion`` and ``metadata.selfLink`` (as
 kube-apiserver's versioner does before storage) and produces the *canonical* encoding:
@@ -15,8 +16,20 @@ codec's own output — which never holds ``metadata.resourceVersion`` — and th
 resourceVersion is spliced into the bytes right after ``"metadata":{``: no parse, no
 re-encode (about 1 µs against 9 µs for a 2.8 KB pod). The dict is then decoded lazily,
 only if someone asks for ``StoredObject.obj``. Anything else (kube-apiserver's own
-JSON, hand-written values) is parsed, modified and re-encoded; values that do not parse
-as a JSON object raise ``InternalStorageError``.
+JSON, hand-written values) is parsed, modified and re-encoded.
+
+Every decode goes through ``decode_object``, the one function that turns a value into a
+dict, and every failure is ``CorruptObject`` (kube-apiserver's corrupt-object error): a
+value that is neither a JSON object, a YAML mapping nor a ``k8s\\0`` protobuf envelope
+the schema decodes.
+
+Media types (kube-apiserver's ``--storage-media-type``): ``set_storage_media_type``
+picks what ``encode`` writes; protobuf (``k8s\x00`` + ``runtime.Unknown``, see
+``storage.protobuf``) and YAML are additions to the JSON path above, chosen by the value's
+first bytes on read whatever the setting, so a store written half in one and half in
+another (or by kube-apiserver itself) reads back. ``StoredObject.data`` stays JSON; a
+version read from a protobuf value remembers that value (``STORED_PROTOBUF``) so a
+protobuf answer starts from it.
 """
 
 from __future__ import annotations
@@ -26,12 +39,16 @@ from typing import Any
 
 import orjson
 
-from storage.errors import InternalStorageError
+from storage import media_types
+from storage.errors import CorruptObject
 from storage.interfaces import JSONObject, StoredObject
 
 _SORT = orjson.OPT_SORT_KEYS
 _LEADING = ("apiVersion", "kind", "metadata")
 _DROPPED_META = ("resourceVersion", "selfLink")
+
+# kube-apiserver's protobuf envelope (runtime.Unknown behind a 4-byte magic)
+PROTOBUF_MAGIC = media_types.MAGIC
 
 # Matches the head of a canonical encoding: apiVersion and kind strings (JSON escapes
 # allowed), then the opening brace of metadata. Inside a JSON string every '"' is
@@ -41,9 +58,32 @@ _CANONICAL_HEAD = re.compile(
 )
 
 
+def set_storage_media_type(media_type: str) -> None:
+    """What ``encode`` writes from now on (process-wide, like kube-apiserver's flag):
+    ``application/json``, ``application/yaml`` or ``application/vnd.kubernetes.protobuf``.
+    ValueError for another; SchemaUnavailable if protobuf's schema cannot be loaded."""
+    global _encode_other
+    _encode_other = media_types.encoder(media_type)
+
+
+def storage_media_type() -> str:
+    return _encode_other.media_type if _encode_other is not None else media_types.JSON
+
+
+_encode_other: media_types.Encoder | None = None  # None: JSON, this module's own encoding
+
+
 def encode(obj: JSONObject) -> bytes:
-    """The canonical storage bytes of ``obj`` (not modified; resourceVersion and selfLink
-    are left out of the encoding). TypeError for values JSON cannot represent."""
+    """The storage bytes of ``obj`` in the storage media type (not modified;
+    resourceVersion and selfLink are left out). JSON is canonical (below); TypeError for
+    values JSON cannot represent."""
+    if _encode_other is not None:
+        return _encode_other(obj, _encode_json)
+    return _encode_json(obj)
+
+
+def _encode_json(obj: JSONObject) -> bytes:
+    """The canonical JSON bytes of ``obj`` (see the module docstring)."""
     parts: list[bytes] = []
     meta = obj.get("metadata")
     if isinstance(meta, dict) and any(k in meta for k in _DROPPED_META):
@@ -61,9 +101,10 @@ def _member(name: str, value: Any) -> bytes:
     return orjson.dumps(name) + b":" + orjson.dumps(value, option=_SORT)
 
 
-def with_resource_version(value: bytes, resource_version: int) -> bytes | None:
-    """``value`` with ``metadata.resourceVersion`` spliced in, or None when ``value`` is
-    not a canonical encoding (the caller falls back to decode-modify-encode)."""
+def splice_resource_version(value: bytes, resource_version: int) -> bytes | None:
+    """``value`` (as stored: no resourceVersion) with ``metadata.resourceVersion``
+    spliced in, or None when ``value`` is not a canonical encoding (the caller falls back
+    to decode-modify-encode)."""
     head = _CANONICAL_HEAD.match(value)
     if head is None or not value.endswith(b"}"):
         return None
@@ -80,46 +121,68 @@ def decode(
 
     Canonical values are spliced and their dict decoded lazily; with ``keep_obj`` the
     value is parsed now (the caller needs the dict, e.g. to match a selector) and the
-    dict (resourceVersion set) is kept on the StoredObject. InternalStorageError if a
+    dict (resourceVersion set) is kept on the StoredObject. CorruptObject if a
     value that must be parsed is not a JSON object.
     """
-    data = with_resource_version(value, resource_version)
+    if value.startswith(PROTOBUF_MAGIC):  # protobuf: its canonical JSON, decoded once
+        canonical = media_types.canonical_json(key, value, _encode_json, resource_version)
+        stored = decode(key, canonical, resource_version, keep_obj=keep_obj)
+        stored.remember(media_types.STORED_PROTOBUF, value)  # protobuf answers start here
+        return stored
+    data = splice_resource_version(value, resource_version)
     if data is not None and not keep_obj:
         return StoredObject(key, data, resource_version)
-    obj = _loads(key, value)
+    obj = decode_object(key, value, resource_version)
     _set_resource_version(key, obj, resource_version)
     if data is None:
         data = orjson.dumps(obj)
     return StoredObject(key, data, resource_version, obj)
 
 
-def decode_object(key: str, value: bytes) -> JSONObject:
-    """The stored dict as written (no resourceVersion); InternalStorageError if corrupt."""
-    return _loads(key, value)
+def decode_object(key: str, value: bytes, resource_version: int = 0) -> JSONObject:
+    """The stored dict as written (no resourceVersion). CorruptObject (naming ``key`` and
+    the value's ``resource_version``) for anything that does not decode to an object:
+    JSON, YAML, or protobuf (``k8s\\0``: decoded through its canonical JSON, at most once
+    per value while it stays in ``media_types``' cache)."""
+    if value.startswith(PROTOBUF_MAGIC):
+        value = media_types.canonical_json(key, value, _encode_json, resource_version)
+    elif not value.startswith(b"{"):
+        return media_types.decode_yaml(key, value, resource_version)
+    try:
+        obj = orjson.loads(value)
+    except orjson.JSONDecodeError as err:
+        raise CorruptObject(key, str(err), resource_version) from err
+    if not isinstance(obj, dict):
+        raise CorruptObject(key, f"not a JSON object: {type(obj).__name__}", resource_version)
+    return obj
 
 
 def from_parsed(key: str, value: bytes, resource_version: int, obj: JSONObject) -> StoredObject:
     """The StoredObject for ``value`` already parsed into ``obj`` (by ``decode_object``;
     the dict is taken over and gets the resourceVersion)."""
     _set_resource_version(key, obj, resource_version)
-    data = with_resource_version(value, resource_version)
-    return StoredObject(key, data if data is not None else orjson.dumps(obj), resource_version, obj)
+    data = splice_resource_version(value, resource_version)
+    if data is None:
+        data = orjson.dumps(obj)
+    stored = StoredObject(key, data, resource_version, obj)
+    if value.startswith(PROTOBUF_MAGIC):
+        stored.remember(media_types.STORED_PROTOBUF, value)  # protobuf answers start here
+    return stored
 
 
 def mutable_copy(stored: StoredObject) -> JSONObject:
-    """A private, mutable dict of ``stored`` (resourceVersion set); InternalStorageError
-    if its bytes do not parse."""
-    return _loads(stored.key, stored.data)
+    """A private, mutable dict of ``stored`` (resourceVersion set); CorruptObject if its
+    bytes do not parse."""
+    return decode_object(stored.key, stored.data, stored.resource_version)
 
 
-def _loads(key: str, value: bytes) -> JSONObject:
-    try:
-        obj = orjson.loads(value)
-    except orjson.JSONDecodeError as err:
-        raise InternalStorageError(f"unable to decode object at {key}: {err}", key) from err
-    if not isinstance(obj, dict):
-        raise InternalStorageError(f"unable to decode object at {key}: not a JSON object", key)
-    return obj
+def with_resource_version(stored: StoredObject, resource_version: int) -> StoredObject:
+    """``stored`` re-encoded with ``metadata.resourceVersion`` = ``resource_version`` (a
+    DELETED event's last state carries the deletion revision): one decode and encode,
+    paid once per such event and shared by every watcher."""
+    obj = mutable_copy(stored)
+    _set_resource_version(stored.key, obj, resource_version)
+    return StoredObject(stored.key, orjson.dumps(obj), resource_version)
 
 
 def _set_resource_version(key: str, obj: JSONObject, resource_version: int) -> None:
@@ -127,7 +190,7 @@ def _set_resource_version(key: str, obj: JSONObject, resource_version: int) -> N
     if meta is None:
         meta = obj["metadata"] = {}
     if not isinstance(meta, dict):
-        raise InternalStorageError(f"unable to decode object at {key}: bad metadata", key)
+        raise CorruptObject(key, "metadata is not an object", resource_version)
     meta["resourceVersion"] = str(resource_version)
     meta.pop("selfLink", None)
 
@@ -139,9 +202,16 @@ def stored_from_encoded(
 
     ``obj``, if given, must be a dict the caller gives up; its resourceVersion is set.
     """
-    data = with_resource_version(encoded, resource_version)
+    if encoded.startswith(PROTOBUF_MAGIC):
+        # the object as it reads back from protobuf (``obj`` may hold members protobuf
+        # normalises: null pointers, fractional Time seconds), remembering the value
+        canonical = media_types.canonical_json(key, encoded, _encode_json, resource_version)
+        stored = stored_from_encoded(key, canonical, resource_version)
+        stored.remember(media_types.STORED_PROTOBUF, encoded)
+        return stored
+    data = splice_resource_version(encoded, resource_version)
     if data is None:
-        parsed = obj if obj is not None else _loads(key, encoded)
+        parsed = obj if obj is not None else decode_object(key, encoded, resource_version)
         _set_resource_version(key, parsed, resource_version)
         return StoredObject(key, orjson.dumps(parsed), resource_version, parsed)
     if obj is not None:

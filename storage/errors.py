@@ -1,8 +1,9 @@
 """Storage errors, raised by the etcd3 store and by the cacher alike.
 
 They carry the storage key and the facts a caller needs, not HTTP wording: the REST
-layer (``proxy/status.py``) turns each into a Kubernetes ``Status`` exactly once,
-adding the qualified resource and name (as kube-apiserver's ``storeerr`` package does).
+layer's generic store (``proxy/registry/store.py``) turns each into a Kubernetes
+``Status`` exactly once, adding the qualified resource and name (as kube-apiserver's
+``storeerr`` package does).
 etcd client errors are translated into these in one place in the etcd3 store.
 
     StorageError
@@ -16,7 +17,10 @@ etcd client errors are translated into these in one place in the etcd3 store.
     ├── Expired                     compacted RV / continue token       → 410 Expired
     ├── NotReady                    cache (re)initializing              → 429 TooManyRequests
     ├── Unavailable                 etcd unreachable / timed out        → 503 / 504
-    └── InternalStorageError        undecodable value, etc.             → 500
+    ├── CorruptObject               a value that cannot be decoded      → 500 InternalError
+    ├── StoreReadError              a LIST met corrupt values           → 500 StorageReadError
+    ├── InvalidObject               unsafe delete of a decodable value  → 409 Conflict
+    └── InternalStorageError        anything else unexpected            → 500
 """
 
 from __future__ import annotations
@@ -78,9 +82,15 @@ class Expired(StorageError):
 
 
 class NotReady(StorageError):
-    def __init__(self, message: str = "storage is (re)initializing", retry_after: int = 1) -> None:
+    """``failure`` is set when the storage is down after an unexpected error (a watch
+    cache restarting), not merely (re)initializing."""
+
+    def __init__(
+        self, message: str = "storage is (re)initializing", retry_after: int = 1, failure: str = ""
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.failure = failure
 
 
 class Unavailable(StorageError):
@@ -93,3 +103,57 @@ class Unavailable(StorageError):
 
 class InternalStorageError(StorageError):
     pass
+
+
+class CorruptObject(StorageError):
+    """The value at ``key`` (mod_revision ``revision``) cannot be decoded: not a JSON
+    object, not a YAML mapping, ``k8s\\0`` protobuf that the schema cannot decode (or no
+    schema), or fields of the wrong type.
+    Raised by ``storage.codec``'s decode functions, the one error type a decoder raises.
+
+    ``message`` is upstream's ``storage.NewCorruptObjError`` text (kube-apiserver 1.37,
+    ``storage/errors.go`` StorageError.Error), which clients see in the 500 it becomes."""
+
+    def __init__(self, key: str, detail: str, revision: int = 0) -> None:
+        self.detail = detail
+        self.revision = revision
+        super().__init__(
+            "StorageError: corrupt object, Code: 7, Key: "
+            f"{key}, ResourceVersion: 0, AdditionalErrorMsg: "
+            f"object not decodable revision={revision}: {detail}",
+            key,
+        )
+
+    def at(self, key: str, revision: int) -> CorruptObject:
+        """The same failure attributed to ``key`` at ``revision``."""
+        return CorruptObject(key, self.detail, revision)
+
+
+class StoreReadError(StorageError):
+    """A LIST from etcd met corrupt values (upstream's aggregatedStorageError with
+    AllowUnsafeMalformedObjectDeletion): ``corrupt`` holds up to ``MAX_CORRUPT`` of them;
+    ``too_many`` is set when the walk stopped at that cap."""
+
+    MAX_CORRUPT = 100
+
+    def __init__(self, corrupt: list[CorruptObject], *, too_many: bool = False) -> None:
+        self.corrupt = corrupt
+        self.too_many = too_many
+        super().__init__(f"unable to transform or decode {len(corrupt)} objects", "list")
+
+
+UNSAFE_DELETE_OF_DECODABLE = (
+    "unsafe deletion is not allowed because the object is decodable from storage"
+)
+
+
+class InvalidObject(StorageError):
+    """An unsafe delete (``ignoreStoreReadErrorWithClusterBreakingPotential``) found a
+    value that decodes: upstream's ``storage.NewInvalidObjError`` text."""
+
+    def __init__(self, key: str, detail: str) -> None:
+        super().__init__(
+            "StorageError: invalid object, Code: 4, Key: "
+            f"{key}, ResourceVersion: 0, AdditionalErrorMsg: {detail}",
+            key,
+        )

@@ -1,5 +1,5 @@
-"""Selectable fields per resource (SEMANTICS.md §4), after each registry's
-``ToSelectableFields`` / ``GetAttrs`` and the field label conversion functions.
+"""Selectable fields per resource (upstream ``pkg/registry/*/strategy.go``): each
+registry's ``ToSelectableFields`` / ``GetAttrs`` and the field label conversion functions.
 
 Every resource offers ``metadata.name`` and ``metadata.namespace``; some add their own.
 Field values are strings as upstream renders them (booleans ``"true"``/``"false"``,

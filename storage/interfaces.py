@@ -12,16 +12,21 @@ once and shared by every response and watcher that serves that version.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import orjson
 
 if TYPE_CHECKING:
+    from storage.errors import CorruptObject
     from storage.selectors import FieldSelector, LabelSelector
 
+# The two JSON types of the whole code base: a decoded JSON object (what every
+# Kubernetes object and Status is), and any decoded JSON value (object, array, string,
+# number, bool or null: a field's value, a patch).
 JSONObject = dict[str, Any]
+JSONValue = Any
 
 
 class StoredObject:
@@ -31,7 +36,7 @@ class StoredObject:
     (use ``copy()`` to get a mutable deep copy).
     """
 
-    __slots__ = ("_obj", "data", "key", "resource_version")
+    __slots__ = ("_encodings", "_obj", "data", "key", "resource_version")
 
     def __init__(
         self, key: str, data: bytes, resource_version: int, obj: JSONObject | None = None
@@ -40,6 +45,33 @@ class StoredObject:
         self.data = data
         self.resource_version = resource_version
         self._obj = obj
+        self._encodings: dict[str, bytes] | None = None
+
+    def encoded(self, media_type: str, encode: Callable[[StoredObject], bytes]) -> bytes:
+        """This version in another encoding (protobuf), made by ``encode`` at most once
+        and kept with the version (serialize once: a LIST from the watch cache joins
+        these bytes, as it joins ``data`` for JSON)."""
+        encodings = self._encodings
+        if encodings is None:
+            encodings = self._encodings = {}
+        found = encodings.get(media_type)
+        if found is None:
+            found = encodings[media_type] = encode(self)
+        return found
+
+    def remember(self, name: str, data: bytes) -> None:
+        """Keep ``data`` with this version (the storage value it was read from, so that
+        an encoder can start from it instead of from ``data``); see ``remembered``."""
+        if self._encodings is None:
+            self._encodings = {}
+        self._encodings[name] = data
+
+    def remembered(self, name: str) -> bytes | None:
+        return self._encodings.get(name) if self._encodings is not None else None
+
+    def forget(self, name: str) -> None:
+        if self._encodings is not None:
+            self._encodings.pop(name, None)
 
     @property
     def obj(self) -> JSONObject:
@@ -134,8 +166,30 @@ class ListResult:
 
 @dataclass(frozen=True, slots=True)
 class Preconditions:
+    """kube-apiserver's ``storage.Preconditions`` of a delete or update."""
+
     uid: str | None = None
     resource_version: str | None = None
+
+    def check(self, key: str, obj: JSONObject) -> None:
+        """``Preconditions.Check``: PreconditionFailed with the upstream wording."""
+        from storage.errors import PreconditionFailed
+
+        meta = obj.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        uid, rv = str(meta.get("uid", "")), str(meta.get("resourceVersion", ""))
+        if self.uid is not None and self.uid != uid:
+            raise PreconditionFailed(
+                f"Precondition failed: UID in precondition: {self.uid}, "
+                f"UID in object meta: {uid}",
+                key,
+            )
+        if self.resource_version is not None and self.resource_version != rv:
+            raise PreconditionFailed(
+                "Precondition failed: ResourceVersion in precondition: "
+                f"{self.resource_version}, ResourceVersion in object meta: {rv}",
+                key,
+            )
 
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
@@ -209,9 +263,12 @@ class Interface(Protocol):
         key: str,
         preconditions: Preconditions | None = None,
         validate_deletion: ValidateDeletion | None = None,
+        *,
+        ignore_store_read_error: bool = False,
     ) -> StoredObject:
         """Delete guarded by mod_revision; returns the last state with the deletion
-        revision as its resourceVersion."""
+        revision as its resourceVersion. ``ignore_store_read_error``: delete a value that
+        cannot be decoded (InvalidObject if it decodes; an empty result)."""
         ...
 
     async def watch(self, key: str, opts: ListOptions) -> Watcher:
@@ -221,9 +278,88 @@ class Interface(Protocol):
         ...
 
     async def current_resource_version(self) -> int:
-        """etcd's current revision (a quorum read)."""
+        """etcd's current revision (a quorum read; upstream's GetCurrentResourceVersion)."""
         ...
 
     async def count(self, key: str) -> int: ...
 
+    def readiness_check(self) -> None:
+        """Raise NotReady (naming why) while this storage cannot serve (upstream's
+        ``ReadinessCheck``): a watch cache (re)initializing or restarting. The etcd3
+        store is always ready (etcd's own health is checked elsewhere)."""
+        ...
+
     async def close(self) -> None: ...
+
+
+# -- what a watch cache needs of the storage under it ---------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    """A slice of a LIST read for a watch cache: every value under the prefix at
+    ``resource_version``, decoded (``StoredObject.obj`` set), with the values that could
+    not be decoded reported in ``corrupt`` instead of failing the whole list."""
+
+    items: Sequence[StoredObject]
+    corrupt: Sequence[CorruptObject]
+    resource_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One change of a key as a watch cache consumes it. ``object`` is the new version
+    (decoded) or None for a delete; ``corrupt`` is set (and ``object`` None) when the new
+    value could not be decoded."""
+
+    key: str
+    object: StoredObject | None
+    resource_version: int
+    corrupt: CorruptObject | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeBatch:
+    """Changes in revision order, or (``changes`` empty) a progress notification: every
+    change up to ``progress`` has been delivered."""
+
+    changes: Sequence[Change] = ()
+    progress: int = 0
+
+
+class ChangeStream(Protocol):
+    """An etcd watch of a prefix for a watch cache. Iteration raises Expired when the
+    start revision was compacted and other ``storage.errors`` when the watch fails; it
+    ends when etcd ends the watch. ``stop()`` cancels it (idempotent)."""
+
+    def __aiter__(self) -> AsyncIterator[ChangeBatch]: ...
+
+    async def stop(self) -> None: ...
+
+
+class ListerWatcher(Protocol):
+    """The storage floor as a watch cache uses it (kube-apiserver's cacher reads through
+    its ``storage.Interface``: GetList and Watch for the reflector, GetCurrentResourceVersion
+    and RequestWatchProgress for consistent reads). Every call goes through the store's
+    error translation and etcd_request_duration_seconds; nothing but ``storage.errors``
+    escapes."""
+
+    def list_pages(self, prefix: str, *, page_size: int) -> AsyncGenerator[ListPage, None]:
+        """Everything under ``prefix`` at one revision (the first page's), in pages of at
+        most ``page_size`` keys read from etcd and decoded in bounded slices."""
+        ...
+
+    def watch_changes(self, prefix: str, start_revision: int) -> ChangeStream:
+        """Changes under ``prefix`` from ``start_revision``, with progress notifications."""
+        ...
+
+    async def current_resource_version(self) -> int: ...
+
+    async def supports_request_watch_progress(self) -> bool:
+        """Whether etcd's progress notifications can be trusted (etcd ≥ 3.4.31 / 3.5.13;
+        upstream's feature support checker for RequestWatchProgress)."""
+        ...
+
+    async def request_watch_progress(self) -> None:
+        """Ask etcd for a progress notification on every watch of this client."""
+        ...

@@ -1,4 +1,5 @@
-"""The etcd key layout of Kubernetes objects (SEMANTICS.md §1).
+"""The etcd key layout of Kubernetes objects (upstream ``registry/generic/registry/store.go``
+``NamespaceKeyFunc`` and ``pkg/kubeapiserver/default_storage_factory_builder.go``).
 
 ``<prefix>/<resource path>/<namespace>/<name>``, cluster-scoped objects
 ``<prefix>/<resource path>/<name>``; the prefix defaults to ``/registry``. Resources of

@@ -1,8 +1,9 @@
 """kube-apiserver's etcd request metric, recorded around every etcd call of the etcd3
 store (``storage.etcd3.translate.call``).
 
-``etcd_request_duration_seconds{operation,group,resource}``: ``operation`` is the etcd
-client method (get, range, list_prefix, create, optimistic_put, optimistic_delete);
+``etcd_request_duration_seconds{operation,group,resource}``: ``operation`` is named by
+each call site with upstream's verbs (get, list, create, update, delete, listWithCount,
+getCurrentResourceVersion: ``RecordEtcdRequest`` in ``k8s.io/apiserver/pkg/storage/etcd3``);
 group/resource come from the store that made the call, carried in a context variable so
 that the lister and the watcher tasks a store starts inherit them without plumbing.
 """

@@ -19,97 +19,11 @@ from dataclasses import dataclass
 
 import orjson
 
+from storage.validation import is_qualified_name, is_valid_label_value
+
 
 class SelectorError(ValueError):
     """A selector string that does not parse; ``str(err)`` is the upstream message."""
-
-
-# ---------------------------------------------------------------------------------------
-# Validation messages of k8s.io/apimachinery/pkg/util/validation
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    text = msg + " (e.g. "
-    for i, example in enumerate(examples):
-        if i > 0:
-            text += " or "
-        text += f"'{example}', "
-    return text + f"regex used for validation is '{fmt}')"
-
-
-_QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QNAME_RE = re.compile(f"^{_QNAME_FMT}$")
-_QNAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-    "with an alphanumeric character"
-)
-_LABEL_VALUE_FMT = f"({_QNAME_FMT})?"
-_LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE_FMT}$")
-_LABEL_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', "
-    "'_' or '.', and must start and end with an alphanumeric character"
-)
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = f"{_DNS1123_LABEL_FMT}(\\.{_DNS1123_LABEL_FMT})*"
-_DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
-_DNS1123_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-    "'-' or '.', and must start and end with an alphanumeric character"
-)
-
-
-def _max_len_error(n: int) -> str:
-    return f"must be no more than {n} characters"
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            errs.extend("prefix part " + e for e in _dns1123_subdomain_errors(prefix))
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part " + _max_len_error(63))
-    if name and not _QNAME_RE.match(name):
-        errs.append(
-            "name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-        )
-    return errs
-
-
-def _dns1123_subdomain_errors(value: str) -> list[str]:
-    errs: list[str] = []
-    if len(value) > 253:
-        errs.append(_max_len_error(253))
-    if not _DNS1123_SUBDOMAIN_RE.match(value):
-        errs.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
-
-
-def _label_value_errors(value: str) -> list[str]:
-    errs: list[str] = []
-    if len(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _LABEL_VALUE_RE.match(value):
-        errs.append(
-            _regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
-        )
-    return errs
 
 
 def _go_quote(s: str) -> str:
@@ -334,7 +248,7 @@ class _LabelParser:
             tok, lit = self.consume()
         if tok != _T_ID:
             raise SelectorError(f"found '{lit}', expected: identifier")
-        errs = _qualified_name_errors(lit)
+        errs = is_qualified_name(lit)
         if errs:
             raise SelectorError(_invalid("<nil>", lit, "; ".join(errs)))
         if self.lookahead()[0] in (_T_EOS, _T_COMMA) and operator != _NOT_EXISTS:
@@ -407,7 +321,7 @@ class _LabelParser:
 def _new_requirement(key: str, operator: str, values: list[str]) -> Requirement:
     """labels.NewRequirement's validation, with the parser's (nil) field path."""
     errs: list[str] = []
-    key_errs = _qualified_name_errors(key)
+    key_errs = is_qualified_name(key)
     if key_errs:
         errs.append(_invalid("key", key, "; ".join(key_errs)))
     if operator in (_GT, _LT):
@@ -425,7 +339,7 @@ def _new_requirement(key: str, operator: str, values: list[str]) -> Requirement:
                     )
                 )
     for i, v in enumerate(values):
-        value_errs = _label_value_errors(v)
+        value_errs = is_valid_label_value(v)
         if value_errs:
             errs.append(_invalid(f"values[{i}][{key}]", v, "; ".join(value_errs)))
     if errs:

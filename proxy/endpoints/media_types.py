@@ -25,7 +25,7 @@ __all__ = [
     "parse_accept",
 ]
 
-Format = Literal["table", "partial", "partial-list", "json", "yaml"]
+Format = Literal["table", "partial", "partial-list", "json", "yaml", "protobuf"]
 JSON_MEDIA = "application/json"
 YAML_MEDIA = "application/yaml"
 PROTOBUF_MEDIA = "application/vnd.kubernetes.protobuf"
@@ -37,8 +37,9 @@ class AcceptedFormat:
     """The response a request asked for.
 
     ``format``: ``table`` (a meta.k8s.io Table), ``partial`` / ``partial-list``
-    (PartialObjectMetadata[List]), ``json`` or ``yaml`` (the object itself).
-    ``media_type``: the encoding (application/json or application/yaml).
+    (PartialObjectMetadata[List]), ``json``, ``yaml`` or ``protobuf`` (the object
+    itself). ``media_type``: the encoding (application/json, application/yaml or
+    application/vnd.kubernetes.protobuf).
     ``version``: the meta.k8s.io version for table/partial formats (``v1``/``v1beta1``).
     ``content_type``: the response Content-Type header to send.
     """
@@ -87,22 +88,27 @@ def _media_ranges(header: str) -> list[tuple[float, str, dict[str, str]]]:
     return [r for r in ranges if r[0] > 0]
 
 
-def _as_format(media: dict[str, str], is_list: bool) -> AcceptedFormat | None:
+_PLAIN: dict[str, Format] = {JSON_MEDIA: "json", YAML_MEDIA: "yaml", PROTOBUF_MEDIA: "protobuf"}
+
+
+def _as_format(media: dict[str, str], is_list: bool, protobuf: bool) -> AcceptedFormat | None:
     mtype = media[""]
     if mtype in ("*/*", "application/*", "application/json", "application/json-seq"):
         base = JSON_MEDIA
     elif mtype in (YAML_MEDIA, "application/yml", "text/yaml"):
         base = YAML_MEDIA
+    elif mtype == PROTOBUF_MEDIA and protobuf:
+        base = PROTOBUF_MEDIA
     else:
-        return None  # protobuf, cbor, ... are not served
+        return None  # cbor, ... are not served
     kind = media.get("as", "")
     if not kind:
-        return AcceptedFormat("json" if base == JSON_MEDIA else "yaml", base)
+        return AcceptedFormat(_PLAIN[base], base)
     if media.get("g") != META_GROUP or media.get("v") not in TABLE_VERSIONS:
         return None
     version = media["v"]
     if kind == "Table":
-        return AcceptedFormat("table", base, version)
+        return AcceptedFormat("table", base, version) if base != PROTOBUF_MEDIA else None
     if kind == "PartialObjectMetadata" and not is_list:
         return AcceptedFormat("partial", base, version)
     if kind == "PartialObjectMetadataList" and is_list:
@@ -110,18 +116,22 @@ def _as_format(media: dict[str, str], is_list: bool) -> AcceptedFormat | None:
     return None
 
 
-def parse_accept(header: str | None, *, is_list: bool = False) -> AcceptedFormat:
+def parse_accept(
+    header: str | None, *, is_list: bool = False, protobuf: bool = False
+) -> AcceptedFormat:
     """The format to answer with for an ``Accept`` header (``None``/empty: JSON).
 
     Media ranges are tried by q-value, then in the client's order; the first one served
     wins. ``as=Table`` needs ``g=meta.k8s.io`` and ``v=v1|v1beta1``; PartialObjectMetadata
     is for a single object, PartialObjectMetadataList for lists and watches
-    (``is_list``). Raises :class:`NotAcceptableError` (406) when nothing fits.
+    (``is_list``). ``protobuf``: the resource can be served as protobuf (the object
+    and PartialObjectMetadata[List]; a Table never is, as upstream). Raises
+    :class:`NotAcceptableError` (406) when nothing fits.
     """
     if not header or not header.strip():
         return AcceptedFormat("json")
     for _, _, media in _media_ranges(header):
-        found = _as_format(media, is_list)
+        found = _as_format(media, is_list, protobuf)
         if found is not None:
             return found
     raise NotAcceptableError()

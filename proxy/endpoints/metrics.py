@@ -1,6 +1,6 @@
 """Request metrics and the access log, with kube-apiserver's metric names and labels
-(SEMANTICS.md §7), on prometheus_client's default registry — the one the cacher's
-metrics are on too — served at ``/metrics``.
+(``k8s.io/apiserver/pkg/endpoints/metrics/metrics.go``), on prometheus_client's default
+registry — the one the cacher's metrics are on too — served at ``/metrics``.
 
 - ``apiserver_request_total{verb,dry_run,group,version,resource,subresource,scope,
   component,code}`` and ``apiserver_request_duration_seconds{...without code}``;
@@ -12,36 +12,64 @@ metrics are on too — served at ``/metrics``.
   its own ``apiserver_cache_list_*``).
 
 Verbs are kube's metric verbs: GET, LIST, WATCH, POST, PUT, PATCH, DELETE,
-DELETECOLLECTION. Scope: ``resource`` (a named object), ``namespace``, ``cluster``.
+DELETECOLLECTION. Scope is the route's, as upstream's ``InstrumentRouteFunc`` labels
+it: ``resource`` (a name in the URL), ``namespace``, ``cluster``.
+
+The code is the status of the response the client got, as upstream's
+``ResponseWriterDelegator`` records it: a watch (or a streamed LIST) whose client goes
+away after its headers were sent counts its 200, not an error; a request whose client
+left before any header was written counts ``0`` (no status was sent).
 The access log is one JSON line per resource request on the ``watchcache.access``
-logger: verb, path, code, duration, and for LISTs where they were served from and the
-objects fetched/returned.
+logger: verb, path, code, duration, user agent, the user, and for LISTs where they were
+served from and the objects fetched/returned.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 
 import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 
-from proxy.endpoints.request_info import RequestInfo, parse_request_info
+from proxy.authentication.user import request_user
+from proxy.endpoints.request_info import REQUEST_INFO, RequestInfo, query_bool
+from proxy.endpoints.responsewriter import response_started
 from storage.interfaces import ListResult
 
 __all__ = [
-    "metrics_middleware",
     "observe_list",
     "observe_watch_event",
     "setup_metrics_routes",
     "track_long_running",
+    "with_metrics",
 ]
 
 access_log = logging.getLogger("watchcache.access")
+
+
+class RecentRequests:
+    """The last ``size`` access-log entries, numbered, for /debug/requests (the lab's
+    page shows them as they happen). Appended on the event loop only."""
+
+    def __init__(self, size: int = 500) -> None:
+        self.entries: collections.deque[dict[str, object]] = collections.deque(maxlen=size)
+        self.seq = 0
+
+    def add(self, entry: dict[str, object]) -> None:
+        self.seq += 1
+        self.entries.append({"seq": self.seq, "at": round(time.time(), 3), **entry})
+
+    def since(self, seq: int) -> list[dict[str, object]]:
+        return [e for e in self.entries if int(str(e["seq"])) > seq]
+
+
+RECENT_REQUESTS = web.AppKey("watchcache_recent_requests", RecentRequests)
 
 _LABELS = ("verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component")
 _BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10,
@@ -93,8 +121,15 @@ STORAGE_LIST_RETURNED = Counter(
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
+# the access log's cost fields of a LIST (set by observe_list)
+_LIST_COST: web.RequestKey[dict[str, object]] = web.RequestKey("watchcache_list_cost")
 
-def metric_verb(info: RequestInfo) -> str:
+
+def metric_verb(info: RequestInfo, query: Mapping[str, str] | None = None) -> str:
+    """Upstream's ``cleanVerb``: the API verb upper-cased, LIST and WATCH kept apart;
+    a GET whose ``watch`` parameter is true counts as WATCH even on a named path."""
+    if info.verb == "get" and query is not None and query_bool(query, "watch"):
+        return "WATCH"
     return {
         "list": "LIST",
         "watch": "WATCH",
@@ -108,14 +143,16 @@ def metric_verb(info: RequestInfo) -> str:
 
 
 def _scope(info: RequestInfo) -> str:
-    if info.name:
+    if info.path_name or info.verb == "create":
         return "resource"
     return "namespace" if info.namespace else "cluster"
 
 
-def _labels(info: RequestInfo, dry_run: str) -> dict[str, str]:
+def _labels(
+    info: RequestInfo, dry_run: str, query: Mapping[str, str] | None = None
+) -> dict[str, str]:
     return {
-        "verb": metric_verb(info),
+        "verb": metric_verb(info, query),
         "dry_run": dry_run,
         "group": info.group,
         "version": info.version,
@@ -127,47 +164,66 @@ def _labels(info: RequestInfo, dry_run: str) -> dict[str, str]:
 
 
 @web.middleware
-async def metrics_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Count and time every resource request (outermost: sees the final status)."""
-    info = parse_request_info(request.method, request.path, request.query)
+async def with_metrics(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Count and time every resource request, with the code its client got (a filter
+    after request info, outside everything that can answer early: timeout, max in
+    flight)."""
+    info = request[REQUEST_INFO]
     if not info.is_resource_request:
         return await handler(request)
     started = time.monotonic()
-    code = 500
+    code = 500  # an unexpected error: panic recovery answers 500
     try:
         response = await handler(request)
         code = response.status
         return response
+    except web.HTTPException as e:  # aiohttp renders it
+        code = e.status
+        raise
+    except (asyncio.CancelledError, ConnectionResetError):
+        code = 0  # the client went away before a status was sent
+        raise
     finally:
+        sent = response_started(request)
+        if sent is not None:
+            code = sent.status
         elapsed = time.monotonic() - started
-        labels = _labels(info, "All" if request.query.get("dryRun") else "")
+        labels = _labels(info, "All" if request.query.get("dryRun") else "", request.query)
         REQUESTS.labels(**labels, code=str(code)).inc()
         DURATION.labels(**labels).observe(elapsed)
         _access(request, info, code, elapsed)
 
 
 def _access(request: web.Request, info: RequestInfo, code: int, elapsed: float) -> None:
-    if not access_log.isEnabledFor(logging.INFO):
-        return
     entry: dict[str, object] = {
-        "verb": metric_verb(info),
+        "verb": metric_verb(info, request.query),
         "path": request.path_qs,
         "code": code,
         "ms": round(elapsed * 1000, 1),
+        # who asked, as kube-apiserver's httplog says it (the lab's controllers show here)
+        "userAgent": request.headers.get("User-Agent", ""),
     }
-    cost = request.get("list_cost")
-    if isinstance(cost, dict):
+    user = request_user(request)
+    if user is not None:  # the authenticated (or impersonated) user, as kube's httplog
+        entry["user"] = user.name
+    cost = request.get(_LIST_COST)
+    if cost is not None:
         entry.update(cost)
-    access_log.info("%s", orjson.dumps(entry).decode())
+    recent = request.app.get(RECENT_REQUESTS)
+    if recent is not None:
+        recent.add(entry)
+    if access_log.isEnabledFor(logging.INFO):
+        access_log.info("%s", orjson.dumps(entry).decode())
 
 
 def observe_list(request: web.Request, info: RequestInfo, result: ListResult) -> None:
     """Storage LIST counters (for LISTs served by etcd) and the access log's cost fields."""
-    request["list_cost"] = {
+    cost: dict[str, object] = {
         "servedFrom": result.served_from,
         "fetched": result.fetched,
         "returned": len(result.items),
     }
+    request[_LIST_COST] = cost
     if result.served_from != "etcd":
         return
     labels = {"group": info.group, "resource": info.resource}

@@ -29,11 +29,11 @@ import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from email.utils import format_datetime
-from typing import Any
 
 from proxy.endpoints.cached_document import CachedDocument
 from proxy.openapi.schemas import definition_name, definitions, ref_name, schema_version
 from proxy.registry.served_resource import ServedResource
+from storage.interfaces import JSONValue
 
 __all__ = [
     "CachedDocument",
@@ -43,7 +43,6 @@ __all__ = [
     "gv_path",
 ]
 
-JSON = Any
 COMPONENT_REF = "#/components/schemas/"
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
@@ -73,14 +72,14 @@ def _component_ref(ref: str) -> str:
     return COMPONENT_REF + ref_name(ref)
 
 
-def _single_type(value: JSON) -> JSON:
+def _single_type(value: JSONValue) -> JSONValue:
     if isinstance(value, list):
         kinds = [t for t in value if t != "null"]
         return kinds[0] if len(kinds) == 1 else kinds
     return value
 
 
-def convert_schema(schema: Mapping[str, JSON]) -> dict[str, JSON]:
+def convert_schema(schema: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
     """One JSON-Schema node of kubernetes-validate rewritten in kube's OpenAPI v3 style."""
     ref = schema.get("$ref")
     siblings = {k: v for k, v in schema.items() if k != "$ref"}
@@ -94,8 +93,8 @@ def convert_schema(schema: Mapping[str, JSON]) -> dict[str, JSON]:
     return _convert_keywords(schema)
 
 
-def _convert_keywords(schema: Mapping[str, JSON]) -> dict[str, JSON]:
-    out: dict[str, JSON] = {}
+def _convert_keywords(schema: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
+    out: dict[str, JSONValue] = {}
     for key, value in schema.items():
         if key == "type":
             out[key] = _single_type(value)
@@ -110,7 +109,7 @@ def _convert_keywords(schema: Mapping[str, JSON]) -> dict[str, JSON]:
     return out
 
 
-def _convert_definition(name: str, schema: Mapping[str, JSON]) -> dict[str, JSON]:
+def _convert_definition(name: str, schema: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
     if name == INT_OR_STRING:
         # kube's v3 form: no single type (so kubectl explain prints <IntOrString>).
         return {
@@ -134,12 +133,12 @@ def _convert_definition(name: str, schema: Mapping[str, JSON]) -> dict[str, JSON
 
 
 @functools.cache
-def converted_definition(name: str) -> dict[str, JSON]:
+def converted_definition(name: str) -> dict[str, JSONValue]:
     """The kube-style component schema of a definition (cached; do not mutate)."""
     return _convert_definition(name, definitions()[name])
 
 
-def _refs(value: JSON) -> Iterable[str]:
+def _refs(value: JSONValue) -> Iterable[str]:
     if isinstance(value, Mapping):
         for key, item in value.items():
             if key == "$ref" and isinstance(item, str) and item.startswith(COMPONENT_REF):
@@ -151,9 +150,9 @@ def _refs(value: JSON) -> Iterable[str]:
             yield from _refs(item)
 
 
-def schema_closure(roots: Iterable[str]) -> dict[str, dict[str, JSON]]:
+def schema_closure(roots: Iterable[str]) -> dict[str, dict[str, JSONValue]]:
     """The named schemas reachable from ``roots``, by name, sorted."""
-    found: dict[str, dict[str, JSON]] = {}
+    found: dict[str, dict[str, JSONValue]] = {}
     todo = [r for r in roots if r in definitions()]
     while todo:
         name = todo.pop()
@@ -174,7 +173,7 @@ def _camel_group(group: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in base.split("."))
 
 
-def _query_param(name: str, description: str, type_: str = "string") -> dict[str, JSON]:
+def _query_param(name: str, description: str, type_: str = "string") -> dict[str, JSONValue]:
     return {
         "name": name,
         "in": "query",
@@ -228,7 +227,7 @@ LIST_PARAMS = [
 PRETTY = _query_param("pretty", "If 'true', then the output is pretty printed.")
 
 
-def _path_param(name: str, description: str) -> dict[str, JSON]:
+def _path_param(name: str, description: str) -> dict[str, JSONValue]:
     return {
         "name": name,
         "in": "path",
@@ -241,7 +240,7 @@ def _path_param(name: str, description: str) -> dict[str, JSON]:
 NAMESPACE = _path_param("namespace", "object name and auth scope, such as for teams and projects")
 
 
-def _content(schema_name: str, types: Sequence[str] = RESPONSE_TYPES) -> dict[str, JSON]:
+def _content(schema_name: str, types: Sequence[str] = RESPONSE_TYPES) -> dict[str, JSONValue]:
     return {t: {"schema": {"$ref": COMPONENT_REF + schema_name}} for t in types}
 
 
@@ -267,14 +266,14 @@ class _Kind:
         verb: str,
         namespaced: bool,
         *,
-        params: Sequence[dict[str, JSON]] = (),
+        params: Sequence[dict[str, JSONValue]] = (),
         body: str | None = None,
         body_types: Sequence[str] = RESPONSE_TYPES,
         returns: str | None = None,
         suffix: str = "",
         description: str = "",
-    ) -> dict[str, JSON]:
-        op: dict[str, JSON] = {
+    ) -> dict[str, JSONValue]:
+        op: dict[str, JSONValue] = {
             "tags": [_camel_group(self.res.group).lower() + "_" + self.res.version],
             "description": description or f"{action} {self.res.kind}",
             "operationId": self.op_id(verb, namespaced, suffix),
@@ -291,9 +290,9 @@ class _Kind:
         return op
 
 
-def _collection_path(kind: _Kind, namespaced: bool, prefix: str) -> dict[str, JSON]:
+def _collection_path(kind: _Kind, namespaced: bool, prefix: str) -> dict[str, JSONValue]:
     verbs = set(kind.res.verbs)
-    item: dict[str, JSON] = {}
+    item: dict[str, JSONValue] = {}
     if "list" in verbs:
         item["get"] = kind.operation(
             "list", "list", namespaced, params=LIST_PARAMS, returns=kind.list_schema
@@ -312,10 +311,10 @@ def _collection_path(kind: _Kind, namespaced: bool, prefix: str) -> dict[str, JS
     return item
 
 
-def _item_path(kind: _Kind, namespaced: bool, suffix: str = "") -> dict[str, JSON]:
+def _item_path(kind: _Kind, namespaced: bool, suffix: str = "") -> dict[str, JSONValue]:
     verbs = set(kind.res.verbs)
     what = "status of " if suffix else ""
-    item: dict[str, JSON] = {}
+    item: dict[str, JSONValue] = {}
     if "get" in verbs:
         item["get"] = kind.operation(
             "get", "read", namespaced, suffix=suffix, description=f"read {what}the specified"
@@ -340,8 +339,8 @@ def _item_path(kind: _Kind, namespaced: bool, suffix: str = "") -> dict[str, JSO
     return item
 
 
-def _paths(kinds: Sequence[_Kind], base: str) -> dict[str, JSON]:
-    paths: dict[str, JSON] = {}
+def _paths(kinds: Sequence[_Kind], base: str) -> dict[str, JSONValue]:
+    paths: dict[str, JSONValue] = {}
     for kind in kinds:
         res = kind.res
         if res.namespaced:
@@ -400,7 +399,7 @@ class OpenAPIV3:
             self._index = CachedDocument.of({"paths": paths})
         return self._index
 
-    def _build(self, path: str) -> dict[str, JSON]:
+    def _build(self, path: str) -> dict[str, JSONValue]:
         kinds = []
         for res in sorted(self._by_gv[path], key=lambda r: r.plural):
             schema = definition_name(res.group, res.version, res.kind)

@@ -31,11 +31,11 @@ The inputs are not modified; the result is a new object.
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import orjson
 
 from proxy.openapi.schemas import PatchMeta, SchemaNode
+from storage.interfaces import JSONValue
 
 __all__ = [
     "StrategicMergePatchError",
@@ -51,8 +51,6 @@ RETAIN_KEYS_STRATEGY = "retainKeys"
 RETAIN_KEYS = "$retainKeys"
 DELETE_FROM_PRIMITIVE_LIST = "$deleteFromPrimitiveList"
 SET_ELEMENT_ORDER = "$setElementOrder"
-
-JSON = Any
 
 
 class StrategicMergePatchError(ValueError):
@@ -81,7 +79,7 @@ ERR_SET_ELEMENT_ORDER = "invalid patch format of setElementOrder list"
 ERR_RETAIN_KEYS_CONTENT = "patch content doesn't match retainKeys list"
 
 
-def go_format(value: JSON) -> str:
+def go_format(value: JSONValue) -> str:
     """``value`` as Go's ``%v`` prints decoded JSON (for upstream-identical messages)."""
     if value is None:
         return "<nil>"
@@ -97,7 +95,7 @@ def go_format(value: JSON) -> str:
     return str(value)
 
 
-def _go_type(value: JSON) -> str:
+def _go_type(value: JSONValue) -> str:
     if value is None:
         return "<nil>"
     if isinstance(value, dict):
@@ -111,17 +109,17 @@ def _go_type(value: JSON) -> str:
     return "string"
 
 
-def _err_no_merge_key(m: dict[str, JSON], key: str) -> StrategicMergePatchError:
+def _err_no_merge_key(m: dict[str, JSONValue], key: str) -> StrategicMergePatchError:
     return StrategicMergePatchError(
         f"map: {go_format(m)} does not contain declared merge key: {key}"
     )
 
 
-def _err_bad_arg_type(expected: str, actual: JSON) -> StrategicMergePatchError:
+def _err_bad_arg_type(expected: str, actual: JSONValue) -> StrategicMergePatchError:
     return StrategicMergePatchError(f"expected a {expected}, but received a {_go_type(actual)}")
 
 
-def parse_patch_body(raw: bytes) -> dict[str, JSON]:
+def parse_patch_body(raw: bytes) -> dict[str, JSONValue]:
     """Decode a patch body; it must be one JSON object, else 400 BadRequest."""
     try:
         doc = orjson.loads(raw) if raw.strip() else {}
@@ -135,7 +133,7 @@ def parse_patch_body(raw: bytes) -> dict[str, JSON]:
     return doc
 
 
-def _json_noun(value: JSON) -> str:
+def _json_noun(value: JSONValue) -> str:
     if isinstance(value, list):
         return "array"
     if isinstance(value, str):
@@ -148,8 +146,8 @@ def _json_noun(value: JSON) -> str:
 
 
 def apply_strategic_merge_patch(
-    original: dict[str, JSON], patch: dict[str, JSON], kind_schema: SchemaNode | None
-) -> dict[str, JSON]:
+    original: dict[str, JSONValue], patch: dict[str, JSONValue], kind_schema: SchemaNode | None
+) -> dict[str, JSONValue]:
     """Apply ``patch`` to ``original`` for a kind whose root schema is ``kind_schema``.
 
     ``kind_schema`` None (a kind without schema) merges maps and replaces every list.
@@ -164,8 +162,8 @@ def apply_strategic_merge_patch(
 
 
 def _merge_map(
-    original: dict[str, JSON], patch: dict[str, JSON], schema: SchemaNode | None
-) -> dict[str, JSON]:
+    original: dict[str, JSONValue], patch: dict[str, JSONValue], schema: SchemaNode | None
+) -> dict[str, JSONValue]:
     if DIRECTIVE in patch:
         return _map_directive(patch, schema)
     _apply_retain_keys(original, patch)
@@ -175,7 +173,9 @@ def _merge_map(
     return original
 
 
-def _merge_key(original: dict[str, JSON], key: str, value: JSON, schema: SchemaNode | None) -> None:
+def _merge_key(
+    original: dict[str, JSONValue], key: str, value: JSONValue, schema: SchemaNode | None
+) -> None:
     is_delete_list = key.startswith(DELETE_FROM_PRIMITIVE_LIST)
     if is_delete_list:
         key = _extract_key(key, DELETE_FROM_PRIMITIVE_LIST, ERR_PRIMITIVE_LIST)
@@ -201,7 +201,7 @@ def _merge_key(original: dict[str, JSON], key: str, value: JSON, schema: SchemaN
         original[key] = value
 
 
-def _map_directive(patch: dict[str, JSON], schema: SchemaNode | None) -> dict[str, JSON]:
+def _map_directive(patch: dict[str, JSONValue], schema: SchemaNode | None) -> dict[str, JSONValue]:
     directive = patch[DIRECTIVE]
     if directive == REPLACE:
         rest = {k: v for k, v in patch.items() if k != DIRECTIVE}
@@ -213,7 +213,9 @@ def _map_directive(patch: dict[str, JSON], schema: SchemaNode | None) -> dict[st
     )
 
 
-def _set_fresh(original: dict[str, JSON], key: str, value: JSON, schema: SchemaNode | None) -> None:
+def _set_fresh(
+    original: dict[str, JSONValue], key: str, value: JSONValue, schema: SchemaNode | None
+) -> None:
     """Store a patch value where the original has none: directives applied, nulls gone."""
     keep, fresh = _fresh(value, schema)
     if keep:
@@ -222,7 +224,7 @@ def _set_fresh(original: dict[str, JSON], key: str, value: JSON, schema: SchemaN
         original.pop(key, None)
 
 
-def _fresh(value: JSON, schema: SchemaNode | None) -> tuple[bool, JSON]:
+def _fresh(value: JSONValue, schema: SchemaNode | None) -> tuple[bool, JSONValue]:
     if isinstance(value, dict):
         if value.get(DIRECTIVE) == DELETE:
             return False, None
@@ -240,7 +242,7 @@ def _fresh(value: JSON, schema: SchemaNode | None) -> tuple[bool, JSON]:
     return True, value
 
 
-def _apply_retain_keys(original: dict[str, JSON], patch: dict[str, JSON]) -> None:
+def _apply_retain_keys(original: dict[str, JSONValue], patch: dict[str, JSONValue]) -> None:
     if RETAIN_KEYS not in patch:
         return
     retain = patch.pop(RETAIN_KEYS)
@@ -260,12 +262,12 @@ def _apply_retain_keys(original: dict[str, JSON], patch: dict[str, JSON]) -> Non
 
 
 def _merge_list_field(
-    current: list[JSON],
-    value: list[JSON],
+    current: list[JSONValue],
+    value: list[JSONValue],
     sub: SchemaNode | None,
     meta: PatchMeta,
     is_delete_list: bool,
-) -> list[JSON]:
+) -> list[JSONValue]:
     strategy = _split_strategies(meta.strategies)
     if strategy == MERGE:
         elem = sub.items() if sub is not None else None
@@ -276,12 +278,12 @@ def _merge_list_field(
 
 
 def _merge_list(
-    original: list[JSON],
-    patch: list[JSON],
+    original: list[JSONValue],
+    patch: list[JSONValue],
     elem: SchemaNode | None,
     merge_key: str,
     is_delete_list: bool,
-) -> list[JSON]:
+) -> list[JSONValue]:
     if not original and not patch:
         return original
     kind = _element_kind(original, patch)
@@ -299,10 +301,10 @@ def _merge_list(
 
 
 def _apply_list_directives(
-    original: list[JSON], patch: list[JSON], merge_key: str
-) -> tuple[list[JSON], list[JSON]]:
+    original: list[JSONValue], patch: list[JSONValue], merge_key: str
+) -> tuple[list[JSONValue], list[JSONValue]]:
     """Apply ``$patch`` elements; returns the live list and the plain patch elements."""
-    plain: list[JSON] = []
+    plain: list[JSONValue] = []
     replace = False
     for item in patch:
         if DIRECTIVE not in item:
@@ -328,8 +330,8 @@ def _apply_list_directives(
 
 
 def _merge_list_of_maps(
-    original: list[JSON], patch: list[JSON], merge_key: str, elem: SchemaNode | None
-) -> list[JSON]:
+    original: list[JSONValue], patch: list[JSONValue], merge_key: str, elem: SchemaNode | None
+) -> list[JSONValue]:
     for item in patch:
         if merge_key not in item:
             raise _err_no_merge_key(item, merge_key)
@@ -341,13 +343,13 @@ def _merge_list_of_maps(
     return original
 
 
-def _delete_from_list(current: list[JSON], to_delete: list[JSON]) -> list[JSON]:
+def _delete_from_list(current: list[JSONValue], to_delete: list[JSONValue]) -> list[JSONValue]:
     gone = {_scalar_key(v) for v in to_delete if not isinstance(v, dict | list)}
     return [v for v in current if isinstance(v, dict | list) or _scalar_key(v) not in gone]
 
 
 def _merge_set_element_orders(
-    original: dict[str, JSON], patch: dict[str, JSON], schema: SchemaNode | None
+    original: dict[str, JSONValue], patch: dict[str, JSONValue], schema: SchemaNode | None
 ) -> None:
     """Process every ``$setElementOrder/<field>`` with its patch list (then dropped)."""
     for directive_key in [k for k in patch if k.startswith(SET_ELEMENT_ORDER)]:
@@ -382,7 +384,9 @@ def _merge_set_element_orders(
         )
 
 
-def _validate_set_order(patch_list: list[JSON], order: list[JSON], merge_key: str) -> None:
+def _validate_set_order(
+    patch_list: list[JSONValue], order: list[JSONValue], merge_key: str
+) -> None:
     """The patch list must follow ``$setElementOrder`` (deletions aside)."""
     if not patch_list or not order:
         return
@@ -404,7 +408,7 @@ def _validate_set_order(patch_list: list[JSON], order: list[JSON], merge_key: st
         )
 
 
-def _merge_key_equal(left: JSON, right: JSON, merge_key: str) -> bool:
+def _merge_key_equal(left: JSONValue, right: JSONValue, merge_key: str) -> bool:
     if not merge_key:
         return _same(left, right)
     for side in (left, right):
@@ -418,10 +422,12 @@ def _merge_key_equal(left: JSON, right: JSON, merge_key: str) -> bool:
 # ------------------------------------------------------------------------ ordering
 
 
-def _partition(merged: list[JSON], by: list[JSON], merge_key: str) -> tuple[list[JSON], list[JSON]]:
+def _partition(
+    merged: list[JSONValue], by: list[JSONValue], merge_key: str
+) -> tuple[list[JSONValue], list[JSONValue]]:
     """Split ``merged`` into the items present in ``by`` and the server-only rest."""
-    present: list[JSON] = []
-    server_only: list[JSON] = []
+    present: list[JSONValue] = []
+    server_only: list[JSONValue] = []
     if not merge_key:
         wanted = {_scalar_key(v) for v in by if not isinstance(v, dict | list)}
         for v in merged:
@@ -439,20 +445,22 @@ def _partition(merged: list[JSON], by: list[JSON], merge_key: str) -> tuple[list
 
 
 def _normalize_element_order(
-    patch_items: list[JSON],
-    server_only: list[JSON],
-    patch_order: list[JSON],
-    server_order: list[JSON],
+    patch_items: list[JSONValue],
+    server_only: list[JSONValue],
+    patch_order: list[JSONValue],
+    server_order: list[JSONValue],
     merge_key: str,
     kind: str,
-) -> list[JSON]:
+) -> list[JSONValue]:
     patch_items = _sort_by_order(patch_items, patch_order, merge_key, kind)
     server_only = _sort_by_order(server_only, server_order, merge_key, kind)
     return _merge_sorted(server_only, patch_items, server_order, merge_key, kind)
 
 
-def _sort_by_order(items: list[JSON], order: list[JSON], merge_key: str, kind: str) -> list[JSON]:
-    deletes: list[JSON] = []
+def _sort_by_order(
+    items: list[JSONValue], order: list[JSONValue], merge_key: str, kind: str
+) -> list[JSONValue]:
+    deletes: list[JSONValue] = []
     if kind == "map":
         for v in [*items, *order]:
             if not isinstance(v, dict):
@@ -470,14 +478,18 @@ def _sort_by_order(items: list[JSON], order: list[JSON], merge_key: str, kind: s
 
 
 def _merge_sorted(
-    left: list[JSON], right: list[JSON], server_order: list[JSON], merge_key: str, kind: str
-) -> list[JSON]:
+    left: list[JSONValue],
+    right: list[JSONValue],
+    server_order: list[JSONValue],
+    merge_key: str,
+    kind: str,
+) -> list[JSONValue]:
     """Interleave server-only items (left) into patch items (right), keeping both orders.
 
     A left item goes first only when both items are found in the live order and the left
     one comes earlier there (upstream's best-effort ``mergeSortedSlice``).
     """
-    out: list[JSON] = []
+    out: list[JSONValue] = []
     i = j = 0
     while i < len(left) or j < len(right):
         if j >= len(right):
@@ -498,7 +510,7 @@ def _merge_sorted(
     return out
 
 
-def _index(items: list[JSON], value: JSON, merge_key: str, kind: str) -> int:
+def _index(items: list[JSONValue], value: JSONValue, merge_key: str, kind: str) -> int:
     if kind == "map":
         wanted = value.get(merge_key) if isinstance(value, dict) else None
         for n, v in enumerate(items):
@@ -530,7 +542,7 @@ def _extract_key(key: str, prefix: str, error: str) -> str:
     return rest
 
 
-def _kind(value: JSON) -> str:
+def _kind(value: JSONValue) -> str:
     """The Go type a decoded JSON value has (maps, slices and scalars never merge)."""
     if isinstance(value, dict):
         return "map"
@@ -545,7 +557,7 @@ def _kind(value: JSON) -> str:
     return "string"
 
 
-def _element_kind(*lists: list[JSON]) -> str:
+def _element_kind(*lists: list[JSONValue]) -> str:
     kinds = {_kind(v) for lst in lists for v in lst}
     if "slice" in kinds:
         raise StrategicMergePatchError(ERR_NO_LIST_OF_LISTS, 422)
@@ -557,20 +569,20 @@ def _element_kind(*lists: list[JSON]) -> str:
     return kinds.pop()
 
 
-def _scalar_key(value: JSON) -> tuple[str, JSON]:
+def _scalar_key(value: JSONValue) -> tuple[str, JSONValue]:
     return (_kind(value), value)
 
 
-def _same(a: JSON, b: JSON) -> bool:
+def _same(a: JSONValue, b: JSONValue) -> bool:
     """Go's ``==`` on decoded JSON scalars: same type and value (``1`` is not ``true``)."""
     if isinstance(a, dict | list) or isinstance(b, dict | list):
         return False
     return _kind(a) == _kind(b) and a == b
 
 
-def _dedupe(values: list[JSON]) -> list[JSON]:
-    seen: set[tuple[str, JSON]] = set()
-    out: list[JSON] = []
+def _dedupe(values: list[JSONValue]) -> list[JSONValue]:
+    seen: set[tuple[str, JSONValue]] = set()
+    out: list[JSONValue] = []
     for v in values:
         if isinstance(v, dict | list):
             out.append(v)
@@ -582,7 +594,7 @@ def _dedupe(values: list[JSON]) -> list[JSON]:
     return out
 
 
-def _find_by_key(items: list[JSON], merge_key: str, value: JSON) -> int:
+def _find_by_key(items: list[JSONValue], merge_key: str, value: JSONValue) -> int:
     for n, item in enumerate(items):
         if not isinstance(item, dict):
             raise StrategicMergePatchError(f"value for key {n} is not a map.")

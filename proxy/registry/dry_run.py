@@ -16,7 +16,6 @@ import orjson
 from proxy import apierrors
 from proxy.apierrors import FieldError
 from storage import errors as serr
-from storage.etcd3 import check_preconditions
 from storage.interfaces import (
     GetOptions,
     Interface,
@@ -79,7 +78,8 @@ class DryRunStore:
             if not ignore_not_found:
                 raise
             return StoredObject(key, orjson.dumps(await try_update({})), 0)
-        check_preconditions(key, preconditions, current.obj)
+        if preconditions is not None:
+            preconditions.check(key, current.obj)
         updated = await try_update(current.copy())
         meta = updated.setdefault("metadata", {})
         meta["resourceVersion"] = str(current.resource_version)
@@ -90,9 +90,18 @@ class DryRunStore:
         key: str,
         preconditions: Preconditions | None = None,
         validate_deletion: ValidateDeletion | None = None,
+        *,
+        ignore_store_read_error: bool = False,
     ) -> StoredObject:
+        if ignore_store_read_error:  # would the unsafe delete go through? (nothing written)
+            try:
+                await self._store.get(key, GetOptions())
+            except serr.CorruptObject:
+                return StoredObject(key, b"{}", 0, {})
+            raise serr.InvalidObject(key, serr.UNSAFE_DELETE_OF_DECODABLE)
         current = await self._store.get(key, GetOptions())
-        check_preconditions(key, preconditions, current.obj)
+        if preconditions is not None:
+            preconditions.check(key, current.obj)
         if validate_deletion is not None:
             await validate_deletion(current.copy())
         return current

@@ -1,9 +1,9 @@
 """ObjectMeta rules of the generic registry (kube-apiserver's ``rest.BeforeCreate`` /
 ``rest.BeforeUpdate`` and the strategies' PrepareFor*): system fields set on create,
-preserved on update, generation bumps, status-subresource splitting, and name
-validation with the upstream messages.
+preserved on update, generation bumps, status-subresource splitting, and the names of
+generated objects. Validation (of names too) is ``proxy.registry.validation``'s.
 
-Pure functions on decoded objects; they raise ``StatusError`` (422/400).
+Pure functions on decoded objects; they raise ``StatusError`` (400/500).
 """
 
 from __future__ import annotations
@@ -11,15 +11,13 @@ from __future__ import annotations
 import base64
 import copy
 import datetime
-import re
 import secrets
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 from proxy import apierrors
-from proxy.apierrors import FieldError
 from proxy.registry.resources import ResourceInfo
+from storage.interfaces import JSONObject
 
 __all__ = [
     "check_name_matches_url",
@@ -29,32 +27,11 @@ __all__ = [
     "prepare_for_update",
 ]
 
-JSON = dict[str, Any]
 
 # apimachinery's names.SimpleNameGenerator alphabet (no vowels, no confusable digits).
 _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 _RANDOM_LENGTH = 5
 _MAX_GENERATED_BASE = 63 - _RANDOM_LENGTH
-
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
-_LABEL_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
-_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
-    "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
-    "regex used for validation is "
-    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
-# Resources whose names are DNS labels (at most 63 chars); the rest are subdomains.
-_LABEL_NAMED = frozenset({"namespaces", "services"})
-# RBAC names are path segments, validated loosely upstream.
-_PATH_SEGMENT_NAMED = frozenset({"roles", "rolebindings", "clusterroles", "clusterrolebindings"})
 
 
 def now_rfc3339(clock: Callable[[], datetime.datetime] | None = None) -> str:
@@ -68,32 +45,7 @@ def generate_name(base: str) -> str:
     return base[:_MAX_GENERATED_BASE] + suffix
 
 
-def _name_errors(resource: ResourceInfo, name: str) -> list[FieldError]:
-    path = "metadata.name"
-    if resource.plural in _PATH_SEGMENT_NAMED:
-        for bad in (".", ".."):
-            if name == bad:
-                return [FieldError.invalid(path, name, f"may not be '{bad}'")]
-        for bad in ("/", "%"):
-            if bad in name:
-                return [FieldError.invalid(path, name, f"may not contain '{bad}'")]
-        return []
-    if resource.plural in _LABEL_NAMED:
-        errs = []
-        if len(name) > 63:
-            errs.append(FieldError.invalid(path, name, "must be no more than 63 characters"))
-        if not _DNS1123_LABEL.match(name):
-            errs.append(FieldError.invalid(path, name, _LABEL_MSG))
-        return errs
-    errs = []
-    if len(name) > 253:
-        errs.append(FieldError.invalid(path, name, "must be no more than 253 characters"))
-    if not _DNS1123_SUBDOMAIN.match(name):
-        errs.append(FieldError.invalid(path, name, _SUBDOMAIN_MSG))
-    return errs
-
-
-def _metadata(obj: JSON) -> JSON:
+def _metadata(obj: JSONObject) -> JSONObject:
     meta = obj.get("metadata")
     if meta is None:
         meta = obj["metadata"] = {}
@@ -102,16 +54,25 @@ def _metadata(obj: JSON) -> JSON:
     return meta
 
 
+def _parsed_resource_version(value: object) -> int:
+    """The resourceVersion as the etcd3 store's versioner reads it on create: an unsigned
+    integer; anything that does not parse counts as unset (and is cleared on write)."""
+    text = value if isinstance(value, str) else ""
+    parsed = int(text) if text.isascii() and text.isdigit() else 0
+    return parsed if parsed < 1 << 64 else 0
+
+
 def prepare_for_create(
-    obj: JSON,
+    obj: JSONObject,
     resource: ResourceInfo,
     namespace: str,
     clock: Callable[[], datetime.datetime] | None = None,
-) -> JSON:
+) -> JSONObject:
     """Fill the system fields of a new object (mutates and returns ``obj``).
 
     Namespace: the request's for namespaced resources (a conflicting one in the body is
-    400), cleared for cluster-scoped ones. Name from ``generateName`` when unset.
+    400), cleared for cluster-scoped ones. Name from ``generateName`` when unset (the
+    name is validated afterwards, by ``validation.validate_create``).
     ``metadata.resourceVersion`` must be empty (as upstream's store refuses it).
     Server-owned fields are set: uid, creationTimestamp, generation 1. Status of a
     resource with a status subresource is kept as sent (upstream strategies reset some,
@@ -128,21 +89,12 @@ def prepare_for_create(
         meta["namespace"] = namespace
     else:
         meta.pop("namespace", None)
-    if meta.get("resourceVersion"):
+    if _parsed_resource_version(meta.pop("resourceVersion", None)):
         # upstream's etcd3 store returns a plain error here: 500, no reason
         raise apierrors.unknown_error("resourceVersion should not be set on objects to be created")
     name = meta.get("name") or ""
     if not name and meta.get("generateName"):
         name = meta["name"] = generate_name(str(meta["generateName"]))
-    if not name:
-        raise apierrors.invalid(
-            resource.group_kind,
-            "",
-            [FieldError.required("metadata.name", "name or generateName is required")],
-        )
-    errs = _name_errors(resource, str(name))
-    if errs:
-        raise apierrors.invalid(resource.group_kind, str(name), errs)
     meta["uid"] = str(uuid.uuid4())
     meta["creationTimestamp"] = now_rfc3339(clock)
     meta["generation"] = 1
@@ -162,13 +114,13 @@ def is_core(resource: ResourceInfo, plural: str) -> bool:
     return resource.group == "" and resource.plural == plural
 
 
-def secret_defaults(obj: JSON) -> None:
+def secret_defaults(obj: JSONObject) -> None:
     """As the Secret's conversion and defaulting on every write: ``stringData`` (write
     only) is merged into ``data`` base64-encoded, its keys winning; type ``Opaque``."""
     string_data = obj.pop("stringData", None)
     if isinstance(string_data, dict) and string_data:
         current = obj.get("data")
-        data: JSON = current if isinstance(current, dict) else {}
+        data: JSONObject = current if isinstance(current, dict) else {}
         for key, value in string_data.items():
             data[key] = base64.b64encode(str(value).encode()).decode()
         obj["data"] = data
@@ -176,7 +128,7 @@ def secret_defaults(obj: JSON) -> None:
         obj["type"] = "Opaque"
 
 
-def _namespace_defaults(obj: JSON, name: str) -> None:
+def _namespace_defaults(obj: JSONObject, name: str) -> None:
     """What kube-apiserver's namespace strategy sets on create: the immutable
     ``kubernetes.io/metadata.name`` label, the ``kubernetes`` finalizer, phase Active."""
     labels = obj["metadata"].setdefault("labels", {})
@@ -188,7 +140,7 @@ def _namespace_defaults(obj: JSON, name: str) -> None:
     obj["status"] = {"phase": "Active"}
 
 
-def pod_qos_class(pod: JSON) -> str:
+def pod_qos_class(pod: JSONObject) -> str:
     """The pod's QoS class, as kube's ``qos.GetPodQOS`` decides it for cpu and memory:
     no requests or limits at all → BestEffort; every container with limits equal to
     requests for both → Guaranteed; anything else → Burstable."""
@@ -216,10 +168,17 @@ def pod_qos_class(pod: JSON) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def check_name_matches_url(obj: JSON, name: str, namespace: str, resource: ResourceInfo) -> None:
+def check_name_matches_url(
+    obj: JSONObject, name: str, namespace: str, resource: ResourceInfo
+) -> None:
     """PUT/PATCH: the body's name and namespace must match the URL (400, upstream wording)."""
     meta = obj.get("metadata") or {}
     obj_name = meta.get("name", "")
+    if not obj_name:  # the namer cannot read a name: errEmptyName
+        raise apierrors.bad_request(
+            f"the name of the object ({name} based on URL) was undeterminable: "
+            "name must be provided"
+        )
     if obj_name != name:
         raise apierrors.bad_request(
             f"the name of the object ({obj_name}) does not match the name on the URL ({name})"
@@ -232,18 +191,20 @@ def check_name_matches_url(obj: JSON, name: str, namespace: str, resource: Resou
         )
 
 
-def _spec_part(obj: JSON) -> JSON:
+def _spec_part(obj: JSONObject) -> JSONObject:
     """Everything generation tracks: all but metadata, status, kind, apiVersion."""
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
 
 
-def prepare_for_update(new: JSON, old: JSON, resource: ResourceInfo, subresource: str) -> JSON:
+def prepare_for_update(
+    new: JSONObject, old: JSONObject, resource: ResourceInfo, subresource: str
+) -> JSONObject:
     """Merge a PUT/PATCH result ``new`` onto the stored ``old`` (mutates ``new``).
 
     - the main resource of a kind with a status subresource ignores status changes;
       ``/status`` takes only the status (and keeps everything else as stored);
     - uid, creationTimestamp, generation, deletionTimestamp are the server's: a
-      missing uid is taken from old, a different one is 422 (field is immutable);
+      missing uid is taken from old (a different one is left for validation to refuse);
     - generation bumps when anything but metadata/status changed.
     """
     if subresource == "status":
@@ -252,6 +213,16 @@ def prepare_for_update(new: JSON, old: JSON, resource: ResourceInfo, subresource
             merged["status"] = new["status"]
         else:
             merged.pop("status", None)
+        new_meta = new.get("metadata") or {}
+        if new_meta.get("resourceVersion"):
+            merged["metadata"]["resourceVersion"] = new_meta["resourceVersion"]
+        new = merged
+    elif subresource == "finalize":  # namespaces/NAME/finalize: only spec.finalizers
+        merged = copy.deepcopy(old)
+        merged.setdefault("spec", {})["finalizers"] = list(
+            (new.get("spec") or {}).get("finalizers") or [])
+        if not merged["spec"]["finalizers"]:
+            del merged["spec"]["finalizers"]
         new_meta = new.get("metadata") or {}
         if new_meta.get("resourceVersion"):
             merged["metadata"]["resourceVersion"] = new_meta["resourceVersion"]
@@ -265,13 +236,8 @@ def prepare_for_update(new: JSON, old: JSON, resource: ResourceInfo, subresource
         secret_defaults(new)
     meta = _metadata(new)
     old_meta = old.get("metadata") or {}
-    errs: list[FieldError] = []
-    if not meta.get("uid"):
+    if not meta.get("uid"):  # a different one is refused by validation.validate_update
         meta["uid"] = old_meta.get("uid")
-    elif meta["uid"] != old_meta.get("uid"):
-        errs.append(FieldError.invalid("metadata.uid", meta["uid"], "field is immutable"))
-    if errs:
-        raise apierrors.invalid(resource.group_kind, str(meta.get("name", "")), errs)
     for system in ("creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
         if system in old_meta:
             meta[system] = old_meta[system]

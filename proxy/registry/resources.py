@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
+    "REVIEWS",
+    "REVIEW_GROUPS",
     "SERVED",
     "Registry",
     "ResourceInfo",
@@ -99,7 +101,19 @@ SERVED: tuple[tuple[str, str, str], ...] = (
 # through a conversion this server does not have).
 
 # Subresources served (the catalogue lists more: scale, log, eviction, ...).
-SERVED_SUBRESOURCES = frozenset({"status", "scale"})
+# the review APIs: create-only, never stored; served (routes, discovery) with the secure
+# port only, where authentication and authorization exist
+REVIEWS: tuple[tuple[str, str, str], ...] = (
+    ("authentication.k8s.io", "v1", "selfsubjectreviews"),
+    ("authentication.k8s.io", "v1", "tokenreviews"),
+    ("authorization.k8s.io", "v1", "localsubjectaccessreviews"),
+    ("authorization.k8s.io", "v1", "selfsubjectaccessreviews"),
+    ("authorization.k8s.io", "v1", "selfsubjectrulesreviews"),
+    ("authorization.k8s.io", "v1", "subjectaccessreviews"),
+)
+REVIEW_GROUPS = frozenset(group for group, _, _ in REVIEWS)
+
+SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding", "finalize"})
 
 # kubectl's short names, as kube-apiserver's REST storages declare them (ShortNames()).
 SHORT_NAMES: dict[str, tuple[str, ...]] = {

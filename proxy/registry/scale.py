@@ -16,7 +16,6 @@ is 422 Invalid on ``Scale.autoscaling``. ``?dryRun=All`` writes nothing.
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from aiohttp import web
 
@@ -26,17 +25,16 @@ from proxy.endpoints import negotiation
 from proxy.endpoints.request_info import RequestInfo
 from proxy.patch import patcher as patch
 from proxy.printers.columns import format_label_selector
-from proxy.registry import object_meta
-from proxy.registry.dry_run import DryRunStore, is_dry_run
+from proxy.registry import object_meta, validation
+from proxy.registry.dry_run import is_dry_run
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.storage_factory import ResourceStorage
+from proxy.registry.store import Store
 from proxy.server.context import APIContext
 from storage import errors as serr
-from storage.interfaces import GetOptions, Interface, JSONObject
+from storage.interfaces import GetOptions, JSONObject
 
 __all__ = ["SCALE", "from_object", "handle_scale"]
 
-JSON = dict[str, Any]
 
 SCALE = ResourceInfo(
     group="autoscaling", version="v1", kind="Scale", plural="scale", namespaced=True, verbs=()
@@ -44,12 +42,12 @@ SCALE = ResourceInfo(
 _META_KEYS = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
 
 
-def from_object(obj: JSONObject) -> JSON:
+def from_object(obj: JSONObject) -> JSONObject:
     """The autoscaling/v1 Scale of a scalable object."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     replicas = spec.get("replicas")
-    scale: JSON = {
+    scale: JSONObject = {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": {k: meta[k] for k in _META_KEYS if k in meta},
@@ -67,7 +65,7 @@ def from_object(obj: JSONObject) -> JSON:
     return scale
 
 
-def _replicas(scale: JSON, name: str) -> int:
+def _replicas(scale: JSONObject, name: str) -> int:
     replicas = (scale.get("spec") or {}).get("replicas", 0)
     if not isinstance(replicas, int) or isinstance(replicas, bool):
         err = FieldError.invalid("spec.replicas", replicas, "must be an integer")
@@ -78,10 +76,10 @@ def _replicas(scale: JSON, name: str) -> int:
     return replicas
 
 
-def _scaled(current: JSONObject, scale: JSON, rs: ResourceStorage, info: RequestInfo) -> JSON:
+def _scaled(current: JSONObject, scale: JSONObject, store: Store, info: RequestInfo) -> JSONObject:
     """``current`` with the Scale's replica count (a Conflict for a stale RV)."""
     raw_meta = scale.get("metadata")
-    meta: JSON = raw_meta if isinstance(raw_meta, dict) else {}
+    meta: JSONObject = raw_meta if isinstance(raw_meta, dict) else {}
     if meta.get("name", info.name) != info.name:
         raise apierrors.bad_request(
             f"the name of the object ({meta.get('name')}) does not match the name on the "
@@ -89,20 +87,20 @@ def _scaled(current: JSONObject, scale: JSON, rs: ResourceStorage, info: Request
         )
     rv = str(meta.get("resourceVersion") or "")
     if rv and rv != str((current.get("metadata") or {}).get("resourceVersion")):
-        raise serr.Conflict(rs.object_key(info.namespace, info.name))
+        raise serr.Conflict(store.object_key(info.namespace, info.name))
     updated = copy.deepcopy(current)
     updated.setdefault("spec", {})["replicas"] = _replicas(scale, info.name)
-    return object_meta.prepare_for_update(updated, current, rs.resource, "")
+    updated = object_meta.prepare_for_update(updated, current, store.resource, "")
+    validation.validate_update(updated, current, store.resource)  # the scaled kind's rules
+    return updated
 
 
 async def _write(
-    request: web.Request, info: RequestInfo, rs: ResourceStorage, options_kind: str, body: bytes
+    request: web.Request, info: RequestInfo, store: Store, options_kind: str, body: bytes
 ) -> web.Response:
-    writer: Interface | DryRunStore = (
-        DryRunStore(rs.store) if is_dry_run(request.query, options_kind) else rs.store
-    )
+    dry_run = is_dry_run(request.query, options_kind)
     media_type = negotiation.media_type_of(request, default="")
-    key = rs.object_key(info.namespace, info.name)
+    key = store.object_key(info.namespace, info.name)
 
     async def try_update(current: JSONObject) -> JSONObject:
         if not current:
@@ -111,25 +109,22 @@ async def _write(
             scale = patch.apply_patch(media_type, from_object(current), body, SCALE)
         else:
             scale = negotiation.decode_object(body, media_type or negotiation.JSON_TYPE, SCALE)
-        return _scaled(current, scale, rs, info)
+        return _scaled(current, scale, store, info)
 
-    with apierrors.storage_errors(rs.resource.qualified, info.name):
-        stored = await writer.guaranteed_update(key, None, try_update)
+    stored = await store.update(info.namespace, info.name, try_update, dry_run=dry_run)
     return negotiation.json_response(from_object(stored.obj))
 
 
 async def handle_scale(
-    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
     """GET, PUT or PATCH of ``<resource>/<name>/scale``."""
     if info.verb == "get":
-        key = rs.object_key(info.namespace, info.name)
-        with apierrors.storage_errors(rs.resource.qualified, info.name):
-            opts = GetOptions(resource_version=request.query.get("resourceVersion", ""))
-            stored = await rs.store.get(key, opts)
+        opts = GetOptions(resource_version=request.query.get("resourceVersion", ""))
+        stored = await store.get(info.namespace, info.name, opts)
         return negotiation.json_response(from_object(stored.obj))
     if info.verb == "patch":
         patch.check_patch_type(negotiation.media_type_of(request, default=""))
     options_kind = "PatchOptions" if info.verb == "patch" else "UpdateOptions"
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    return await _write(request, info, rs, options_kind, body)
+    return await _write(request, info, store, options_kind, body)

@@ -1,12 +1,15 @@
 """Which storage serves each resource — decided in exactly one function, ``new_storage``.
 
-With ``--watch-cache=false`` every resource is served by the etcd3 store. The cacher
-plugs in by editing ``new_storage`` to wrap the etcd3 store of a resource in its watch
-cache when ``ctx.settings.watch_cache`` is true (until then: etcd3 either way). The
-cache's knobs are in ``ctx.settings``: default_watch_cache_size, watch_cache_index,
-watch_cache_indexes, feature_gates, etcd_compaction_interval, watch_bookmark_interval.
-Everything else here is plumbing: one etcd client and one etcd3 store shared by all
-resources, and a per-resource view (``ResourceStorage``) that knows the resource's keys.
+With ``--watch-cache`` (the default) each resource's etcd3 store is wrapped in its watch
+cache (``cacher.new_cached_storage``); with ``--watch-cache=false`` the etcd3 store alone
+serves it. The cache's knobs come from ``ctx.settings``: default_watch_cache_size,
+watch_cache_index, watch_cache_indexes, feature_gates, watch_bookmark_interval.
+
+``StorageContext`` owns what is shared: the etcd client, one etcd3 store per resource
+(kube-apiserver has one per resource, so etcd calls are labelled by resource), and the
+client's one compactor (``--etcd-compaction-interval``, upstream's etcd3 ``compact.go``),
+started with ``start()`` and stopped with ``close()``. ``ResourceStorage`` is a
+per-resource view that knows the resource's keys.
 """
 
 from __future__ import annotations
@@ -18,43 +21,65 @@ from typing import TYPE_CHECKING
 from proxy.registry.resources import ResourceInfo
 from proxy.server.settings import Settings
 from storage import keys
+from storage.errors import NotReady
+from storage.etcd3 import Compactor, Etcd3Store
 from storage.fields import attrs_func
 from storage.interfaces import AttrsFunc, Interface
 
 if TYPE_CHECKING:
     from etcdclient import EtcdClient
 
+# kube-apiserver's feature gate (beta, on by default since 1.37)
+UNSAFE_DELETE_GATE = "AllowUnsafeMalformedObjectDeletion"
+
 __all__ = ["ResourceStorage", "StorageContext", "StorageMap", "new_storage"]
 
 
 @dataclass
 class StorageContext:
-    """What a storage needs to be built: settings and the shared etcd client."""
+    """What a storage needs to be built: settings and the shared etcd client, plus the
+    client's compactor (None while stopped or with compaction disabled)."""
 
     settings: Settings
     client: EtcdClient
     # etcd3 stores by (group, resource); ("", "") is the unlabelled one health checks use
-    _etcd3: dict[tuple[str, str], Interface] = field(default_factory=dict)
+    _etcd3: dict[tuple[str, str], Etcd3Store] = field(default_factory=dict)
+    compactor: Compactor | None = None
 
-    def etcd3(self, resource: ResourceInfo | None = None) -> Interface:
+    def start(self) -> None:
+        """Start the compactor (needs the event loop; idempotent)."""
+        interval = self.settings.etcd_compaction_interval
+        if self.compactor is None and interval > 0:
+            self.compactor = Compactor(
+                self.client, interval, request_timeout=self.settings.etcd_request_timeout
+            )
+            self.compactor.start()
+
+    @property
+    def allow_unsafe_malformed_object_deletion(self) -> bool:
+        return self.settings.feature_gates.get(UNSAFE_DELETE_GATE, True)
+
+    def etcd3(self, resource: ResourceInfo | None = None) -> Etcd3Store:
         """The etcd3 store of ``resource`` (one per resource, as kube-apiserver's, so its
         etcd calls are labelled in etcd_request_duration_seconds)."""
         key = (resource.group, resource.plural) if resource is not None else ("", "")
         store = self._etcd3.get(key)
         if store is None:
-            from storage.etcd3 import Etcd3Store
-
             store = Etcd3Store(
                 self.client,
                 request_timeout=self.settings.etcd_request_timeout,
                 group=key[0],
                 resource=key[1],
+                allow_unsafe_malformed_object_deletion=self.allow_unsafe_malformed_object_deletion,
             )
             self._etcd3[key] = store
         return store
 
     async def close(self) -> None:
-        """Close every etcd3 store (each stops its open watchers)."""
+        """Stop the compactor and close every etcd3 store (each stops its watchers)."""
+        compactor, self.compactor = self.compactor, None
+        if compactor is not None:
+            await compactor.stop()
         for store in self._etcd3.values():
             await store.close()
         self._etcd3.clear()
@@ -81,11 +106,9 @@ def new_storage(resource: ResourceInfo, ctx: StorageContext) -> Interface:
         default_watch_cache_size=settings.default_watch_cache_size,
         bookmark_interval=settings.watch_bookmark_interval,
         consistent_list_from_cache=settings.feature_gates.get("ConsistentListFromCache", False),
-        compaction_interval=settings.etcd_compaction_interval,
     )
     return new_cached_storage(
         ctx.etcd3(resource),
-        ctx.client,
         resource=resource.plural,
         resource_prefix=keys.resource_prefix(resource.group, resource.plural, settings.etcd_prefix),
         attrs=attrs_func(resource.plural),
@@ -93,7 +116,6 @@ def new_storage(resource: ResourceInfo, ctx: StorageContext) -> Interface:
         api_version=resource.api_version,
         indexes=indexes,
         config=config,
-        request_timeout=settings.etcd_request_timeout,
     )
 
 
@@ -135,16 +157,33 @@ class StorageMap:
             self.for_resource(resource)
 
     def caches_ready(self) -> bool:
-        """True once every built watch cache has been ready at least once (kube-apiserver's
-        ``poststarthook/storage-readiness``); always true without watch caches."""
+        """True once every built storage has been ready at least once (kube-apiserver's
+        ``poststarthook/storage-readiness``: its ``ReadinessCheck``); at once without
+        watch caches."""
         for key, rs in self._by_resource.items():
             if key in self._ready_once:
                 continue
-            cacher = getattr(rs.store, "cacher", None)
-            if cacher is not None and not cacher.ready.check():
+            try:
+                rs.store.readiness_check()
+            except NotReady:
                 return False
             self._ready_once.add(key)
         return True
+
+    def built(self) -> list[ResourceStorage]:
+        """Every storage built so far."""
+        return list(self._by_resource.values())
+
+    def not_ready(self) -> list[NotReady]:
+        """Why each storage that cannot serve now cannot (``readiness_check``'s errors),
+        e.g. a watch cache restarting after an unexpected error (``failure`` set)."""
+        reasons: list[NotReady] = []
+        for rs in self._by_resource.values():
+            try:
+                rs.store.readiness_check()
+            except NotReady as err:
+                reasons.append(err)
+        return reasons
 
     def for_resource(self, resource: ResourceInfo) -> ResourceStorage:
         key = (resource.group, resource.version, resource.plural)

@@ -11,44 +11,74 @@ within ``--etcd-request-timeout``) and recovers by itself when etcd returns. Pri
 failed, open watches are ended, in-flight requests get ``--shutdown-timeout`` to finish,
 remaining tasks are cancelled, the storages and the etcd connections are closed.
 
-The error middleware is the last line: any ``StatusError`` is rendered as its Status;
-a storage error that escaped a handler is translated; anything unexpected is logged
-with its traceback and answered 500 InternalError without one.
+Every request passes the handler chain of ``proxy.server.filters`` (panic recovery,
+request info, metrics, timeout, max in flight, handler errors: kube-apiserver's
+``DefaultBuildHandlerChain``) before its route.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import ipaddress
 import logging
+import os
 import signal
+import ssl
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from aiohttp import web
 
-from proxy import apierrors
-from proxy.endpoints import negotiation
+from proxy.authorization.rbac.informer import RBACInformer
+from proxy.endpoints import negotiation, responsewriter
 from proxy.endpoints.discovery.legacy import setup_discovery_routes
-from proxy.endpoints.handlers.collection import STREAMING
+from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
-from proxy.endpoints.metrics import metrics_middleware, setup_metrics_routes
-from proxy.registry.resources import Registry, build_registry
-from proxy.registry.storage_factory import StorageContext, StorageMap
+from proxy.endpoints.metrics import setup_metrics_routes
+from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
+from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
+from proxy.server import http_errors
+from proxy.server.auth_chain import AUTH, Auth, auth_cleanup_ctx, build_auth
 from proxy.server.context import API_CONTEXT, APIContext
+from proxy.server.debug import setup_debug_routes
+from proxy.server.filters import handler_chain
 from proxy.server.healthz import setup_health_routes
 from proxy.server.loop_lag import loop_lag_context
+from proxy.server.secure_serving import server_ssl_context
 from proxy.server.settings import ConfigError, Settings, load_settings
 from proxy.server.system_namespaces import SystemNamespaces
-from storage import errors as serr
+from storage import codec
+from storage.protobuf.schema import SchemaUnavailable
 
-__all__ = ["build_app", "main", "serve", "version_info"]
+__all__ = [
+    "EXIT_PORT_IN_USE",
+    "INSTANCE_HEADER",
+    "INSTANCE_ID_ENV",
+    "PortInUse",
+    "build_app",
+    "main",
+    "serve",
+    "version_info",
+]
 
 log = logging.getLogger("watchcache.proxy")
 
 KUBERNETES_MAJOR, KUBERNETES_MINOR = "1", "37"
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# Every response names the process that sent it, so a launcher polling /readyz can tell
+# its own server from another one already listening on the port (kube-apiserver's
+# counterpart is its identity lease, apiserver-<id>). The launcher chooses the id.
+INSTANCE_HEADER = "X-Watchcache-Instance"
+INSTANCE_ID_ENV = "WATCHCACHE_INSTANCE_ID"
+# The exit code when the port is taken, so a launcher can say so without reading the log.
+EXIT_PORT_IN_USE = 3
+
+
+class PortInUse(OSError):
+    """The listen address is taken by another process."""
 
 
 def version_info() -> dict[str, str]:
@@ -67,90 +97,66 @@ def version_info() -> dict[str, str]:
     }
 
 
-def _status_response(err: apierrors.StatusError) -> web.Response:
-    return negotiation.json_response(err.body, err.code, headers=err.headers)
-
-
-def _is_long_running(request: web.Request) -> bool:
-    return request.query.get("watch", "") in ("1", "true", "True") or "/watch/" in request.path
-
-
-@web.middleware
-async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Every failure becomes a Status; non-watch requests are bounded by --request-timeout."""
-    ctx = request.app[API_CONTEXT]
-    try:
-        if _is_long_running(request):
-            return await handler(request)
-        async with asyncio.timeout(ctx.settings.request_timeout):
-            return await handler(request)
-    except apierrors.StatusError as e:
-        return _status_response(e)
-    except serr.StorageError as e:
-        return _status_response(apierrors.from_storage_error(e, "", ""))
-    except TimeoutError:
-        if request.get(STREAMING) is not None:
-            # headers and part of a LIST are out: cut the connection so the client sees
-            # a truncated response, never a well-formed partial list
-            log.warning("request timeout while streaming %s; closing", request.path)
-            if request.transport is not None:
-                request.transport.close()
-            raise
-        return _status_response(
-            apierrors.timeout(
-                "request did not complete within requested timeout - context deadline exceeded",
-                retry_after=0,
-            )
-        )
-    except web.HTTPException as e:
-        if e.status == 404:
-            return _status_response(
-                apierrors.StatusError(
-                    apierrors.status_body(
-                        404, "NotFound", "the server could not find the requested resource", {}
-                    )
-                )
-            )
-        if e.status == 405:
-            return _status_response(
-                apierrors.StatusError(
-                    apierrors.status_body(
-                        405,
-                        "MethodNotAllowed",
-                        f"{request.method} is not allowed on {request.path}",
-                    )
-                )
-            )
-        raise
-    except (asyncio.CancelledError, ConnectionResetError):
-        raise
-    except Exception as e:
-        log.exception("unexpected error serving %s %s", request.method, request.path)
-        return _status_response(apierrors.internal_error(f"unexpected {type(e).__name__}"))
-
-
 async def _version(request: web.Request) -> web.Response:
     return negotiation.json_response(version_info())
+
+
+def _set_storage_media_type(media_type: str) -> None:
+    """--storage-media-type; protobuf without its schema falls back to JSON, loudly
+    (reads of protobuf values then fail as undecodable, naming the remedy)."""
+    try:
+        codec.set_storage_media_type(media_type)
+    except SchemaUnavailable as err:
+        log.warning("storing JSON instead of %s: %s", media_type, err)
+        codec.set_storage_media_type("application/json")
 
 
 def build_app(
     settings: Settings, storage_ctx: StorageContext, registry: Registry | None = None
 ) -> web.Application:
-    """The application: health, version, discovery and resource routes over ``storage_ctx``."""
+    """The application: health, version, discovery and resource routes over ``storage_ctx``;
+    with a secure port, authentication and authorization (``proxy.server.auth_chain``)
+    in front of them and the review, TokenRequest and OIDC routes."""
+    _set_storage_media_type(settings.storage_media_type)
+    secure = settings.secure_port is not None
+    auth: Auth | None = None
+    informer: RBACInformer | None = None
+    storages = StorageMap(storage_ctx)
+    if secure:
+        if "RBAC" in settings.authorization_mode:
+            informer = RBACInformer(lambda plural: _rbac_storage(ctx, plural))
+        auth = build_auth(settings, informer)
     app = web.Application(
-        middlewares=[metrics_middleware, error_middleware],
+        middlewares=handler_chain(
+            settings,
+            authentication=auth.authentication_filters() if auth else (),
+            authorization=auth.authorization_filters() if auth else (),
+        ),
         # bodies are read by the handlers with their own limit (413 as a Status)
         client_max_size=settings.max_request_body_bytes + 1,
     )
+    responsewriter.install(app)
     ctx = APIContext(
         settings=settings,
-        registry=registry or build_registry(),
+        registry=registry or build_registry(SERVED + REVIEWS if secure else SERVED),
         storage_ctx=storage_ctx,
-        storages=StorageMap(storage_ctx),
+        storages=storages,
+        auth=auth,
     )
     app[API_CONTEXT] = ctx
+    instance = os.environ.get(INSTANCE_ID_ENV) or uuid.uuid4().hex
+
+    async def name_instance(request: web.Request, response: web.StreamResponse) -> None:
+        response.headers[INSTANCE_HEADER] = instance
+
+    app.on_response_prepare.append(name_instance)
+    if auth is not None:
+        app[AUTH] = auth
+        setup_auth_routes(app)
+        app.cleanup_ctx.append(auth_cleanup_ctx(auth, lambda plural: _rbac_storage(ctx, plural)))
     setup_health_routes(app)
     setup_metrics_routes(app)
+    setup_debug_routes(app)
     app.router.add_get("/version", _version)
     app.router.add_get("/version/", _version)
     setup_discovery_routes(app)
@@ -169,31 +175,31 @@ def build_app(
         await ctx.storages.close()
         await storage_ctx.close()
 
+    app.on_response_prepare.append(http_errors.on_response_prepare)
     app.on_shutdown.append(on_shutdown)
     app.on_cleanup.append(on_cleanup)
     return app
+
+
+def _rbac_storage(ctx: APIContext, plural: str) -> ResourceStorage:
+    group = "" if plural in ("serviceaccounts", "pods", "secrets") else "rbac.authorization.k8s.io"
+    resource = ctx.registry.lookup(group, plural)
+    assert resource is not None, plural
+    return ctx.storages.for_resource(resource)
 
 
 def _storages_and_compactor(
     ctx: APIContext,
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     """A cleanup context that, at start-up, builds every served resource's storage (so
-    every watch cache primes at once, as kube-apiserver creates its cachers) and holds
-    the etcd client's compactor (``--etcd-compaction-interval``) whether or not the
-    watch cache is on. The compactor registry keys on the client, so the cachers that
-    also acquire it share this one: one compaction per interval either way."""
+    every watch cache primes at once, as kube-apiserver creates its cachers) and starts
+    the storage context (the etcd client's one compactor, ``--etcd-compaction-interval``,
+    whether or not the watch cache is on); the storage context stops it at close."""
 
     async def run(app: web.Application) -> AsyncIterator[None]:
-        from cacher.compactor import Compactor
-
-        compactor = Compactor.acquire(
-            ctx.storage_ctx.client,
-            ctx.settings.etcd_compaction_interval,
-        )
-        ctx.storages.build_all(ctx.registry)
+        ctx.storage_ctx.start()
+        ctx.storages.build_all(r for r in ctx.registry if r.group not in REVIEW_GROUPS)
         yield
-        if compactor is not None:
-            await compactor.release()
 
     return run
 
@@ -245,26 +251,36 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     storage_ctx = StorageContext(settings=settings, client=client)
-    app = build_app(settings, storage_ctx)
+    try:
+        ssl_context = server_ssl_context(settings) if settings.secure_port is not None else None
+        app = build_app(settings, storage_ctx)
+    except ConfigError:
+        await client.close()
+        raise
     runner = web.AppRunner(
         app,
         handler_cancellation=True,  # a client that goes away cancels its handler (watches)
         shutdown_timeout=settings.shutdown_timeout,
         access_log=None,
+        **http_errors.protocol_options(),
     )
     try:
         await runner.setup()
-        site = web.TCPSite(runner, settings.bind_address, settings.port)
-        await site.start()
-        host, port = _bound_address(runner, settings)
-        print(f"serving on http://{host}:{port}", flush=True)
-        log.info(
-            "serving on http://%s:%d (etcd %s, prefix %s)",
-            host,
-            port,
-            ",".join(settings.etcd_servers),
-            settings.etcd_prefix,
-        )
+        # the plain port first: scripts that wait for the first "serving on" line and
+        # talk plain HTTP keep working when a secure port is added
+        if settings.port is not None:
+            plain_address = settings.insecure_bind_address or settings.bind_address
+            await _start_site(runner, plain_address, settings, settings.port, None)
+            if not _is_loopback(plain_address):
+                log.warning(
+                    "the plain port %d on %s is reachable from the network and serves every "
+                    "request as system:masters; serve --secure-port instead",
+                    settings.port, plain_address,
+                )  # fmt: skip
+        if settings.secure_port is not None:
+            await _start_site(
+                runner, settings.bind_address, settings, settings.secure_port, ssl_context
+            )
         await stop.wait()
         log.info("shutting down")
         app[API_CONTEXT].shutting_down = True
@@ -276,11 +292,44 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     return 0
 
 
-def _bound_address(runner: web.AppRunner, settings: Settings) -> tuple[str, int]:
-    for address in runner.addresses:
-        if isinstance(address, tuple) and len(address) >= 2:
-            return settings.bind_address, int(address[1])
-    return settings.bind_address, settings.port
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address == "localhost"
+
+
+async def _start_site(
+    runner: web.AppRunner,
+    host: str,
+    settings: Settings,
+    port: int,
+    ssl_context: ssl.SSLContext | None,
+) -> None:
+    """Listen on ``host``:``port``; :class:`PortInUse` (not a bare OSError) when the
+    port is taken."""
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
+    try:
+        await site.start()
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            flag = "--port" if ssl_context is None else "--secure-port"
+            raise PortInUse(
+                e.errno,
+                f"{host}:{port} is already in use by another process; choose another port "
+                f"with {flag} (0 picks a free one)",
+            ) from e
+        raise
+    bound = port
+    server = site._server  # aiohttp exposes the bound port only through the server
+    if isinstance(server, asyncio.base_events.Server) and server.sockets:
+        bound = int(server.sockets[0].getsockname()[1])
+    scheme = "https" if ssl_context is not None else "http"
+    print(f"serving on {scheme}://{host}:{bound}", flush=True)
+    log.info(
+        "serving on %s://%s:%d (etcd %s, prefix %s)",
+        scheme, host, bound, ",".join(settings.etcd_servers), settings.etcd_prefix,
+    )  # fmt: skip
 
 
 def main(argv: Sequence[str]) -> int:
@@ -295,5 +344,12 @@ def main(argv: Sequence[str]) -> int:
         stream=sys.stderr,
     )
     with contextlib.suppress(KeyboardInterrupt):
-        return asyncio.run(serve(settings))
+        try:
+            return asyncio.run(serve(settings))
+        except ConfigError as e:
+            print(f"watchcache serve: {e}", file=sys.stderr)
+            return 2
+        except PortInUse as e:
+            print(f"watchcache serve: {e.strerror}", file=sys.stderr)
+            return EXIT_PORT_IN_USE
     return 0

@@ -10,8 +10,10 @@ from typing import Any
 from aiohttp import web
 
 from proxy.openapi.documents import OpenAPIV3
-from proxy.registry.resources import Registry
+from proxy.registry.resources import Registry, ResourceInfo
 from proxy.registry.storage_factory import StorageContext, StorageMap
+from proxy.registry.store import Store
+from proxy.server.auth_chain import Auth
 from proxy.server.settings import Settings
 from storage.interfaces import Watcher
 
@@ -40,6 +42,14 @@ class APIContext:
     shutting_down: bool = False
     # set once the system namespaces (default, kube-system, ...) exist; None: not run
     system_namespaces_ready: asyncio.Event | None = None
+    # authentication and authorization (the secure port's); None: plain port only
+    auth: Auth | None = None
+
+    def store(self, resource: ResourceInfo) -> Store:
+        """The generic store of ``resource`` (the only way handlers reach storage)."""
+        return Store(
+            self.storages.for_resource(resource), lifecycle=self.settings.lifecycle_controllers
+        )
 
     async def stop_watches(self) -> None:
         """End every open watch (their handlers then finish their responses)."""

@@ -13,6 +13,12 @@ ending ``<name> check failed``; success answers ``ok`` (or the list, ending
 - ``poststarthook/storage-readiness`` (readyz only): fails until every resource's watch
   cache (all built at start-up) has been ready once, as kube-apiserver's hook of that
   name; passes at once with ``--watch-cache=false``.
+- ``watch-cache`` (readyz only, ours): fails while a watch cache restarts after an
+  unexpected error in its tasks; its line names each such cache and the error
+  (``[-]watch-cache failed: watch cache of pods is restarting after reflector failed:
+  ...``). Caches merely re-listing (after a compaction) or still priming do not fail it.
+- ``poststarthook/rbac/bootstrap-roles`` (readyz only, with RBAC on the secure port):
+  fails until the bootstrap policy is reconciled (``proxy.authorization.rbac.reconcile``).
 - ``shutdown``: fails once shutdown has begun (readyz only), so load balancers drain.
 - livez has no etcd check: restarting this server does not bring etcd back, and it
   recovers by itself when etcd returns.
@@ -62,8 +68,24 @@ async def _storage_readiness(ctx: APIContext) -> None:
         raise RuntimeError("watch caches not initialized yet")
 
 
+class _Named(RuntimeError):
+    """A failed check whose reason is shown in the listing instead of withheld."""
+
+
+async def _watch_caches(ctx: APIContext) -> None:
+    failed = [err.message for err in ctx.storages.not_ready() if err.failure]
+    if failed:
+        raise _Named("; ".join(failed))
+
+
+async def _rbac_bootstrap(ctx: APIContext) -> None:
+    if ctx.auth is not None and not ctx.auth.rbac_ready():
+        raise RuntimeError("the bootstrap RBAC policy is not reconciled yet")
+
+
 SYSTEM_NAMESPACES_CHECK = "poststarthook/start-system-namespaces-controller"
 STORAGE_READINESS_CHECK = "poststarthook/storage-readiness"
+RBAC_BOOTSTRAP_CHECK = "poststarthook/rbac/bootstrap-roles"
 
 CHECKS: dict[str, list[tuple[str, Check]]] = {
     "healthz": [("ping", _ping), ("log", _ping), ("etcd", _etcd)],
@@ -74,18 +96,25 @@ CHECKS: dict[str, list[tuple[str, Check]]] = {
         ("etcd", _etcd),
         (SYSTEM_NAMESPACES_CHECK, _system_namespaces),
         (STORAGE_READINESS_CHECK, _storage_readiness),
+        ("watch-cache", _watch_caches),
+        (RBAC_BOOTSTRAP_CHECK, _rbac_bootstrap),
         ("shutdown", _shutdown),
     ],
 }
 
 
-async def _run(ctx: APIContext, name: str, check: Check) -> bool:
+async def _run(ctx: APIContext, name: str, check: Check) -> str | None:
+    """None when the check passed, else the reason shown ("reason withheld" unless the
+    check names it)."""
     try:
         await check(ctx)
+    except _Named as e:
+        log.warning("%s check failed: %s", name, e)
+        return str(e)
     except Exception as e:  # any failure of a check is a failed check, not a 500 trace
         log.warning("%s check failed: %s", name, e or type(e).__name__)
-        return False
-    return True
+        return "reason withheld"
+    return None
 
 
 async def _endpoint(request: web.Request, endpoint: str) -> web.Response:
@@ -98,7 +127,7 @@ async def _endpoint(request: web.Request, endpoint: str) -> web.Response:
         if not checks:
             return web.Response(status=404, text="404 page not found\n")
     results = await asyncio.gather(*(_run(ctx, n, c) for n, c in checks))
-    ok = all(results)
+    ok = all(r is None for r in results)
     if only is not None:
         return web.Response(
             status=200 if ok else 500,
@@ -107,8 +136,8 @@ async def _endpoint(request: web.Request, endpoint: str) -> web.Response:
     if ok and "verbose" not in request.query:
         return web.Response(text="ok")
     lines = [
-        f"[+]{n} ok" if passed else f"[-]{n} failed: reason withheld"
-        for (n, _), passed in zip(checks, results, strict=True)
+        f"[+]{n} ok" if reason is None else f"[-]{n} failed: {reason}"
+        for (n, _), reason in zip(checks, results, strict=True)
     ]
     lines.append(f"{endpoint} check {'passed' if ok else 'failed'}")
     return web.Response(status=200 if ok else 500, text="\n".join(lines) + "\n")

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["ConfigError", "Settings", "build_parser", "load_settings"]
+__all__ = ["ConfigError", "Settings", "build_parser", "load_settings", "resolve_ports"]
 
 
 class ConfigError(ValueError):
@@ -76,6 +76,15 @@ def _parse_indexes(value: Any) -> Mapping[str, tuple[str, ...]]:
     return out
 
 
+def _parse_port(value: str | int | None) -> int | None:
+    if value is None or value == "":
+        return None
+    port = int(value)
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"port {port} out of range 0-65535")
+    return port
+
+
 def _parse_servers(value: str | Sequence[str]) -> tuple[str, ...]:
     items = value.split(",") if isinstance(value, str) else list(value)
     return tuple(s.strip() for s in items if s and s.strip())
@@ -94,7 +103,33 @@ class Settings:
     # bound on every etcd request: the time a request waits on an unreachable etcd
     etcd_request_timeout: float = 10.0
     bind_address: str = "127.0.0.1"
-    port: int = 8080
+    # where the plain port listens (kube's old --insecure-bind-address); "" = bind_address,
+    # so `--bind-address=A --port=N` serves plain HTTP on A:N as it always did
+    insecure_bind_address: str = ""
+    # the plain-HTTP port (kube's old insecure port): no authentication, every request
+    # as a system:masters user. None: not served. When neither port is given, the
+    # secure port defaults to 6443 (``resolve_ports``).
+    port: int | None = None
+    # HTTPS with authentication and authorization; None: not served (see above)
+    secure_port: int | None = None
+    tls_cert_file: str = ""
+    tls_private_key_file: str = ""
+    # where a self-signed serving certificate (and the service-account key, when none is
+    # given) is generated when --tls-cert-file is not given
+    cert_dir: str = "/var/run/kubernetes"
+    client_ca_file: str = ""
+    tls_min_version: str = "VersionTLS12"
+    tls_cipher_suites: tuple[str, ...] = ()
+    anonymous_auth: bool = True
+    token_auth_file: str = ""
+    authorization_mode: tuple[str, ...] = ("RBAC",)
+    service_account_key_file: tuple[str, ...] = ()
+    service_account_signing_key_file: str = ""
+    service_account_issuer: tuple[str, ...] = ()
+    api_audiences: tuple[str, ...] = ()
+    service_account_max_token_expiration: float = 0.0
+    service_account_lookup: bool = True
+    service_account_jwks_uri: str = ""
     # --watch-cache (kube-apiserver's default true): reads and watches from the watch
     # cache; false: every read from etcd. Which storage serves what is decided in
     # proxy.registry.storage_factory.new_storage.
@@ -116,15 +151,41 @@ class Settings:
     min_request_timeout: float = 1800.0
     # kube-apiserver's --request-timeout: the bound on a non-long-running request
     request_timeout: float = 60.0
+    # kube-apiserver's --max-requests-inflight / --max-mutating-requests-inflight:
+    # non-long-running requests served at once before 429 (0: no limit)
+    max_requests_inflight: int = 400
+    max_mutating_requests_inflight: int = 200
     shutdown_timeout: float = 5.0
     max_request_body_bytes: int = 3 * 1024 * 1024
     # create default, kube-system, kube-public, kube-node-lease at start-up (as
     # kube-apiserver's system-namespaces controller); false leaves etcd untouched
     system_namespaces: bool = True
+    # true when kubelets, a garbage collector and a namespace controller run against this
+    # server (the lab's simulated cluster): DELETE then behaves as kube-apiserver's does
+    # (graceful for bound pods, Foreground/Orphan finalizers, namespaces Terminating).
+    # false: nothing would finish those, so deletes are immediate (see
+    # proxy/registry/deletion.py). Finalizers already on an object are honoured either way.
+    lifecycle_controllers: bool = False
     log_level: str = "info"
+    # kube-apiserver's --storage-media-type (its default, protobuf); reads accept all three
+    storage_media_type: str = "application/vnd.kubernetes.protobuf"
+
+
+_STORAGE_MEDIA_TYPES = (
+    "application/vnd.kubernetes.protobuf",
+    "application/json",
+    "application/yaml",
+)
+
+
+def _parse_storage_media_type(value: str) -> str:
+    if value not in _STORAGE_MEDIA_TYPES:
+        raise ConfigError(f"{value!r}: one of {', '.join(_STORAGE_MEDIA_TYPES)}")
+    return value
 
 
 _CONVERTERS: dict[str, Any] = {
+    "storage_media_type": _parse_storage_media_type,
     "etcd_servers": _parse_servers,
     "etcd_dial_timeout": _parse_duration,
     "etcd_request_timeout": _parse_duration,
@@ -134,13 +195,25 @@ _CONVERTERS: dict[str, Any] = {
     "watch_cache": _parse_bool,
     "watch_cache_index": _parse_bool,
     "system_namespaces": _parse_bool,
+    "lifecycle_controllers": _parse_bool,
     "default_watch_cache_size": int,
     "feature_gates": _parse_feature_gates,
     "watch_cache_indexes": _parse_indexes,
     "etcd_compaction_interval": _parse_duration,
     "watch_bookmark_interval": _parse_duration,
-    "port": int,
+    "port": _parse_port,
+    "secure_port": _parse_port,
+    "tls_cipher_suites": _parse_servers,
+    "anonymous_auth": _parse_bool,
+    "authorization_mode": _parse_servers,
+    "service_account_key_file": _parse_servers,
+    "service_account_issuer": _parse_servers,
+    "api_audiences": _parse_servers,
+    "service_account_max_token_expiration": _parse_duration,
+    "service_account_lookup": _parse_bool,
     "max_request_body_bytes": int,
+    "max_requests_inflight": int,
+    "max_mutating_requests_inflight": int,
 }
 
 _FLAG_HELP: dict[str, str] = {
@@ -153,7 +226,31 @@ _FLAG_HELP: dict[str, str] = {
     "etcd_request_timeout": "timeout of one etcd request; requests on an unreachable etcd "
     "fail with 504 after it (e.g. 10s)",
     "bind_address": "IP address to listen on",
-    "port": "port to listen on (0 = any free port)",
+    "insecure_bind_address": "IP address of the plain port (default: --bind-address); e.g. "
+    "HTTPS on 0.0.0.0 and the plain port on 127.0.0.1 for local health checks",
+    "port": "plain-HTTP port, without authentication: every request is a system:masters "
+    "user (0 = any free port; not served unless given)",
+    "secure_port": "HTTPS port with authentication and authorization (default 6443 when "
+    "--port is not given; 0 = any free port)",
+    "tls_cert_file": "serving certificate (PEM, with intermediates)",
+    "tls_private_key_file": "serving certificate's private key (PEM)",
+    "cert_dir": "where a self-signed serving certificate is generated when "
+    "--tls-cert-file is not given",
+    "client_ca_file": "CA bundle that signs client certificates (CN = user, O = groups)",
+    "tls_min_version": "VersionTLS12 or VersionTLS13",
+    "tls_cipher_suites": "comma-separated IANA cipher suite names (TLS 1.2)",
+    "anonymous_auth": "requests without credentials are system:anonymous",
+    "token_auth_file": 'static bearer tokens: CSV token,user,uid,"group1,group2"',
+    "authorization_mode": "comma-separated chain of AlwaysAllow, AlwaysDeny, RBAC",
+    "service_account_key_file": "PEM public (or private) keys that verify service-account "
+    "tokens (comma-separated)",
+    "service_account_signing_key_file": "PEM private key that signs service-account tokens",
+    "service_account_issuer": "issuer of service-account tokens (the first one signs; all "
+    "are accepted)",
+    "api_audiences": "audiences tokens must carry (default: the issuers)",
+    "service_account_max_token_expiration": "longest TokenRequest expiration (e.g. 24h)",
+    "service_account_lookup": "check that a token's service account (and bound object) exists",
+    "service_account_jwks_uri": "jwks_uri published in the OIDC discovery document",
     "watch_cache": "serve reads and watches from a watch cache (false: every read from etcd)",
     "default_watch_cache_size": "events kept per resource: -1 dynamic, N > 0 a fixed ring",
     "watch_cache_index": "false disables the watch cache's field indexes (pods spec.nodeName)",
@@ -163,11 +260,20 @@ _FLAG_HELP: dict[str, str] = {
     "min_request_timeout": "minimum watch duration; each watch lasts this times a random "
     "factor in [1, 2) unless timeoutSeconds is given",
     "request_timeout": "bound on the duration of a non-watch request",
+    "max_requests_inflight": "read-only requests served at once before 429 (0: no limit)",
+    "max_mutating_requests_inflight": "mutating requests served at once before 429 (0: no limit)",
     "shutdown_timeout": "time in-flight requests get to finish on SIGINT/SIGTERM",
     "max_request_body_bytes": "largest request body accepted (413 above)",
     "system_namespaces": "create the default, kube-system, kube-public and kube-node-lease "
     "namespaces at start-up (false: write nothing until asked)",
+    "lifecycle_controllers": "kubelets, a garbage collector and a namespace controller run "
+    "against this server (as in `watchcache lab`): bound pods are deleted gracefully, "
+    "propagationPolicy Foreground/Orphan adds its finalizer, a deleted namespace goes "
+    "Terminating; false (default): deletes are immediate",
     "log_level": "debug, info, warning or error",
+    "storage_media_type": "media type of the values written to etcd: "
+    "application/vnd.kubernetes.protobuf (default), application/json or application/yaml "
+    "(reads accept all three)",
 }
 
 
@@ -252,4 +358,12 @@ def load_settings(argv: Sequence[str]) -> Settings:
     settings = settings_from_mapping(given, settings)
     if not settings.etcd_servers:
         raise ConfigError("--etcd-servers is required")
+    return resolve_ports(settings)
+
+
+def resolve_ports(settings: Settings) -> Settings:
+    """kube-apiserver serves HTTPS on 6443 by default; here too, unless only the plain
+    port was asked for (today's ``--port=N`` invocations keep serving plain HTTP alone)."""
+    if settings.port is None and settings.secure_port is None:
+        return replace(settings, secure_port=6443)
     return settings

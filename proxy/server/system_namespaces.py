@@ -15,11 +15,12 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from proxy.registry import object_meta
-from proxy.registry.resources import Registry
-from proxy.registry.storage_factory import StorageMap
+from proxy.registry.resources import Registry, ResourceInfo
 from storage import errors as serr
+from storage.interfaces import JSONObject, StoredObject
 
 __all__ = ["SYSTEM_NAMESPACES", "SystemNamespaces"]
 
@@ -29,12 +30,30 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 RETRY_SECONDS = 1.0
 
 
+class _Creator(Protocol):
+    async def create(self, key: str, obj: JSONObject) -> StoredObject: ...
+
+
+class _Storage(Protocol):
+    @property
+    def store(self) -> _Creator: ...
+
+    def object_key(self, namespace: str, name: str) -> str: ...
+
+
+class Storages(Protocol):
+    """What creating namespaces needs of the server's ``StorageMap``: a resource's key
+    layout and a store that creates."""
+
+    def for_resource(self, resource: ResourceInfo) -> _Storage: ...
+
+
 @dataclass
 class SystemNamespaces:
     """Creates the system namespaces; ``ready`` is set (by ``run`` only) when done."""
 
     registry: Registry
-    storages: StorageMap
+    storages: Storages
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     ready: asyncio.Event = field(default_factory=asyncio.Event)
 

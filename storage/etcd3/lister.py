@@ -1,4 +1,4 @@
-"""LIST from etcd (kube-apiserver's etcd3 ``store.GetList``), SEMANTICS.md §3.
+"""LIST from etcd (kube-apiserver's ``storage/etcd3/store.go`` ``store.GetList``).
 
 Which revision is read:
 
@@ -26,11 +26,19 @@ revision the caller asked for, is Expired as for a compacted single read.
 
 etcd limits a Range by keys, not bytes, so the page size follows the values seen so
 far: ``FIRST_PAGE`` keys, then as many as make ~``PAGE_BYTES`` at the average value
-size, never more than ``page_size`` (injectable, ``PAGE_SIZE`` by default).
+size, never more than ``page_size`` (injectable, ``PAGE_SIZE`` by default). A filtered
+list's growing batches obey the same byte bound. Values are decoded in slices of
+``DECODE_SLICE`` with a yield to the event loop between slices.
+
+Corrupt values (kube-apiserver 1.37 with AllowUnsafeMalformedObjectDeletion, the
+default): the walk goes on, collecting up to ``StoreReadError.MAX_CORRUPT`` of them, and
+the list fails with ``StoreReadError`` naming them; without the gate the first one fails
+it with ``InternalStorageError``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from etcdclient import EtcdClient, prefix_end
@@ -39,9 +47,11 @@ from etcdclient.types import RangeResult
 from storage import codec
 from storage.continue_token import decode_continue, encode_continue
 from storage.errors import (
+    CorruptObject,
     Expired,
     InternalStorageError,
     InvalidContinue,
+    StoreReadError,
     TooLargeResourceVersion,
 )
 from storage.etcd3.translate import CONTINUE_TOO_OLD, LIST_TOO_OLD, call
@@ -56,6 +66,8 @@ MAX_LIMIT = 10_000
 PAGE_SIZE = 10_000
 FIRST_PAGE = 500
 PAGE_BYTES = 8 * 1024 * 1024
+# Values decoded between two yields to the event loop.
+DECODE_SLICE = 500
 
 
 @dataclass(slots=True)
@@ -68,6 +80,7 @@ class _Plan:
     revision: int = 0
     minimum: int = 0  # the resourceVersion the result must not be older than
     continue_key: str = ""  # the decoded start key of a continue token, if any
+    aggregate_corrupt: bool = True  # the AllowUnsafeMalformedObjectDeletion gate
 
 
 @dataclass(slots=True)
@@ -78,6 +91,22 @@ class _Page:
     evaluated: int = 0
     last_key: bytes = b""
     has_more: bool = False
+    corrupt: list[CorruptObject] = field(default_factory=list)
+    aggregate_corrupt: bool = True
+
+    def limit_by_bytes(self, limit: int) -> int:
+        """``limit`` keys, or fewer when the values seen so far say that many would be
+        more than ~PAGE_BYTES."""
+        if not self.fetched_bytes:
+            return limit
+        return max(1, min(limit, PAGE_BYTES * self.fetched // self.fetched_bytes))
+
+    def check(self) -> None:
+        """StoreReadError once values could not be decoded (the walk is over, or the cap
+        of corrupt values was reached)."""
+        if self.corrupt:
+            cap = StoreReadError.MAX_CORRUPT
+            raise StoreReadError(self.corrupt[:cap], too_many=len(self.corrupt) >= cap)
 
 
 async def list_objects(
@@ -87,11 +116,13 @@ async def list_objects(
     opts: ListOptions,
     *,
     page_size: int = PAGE_SIZE,
+    aggregate_corrupt: bool = True,
 ) -> ListResult:
     """One page of the objects under ``key`` matching ``opts.predicate``; without a
     limit, all of them, read from etcd in pages of at most ``page_size`` keys at one
-    revision."""
+    revision. ``aggregate_corrupt``: the AllowUnsafeMalformedObjectDeletion gate."""
     plan = _plan(key, opts)
+    plan.aggregate_corrupt = aggregate_corrupt
     if opts.predicate.limit <= 0 and opts.recursive:
         return await _list_all(client, request_timeout, plan, opts, page_size)
     return await _list_page(client, request_timeout, plan, opts)
@@ -102,18 +133,22 @@ async def _list_page(
 ) -> ListResult:
     """A list with a limit (or of one key): batches at one revision until it is full."""
     pred = opts.predicate
-    page = _Page()
+    page = _Page(aggregate_corrupt=plan.aggregate_corrupt)
     limit = pred.limit
     resp = await _read(client, request_timeout, plan, opts, limit)
     while True:
-        _take(page, resp, pred)
-        if pred.limit <= 0 or not page.has_more or len(page.items) >= pred.limit:
+        page.fetched_bytes += sum(len(kv.value) for kv in resp.kvs)
+        await _take(page, resp, pred)
+        full = len(page.items) >= pred.limit or len(page.corrupt) >= StoreReadError.MAX_CORRUPT
+        if pred.limit <= 0 or not page.has_more or full:
             break
-        # Selector dropped objects: read on at the same revision, in bigger batches.
-        limit = min(limit * 2, MAX_LIMIT) if limit < MAX_LIMIT else limit
+        # Selector dropped objects: read on at the same revision, in bigger batches
+        # (doubling up to MAX_LIMIT keys, and never much more than PAGE_BYTES of values).
+        limit = page.limit_by_bytes(min(limit * 2, MAX_LIMIT))
         plan.start = page.last_key.decode() + "\x00"
         plan.revision = plan.revision or resp.revision
         resp = await _read(client, request_timeout, plan, opts, limit)
+    page.check()
     revision = plan.revision or resp.revision
     token, remaining = "", None
     if page.has_more:
@@ -161,18 +196,19 @@ class _CompactedMidWalk(Exception):
 async def _walk(
     client: EtcdClient, request_timeout: float, plan: _Plan, opts: ListOptions, page_size: int
 ) -> ListResult:
-    page = _Page()
+    page = _Page(aggregate_corrupt=plan.aggregate_corrupt)
     limit = min(page_size, FIRST_PAGE)
     revision = await _read_into(page, client, request_timeout, plan, opts, limit)
     # Every further page at the first one's revision: one snapshot.
     plan.revision = revision
-    while page.has_more:
+    while page.has_more and len(page.corrupt) < StoreReadError.MAX_CORRUPT:
         plan.start = page.last_key.decode() + "\x00"
-        limit = max(1, min(page_size, PAGE_BYTES * page.fetched // max(page.fetched_bytes, 1)))
+        limit = page.limit_by_bytes(page_size)
         try:
             await _read_into(page, client, request_timeout, plan, opts, limit)
         except Expired as e:
             raise _CompactedMidWalk(e) from None
+    page.check()
     return ListResult(
         items=page.items,
         resource_version=revision,
@@ -194,7 +230,7 @@ async def _read_into(
     response is gone when this returns, before the caller reads the next one."""
     resp = await _read(client, request_timeout, plan, opts, limit)
     page.fetched_bytes += sum(len(kv.value) for kv in resp.kvs)
-    _take(page, resp, opts.predicate)
+    await _take(page, resp, opts.predicate)
     return plan.revision or resp.revision
 
 
@@ -230,12 +266,13 @@ async def _read(
             client.range(start, end, limit=max(limit, 0), revision=plan.revision),
             request_timeout,
             plan.prefix,
+            operation="list",
             raw=(etcd_errors.Compacted, etcd_errors.FutureRevision),
         )
     except etcd_errors.Compacted:
         raise _compacted(plan) from None
     except etcd_errors.FutureRevision:
-        current = await call(client.get(start), request_timeout, plan.prefix)
+        current = await call(client.get(start), request_timeout, plan.prefix, operation="get")
         raise TooLargeResourceVersion(plan.revision, current.revision) from None
     if plan.minimum > resp.revision:
         raise TooLargeResourceVersion(plan.minimum, resp.revision)
@@ -253,22 +290,40 @@ def _compacted(plan: _Plan) -> Expired:
     return Expired(CONTINUE_TOO_OLD, encode_continue(plan.continue_key, plan.prefix, -1))
 
 
-def _take(page: _Page, resp: RangeResult, pred: SelectionPredicate) -> None:
-    """Decode and filter one batch into the page, stopping when the page is full."""
+async def _take(page: _Page, resp: RangeResult, pred: SelectionPredicate) -> None:
+    """Decode and filter one batch into the page, stopping when the page is full (or
+    holds the most corrupt values a list reports), yielding every DECODE_SLICE values."""
     page.fetched += len(resp.kvs)
     page.has_more = resp.more
-    selecting = not pred.empty
-    for kv in resp.kvs:
-        if pred.limit > 0 and len(page.items) >= pred.limit:
+    for n, kv in enumerate(resp.kvs):
+        if (pred.limit > 0 and len(page.items) >= pred.limit) or len(
+            page.corrupt
+        ) >= StoreReadError.MAX_CORRUPT:
             page.has_more = True
             break
+        if n and n % DECODE_SLICE == 0:
+            await asyncio.sleep(0)  # let requests run between slices
         page.last_key = kv.key
-        key = kv.key.decode()
         page.evaluated += 1
-        if not selecting:
-            page.items.append(codec.decode(key, kv.value, kv.mod_revision))
-            continue
-        # Parse once to match; only a match pays for its final bytes.
-        obj = codec.decode_object(key, kv.value)
-        if pred.matches(obj):
-            page.items.append(codec.from_parsed(key, kv.value, kv.mod_revision, obj))
+        try:
+            _take_one(page, kv.key.decode(), kv.value, kv.mod_revision, pred)
+        except CorruptObject as err:
+            if not page.aggregate_corrupt:
+                raise InternalStorageError(
+                    f"unable to decode object at {err.key}: {err.detail}", err.key
+                ) from err
+            page.corrupt.append(err)
+
+
+def _take_one(page: _Page, key: str, value: bytes, rev: int, pred: SelectionPredicate) -> None:
+    if pred.empty:
+        page.items.append(codec.decode(key, value, rev))
+        return
+    # Parse once to match; only a match pays for its final bytes.
+    obj = codec.decode_object(key, value, rev)
+    try:
+        matched = pred.matches(obj)
+    except (TypeError, AttributeError, ValueError) as err:  # labels/fields of the wrong type
+        raise CorruptObject(key, f"unreadable attributes: {err}", rev) from err
+    if matched:
+        page.items.append(codec.from_parsed(key, value, rev, obj))

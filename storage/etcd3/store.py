@@ -9,24 +9,36 @@ canonical JSON of ``storage.codec``; objects come back as ``StoredObject`` with
 Every etcd call is bounded by ``request_timeout`` and its errors are translated in
 ``storage.etcd3.translate``; nothing but ``storage.errors`` escapes (plus whatever the
 caller's own ``try_update`` / ``validate_deletion`` raise).
+
+Values that cannot be decoded (kube-apiserver 1.37, ``store.go`` and
+``corrupt_obj_deleter.go``, with ``AllowUnsafeMalformedObjectDeletion``, beta and on by
+default since 1.37): GET raises ``CorruptObject``; a LIST collects up to 100 of them
+and raises ``StoreReadError``; ``delete(..., ignore_store_read_error=True)`` deletes a
+corrupt value without reading it (and refuses a value that decodes: ``InvalidObject``).
+With the gate off, GET and LIST fail on the first one with ``InternalStorageError``.
+The store is also the watch cache's lister-watcher (``storage.etcd3.lister_watcher``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from etcdclient import EtcdClient
 from etcdclient.types import KeyValue
 from storage import codec, metrics
 from storage.errors import (
+    UNSAFE_DELETE_OF_DECODABLE,
     AlreadyExists,
+    CorruptObject,
     InternalStorageError,
+    InvalidObject,
     NotFound,
-    PreconditionFailed,
     TooLargeResourceVersion,
 )
+from storage.etcd3 import feature, lister_watcher
 from storage.etcd3.lister import PAGE_SIZE, list_objects
 from storage.etcd3.translate import call
 from storage.etcd3.watcher import Etcd3Watcher
@@ -34,6 +46,7 @@ from storage.interfaces import (
     GetOptions,
     JSONObject,
     ListOptions,
+    ListPage,
     ListResult,
     Preconditions,
     StoredObject,
@@ -72,11 +85,15 @@ class Etcd3Store:
         list_page_size: int = PAGE_SIZE,
         group: str = "",
         resource: str = "",
+        allow_unsafe_malformed_object_deletion: bool = True,
     ) -> None:
         """``list_page_size``: keys per etcd Range when a list without a limit is read
         page by page at one revision (see ``storage.etcd3.lister``). ``group`` and
         ``resource`` label this store's etcd calls in etcd_request_duration_seconds
-        (unlabelled stores record nothing), as kube-apiserver has one store per resource."""
+        (unlabelled stores record nothing), as kube-apiserver has one store per resource.
+        ``allow_unsafe_malformed_object_deletion``: the feature gate of that name."""
+        self._unsafe_delete = allow_unsafe_malformed_object_deletion
+        self._progress_supported: bool | None = None
         self._group = group
         self._resource = resource
         self._client = client
@@ -101,33 +118,78 @@ class Etcd3Store:
         TooLargeResourceVersion at once (etcd cannot wait for the future). With
         ``ignore_not_found`` an absent key gives an empty object with RV 0."""
         minimum = parse_resource_version(opts.resource_version)
-        resp = await call(self._client.get(key.encode()), self._timeout, key)
+        resp = await call(self._client.get(key.encode()), self._timeout, key, operation="get")
         if minimum > resp.revision:
             raise TooLargeResourceVersion(minimum, resp.revision)
         if resp.kv is None:
             if opts.ignore_not_found:
                 return StoredObject(key, b"{}", 0, {})
             raise NotFound(key)
-        return codec.decode(key, resp.kv.value, resp.kv.mod_revision)
+        return self._decode(key, resp.kv.value, resp.kv.mod_revision)
+
+    def _decode(self, key: str, value: bytes, rev: int) -> StoredObject:
+        try:
+            return codec.decode(key, value, rev)
+        except CorruptObject as err:
+            if self._unsafe_delete:
+                raise
+            raise InternalStorageError(f"unable to decode object at {key}: {err.detail}") from err
 
     @_labelled
     async def get_list(self, key: str, opts: ListOptions) -> ListResult:
         """See ``storage.etcd3.lister.list_objects``."""
-        return await list_objects(self._client, self._timeout, key, opts, page_size=self._page_size)
+        return await list_objects(
+            self._client, self._timeout, key, opts,
+            page_size=self._page_size, aggregate_corrupt=self._unsafe_delete,
+        )  # fmt: skip
 
     @_labelled
     async def count(self, key: str) -> int:
         prefix = key if key.endswith("/") else key + "/"
         resp = await call(
-            self._client.list_prefix(prefix.encode(), count_only=True), self._timeout, key
+            self._client.list_prefix(prefix.encode(), count_only=True),
+            self._timeout,
+            key,
+            operation="listWithCount",
         )
         return resp.count
 
     @_labelled
     async def current_resource_version(self) -> int:
         """etcd's current revision, from the header of a quorum read."""
-        resp = await call(self._client.get(b"\x00"), self._timeout)
+        resp = await call(
+            self._client.get(b"\x00"), self._timeout, operation="getCurrentResourceVersion"
+        )
         return resp.revision
+
+    def readiness_check(self) -> None:
+        """Always ready: etcd's reachability is the health checks' business."""
+
+    # ------------------------------------------------- the watch cache's lister-watcher
+
+    async def list_pages(self, prefix: str, *, page_size: int) -> AsyncGenerator[ListPage, None]:
+        """See ``storage.etcd3.lister_watcher.list_pages``."""
+        pages = lister_watcher.list_pages(
+            self._client, self._timeout, prefix, page_size, (self._group, self._resource)
+        )
+        async with contextlib.aclosing(pages):
+            async for page in pages:
+                yield page
+
+    def watch_changes(self, prefix: str, start_revision: int) -> lister_watcher.ChangeStream:
+        return lister_watcher.ChangeStream(self._client, prefix, start_revision)
+
+    @_labelled
+    async def supports_request_watch_progress(self) -> bool:
+        if self._progress_supported is None:
+            self._progress_supported = await feature.supports_request_watch_progress(
+                self._client, self._timeout
+            )
+        return self._progress_supported
+
+    @_labelled
+    async def request_watch_progress(self) -> None:
+        await call(self._client.request_progress(), self._timeout, operation="requestWatchProgress")
 
     # ----------------------------------------------------------------------- writes
 
@@ -139,7 +201,9 @@ class Etcd3Store:
                 "resourceVersion should not be set on objects to be created", key
             )
         data = codec.encode(obj)
-        txn = await call(self._client.create(key.encode(), data), self._timeout, key)
+        txn = await call(
+            self._client.create(key.encode(), data), self._timeout, key, operation="create"
+        )
         if not txn.succeeded:
             raise AlreadyExists(key)
         return codec.stored_from_encoded(key, data, txn.revision)
@@ -160,14 +224,18 @@ class Etcd3Store:
         while True:
             current = self._state(key, kv, ignore_not_found)
             desired = codec.mutable_copy(current) if kv is not None else {}
-            check_preconditions(key, preconditions, desired)
+            if preconditions is not None:
+                preconditions.check(key, desired)
             updated = await try_update(desired)
             data = codec.encode(updated)
             if kv is not None and data == kv.value:
                 return current  # nothing changed: no write, no event
             expected = kv.mod_revision if kv is not None else 0
             txn = await call(
-                self._client.optimistic_put(key.encode(), data, expected), self._timeout, key
+                self._client.optimistic_put(key.encode(), data, expected),
+                self._timeout,
+                key,
+                operation="update",
             )
             if txn.succeeded:
                 return codec.stored_from_encoded(key, data, txn.revision)
@@ -179,26 +247,59 @@ class Etcd3Store:
         key: str,
         preconditions: Preconditions | None = None,
         validate_deletion: ValidateDeletion | None = None,
+        *,
+        ignore_store_read_error: bool = False,
     ) -> StoredObject:
         """Delete guarded by mod_revision, retried on races; returns the last state with
-        the deletion revision as its resourceVersion."""
+        the deletion revision as its resourceVersion.
+
+        ``ignore_store_read_error`` (DeleteOptions' ignoreStoreReadErrorWithClusterBreaking
+        Potential, honoured only with the feature gate): delete a value that cannot be
+        decoded, skipping preconditions and validation; InvalidObject if it decodes. The
+        result is then an empty object with the deletion revision."""
+        if ignore_store_read_error and self._unsafe_delete:
+            return await self._delete_corrupt(key)
         kv = await self._read(key)
         while True:
             current = self._state(key, kv, ignore_not_found=False)
             assert kv is not None
             obj = codec.mutable_copy(current)
-            check_preconditions(key, preconditions, obj)
+            if preconditions is not None:
+                preconditions.check(key, obj)
             if validate_deletion is not None:
                 await validate_deletion(obj)
             txn = await call(
-                self._client.optimistic_delete(key.encode(), kv.mod_revision), self._timeout, key
+                self._client.optimistic_delete(key.encode(), kv.mod_revision),
+                self._timeout,
+                key,
+                operation="delete",
             )
             if txn.succeeded:
                 return codec.decode(key, kv.value, txn.revision, keep_obj=False)
             kv = txn.kv
 
+    async def _delete_corrupt(self, key: str) -> StoredObject:
+        """upstream's conditionalDelete with expectTransformOrDecodeError."""
+        kv = await self._read(key)
+        while True:
+            if kv is None:
+                raise NotFound(key)
+            try:
+                codec.decode(key, kv.value, kv.mod_revision, keep_obj=True)
+            except CorruptObject:
+                pass
+            else:
+                raise InvalidObject(key, UNSAFE_DELETE_OF_DECODABLE)
+            txn = await call(
+                self._client.optimistic_delete(key.encode(), kv.mod_revision), self._timeout, key,
+                operation="delete",
+            )
+            if txn.succeeded:
+                return StoredObject(key, b"{}", txn.revision, {})
+            kv = txn.kv
+
     async def _read(self, key: str) -> KeyValue | None:
-        resp = await call(self._client.get(key.encode()), self._timeout, key)
+        resp = await call(self._client.get(key.encode()), self._timeout, key, operation="get")
         return resp.kv
 
     @staticmethod
@@ -229,23 +330,3 @@ class Etcd3Store:
         for watcher in list(self._watchers):
             await watcher.stop()
 
-
-def check_preconditions(key: str, preconditions: Preconditions | None, obj: JSONObject) -> None:
-    """storage.Preconditions.Check: PreconditionFailed with the upstream wording."""
-    if preconditions is None:
-        return
-    meta = obj.get("metadata")
-    meta = meta if isinstance(meta, dict) else {}
-    uid, rv = str(meta.get("uid", "")), str(meta.get("resourceVersion", ""))
-    if preconditions.uid is not None and preconditions.uid != uid:
-        raise PreconditionFailed(
-            f"Precondition failed: UID in precondition: {preconditions.uid}, "
-            f"UID in object meta: {uid}",
-            key,
-        )
-    if preconditions.resource_version is not None and preconditions.resource_version != rv:
-        raise PreconditionFailed(
-            "Precondition failed: ResourceVersion in precondition: "
-            f"{preconditions.resource_version}, ResourceVersion in object meta: {rv}",
-            key,
-        )

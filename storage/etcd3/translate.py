@@ -1,7 +1,9 @@
 """The one place where etcd client errors become storage errors.
 
 Every etcd call of the store goes through ``call``: it bounds the call by the
-store's request timeout, records etcd_request_duration_seconds, and translates
+store's request timeout, records etcd_request_duration_seconds under the operation
+the caller names (upstream's ``metrics.RecordEtcdRequest`` verbs: get, list, create,
+update, delete, listWithCount, getCurrentResourceVersion), and translates
 ``etcdclient.errors`` by type (never by message): Unavailable → Unavailable,
 DeadlineExceeded or our own deadline → Unavailable(timeout=True), Compacted → Expired,
 anything else → InternalStorageError.
@@ -49,15 +51,14 @@ async def call(
     request_timeout: float,
     key: str = "",
     *,
+    operation: str,
     raw: tuple[type[etcd_errors.EtcdError], ...] = (),
 ) -> T:
-    """Await one etcd call within ``request_timeout`` seconds, translating its errors.
+    """Await one etcd call within ``request_timeout`` seconds, translating its errors;
+    its duration is recorded under ``operation``.
 
     Errors of the types in ``raw`` are re-raised untranslated for the caller to
     interpret."""
-    # the etcd client method's name (get, range, create, ...) names the operation
-    code = getattr(awaitable, "cr_code", None)
-    operation = code.co_name if code is not None else "unknown"
     started = time.perf_counter()
     try:
         async with asyncio.timeout(request_timeout):

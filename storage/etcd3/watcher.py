@@ -37,7 +37,8 @@ from etcdclient import errors as etcd_errors
 from etcdclient.types import Event, EventType, KeyValue
 from storage import codec
 from storage.errors import Expired, StorageError
-from storage.etcd3.translate import WATCH_TOO_OLD, call
+from storage.etcd3.lister_watcher import list_pages
+from storage.etcd3.translate import WATCH_TOO_OLD
 from storage.interfaces import ListOptions, SelectionPredicate, StoredObject, WatchEvent
 from storage.watch_errors import expired_event, internal_error_event
 
@@ -128,33 +129,34 @@ class Etcd3Watcher:
             self.on_stop = None
 
     async def _send_initial_state(self) -> int:
-        """ADDED for each current object, read in pages at one revision; that revision."""
-        start = self._key.encode()
-        end = prefix_end(start) if self._recursive else None
+        """ADDED for each current object, read in pages at one revision (the cache's
+        lister, byte-bounded pages decoded in slices); that revision. A value that cannot
+        be decoded ends the watch with an ERROR event, as upstream's watcher."""
         revision = 0
         first: bytes | None = None
-        while True:
-            resp = await call(
-                self._client.range(start, end, limit=_INITIAL_BATCH, revision=revision),
-                self._timeout,
-                self._key,
-            )
-            revision = revision or resp.revision
-            for kv in resp.kvs:
-                stored = self._decode(kv, kv.mod_revision)
-                if self._matches(stored):
-                    first = first or stored.data
-                    await self._queue.put(WatchEvent("ADDED", stored.data, kv.mod_revision))
-            if not resp.more or not resp.kvs:
-                break
-            start = resp.kvs[-1].key + b"\x00"
+        pages = list_pages(
+            self._client, self._timeout, self._key, _INITIAL_BATCH,
+            recursive=self._recursive, keep_obj=not self._pred.empty,
+        )  # fmt: skip
+        async with contextlib.aclosing(pages):
+            async for page in pages:
+                if page.corrupt:
+                    raise page.corrupt[0]
+                revision = page.resource_version
+                for stored in page.items:
+                    if self._matches(stored):
+                        first = first or stored.data
+                        await self._queue.put(
+                            WatchEvent("ADDED", stored.data, stored.resource_version)
+                        )
         if self._end_bookmark:
             await self._queue.put(self._initial_events_end(revision, first))
         return revision
 
     def _initial_events_end(self, revision: int, sample: bytes | None) -> WatchEvent:
         """The BOOKMARK ending a streaming list's initial state: the resource's kind with
-        only the resourceVersion (the list's revision) and the end annotation."""
+        only the resourceVersion (the list's revision) and the end annotation (no
+        list-blueprint annotation, as in 1.37: see ``cacher.dispatcher.bookmark_bytes``)."""
         head: dict[str, object] = {}
         if self._bookmark_kind is not None:
             head = {"apiVersion": self._bookmark_kind[0], "kind": self._bookmark_kind[1]}

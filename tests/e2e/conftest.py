@@ -1,5 +1,6 @@
 """e2e fixtures: a private ``watchcache serve`` (subprocess, real etcd) per module, and a
-kubeconfig for the real kubectl. Server helpers come from tests/integration/conftest.py."""
+kubeconfig for the real kubectl (the lab's). Server helpers come from
+tests/integration/conftest.py."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from lab.etcd import EtcdCluster
-from tests.integration.conftest import REPO, ServerProcess, start_server
+from lab.kubeconfig import write_kubeconfig
+from tests.integration.conftest import KUBECTL, ServerProcess, start_server
 
-KUBECTL = REPO / ".venv" / "bin" / "kubectl"
+__all__ = ["KUBECTL", "write_kubeconfig"]
 
 
 @pytest.fixture(scope="module", params=["uncached", "cached"])
@@ -19,25 +21,8 @@ def e2e_server(etcd: EtcdCluster, request: pytest.FixtureRequest) -> Iterator[Se
     """A server of its own (a unique prefix: lists see only this module's objects), once
     with every read from etcd (``--watch-cache=false``) and once with the watch cache."""
     flag = "--watch-cache=false" if request.param == "uncached" else "--watch-cache=true"
-    proc = start_server(etcd.endpoints, None, flag)
-    try:
+    with start_server(etcd.endpoints, None, flag) as proc:
         yield proc
-    finally:
-        proc.stop()
-
-
-def write_kubeconfig(path: Path, url: str) -> Path:
-    path.write_text(
-        "apiVersion: v1\n"
-        "kind: Config\n"
-        "clusters:\n"
-        f"- name: watchcache\n  cluster:\n    server: {url}\n"
-        "users:\n- name: anonymous\n  user: {}\n"
-        "contexts:\n- name: watchcache\n  context:\n    cluster: watchcache\n"
-        "    user: anonymous\n    namespace: default\n"
-        "current-context: watchcache\n"
-    )
-    return path
 
 
 @pytest.fixture

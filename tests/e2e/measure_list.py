@@ -24,12 +24,13 @@ import aiohttp
 from etcdclient import EtcdClient
 from lab.etcd import EtcdCluster
 from storage import codec, keys
+from storage.interfaces import JSONObject
 from tests.integration.conftest import PYTHON, start_server
 
 PAD = "x" * 1600
 
 
-def pod(i: int) -> dict[str, object]:
+def pod(i: int) -> JSONObject:
     ns = f"ns-{i % 10}"
     return {
         "apiVersion": "v1",
@@ -70,7 +71,7 @@ async def seed(client: EtcdClient, prefix: str, count: int) -> int:
         obj = pod(i)
         value = codec.encode(obj)
         sizes += len(value)
-        key = keys.object_key("", "pods", str(obj["metadata"]["name"]), f"ns-{i % 10}", prefix)  # type: ignore[index]
+        key = keys.object_key("", "pods", obj["metadata"]["name"], f"ns-{i % 10}", prefix)
         async with sem:
             await client.put(key.encode(), value)
 

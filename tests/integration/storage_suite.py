@@ -55,7 +55,7 @@ from storage.interfaces import (
 from storage.selectors import parse_field_selector, parse_label_selector
 
 Compact = Callable[[int], Awaitable[None]]
-EVENT_TIMEOUT = 5.0
+EVENT_TIMEOUT = 10.0  # a failing test gives up after this; a passing one never waits it
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -67,17 +67,23 @@ def pod(
     labels: dict[str, str] | None = None,
     node: str = "",
     uid: str = "",
+    phase: str = "",
     **spec: Any,
 ) -> JSONObject:
+    """A Pod in ``namespace`` on ``node`` (``spec`` fields added), with ``status.phase``
+    when ``phase`` is given."""
     meta: JSONObject = {"name": name, "namespace": namespace, "uid": uid or f"uid-{name}"}
     if labels:
         meta["labels"] = labels
-    return {
+    obj: JSONObject = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": meta,
         "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}], **spec},
     }
+    if phase:
+        obj["status"] = {"phase": phase}
+    return obj
 
 
 def key_of(key_prefix: str, name: str, namespace: str = "ns") -> str:
@@ -110,7 +116,12 @@ def list_opts(
     token: str = "",
     label: str = "",
     field: str = "",
+    bookmarks: bool = False,
+    send_initial_events: bool | None = None,
+    recursive: bool = True,
+    timeout: float | None = None,
 ) -> ListOptions:
+    """Options of a LIST or WATCH of pods, selectors given as their query strings."""
     pred = SelectionPredicate(
         label=parse_label_selector(label) if label else None,
         field=parse_field_selector(field) if field else None,
@@ -118,7 +129,15 @@ def list_opts(
         limit=limit,
         continue_token=token,
     )
-    return ListOptions(resource_version=rv, resource_version_match=match, predicate=pred)
+    return ListOptions(
+        resource_version=rv,
+        resource_version_match=match,
+        predicate=pred,
+        recursive=recursive,
+        send_initial_events=send_initial_events,
+        allow_watch_bookmarks=bookmarks,
+        timeout_seconds=timeout,
+    )
 
 
 async def set_node(store: Interface, key: str, node: str) -> StoredObject:
@@ -153,10 +172,11 @@ async def watching(store: Interface, key_prefix: str, opts: ListOptions) -> Asyn
         await watcher.stop()
 
 
-async def next_events(watcher: Watcher, n: int) -> list[WatchEvent]:
+async def next_events(watcher: Watcher, n: int, seconds: float = EVENT_TIMEOUT) -> list[WatchEvent]:
+    """The next ``n`` events; TimeoutError if they do not all come within ``seconds``."""
     out: list[WatchEvent] = []
     it = aiter(watcher)
-    async with asyncio.timeout(EVENT_TIMEOUT):
+    async with asyncio.timeout(seconds):
         while len(out) < n:
             out.append(await anext(it))
     return out

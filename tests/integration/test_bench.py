@@ -8,13 +8,13 @@ where its name says, with the object counts the data set implies.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
+from lab.apiserver import cli_command
 from lab.bench_report import SCENARIOS
 
 pytestmark = pytest.mark.etcd
@@ -26,8 +26,8 @@ PODS, NODES = 200, 10
 def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     out = tmp_path_factory.mktemp("bench")
     r = subprocess.run(
-        [sys.executable, "-m", "proxy.cli", "bench", "--quick", "--pods", str(PODS),
-         "--nodes", str(NODES), "--out", str(out), "--quiet"],
+        cli_command("bench", "--quick", "--pods", str(PODS), "--nodes", str(NODES),
+                    "--out", str(out), "--quiet"),
         capture_output=True, text=True, timeout=110,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
@@ -71,8 +71,14 @@ def test_scenarios_measure_what_they_claim(results: tuple[Path, dict[str, Any]])
     for name in ("table_cache", "table_etcd", "metadata_cache"):  # rows or items, one a pod
         assert s[name]["items"] == PODS, name
     assert s["yaml_cache"]["nbytes"] > s["list_cache"]["nbytes"]  # YAML is wordier
+    # protobuf: the same LISTs, fewer bytes, and a floor serving exactly the cached ones
+    assert s["floor_bytes_protobuf"]["nbytes"] == s["list_cache_protobuf"]["nbytes"]
+    assert s["list_cache_protobuf"]["nbytes"] < s["list_cache"]["nbytes"]
+    assert s["list_cache_protobuf"]["served_from"] == "cache"
+    assert s["list_etcd_protobuf"]["served_from"] == "etcd"
     assert {t["name"] for t in results[1]["runs"][0]["targets"]} == {
-        "rv0_speedup", "index_speedup", "cache_vs_bytes_floor", "etcd_vs_range_floor"}
+        "rv0_speedup", "index_speedup", "cache_vs_bytes_floor", "etcd_vs_range_floor",
+        "protobuf_vs_bytes_floor", "protobuf_bytes"}
 
 
 def test_loop_lag_is_reported_per_scenario(results: tuple[Path, dict[str, Any]]) -> None:

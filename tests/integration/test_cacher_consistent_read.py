@@ -7,18 +7,15 @@ Prometheus counter."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 from prometheus_client import REGISTRY
 
 from cacher import Outcome
-from cacher.progress import progress_requests_supported
 from etcdclient import EtcdClient
 from lab.etcd import EtcdCluster
+from storage.etcd3.feature import progress_requests_supported
 from tests.integration.test_cacher_support import (
     cached_store,
-    etcd_client,
     next_events,
     opts,
     pod,
@@ -26,12 +23,6 @@ from tests.integration.test_cacher_support import (
 )
 
 pytestmark = pytest.mark.etcd
-
-
-@pytest.fixture
-async def client(etcd: EtcdCluster) -> AsyncIterator[EtcdClient]:
-    async with etcd_client(etcd) as c:
-        yield c
 
 
 def outcome_count(outcome: Outcome) -> float:

@@ -1,4 +1,5 @@
-"""The cache through etcd outages, compaction and leader loss (SEMANTICS.md §6), against
+"""The cache through etcd outages, compaction and leader loss (upstream cacher.go and
+reflector behaviour), against
 real etcd processes stopped and started by PID."""
 
 from __future__ import annotations

@@ -77,9 +77,9 @@ async def p50(op: Any, runs: int) -> float:
 
 def cached(store: Etcd3Store, client: EtcdClient, prefix: str, **config: Any) -> CacheDelegator:
     return new_cached_storage(
-        store, client, resource="pods", resource_prefix=f"{prefix}/pods/", attrs=ATTRS,
+        store, resource="pods", resource_prefix=f"{prefix}/pods/", attrs=ATTRS,
         kind="Pod", api_version="v1",
-        config=CacherConfig(compaction_interval=0, **config),
+        config=CacherConfig(**config),
     )  # fmt: skip
 
 

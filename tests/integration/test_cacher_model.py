@@ -4,14 +4,13 @@ Random creates, updates (labels, node) and deletes run while watchers with diffe
 scopes and selectors stream concurrently; some watchers start mid-way from a write's RV
 and some stop and resume from the last RV they saw. Every watcher's concatenated stream
 must equal the etcd history after its start RV filtered through its selector with the
-SEMANTICS §5 transitions: same order, same RVs, same objects, no gap, no duplicate.
+``convertToWatchEvent`` transitions: same order, same RVs, same objects, no gap, no duplicate.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import orjson
@@ -19,10 +18,9 @@ import pytest
 
 from cacher import CacheDelegator
 from etcdclient import EtcdClient
-from lab.etcd import EtcdCluster
 from storage.fields import attrs_func
 from storage.interfaces import JSONObject, StoredObject, WatchEvent
-from tests.integration.test_cacher_support import cached_store, etcd_client, opts, pod
+from tests.integration.test_cacher_support import cached_store, opts, pod
 
 pytestmark = pytest.mark.etcd
 
@@ -154,12 +152,6 @@ async def wait_for(cons: Consumer, n: int) -> None:
         while len(cons.got) < n:
             cons.changed.clear()
             await cons.changed.wait()
-
-
-@pytest.fixture
-async def client(etcd: EtcdCluster) -> AsyncIterator[EtcdClient]:
-    async with etcd_client(etcd) as c:
-        yield c
 
 
 async def random_write(

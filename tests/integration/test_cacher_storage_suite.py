@@ -25,11 +25,8 @@ pytestmark = pytest.mark.etcd
 
 @pytest.fixture(scope="module")
 def suite_etcd() -> Iterator[EtcdCluster]:
-    cluster = EtcdCluster(size=1).start()
-    try:
+    with EtcdCluster(size=1) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture

@@ -18,13 +18,14 @@ from etcdclient import EtcdClient
 from lab.etcd import EtcdCluster
 from storage.etcd3 import Etcd3Store
 from storage.fields import attrs_func
-from storage.interfaces import JSONObject, ListOptions, SelectionPredicate, Watcher, WatchEvent
-from storage.selectors import parse_field_selector, parse_label_selector
+from storage.interfaces import Watcher, WatchEvent
+from tests.integration.storage_suite import EVENT_TIMEOUT, next_events, pod
+from tests.integration.storage_suite import list_opts as opts
 
-EVENT_TIMEOUT = 10.0
+__all__ = ["cached_store", "etcd_client", "next_events", "opts", "pod", "until_end", "view"]
 
-# Fast defaults for tests: short bookmarks, no periodic compaction.
-TEST_CONFIG: dict[str, Any] = {"compaction_interval": 0, "bookmark_interval": 60.0}
+# Defaults for tests (compaction is the storage context's business, not the cache's).
+TEST_CONFIG: dict[str, Any] = {"bookmark_interval": 60.0}
 
 
 @contextlib.asynccontextmanager
@@ -46,80 +47,18 @@ async def cached_store(
     cfg = CacherConfig(**{**TEST_CONFIG, **config})
     cached = new_cached_storage(
         store,
-        client,
         resource="pods",
         resource_prefix=f"{prefix}/pods/",
         attrs=attrs_func("pods"),
         kind="Pod",
         api_version="v1",
         config=cfg,
-        request_timeout=request_timeout,
     )
     try:
         assert await cached.cacher.wait_ready(15), "cacher never became ready"
         yield cached
     finally:
         await cached.close()
-
-
-def pod(
-    name: str,
-    namespace: str = "ns",
-    *,
-    labels: dict[str, str] | None = None,
-    node: str = "",
-    phase: str = "",
-) -> JSONObject:
-    meta: JSONObject = {"name": name, "namespace": namespace, "uid": f"uid-{name}"}
-    if labels:
-        meta["labels"] = labels
-    obj: JSONObject = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]},
-    }
-    if phase:
-        obj["status"] = {"phase": phase}
-    return obj
-
-
-def opts(
-    rv: str = "",
-    match: Any = "",
-    *,
-    label: str = "",
-    field: str = "",
-    limit: int = 0,
-    bookmarks: bool = False,
-    send_initial_events: bool | None = None,
-    recursive: bool = True,
-    timeout: float | None = None,
-) -> ListOptions:
-    pred = SelectionPredicate(
-        label=parse_label_selector(label) if label else None,
-        field=parse_field_selector(field) if field else None,
-        get_attrs=attrs_func("pods"),
-        limit=limit,
-    )
-    return ListOptions(
-        resource_version=rv,
-        resource_version_match=match,
-        predicate=pred,
-        recursive=recursive,
-        send_initial_events=send_initial_events,
-        allow_watch_bookmarks=bookmarks,
-        timeout_seconds=timeout,
-    )
-
-
-async def next_events(watcher: Watcher, n: int, seconds: float = EVENT_TIMEOUT) -> list[WatchEvent]:
-    out: list[WatchEvent] = []
-    it = aiter(watcher)
-    async with asyncio.timeout(seconds):
-        while len(out) < n:
-            out.append(await anext(it))
-    return out
 
 
 async def until_end(watcher: Watcher, seconds: float = EVENT_TIMEOUT) -> list[WatchEvent]:

@@ -1,10 +1,9 @@
-"""docker-compose.yml, deploy/Dockerfile and the monitoring provisioning.
-
-No Docker engine runs here: the compose file is validated by ``docker-compose config -q``
-(Debian's docker-compose, installed by CI) and by reading it; the Dockerfile's commands
-are checked against the real CLI; and the same topology — a 3-member etcd cluster and
-watchcache started with the Dockerfile's own CMD flags — runs without Docker and
-answers a LIST and the image's HEALTHCHECK.
+"""docker-compose.yml, deploy/Dockerfile and the monitoring provisioning, checked without
+a Docker engine (the stack itself runs in tests/compose, ``make compose-test``): the
+compose file is validated by ``docker-compose config -q`` and by reading it; the
+Dockerfile's commands are checked against the real CLI; and the same topology — a
+3-member etcd cluster and watchcache started with the Dockerfile's own CMD flags — runs
+without Docker and answers a LIST and the image's HEALTHCHECK.
 """
 
 from __future__ import annotations
@@ -30,7 +29,10 @@ from lab.etcd import EtcdCluster, free_port
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
-ETCD_IMAGE = re.compile(r"^(quay\.io/coreos/etcd|gcr\.io/etcd-development/etcd):v3\.5\.\d+$")
+ETCD_IMAGE = re.compile(
+    r"^\$\{ETCD_IMAGE:-(quay\.io/coreos/etcd|gcr\.io/etcd-development/etcd):v3\.5\.\d+\}$"
+)
+REPLICAS = ("watchcache-a", "watchcache-b")
 DASHBOARD_METRICS = (
     "apiserver_request_total", "apiserver_request_duration_seconds",
     "apiserver_storage_list_fetched_objects_total", "apiserver_storage_list_returned_objects_total",
@@ -88,11 +90,22 @@ def test_compose_config_is_valid_and_topology_consistent() -> None:
         assert members == {n: f"http://{n}:2380" for n in etcds}
         assert f"--name={name}" in svc["command"]
         assert f"--advertise-client-urls=http://{name}:2379" in svc["command"]
-    wc = services["watchcache"]
-    assert wc["build"]["dockerfile"] == "deploy/Dockerfile"
-    servers = next(a for a in wc["command"] if a.startswith("--etcd-servers="))
-    assert servers.split("=", 1)[1].split(",") == [f"http://{n}:2379" for n in etcds]
-    assert set(wc["depends_on"]) == set(etcds)
+    for replica in REPLICAS:
+        wc = services[replica]
+        assert wc["build"]["dockerfile"] == "deploy/Dockerfile"
+        assert wc["build"]["args"]["PYTHON_IMAGE"] == "${PYTHON_IMAGE:-python:3.11-slim}"
+        servers = next(a for a in wc["command"] if a.startswith("--etcd-servers="))
+        assert servers.split("=", 1)[1].split(",") == [f"http://{n}:2379" for n in etcds]
+        assert set(wc["depends_on"]) == {*etcds, "pki"}
+        assert wc["depends_on"]["pki"] == {"condition": "service_completed_successfully"}
+        assert "ports" not in wc  # reached through the balancer only
+    lb = services["apiserver"]
+    assert set(lb["depends_on"]) == set(REPLICAS)
+    # every published port is on loopback and overridable
+    for svc in services.values():
+        for port in svc.get("ports", []):
+            assert re.match(r"^127\.0\.0\.1:\$\{[A-Z_]+_PORT:-\d+\}:\d+$", port), port
+    assert services["grafana"]["profiles"] == ["grafana"]
     bench = services["bench"]
     assert bench["profiles"] == ["bench"] and bench["command"][0] == "bench"
     for svc in services.values():
@@ -105,15 +118,23 @@ def test_compose_config_is_valid_and_topology_consistent() -> None:
 def test_bench_profile_flags_parse_with_the_real_cli() -> None:
     from lab.bench import build_parser
 
-    a = build_parser().parse_args(compose()["services"]["bench"]["command"][1:])
-    assert a.server == "http://watchcache:8080" and a.etcd_servers.count(",") == 2
+    # ${VAR:-default} as docker-compose interpolates it with VAR unset
+    argv = [re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", a)
+            for a in compose()["services"]["bench"]["command"][1:]]  # fmt: skip
+    a = build_parser().parse_args(argv)
+    assert (a.pods, a.nodes) == (10000, 100)
+    assert a.server == "http://127.0.0.1:8080" and a.etcd_servers.count(",") == 2
+    # ... which is replica A's loopback plain port: the bench runs in A's network
+    assert compose()["services"]["bench"]["network_mode"] == "service:watchcache-a"
 
 
 def test_prometheus_scrapes_watchcache_and_every_etcd() -> None:
     prom = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
     jobs = {j["job_name"]: j for j in prom["scrape_configs"]}
     targets = {j: [t for sc in jobs[j]["static_configs"] for t in sc["targets"]] for j in jobs}
-    assert targets["watchcache"] == ["watchcache:8080"]
+    assert targets["watchcache"] == [f"{r}:6443" for r in REPLICAS]
+    tls = jobs["watchcache"]["tls_config"]
+    assert jobs["watchcache"]["scheme"] == "https" and tls["cert_file"] == "/pki/prometheus.crt"
     metrics_port = etcd_services()["etcd-0"]["environment"]["ETCD_LISTEN_METRICS_URLS"]
     port = metrics_port.rsplit(":", 1)[1]
     assert sorted(targets["etcd"]) == [f"{n}:{port}" for n in sorted(etcd_services())]
@@ -136,7 +157,8 @@ def test_grafana_provisioning_and_dashboard() -> None:
 
 
 def test_dockerfile_is_slim_nonroot_with_readyz_healthcheck() -> None:
-    assert instruction("FROM") == ["python:3.11-slim"]
+    assert instruction("FROM") == ["${PYTHON_IMAGE}"]
+    assert "PYTHON_IMAGE=python:3.11-slim" in instruction("ARG")
     users = instruction("USER")
     assert users and users[-1] not in ("root", "0")
     assert "/readyz" in instruction("HEALTHCHECK")[0]
@@ -149,15 +171,22 @@ def test_dockerfile_is_slim_nonroot_with_readyz_healthcheck() -> None:
         assert set(extra.split(",")) <= set(extras["optional-dependencies"]), extra
     assert json.loads(instruction("ENTRYPOINT")[0]) == ["watchcache"]
     assert "watchcache" in extras["scripts"]
-    # The image's default command is the one compose runs, and the real CLI accepts it.
-    cmd = json.loads(instruction("CMD")[0])
-    assert cmd == compose()["services"]["watchcache"]["command"]
+    # The real CLI accepts the image's default command and the replicas' command: HTTPS
+    # for everyone, the plain port (the image's health check) on the container's loopback.
     from proxy.server.settings import load_settings
 
+    cmd = json.loads(instruction("CMD")[0])
     assert cmd[0] == "serve"
     settings = load_settings(cmd[1:])
     assert list(settings.etcd_servers) == [f"http://etcd-{i}:2379" for i in range(3)]
     assert (settings.bind_address, settings.port) == ("0.0.0.0", 8080)
+    for replica in REPLICAS:
+        argv = compose()["services"][replica]["command"]
+        assert argv[0] == "serve"
+        s = load_settings(argv[1:])
+        assert (s.bind_address, s.secure_port) == ("0.0.0.0", 6443)
+        assert (s.insecure_bind_address, s.port) == ("127.0.0.1", 8080)
+        assert s.client_ca_file == "/pki/ca.crt" and s.token_auth_file == "/pki/tokens.csv"
 
 
 @pytest.mark.etcd
@@ -174,8 +203,8 @@ def test_same_topology_without_docker(etcd_cluster3: EtcdCluster, tmp_path: Path
         a = a.replace("--bind-address=0.0.0.0", "--bind-address=127.0.0.1")
         argv.append(a.replace("--port=8080", f"--port={port}"))
     assert argv[0].count("127.0.0.1") == 3
-    server = APIServer(etcd_cluster3.endpoints, port=port, log_path=tmp_path / "server.log")
-    server.command = lambda: [sys.executable, "-m", "proxy.cli", "serve", *argv]  # type: ignore[method-assign]
+    server = APIServer(etcd_cluster3.endpoints, port=port, log_path=tmp_path / "server.log",
+                       argv=tuple(argv))  # fmt: skip
     with server:
         ns = json.dumps({"apiVersion": "v1", "kind": "Namespace",
                          "metadata": {"name": "default"}}).encode()  # fmt: skip

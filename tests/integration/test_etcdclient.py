@@ -13,6 +13,7 @@ from etcdclient import (
     Compacted,
     DeadlineExceeded,
     EtcdClient,
+    Event,
     EventType,
     FutureRevision,
     NotFound,
@@ -23,12 +24,6 @@ from etcdclient import (
 from lab.etcd import EtcdCluster
 
 pytestmark = pytest.mark.etcd
-
-
-@pytest.fixture
-async def client(etcd: EtcdCluster) -> AsyncIterator[EtcdClient]:
-    async with EtcdClient(etcd.endpoints, request_timeout=10) as c:
-        yield c
 
 
 async def next_batch(watch: AsyncIterator[WatchBatch], wait: float = 10) -> WatchBatch:
@@ -148,7 +143,7 @@ async def test_watch_events_prev_kv_filters_and_deletes(
         r1 = await client.put(p + b"a", b"1")
         r2 = await client.put(p + b"a", b"2")
         r3, _ = await client.delete(p + b"a")
-        seen = []
+        seen: list[Event] = []
         while len(seen) < 3:
             seen.extend((await next_batch(all_events)).events)
         assert [(e.type, e.kv.mod_revision) for e in seen] == [

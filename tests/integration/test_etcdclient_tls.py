@@ -16,6 +16,7 @@ import pytest
 
 from etcdclient import ConfigError, EtcdClient, Unavailable
 from lab.etcd import etcd_binary, free_port
+from lab.process import stop_process
 
 pytestmark = pytest.mark.etcd
 
@@ -78,12 +79,7 @@ def tls_etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TLSEtcd]:
     try:
         yield TLSEtcd(url, d)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 async def test_mtls_round_trip(tls_etcd: TLSEtcd) -> None:

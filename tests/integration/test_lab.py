@@ -8,25 +8,31 @@ running.
 
 from __future__ import annotations
 
+import http.server
 import os
 import re
 import signal
 import subprocess
-import sys
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 import psutil  # type: ignore[import-untyped]
 import pytest
 
+from lab.apiserver import cli_command
 from lab.demos import DEMOS
+from lab.process import stop_process
 from lab.state import LabState
+from tests.integration.conftest import KUBECTL
 
 pytestmark = pytest.mark.etcd
 
 PODS, NODES, NAMESPACES, CONFIGMAPS = 300, 10, 3, 10
-WATCHCACHE = [sys.executable, "-m", "proxy.cli"]
+WATCHCACHE = cli_command()
 
 
 @dataclass
@@ -61,13 +67,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningLab]:
         _wait_ready(proc, output)
         yield RunningLab(d, proc, LabState.load(d), output)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc, 60)
         if proc.stdout is not None:
             proc.stdout.close()
 
@@ -82,10 +82,85 @@ def test_lab_is_ready_with_guide_and_state(lab: RunningLab) -> None:
     assert Path(st.kubeconfig) == lab.dir / "kubeconfig"
 
 
+def test_the_guide_fits_80_columns(lab: RunningLab) -> None:
+    """Except where a path the user chose is long (this test's lab dir, the venv)."""
+    long = [line for line in lab.output if len(line.rstrip("\n")) > 80
+            and str(lab.dir) not in line and "export PATH=" not in line]  # fmt: skip
+    assert not long
+
+
+def test_a_lab_on_a_taken_port_says_which_and_how(tmp_path: Path) -> None:
+    """Another server answering 200 on the port: the lab must not take it for its own,
+    and must say which port is taken and how to choose another, not an ExceptionGroup."""
+    impostor = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Impostor)
+    threading.Thread(target=impostor.serve_forever, daemon=True).start()
+    port = int(impostor.server_address[1])
+    try:
+        r = subprocess.run(
+            [*WATCHCACHE, "lab", "--dir", str(tmp_path), "--pods", "10", "--nodes", "2",
+             "--namespaces", "1", "--configmaps", "1", "--port", str(port), "--quiet"],
+            capture_output=True, text=True, timeout=90,
+        )  # fmt: skip
+    finally:
+        impostor.shutdown()
+        impostor.server_close()
+    assert r.returncode == 1, r.stdout
+    assert f"port {port} is taken by another process" in r.stdout
+    assert f"--port {port + 1}" in r.stdout
+    assert "ExceptionGroup" not in r.stdout and "seeding" not in r.stdout
+    assert "ready" not in r.stdout.splitlines()
+
+
+class _Impostor(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def _raw(lab: RunningLab, path: str, timeout: float = 30) -> str:
+    r = subprocess.run([str(KUBECTL), "--kubeconfig", lab.state.kubeconfig, "get", "--raw", path],
+                       capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    return r.stdout + r.stderr
+
+
+def test_a_watch_from_resource_version_1_is_too_old(lab: RunningLab) -> None:
+    """The course's experiment: the lab's watch window starts after the seeding, as a
+    real cluster's (not at revision 1, which replayed every seeded pod)."""
+    out = _raw(lab, "/api/v1/pods?watch=1&resourceVersion=1")
+    event = orjson.loads(out.splitlines()[0])
+    assert event["type"] == "ERROR" and event["object"]["code"] == 410
+    assert re.fullmatch(r"too old resource version: 1 \(\d+\)", event["object"]["message"])
+    oldest = int(event["object"]["message"].split("(")[1].rstrip(")"))
+    assert oldest > PODS  # the window starts after the seeding
+
+
+def test_the_course_bookmark_command_shows_a_bookmark(lab: RunningLab) -> None:
+    """Thanks to the simulated cluster's churn the pods cache moves within the watch, so
+    the BOOKMARK due 2 s before timeoutSeconds is sent."""
+    out = _raw(lab, "/api/v1/pods?watch=1&resourceVersion=&timeoutSeconds=6"
+                    "&allowWatchBookmarks=true&fieldSelector=spec.nodeName%3Dno-such-node")
+    events = [orjson.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert [e["type"] for e in events] == ["BOOKMARK"], out[-500:]
+
+
+def test_the_simulated_cluster_keeps_a_lease_per_node(lab: RunningLab) -> None:
+    """Each node agent's first renewal comes within its 10 s interval (spread out)."""
+    deadline = time.monotonic() + 25
+    while True:
+        out = _raw(lab, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+        if len(orjson.loads(out)["items"]) == NODES or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert len(orjson.loads(out)["items"]) == NODES
+
+
 def test_kubectl_lists_the_seeded_pods(lab: RunningLab) -> None:
-    kubectl = Path(sys.executable).parent / "kubectl"
     r = subprocess.run(
-        [str(kubectl), "--kubeconfig", lab.state.kubeconfig, "get", "pods", "-A", "--no-headers"],
+        [str(KUBECTL), "--kubeconfig", lab.state.kubeconfig, "get", "pods", "-A", "--no-headers"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr

@@ -23,3 +23,13 @@ def test_restart_member_keeps_data_dir(etcd_own: EtcdCluster) -> None:
     assert etcd_own.is_healthy(m)
     assert m.pid != pid
     assert (m.data_dir / "member").is_dir()
+
+
+def test_a_cluster_that_never_gets_healthy_leaves_nothing_running() -> None:
+    cluster = EtcdCluster(size=1)
+    try:
+        with pytest.raises(TimeoutError):
+            cluster.start(timeout=0)  # spawned, then not healthy in time
+        assert [m.process for m in cluster.members] == [None]  # stopped by PID
+    finally:
+        cluster.stop()

@@ -45,7 +45,7 @@ async def test_unsupported_media_type_is_415(http: aiohttp.ClientSession, namesp
     assert status["reason"] == "UnsupportedMediaType"
     assert status["message"] == (
         "the body of the request was in an unknown format - accepted media types include: "
-        "application/json, application/yaml"
+        "application/json, application/yaml, application/vnd.kubernetes.protobuf"
     )
 
 
@@ -66,19 +66,31 @@ async def test_wrong_kind_and_api_version_are_400(
     body = b'{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"}}'
     code, status = await post_raw(http, pods(namespace), body, "application/json")
     assert code == 400
-    assert status["message"].startswith('Service in version "v1" cannot be handled as a Pod')
+    assert status["message"] == (
+        'Service in version "v1" cannot be handled as a Pod: converting (v1.Service) to '
+        "(core.Pod): unknown conversion"
+    )
     body = b'{"apiVersion":"apps/v1","kind":"Pod","metadata":{"name":"s"}}'
     code, status = await post_raw(http, pods(namespace), body, "application/json")
     assert code == 400
     assert status["message"] == (
-        "the API version in the data (apps/v1) does not match the expected API version (v1)"
+        'Pod in version "v1" cannot be handled as a Pod: no kind "Pod" is registered for '
+        'version "apps/v1" in scheme "pkg/api/legacyscheme/scheme.go:30"'
+    )
+    # the endpoint's kind at another version of its group decodes, then is refused
+    body = b'{"apiVersion":"autoscaling/v1","kind":"HorizontalPodAutoscaler"}'
+    path = f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers"
+    code, status = await post_raw(http, path, body, "application/json")
+    assert code == 400
+    assert status["message"] == (
+        "the API version in the data (autoscaling/v1) does not match the expected API "
+        "version (autoscaling/v2)"
     )
 
 
 async def test_missing_kind_is_defaulted(http: aiohttp.ClientSession, namespace: str) -> None:
-    code, obj = await post_raw(
-        http, pods(namespace), b'{"metadata":{"name":"nokind"}}', "application/json"
-    )
+    body = b'{"metadata":{"name":"nokind"},"spec":{"containers":[{"name":"c","image":"i"}]}}'
+    code, obj = await post_raw(http, pods(namespace), body, "application/json")
     assert code == 201
     assert obj["kind"] == "Pod" and obj["apiVersion"] == "v1"
 
@@ -98,11 +110,10 @@ async def test_body_over_3_mib_is_413(http: aiohttp.ClientSession, namespace: st
     "path",
     [
         "/api/v1/widgets",
-        "/apis/example.com/v1/widgets",
+        "/apis/apps/v1/widgets",
         "/api/v1/namespaces/x/nodes",
         "/api/v1/namespaces/x/pods/p/log",
         "/api/v2",
-        "/apis/nope",
     ],
 )
 async def test_unknown_paths_are_404_status(http: aiohttp.ClientSession, path: str) -> None:
@@ -111,6 +122,18 @@ async def test_unknown_paths_are_404_status(http: aiohttp.ClientSession, path: s
         assert resp.status == 404
     assert status["kind"] == "Status" and status["reason"] == "NotFound"
     assert status["message"] == "the server could not find the requested resource"
+    assert status["details"] == {}
+
+
+@pytest.mark.parametrize("path", ["/apis/example.com/v1/widgets", "/apis/nope", "/nope"])
+async def test_paths_outside_served_groups_are_plain_404(
+    http: aiohttp.ClientSession, path: str
+) -> None:
+    """kube-apiserver's last handler is Go's http.NotFound: text, not a Status."""
+    async with http.get(path) as resp:
+        assert resp.status == 404
+        assert resp.headers["Content-Type"] == "text/plain; charset=utf-8"
+        assert await resp.text() == "404 page not found\n"
 
 
 async def test_field_validation_modes(http: aiohttp.ClientSession, namespace: str) -> None:

@@ -1,6 +1,6 @@
-"""Converted LISTs (YAML, Table, PartialObjectMetadataList) stream in bounded steps: other
-requests are answered while one is being written, and the streamed body is exactly the
-whole list converted at once."""
+"""Converted LISTs (YAML, Table, PartialObjectMetadataList, protobuf) stream in bounded
+steps: other requests are answered while one is being written, and the streamed body is
+exactly the whole list converted at once."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from lab.metrics import parse
+from proxy.endpoints import protobuf
 from tests.integration.conftest import ServerProcess, create, pod_body
 
 pytestmark = pytest.mark.etcd
@@ -23,6 +24,9 @@ KUBECTL_TABLE = (
     "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
 )
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+YAML_TABLE = "application/yaml;as=Table;v=v1;g=meta.k8s.io"
+YAML_METADATA_LIST = "application/yaml;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+PROTOBUF_METADATA_LIST = f"{protobuf.MEDIA_TYPE};as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
 
 
 async def _seed(
@@ -114,6 +118,32 @@ async def test_streamed_conversions_equal_the_whole_list_converted(
     assert table["metadata"] == listing["metadata"]
     assert [r["object"] for r in table["rows"]] == listing["items"]
     assert [r["cells"][0] for r in table["rows"]] == [
+        i["metadata"]["name"] for i in listing["items"]
+    ]
+
+    # the converted documents as YAML are the same documents (not JSON sent as YAML)
+    _, yaml_table_body = await _get(http, at_rv + "&includeObject=Object", YAML_TABLE)
+    assert not yaml_table_body.startswith(b"{")
+    yaml_table = yaml.safe_load(yaml_table_body)
+    assert yaml_table["columnDefinitions"] == table["columnDefinitions"]
+    assert [r["object"] for r in yaml_table["rows"]] == listing["items"]
+    _, yaml_meta_body = await _get(http, at_rv, YAML_METADATA_LIST)
+    assert not yaml_meta_body.startswith(b"{")
+    assert yaml.safe_load(yaml_meta_body) == metadata_list
+
+    # protobuf: the List and the PartialObjectMetadataList decode to the same documents
+    serializer = protobuf.serializer()
+    assert serializer is not None
+    ctype, pb_body = await _get(http, at_rv, protobuf.MEDIA_TYPE)
+    assert ctype == protobuf.MEDIA_TYPE
+    assert [i["metadata"]["name"] for i in serializer.decode(pb_body)["items"]] == [
+        i["metadata"]["name"] for i in listing["items"]
+    ]
+    ctype, pb_meta = await _get(http, at_rv, PROTOBUF_METADATA_LIST)
+    assert ctype == protobuf.MEDIA_TYPE
+    decoded = serializer.decode(pb_meta)
+    assert decoded["kind"] == "PartialObjectMetadataList"
+    assert [i["metadata"]["name"] for i in decoded["items"]] == [
         i["metadata"]["name"] for i in listing["items"]
     ]
 

@@ -108,23 +108,26 @@ async def test_metadata_that_is_not_an_object_is_400(
         )
 
 
-async def test_protobuf_body_is_a_clear_415(http: aiohttp.ClientSession, namespace: str) -> None:
-    headers = {"Content-Type": "application/vnd.kubernetes.protobuf"}
-    async with http.post("/api/v1/namespaces", data=b"k8s\x00", headers=headers) as resp:
-        message = await _status(resp, 415, "UnsupportedMediaType")
-    assert message.startswith(
-        "the body of the request was in an unknown format - accepted media types include: "
-        "application/json, application/yaml; application/vnd.kubernetes.protobuf request "
-        "bodies are not supported by this server"
-    )
+async def test_unsupported_body_type_is_415(http: aiohttp.ClientSession, namespace: str) -> None:
     async with http.post(
         f"/api/v1/namespaces/{namespace}/pods", data=b"{}", headers={"Content-Type": "text/plain"}
     ) as resp:
         assert (await _status(resp, 415, "UnsupportedMediaType")).endswith(
-            "accepted media types include: application/json, application/yaml"
+            "accepted media types include: application/json, application/yaml, "
+            "application/vnd.kubernetes.protobuf"
         )
     path = f"/api/v1/namespaces/{namespace}/pods/none"
     async with http.patch(path, data=b"{}", headers={"Content-Type": "application/json"}) as r:
+        # go-restful refuses a body the PATCH route does not consume, before the handler
+        assert await _status(r, 415, "UnsupportedMediaType") == "415: Unsupported Media Type"
+    async with http.patch(path, headers={"Content-Type": "application/json"}) as r:
+        # without a body (Content-Length: 0) go-restful is left with no route to produce
+        assert await _status(r, 406, "NotAcceptable") == (
+            "406: Not Acceptable\n\nAvailable representations: "
+        )
+    headers = {"Content-Type": "application/apply-patch+yaml"}
+    async with http.patch(path, data=b"{}", headers=headers) as r:
+        # a type the route consumes but this server does not apply: the handler's 415
         assert (await _status(r, 415, "UnsupportedMediaType")).endswith(
             "application/json-patch+json, application/merge-patch+json, "
             "application/strategic-merge-patch+json"
@@ -151,8 +154,10 @@ async def test_delete_options_from_the_body_and_the_query(
         assert await _status(resp, 400, "BadRequest") == (
             'strconv.ParseInt: parsing "abc": invalid syntax'
         )
-    async with http.delete(f"{pods}/keep?orphanDependents=maybe") as resp:
-        await _status(resp, 400, "BadRequest")
+    # every boolean parses as upstream's query conversion reads it: "maybe" is true
+    query = "orphanDependents=maybe&propagationPolicy=Background"
+    async with http.delete(f"{pods}/keep?{query}") as resp:
+        assert "cannot be both set" in await _status(resp, 422, "Invalid")
     async with http.delete(f"{pods}/keep?propagationPolicy=Sometimes") as resp:
         assert await _status(resp, 422, "Invalid") == (
             'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
@@ -162,8 +167,11 @@ async def test_delete_options_from_the_body_and_the_query(
         assert "dryRun: Unsupported value" in await _status(resp, 422, "Invalid")
     async with http.delete(f"{pods}/keep", json={"gracePeriodSeconds": "x"}) as resp:
         await _status(resp, 400, "BadRequest")
-    async with http.delete(f"{pods}/keep", data=b"{bad") as resp:
+    headers = {"Content-Type": "application/json"}
+    async with http.delete(f"{pods}/keep", data=b"{bad", headers=headers) as resp:
         await _status(resp, 400, "BadRequest")
+    async with http.delete(f"{pods}/keep", data=b"{bad") as resp:  # application/octet-stream
+        await _status(resp, 415, "UnsupportedMediaType")
     both = {"orphanDependents": True, "propagationPolicy": "Orphan"}
     async with http.delete(f"{pods}/keep", json=both) as resp:
         assert "cannot be both set" in await _status(resp, 422, "Invalid")
@@ -178,7 +186,6 @@ async def test_bad_query_parameters(http: aiohttp.ClientSession, namespace: str)
     cases = [
         ("?limit=abc", 400, "BadRequest", 'strconv.ParseInt: parsing "abc": invalid syntax'),
         ("?watch=1&timeoutSeconds=abc", 400, "BadRequest", "strconv.ParseInt"),
-        ("?watch=maybe", 400, "BadRequest", 'strconv.ParseBool: parsing "maybe"'),
         ("?labelSelector=a%3D%3D%3Db", 400, "BadRequest", "unable to parse requirement"),
         ("?fieldSelector=spec.foo%3Dx", 400, "BadRequest", "field label not supported"),
         ("?resourceVersion=abc", 400, "BadRequest", "invalid resource version"),
@@ -252,7 +259,7 @@ async def test_pathological_bodies_are_400(http: aiohttp.ClientSession, namespac
         assert "exceeded max depth of 200" in await _status(resp, 400, "BadRequest")
     yaml_headers = {"Content-Type": "application/yaml"}
     async with http.post(pods, data="a: " + "[" * 5000, headers=yaml_headers) as resp:
-        assert "error converting YAML to JSON" in await _status(resp, 400, "BadRequest")
+        assert "yaml: " in await _status(resp, 400, "BadRequest")
     bomb = 'a: &a ["x", "x"]\n'
     for level, prev in zip("bcdefgh", "abcdefg", strict=True):
         bomb += f"{level}: &{level} [{', '.join([f'*{prev}'] * 9)}]\n"

@@ -1,6 +1,6 @@
 """WATCH over HTTP against a real etcd: the chunked stream of one JSON event per line,
 resume from a resourceVersion, selectors, timeoutSeconds, and the 422 validation
-messages (SEMANTICS.md §5)."""
+messages (upstream ``endpoints/handlers/watch.go``, ``storage/cacher``)."""
 
 from __future__ import annotations
 

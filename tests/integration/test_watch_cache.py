@@ -1,5 +1,5 @@
 """WATCH served by the cache, against a real etcd (behaviours of kube-apiserver's
-cacher_test.go, watcher_tests.go and watch_cache_test.go; SEMANTICS.md §5)."""
+cacher_test.go, watcher_tests.go and watch_cache_test.go)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,10 @@ import pytest
 from cacher import CacheDelegator
 from cacher.cache_watcher import CacheWatcher, CloseReason
 from etcdclient import EtcdClient
-from lab.etcd import EtcdCluster
 from storage.errors import TooLargeResourceVersion
 from storage.interfaces import JSONObject, StoredObject
 from tests.integration.test_cacher_support import (
     cached_store,
-    etcd_client,
     next_events,
     opts,
     pod,
@@ -26,12 +24,6 @@ from tests.integration.test_cacher_support import (
 )
 
 pytestmark = pytest.mark.etcd
-
-
-@pytest.fixture
-async def client(etcd: EtcdCluster) -> AsyncIterator[EtcdClient]:
-    async with etcd_client(etcd) as c:
-        yield c
 
 
 @pytest.fixture
@@ -287,7 +279,7 @@ async def test_node_scoped_watch_uses_the_index(cached: CacheDelegator) -> None:
     start = await create(cached, pod("a", node="n2"))
     prefix = cached.cacher.resource_prefix
     w = await cached.watch(prefix, opts(str(start.resource_version), field="spec.nodeName=n1"))
-    assert cached.cacher.dispatcher._value_of.get(w) == "n1"  # type: ignore[call-overload]
+    assert isinstance(w, CacheWatcher) and cached.cacher.dispatcher._value_of.get(w) == "n1"
     await create(cached, pod("b", node="n2"))
     c = await create(cached, pod("c", node="n1"))
     moved = await update(cached, "a", node="n1")

@@ -17,25 +17,23 @@ import orjson
 import pytest
 
 from lab.etcd import EtcdCluster
-from tests.integration.conftest import REPO, ServerProcess, create, pod_body, start_server
+from lab.kubeconfig import write_kubeconfig
+from tests.client_python import Watch, meta
+from tests.integration.conftest import KUBECTL, ServerProcess, create, pod_body, start_server
 
 pytestmark = pytest.mark.etcd
 
 JSON = dict[str, Any]
 EVENT_TIMEOUT = 10.0
-KUBECTL = REPO / ".venv" / "bin" / "kubectl"
 
 
 @pytest.fixture(scope="module")
 def cached_server(etcd: EtcdCluster) -> Iterator[ServerProcess]:
     """A server with a small fixed history ring and fast bookmarks."""
-    proc = start_server(
+    with start_server(
         etcd.endpoints, None, "--default-watch-cache-size=5", "--watch-bookmark-interval=300ms"
-    )
-    try:
+    ) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 @pytest.fixture
@@ -145,41 +143,34 @@ async def test_rv0_list_from_cache_ignores_limit(http: aiohttp.ClientSession, ns
 
 
 def test_python_client_watch_stream(cached_server: ServerProcess) -> None:
-    from kubernetes import client, watch
+    from kubernetes import client
 
-    api = client.ApiClient(client.Configuration(host=cached_server.url))
-    core = client.CoreV1Api(api)
-    ns = f"py-{uuid.uuid4().hex[:8]}"
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
-    body = client.V1Pod(
-        metadata=client.V1ObjectMeta(name="first"),
-        spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="busybox")]),
-    )
-    core.create_namespaced_pod(ns, body)
-    seen: list[tuple[str, str]] = []
-    w = watch.Watch()
-    for ev in w.stream(core.list_namespaced_pod, ns, timeout_seconds=10):
-        seen.append((ev["type"], ev["object"].metadata.name))
-        if len(seen) == 1:
-            body.metadata.name = "second"
-            core.create_namespaced_pod(ns, body)
-        if len(seen) == 2:
-            w.stop()
-    api.close()
+    seen: list[tuple[str, str | None]] = []
+    with client.ApiClient(client.Configuration(host=cached_server.url)) as api:
+        core = client.CoreV1Api(api)
+        ns = f"py-{uuid.uuid4().hex[:8]}"
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+        metadata = client.V1ObjectMeta(name="first")
+        body = client.V1Pod(
+            metadata=metadata,
+            spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="busybox")]),
+        )
+        core.create_namespaced_pod(ns, body)
+        w = Watch()
+        for ev in w.stream(core.list_namespaced_pod, ns, timeout_seconds=10):
+            seen.append((ev["type"], meta(ev["object"]).name))
+            if len(seen) == 1:
+                metadata.name = "second"
+                core.create_namespaced_pod(ns, body)
+            if len(seen) == 2:
+                w.stop()
     assert seen == [("ADDED", "first"), ("ADDED", "second")]
 
 
 def test_kubectl_get_watch_output_watch_events(
     cached_server: ServerProcess, tmp_path: Path
 ) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\n"
-        f"clusters:\n- name: w\n  cluster:\n    server: {cached_server.url}\n"
-        "users:\n- name: u\n  user: {}\n"
-        "contexts:\n- name: w\n  context:\n    cluster: w\n    user: u\n"
-        "current-context: w\n"
-    )
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cached_server.url)
     env = {"KUBECONFIG": str(kubeconfig), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     ns = f"kw-{uuid.uuid4().hex[:8]}"
 
@@ -233,12 +224,13 @@ async def test_etcd_outage_over_http_watch_survives_and_resumes(
     the raw HTTP watch and the official Python client's watch alike."""
     import threading
 
-    from kubernetes import client, watch
+    from kubernetes import client
 
-    server = start_server(
-        etcd_own.endpoints, None, "--etcd-request-timeout=2s", "--etcd-dial-timeout=1s"
-    )
-    try:
+    flags = ("--etcd-request-timeout=2s", "--etcd-dial-timeout=1s")
+    with (
+        start_server(etcd_own.endpoints, None, *flags) as server,
+        client.ApiClient(client.Configuration(host=server.url)) as api,
+    ):
         async with aiohttp.ClientSession(base_url=server.url) as http:
             ns = f"out-{uuid.uuid4().hex[:8]}"
             await create(http, "/api/v1/namespaces", {"metadata": {"name": ns}})
@@ -246,15 +238,14 @@ async def test_etcd_outage_over_http_watch_survives_and_resumes(
             async with http.get(f"{pods(ns)}?resourceVersion={rv(first)}") as fresh:
                 assert fresh.status == 200  # the cache has seen "a" (RV=N waits for it)
             # the Python client's watch, in a thread, from the first pod's RV
-            seen: list[tuple[str, str]] = []
-            api = client.ApiClient(client.Configuration(host=server.url))
-            w = watch.Watch()
+            seen: list[tuple[str, str | None]] = []
+            w = Watch()
 
             def follow() -> None:
                 core = client.CoreV1Api(api)
                 for ev in w.stream(core.list_namespaced_pod, ns, resource_version=rv(first),
                                    _request_timeout=60):  # fmt: skip
-                    seen.append((ev["type"], ev["object"].metadata.name))
+                    seen.append((ev["type"], meta(ev["object"]).name))
                     w.stop()
 
             thread = threading.Thread(target=follow, daemon=True)
@@ -283,7 +274,4 @@ async def test_etcd_outage_over_http_watch_survives_and_resumes(
                 event = await next_event(resp)
             assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "b")
             await asyncio.to_thread(thread.join, 30)
-            api.close()
             assert seen == [("ADDED", "b")]
-    finally:
-        server.stop()

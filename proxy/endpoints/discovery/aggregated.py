@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from proxy.endpoints.cached_document import CachedDocument
 from proxy.registry.served_resource import DiscoveredResource
+from storage.interfaces import JSONValue
 
 __all__ = [
     "AGGREGATED_CONTENT_TYPE",
@@ -32,7 +32,6 @@ __all__ = [
     "version_sort_key",
 ]
 
-JSON = Any
 DISCOVERY_GROUP = "apidiscovery.k8s.io"
 DISCOVERY_VERSION = "v2"
 AGGREGATED_CONTENT_TYPE = (
@@ -87,6 +86,7 @@ SUBRESOURCE_VERBS: dict[str, list[str]] = {
     "resize": ["get", "patch", "update"],
     "eviction": ["create"],
     "binding": ["create"],
+    "finalize": ["update"],
     "log": ["get"],
     "exec": ["create", "get"],
     "attach": ["create", "get"],
@@ -116,7 +116,7 @@ def _gvk(group: str, version: str, kind: str) -> dict[str, str]:
     return {"group": group, "version": version, "kind": kind}
 
 
-def _subresource(res: DiscoveryResource, name: str) -> dict[str, JSON]:
+def _subresource(res: DiscoveryResource, name: str) -> dict[str, JSONValue]:
     kind = SUBRESOURCE_KINDS.get(name, (res.group, res.version, res.kind))
     return {
         "subresource": name,
@@ -125,8 +125,8 @@ def _subresource(res: DiscoveryResource, name: str) -> dict[str, JSON]:
     }
 
 
-def _resource(res: DiscoveryResource) -> dict[str, JSON]:
-    out: dict[str, JSON] = {
+def _resource(res: DiscoveryResource) -> dict[str, JSONValue]:
+    out: dict[str, JSONValue] = {
         "resource": res.plural,
         "responseKind": _gvk(res.group, res.version, res.kind),
         "scope": "Namespaced" if res.namespaced else "Cluster",
@@ -142,7 +142,9 @@ def _resource(res: DiscoveryResource) -> dict[str, JSON]:
     return out
 
 
-def build_aggregated(resources: Iterable[DiscoveryResource], *, legacy: bool) -> dict[str, JSON]:
+def build_aggregated(
+    resources: Iterable[DiscoveryResource], *, legacy: bool
+) -> dict[str, JSONValue]:
     """The APIGroupDiscoveryList of ``/api`` (``legacy``: the core group) or ``/apis``.
 
     Groups by kube's priority, versions by version priority (the first is the
@@ -157,7 +159,7 @@ def build_aggregated(resources: Iterable[DiscoveryResource], *, legacy: bool) ->
     items = []
     for group in sorted(grouped, key=_group_sort_key):
         versions = grouped[group]
-        metadata: dict[str, JSON] = {"creationTimestamp": None}
+        metadata: dict[str, JSONValue] = {"creationTimestamp": None}
         if group:
             metadata = {"name": group, "creationTimestamp": None}
         items.append(

@@ -17,16 +17,16 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import hashlib
-from typing import Any
 
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.endpoints import negotiation
+from proxy.endpoints import negotiation, restful_route
 from proxy.endpoints.discovery import aggregated as discovery_aggregated
 from proxy.openapi import documents as openapi
 from proxy.registry.resources import Registry, ResourceInfo
 from proxy.server.context import API_CONTEXT
+from storage.interfaces import JSONObject
 
 __all__ = [
     "api_group",
@@ -36,8 +36,6 @@ __all__ = [
     "setup_discovery_routes",
 ]
 
-JSON = dict[str, Any]
-
 
 def storage_version_hash(resource: ResourceInfo) -> str:
     """An opaque hash of the storage version, as upstream (sha256, 8 bytes, base64)."""
@@ -45,7 +43,7 @@ def storage_version_hash(resource: ResourceInfo) -> str:
     return base64.b64encode(hashlib.sha256(text).digest()[:8]).decode()
 
 
-def api_versions(server_address: str) -> JSON:
+def api_versions(server_address: str) -> JSONObject:
     return {
         "kind": "APIVersions",
         "versions": ["v1"],
@@ -55,12 +53,12 @@ def api_versions(server_address: str) -> JSON:
     }
 
 
-def _group(registry: Registry, group: str) -> JSON:
+def _group(registry: Registry, group: str) -> JSONObject:
     versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in registry.versions(group)]
     return {"name": group, "versions": versions, "preferredVersion": versions[0]}
 
 
-def api_group_list(registry: Registry) -> JSON:
+def api_group_list(registry: Registry) -> JSONObject:
     return {
         "kind": "APIGroupList",
         "apiVersion": "v1",
@@ -68,12 +66,12 @@ def api_group_list(registry: Registry) -> JSON:
     }
 
 
-def api_group(registry: Registry, group: str) -> JSON:
+def api_group(registry: Registry, group: str) -> JSONObject:
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(registry, group)}
 
 
-def _resource_entry(resource: ResourceInfo) -> JSON:
-    entry: JSON = {
+def _resource_entry(resource: ResourceInfo) -> JSONObject:
+    entry: JSONObject = {
         "name": resource.plural,
         "singularName": resource.singular,
         "namespaced": resource.namespaced,
@@ -88,42 +86,41 @@ def _resource_entry(resource: ResourceInfo) -> JSON:
     return entry
 
 
-def _subresource_entry(resource: ResourceInfo, sub: str) -> JSON:
-    entry: JSON = {
+def _subresource_entry(resource: ResourceInfo, sub: str) -> JSONObject:
+    entry: JSONObject = {
         "name": f"{resource.plural}/{sub}",
         "singularName": "",
         "namespaced": resource.namespaced,
         "kind": resource.kind,
-        "verbs": ["get", "patch", "update"],
+        "verbs": discovery_aggregated.SUBRESOURCE_VERBS.get(sub, ["get", "patch", "update"]),
     }
     if sub in discovery_aggregated.SUBRESOURCE_KINDS:  # scale: autoscaling/v1 Scale
         group, version, kind = discovery_aggregated.SUBRESOURCE_KINDS[sub]
-        entry.update(group=group, version=version, kind=kind)
+        entry["kind"] = kind
+        if (group, version) != (resource.group, resource.version):  # omitempty: same GV
+            entry.update(group=group, version=version)
     return entry
 
 
-def api_resource_list(registry: Registry, group: str, version: str) -> JSON | None:
+def api_resource_list(registry: Registry, group: str, version: str) -> JSONObject | None:
     resources = registry.in_group_version(group, version)
     if not resources:
         return None
-    entries: list[JSON] = []
+    entries: list[JSONObject] = []
     for r in sorted(resources, key=lambda r: r.plural):
         entries.append(_resource_entry(r))
         entries.extend(_subresource_entry(r, s) for s in r.subresources)
-    return {
-        "kind": "APIResourceList",
-        "apiVersion": "v1",
-        "groupVersion": f"{group}/{version}" if group else version,
-        "resources": entries,
-    }
+    body: JSONObject = {"kind": "APIResourceList"}
+    if group:  # the legacy /api/v1 list is written without one by kube-apiserver
+        body["apiVersion"] = "v1"
+    body.update(groupVersion=f"{group}/{version}" if group else version, resources=entries)
+    return body
 
 
-def _not_found() -> apierrors.StatusError:
-    return apierrors.StatusError(
-        apierrors.status_body(
-            404, "NotFound", "the server could not find the requested resource", {}
-        )
-    )
+def _not_found() -> web.HTTPNotFound:
+    """No such group or version: the server's not-found answer for the path (a Status
+    under a served group, plain text otherwise: ``proxy.server.http_errors``)."""
+    return web.HTTPNotFound()
 
 
 def _aggregated(request: web.Request, path: str) -> web.StreamResponse | None:
@@ -139,20 +136,35 @@ def _aggregated(request: web.Request, path: str) -> web.StreamResponse | None:
     return web.Response(status=code, headers=headers, body=body)
 
 
+def _check_accept(request: web.Request, *, restful: bool) -> None:
+    """406 for an Accept header nothing here produces: go-restful's words for the
+    documents it routes (``/api``, ``/api/v1``, ``/apis/<g>/<v>``), the handler's own
+    negotiation error for the others (``/apis``, ``/apis/<g>``)."""
+    if restful:
+        restful_route.check("GET", "get", request.headers)
+    elif not restful_route.accepts(request.headers.get("Accept", ""), restful_route.MEDIA_TYPES):
+        raise apierrors.not_acceptable(restful_route.MEDIA_TYPES)
+
+
 async def _api(request: web.Request) -> web.StreamResponse:
-    return _aggregated(request, "/api") or negotiation.json_response(api_versions(request.host))
+    _check_accept(request, restful=True)
+    return _aggregated(request, "/api") or negotiation.discovery_response(
+        request, api_versions(request.host)
+    )
 
 
 async def _api_v1(request: web.Request) -> web.StreamResponse:
     body = api_resource_list(request.app[API_CONTEXT].registry, "", request.match_info["version"])
     if body is None:
         raise _not_found()
-    return negotiation.json_response(body)
+    _check_accept(request, restful=True)
+    return negotiation.discovery_response(request, body)
 
 
 async def _apis(request: web.Request) -> web.StreamResponse:
-    return _aggregated(request, "/apis") or negotiation.json_response(
-        api_group_list(request.app[API_CONTEXT].registry)
+    _check_accept(request, restful=False)
+    return _aggregated(request, "/apis") or negotiation.discovery_response(
+        request, api_group_list(request.app[API_CONTEXT].registry)
     )
 
 
@@ -161,7 +173,8 @@ async def _apis_group(request: web.Request) -> web.StreamResponse:
     group = request.match_info["group"]
     if group not in registry.groups():
         raise _not_found()
-    return negotiation.json_response(api_group(registry, group))
+    _check_accept(request, restful=False)
+    return negotiation.discovery_response(request, api_group(registry, group))
 
 
 async def _apis_group_version(request: web.Request) -> web.StreamResponse:
@@ -169,7 +182,8 @@ async def _apis_group_version(request: web.Request) -> web.StreamResponse:
     body = api_resource_list(registry, request.match_info["group"], request.match_info["version"])
     if body is None:
         raise _not_found()
-    return negotiation.json_response(body)
+    _check_accept(request, restful=True)
+    return negotiation.discovery_response(request, body)
 
 
 async def _openapi_v3(request: web.Request) -> web.StreamResponse:

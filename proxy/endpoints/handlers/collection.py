@@ -6,13 +6,19 @@ commas in chunks of about 256 KiB, then ``]}``. Peak memory is the storage resul
 one chunk, not a second copy of the whole list. Tables, PartialObjectMetadataLists and
 YAML are converted item by item in the same chunks (``proxy.endpoints.encoders``); each
 chunk is at most a few milliseconds of work, and the handler yields to the event loop
-after each one, so a 50 MB conversion never stalls other requests.
+after each one, so a 50 MB conversion never stalls other requests. As protobuf: each
+item's message is made first (at most once per version, ``protobuf.stored_bytes``), in
+the same bounded steps, then the List's envelope and ListMeta and the items' bytes.
 
 A WATCH response is HTTP 200 with chunked encoding; each event is one line
-``{"type":"ADDED","object":<stored bytes>}`` written and flushed on its own. The stream
+``{"type":"ADDED","object":<stored bytes>}`` written and flushed on its own (as protobuf:
+one length-prefixed ``WatchEvent`` frame). The stream
 ends cleanly (no ERROR event) at the watch's timeout, when the storage closes the
 watch, or at server shutdown; a client that goes away cancels the handler, which stops
-the storage watch.
+the storage watch. A watch is long-running: --request-timeout never cuts it. Once its
+headers are out nothing else is written: a storage error while it runs becomes one
+ERROR event carrying its Status, then the end (as upstream's watchers report errors);
+an event that cannot be encoded ends the stream (upstream's ``WatchServer``).
 """
 
 from __future__ import annotations
@@ -21,13 +27,14 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.endpoints import encoders, metrics, negotiation
+from proxy.endpoints import encoders, metrics, negotiation, protobuf
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.handlers.list_options import (
     parse_list_query,
@@ -36,21 +43,19 @@ from proxy.endpoints.handlers.list_options import (
     watch_timeout,
 )
 from proxy.endpoints.request_info import RequestInfo
-from proxy.registry.dry_run import DryRunStore
 from proxy.registry.storage_factory import ResourceStorage
+from proxy.registry.store import Store, interpret_storage_error
 from proxy.server.context import APIContext
-from storage.interfaces import Interface, ListOptions, ListResult, Preconditions, StoredObject
+from storage import errors as serr
+from storage.interfaces import ListOptions, ListResult, StoredObject
 
 __all__ = ["delete_collection", "list_objects", "watch_objects", "write_list"]
 
 log = logging.getLogger("watchcache.proxy")
 
-# request key of a LIST response whose headers are out: an error can no longer be a Status
-STREAMING = "watchcache_streaming_response"
 
-
-def _namespace(info: RequestInfo, rs: ResourceStorage) -> str:
-    return info.namespace if rs.resource.namespaced else ""
+def _namespace(info: RequestInfo, store: Store) -> str:
+    return info.namespace if store.resource.namespaced else ""
 
 
 def list_metadata(result: ListResult) -> dict[str, Any]:
@@ -79,38 +84,59 @@ async def write_list(
     metadata: dict[str, Any],
     headers: dict[str, str],
 ) -> web.StreamResponse:
-    """Stream ``items`` as the resource's List, a Table, a PartialObjectMetadataList or
-    YAML, as negotiated (see the module docstring). Bad Table options are a 400 before
-    anything is written."""
-    fmt = negotiation.response_format(request, is_list=True)
+    """Stream ``items`` as the resource's List (JSON, YAML or protobuf), a Table or a
+    PartialObjectMetadataList, as negotiated (see the module docstring). Bad Table
+    options are a 400 before anything is written. The response is started by
+    ``prepare`` (``responsewriter`` records it): an error after that ends the
+    connection, it never becomes a Status."""
+    fmt = negotiation.response_format(request, is_list=True, resource=rs.resource)
     encoder = negotiation.list_encoder(fmt, rs.resource, metadata, request)
+    if isinstance(encoder, encoders.ProtobufListEncoder):
+        encoded: list[bytes] = []
+        for _ in encoders.encode_items(encoder.item, items, encoded):
+            await asyncio.sleep(0)  # a bounded step is done: let other requests run
+        if len(encoded) == len(items) and all(encoded):
+            chunks = encoders.protobuf_chunks(encoder, encoded)
+            return await _stream(request, headers, protobuf.MEDIA_TYPE, chunks)
+        # members protobuf cannot carry: the list goes as JSON, as one object would
+        fallback = encoders.list_chunks(encoder.fallback, (item.data for item in items))
+        return await _stream(request, headers, negotiation.JSON_TYPE, fallback)
+    chunks = encoders.list_chunks(encoder, (item.data for item in items))
+    return await _stream(request, headers, fmt.content_type, chunks)
+
+
+async def _stream(
+    request: web.Request, headers: dict[str, str], content_type: str, chunks: Iterable[bytes]
+) -> web.StreamResponse:
+    """A chunked response of ``chunks``, each written as it is produced; the handler
+    yields to the loop after each one (producing one is a bounded step)."""
     response = web.StreamResponse(status=200, headers=headers)
-    response.headers["Content-Type"] = fmt.content_type
+    response.headers["Content-Type"] = content_type
     response.enable_chunked_encoding()
     await response.prepare(request)
-    request[STREAMING] = response
-    for chunk in encoders.list_chunks(encoder, (item.data for item in items)):
+    for chunk in chunks:
         await response.write(chunk)
         await asyncio.sleep(0)  # a bounded step is done: let other requests run
     await response.write_eof()
     return response
 
 
-def _list_options(request: web.Request, info: RequestInfo, rs: ResourceStorage) -> ListOptions:
-    query = parse_list_query(request.query, watch=info.verb == "watch")
+def _list_options(request: web.Request, info: RequestInfo, store: Store) -> ListOptions:
+    query = parse_list_query(request.query, watch=info.is_watch)
     validate_list_query(query)
-    return to_list_options(query, rs.resource.plural, rs.get_attrs, info.name)
+    return to_list_options(query, store.resource.plural, store.get_attrs, info.path_name)
 
 
 async def list_objects(
-    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
-    negotiation.response_format(request, is_list=True)  # 406 before any storage work
-    opts = _list_options(request, info, rs)
-    with apierrors.storage_errors(rs.resource.qualified):
-        result = await rs.store.get_list(rs.list_key(_namespace(info, rs)), opts)
+    negotiation.response_format(request, is_list=True, resource=store.resource)  # 406 first
+    opts = _list_options(request, info, store)
+    result = await store.list(_namespace(info, store), opts)
     metrics.observe_list(request, info, result)
-    return await write_list(request, rs, result.items, list_metadata(result), cost_headers(result))
+    return await write_list(
+        request, store.rs, result.items, list_metadata(result), cost_headers(result)
+    )
 
 
 def _event_line(event_type: str, data: bytes) -> bytes:
@@ -118,25 +144,28 @@ def _event_line(event_type: str, data: bytes) -> bytes:
 
 
 async def watch_objects(
-    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
-    fmt = negotiation.response_format(request, is_list=True)
+    fmt = negotiation.response_format(request, is_list=True, resource=store.resource)
+    as_protobuf = fmt.media_type == protobuf.MEDIA_TYPE
+    frame = protobuf.watch_frame if as_protobuf else _event_line
     query = parse_list_query(request.query, watch=True)
     validate_list_query(query)
     duration = watch_timeout(query, ctx.settings.min_request_timeout)
     opts = dataclasses.replace(
-        to_list_options(query, rs.resource.plural, rs.get_attrs, info.name),
+        to_list_options(query, store.resource.plural, store.get_attrs, info.path_name),
         timeout_seconds=duration,
         # the kind of a streaming list's k8s.io/initial-events-end BOOKMARK
-        bookmark_kind=(rs.resource.api_version, rs.resource.kind),
+        bookmark_kind=(store.resource.api_version, store.resource.kind),
     )
-    with apierrors.storage_errors(rs.resource.qualified):
-        watcher = await rs.store.watch(rs.list_key(_namespace(info, rs)), opts)
+    watcher = await store.watch(_namespace(info, store), opts)
     ctx.watchers.add(watcher)
-    encode = negotiation.watch_encoder(fmt, rs.resource, request)
+    encode = negotiation.watch_encoder(fmt, store.resource, request)
     try:
         response = web.StreamResponse(status=200)
-        response.headers["Content-Type"] = fmt.content_type
+        response.headers["Content-Type"] = (
+            protobuf.WATCH_MEDIA_TYPE if as_protobuf else fmt.content_type
+        )
         response.enable_chunked_encoding()
         await response.prepare(request)
         with (
@@ -144,10 +173,20 @@ async def watch_objects(
             contextlib.suppress(TimeoutError, ConnectionResetError),
         ):
             async with asyncio.timeout(duration):
-                async for event in watcher:
-                    data = encode(event.type, event.data)
-                    await response.write(_event_line(event.type, data))
-                    metrics.observe_watch_event(info)
+                try:
+                    async for event in watcher:
+                        data = encode(event.type, event.data)
+                        await response.write(frame(event.type, data))
+                        metrics.observe_watch_event(info)
+                except serr.StorageError as e:
+                    # the headers are out: the error travels as the stream's last event
+                    status = interpret_storage_error(e, "watch", store.resource)
+                    data = encode("ERROR", orjson.dumps(status.body))
+                    await response.write(frame("ERROR", data))
+                except apierrors.StatusError as e:
+                    # an event that cannot be encoded (Table conversion): upstream's watch
+                    # server logs it and ends the stream
+                    log.warning("watch %s: ending the stream: %s", request.path, e.message)
         with contextlib.suppress(ConnectionResetError):
             await response.write_eof()
         return response
@@ -157,33 +196,23 @@ async def watch_objects(
 
 
 async def delete_collection(
-    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
     """Delete every object the selectors match (read from etcd, newest); the response is
     the List of deleted objects, each with its deletion revision."""
-    negotiation.response_format(request, is_list=True)
+    negotiation.response_format(request, is_list=True, resource=store.resource)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    delete_opts = parse_delete_options(request.query, body, negotiation.media_type_of(request))
-    writer: Interface | DryRunStore = DryRunStore(rs.store) if delete_opts.dry_run else rs.store
+    delete_opts = parse_delete_options(
+        request.query, body, negotiation.body_media_type(request), collection=True,
+        unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
+    )  # fmt: skip
     query = parse_list_query(request.query)
     validate_list_query(query)
-    opts = to_list_options(query, rs.resource.plural, rs.get_attrs)
-    with apierrors.storage_errors(rs.resource.qualified):
-        result = await rs.store.get_list(rs.list_key(_namespace(info, rs)), opts)
-    deleted: list[StoredObject] = []
-    last_rv = result.resource_version
-    for item in result.items:
-        meta = item.obj.get("metadata") or {}
-        name = str(meta.get("name", ""))
-        try:
-            with apierrors.storage_errors(rs.resource.qualified, name):
-                gone = await writer.delete(item.key, Preconditions(uid=meta.get("uid")))
-        except apierrors.StatusError as e:
-            if e.code in (404, 409):  # deleted or replaced meanwhile: not ours to delete
-                continue
-            raise
-        deleted.append(gone)
-        last_rv = max(last_rv, gone.resource_version)
+    opts = to_list_options(query, store.resource.plural, store.get_attrs)
+    result, deleted = await store.delete_collection(
+        _namespace(info, store), opts, dry_run=delete_opts.dry_run, options=delete_opts
+    )
+    last_rv = max([result.resource_version, *(d.resource_version for d in deleted)])
     return await write_list(
-        request, rs, deleted, {"resourceVersion": str(last_rv)}, cost_headers(result)
+        request, store.rs, deleted, {"resourceVersion": str(last_rv)}, cost_headers(result)
     )

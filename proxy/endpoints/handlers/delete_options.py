@@ -8,19 +8,22 @@ request body when there is one (kubectl sends ``{"kind":"DeleteOptions",...,"dry
 - an unsupported ``dryRun`` or ``propagationPolicy``, or ``orphanDependents`` together
   with ``propagationPolicy`` → 422 Invalid on ``DeleteOptions.meta.k8s.io``.
 
-Only ``preconditions`` and ``dryRun`` change what this server does: there is no garbage
+Only ``preconditions``, ``dryRun`` and ``ignoreStoreReadErrorWithClusterBreakingPotential``
+(the unsafe delete of a value that cannot be decoded, honoured only with the
+``AllowUnsafeMalformedObjectDeletion`` gate: ``ValidateIgnoreStoreReadError`` forbids it
+with the four other options) change what this server does: there is no garbage
 collector and no graceful deletion, so the others are validated and accepted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from proxy import apierrors
 from proxy.apierrors import FieldError
-from proxy.endpoints import negotiation
+from proxy.endpoints import negotiation, protobuf
 from proxy.endpoints.handlers.list_options import query_bool, query_int
 from proxy.registry.dry_run import dry_run_values
 from storage.interfaces import Preconditions
@@ -29,6 +32,7 @@ __all__ = ["DeleteOptions", "parse_delete_options"]
 
 _KIND = "DeleteOptions"
 _POLICIES = ("Foreground", "Background", "Orphan")
+_IGNORE_READ_ERROR = "ignoreStoreReadErrorWithClusterBreakingPotential"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +42,7 @@ class DeleteOptions:
     grace_period_seconds: int | None = None
     propagation_policy: str | None = None
     orphan_dependents: bool | None = None
+    ignore_store_read_error: bool | None = None
 
 
 def _typed(opts: Mapping[str, Any], name: str, kind: type) -> Any:
@@ -61,9 +66,13 @@ def _preconditions(opts: Mapping[str, Any]) -> Preconditions | None:
 
 
 def _from_body(body: bytes, media_type: str) -> DeleteOptions:
-    decode_as = media_type if media_type == negotiation.YAML_TYPE else negotiation.JSON_TYPE
+    negotiation.check_body_type(media_type)  # 415 as upstream's input negotiation
+    decode_as = media_type
     try:
-        opts = negotiation.decode_structured(body, decode_as)
+        if media_type == negotiation.PROTOBUF_TYPE:  # client-go's typed clients
+            opts: Any = protobuf.decode_options(body, "DeleteOptions")
+        else:
+            opts = negotiation.decode_structured(body, decode_as)
     except ValueError as e:
         raise apierrors.bad_request(f"invalid DeleteOptions: {e}") from None
     if not isinstance(opts, dict):
@@ -77,6 +86,7 @@ def _from_body(body: bytes, media_type: str) -> DeleteOptions:
         grace_period_seconds=_typed(opts, "gracePeriodSeconds", int),
         propagation_policy=_typed(opts, "propagationPolicy", str),
         orphan_dependents=_typed(opts, "orphanDependents", bool),
+        ignore_store_read_error=_typed(opts, _IGNORE_READ_ERROR, bool),
     )
 
 
@@ -87,6 +97,7 @@ def _from_query(query: Mapping[str, str]) -> DeleteOptions:
         grace_period_seconds=query_int(query, "gracePeriodSeconds"),
         propagation_policy=query.get("propagationPolicy") or None,
         orphan_dependents=query_bool(query, "orphanDependents"),
+        ignore_store_read_error=query_bool(query, _IGNORE_READ_ERROR),
     )
 
 
@@ -101,12 +112,38 @@ def _validate(opts: DeleteOptions) -> None:
         errs.append(FieldError.not_supported(
             "propagationPolicy", opts.propagation_policy, [*_POLICIES, "nil"]
         ))  # fmt: skip
+    if opts.ignore_store_read_error:
+        for name, value in (
+            ("propagationPolicy", opts.propagation_policy),
+            ("orphanDependents", opts.orphan_dependents),
+            ("gracePeriodSeconds", opts.grace_period_seconds),
+            ("preconditions", opts.preconditions),
+        ):
+            if value is not None:
+                errs.append(FieldError.invalid(
+                    _IGNORE_READ_ERROR, True, f"cannot be set together with .{name}"
+                ))  # fmt: skip
     if errs:
         raise apierrors.invalid(f"{_KIND}.meta.k8s.io", "", errs)
 
 
-def parse_delete_options(query: Mapping[str, str], body: bytes, media_type: str) -> DeleteOptions:
-    """The request's DeleteOptions: the body's if it has one, else the query's."""
+def parse_delete_options(
+    query: Mapping[str, str],
+    body: bytes,
+    media_type: str,
+    *,
+    unsafe_delete_gate: bool = True,
+    collection: bool = False,
+) -> DeleteOptions:
+    """The request's DeleteOptions: the body's if it has one, else the query's. Without
+    the AllowUnsafeMalformedObjectDeletion gate the unsafe option is dropped unread; with
+    it, a DELETECOLLECTION may not use it (422, as upstream)."""
     opts = _from_body(body, media_type) if body.strip() else _from_query(query)
+    if not unsafe_delete_gate:
+        opts = replace(opts, ignore_store_read_error=None)
     _validate(opts)
+    if collection and opts.ignore_store_read_error:
+        detail = "is not allowed with DELETECOLLECTION, try again after removing the option"
+        err = FieldError.invalid(_IGNORE_READ_ERROR, True, detail)
+        raise apierrors.invalid(f"{_KIND}.meta.k8s.io", "", [err])
     return opts

@@ -6,9 +6,11 @@ name::
 
     ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: ...
 
-Parameter values that cannot be parsed (limit, timeoutSeconds, booleans, selectors)
-are 400 BadRequest. The resourceVersion/continue checks that need the storage's view
-(non-numeric RV, RV with continue, bad tokens) are the storage's, with the same words.
+Parameter values that cannot be parsed (limit, timeoutSeconds, selectors) are 400
+BadRequest; booleans always parse, as upstream's query conversion reads them
+(``request_info.query_bool``). The resourceVersion/continue checks that need the
+storage's view (non-numeric RV, RV with continue, bad tokens) are the storage's, with
+the same words.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import cast
 
 from proxy import apierrors
 from proxy.apierrors import FieldError
+from proxy.endpoints.request_info import query_bool
 from storage.interfaces import AttrsFunc, ListOptions, ResourceVersionMatch, SelectionPredicate
 from storage.selectors import (
     FieldSelector,
@@ -39,8 +42,6 @@ __all__ = [
 ]
 
 _LIST_OPTIONS_KIND = "ListOptions.meta.k8s.io"
-_TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
-_FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,29 +60,18 @@ class ListQuery:
     timeout_seconds: int | None = None
 
 
-def query_bool(query: Mapping[str, str], name: str) -> bool | None:
-    """A boolean query parameter as Go's strconv.ParseBool reads it (400 otherwise)."""
-    if name not in query:
-        return None
-    value = query[name]
-    if value in _TRUE or value == "":
-        return True
-    if value in _FALSE:
-        return False
-    raise apierrors.bad_request(f'strconv.ParseBool: parsing "{value}": invalid syntax')
-
-
 def query_int(query: Mapping[str, str], name: str) -> int | None:
     """An integer query parameter (400 with strconv.ParseInt's words otherwise)."""
-    if name not in query or query[name] == "":
+    if name not in query:  # present but empty is ParseInt(""): invalid syntax
         return None
     value = query[name]
-    try:
-        return int(value)
-    except ValueError:
-        raise apierrors.bad_request(
-            f'strconv.ParseInt: parsing "{value}": invalid syntax'
-        ) from None
+    digits = value[1:] if value[:1] in ("+", "-") else value
+    if not (digits.isascii() and digits.isdigit()):  # Go takes no spaces, "_" or non-ASCII
+        raise apierrors.bad_request(f'strconv.ParseInt: parsing "{value}": invalid syntax')
+    parsed = int(value)
+    if not -(1 << 63) <= parsed < 1 << 63:  # an int64, as upstream's options fields
+        raise apierrors.bad_request(f'strconv.ParseInt: parsing "{value}": value out of range')
+    return parsed
 
 
 def parse_list_query(query: Mapping[str, str], *, watch: bool = False) -> ListQuery:

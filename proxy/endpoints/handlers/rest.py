@@ -1,62 +1,48 @@
 """The resource handlers: one entry point (``handle_resource``) that resolves the
-request to a served resource and dispatches by verb, and the single-object verbs
-(get, create, update, patch, delete). Collections (list, watch, deletecollection)
-are in ``proxy.endpoints.handlers.collection``.
+request (its RequestInfo, computed once by the request-info filter) to a served
+resource and dispatches by verb, and the single-object verbs (get, create, update,
+patch, delete). Collections (list, watch, deletecollection) are in
+``proxy.endpoints.handlers.collection``.
 
-Every storage call sits inside ``storage_errors(resource, name)``, the one place a
-storage error meets the resource and name its Status message needs.
+Handlers reach storage only through the resource's generic store
+(``proxy.registry.store.Store``), which turns storage errors into Status errors.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-from typing import Any
 
 from aiohttp import web
 
 from proxy import apierrors
 from proxy.admission import namespace_lifecycle
-from proxy.endpoints import negotiation
+from proxy.endpoints import negotiation, restful_route
 from proxy.endpoints.handlers import collection
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.media_types import AcceptedFormat
-from proxy.endpoints.request_info import RequestInfo, parse_request_info
+from proxy.endpoints.request_info import RequestInfo, request_info_of
 from proxy.patch import patcher as patch
-from proxy.registry import object_meta, scale, validation
-from proxy.registry.dry_run import DryRunStore, is_dry_run
-from proxy.registry.field_validation import Mode
+from proxy.registry import before_delete, deletion, object_meta, pods, scale, validation
+from proxy.registry.dry_run import is_dry_run
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.storage_factory import ResourceStorage
+from proxy.registry.store import Store
+from proxy.registry.validation import Mode
 from proxy.server.context import API_CONTEXT, APIContext
 from storage import errors as serr
-from storage.interfaces import GetOptions, Interface, JSONObject
+from storage.interfaces import GetOptions, JSONObject
 
-__all__ = ["handle_resource", "storage_errors"]
+__all__ = ["handle_resource"]
 
-JSON = dict[str, Any]
-
-Writer = Interface | DryRunStore
-
-_NOT_FOUND_MESSAGE = "the server could not find the requested resource"
-
-
-def path_not_found() -> apierrors.StatusError:
-    """go-restful's 404 for a path no route serves."""
-    return apierrors.StatusError(apierrors.status_body(404, "NotFound", _NOT_FOUND_MESSAGE, {}))
-
-
-def storage_errors(
-    resource: ResourceInfo, name: str = ""
-) -> contextlib.AbstractContextManager[None]:
-    """Turn storage errors raised inside into the resource's Status errors."""
-    return apierrors.storage_errors(resource.qualified, name)
+path_not_found = apierrors.path_not_found
 
 
 def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
+    """The resource a request addresses: 404 where no route serves the path (plain text
+    outside the served API groups, ``proxy.server.http_errors``), 405 where a route serves
+    the path but not this method, as go-restful answers."""
     resource = ctx.registry.get(info.group, info.version, info.resource)
     if resource is None:
-        raise path_not_found()
+        raise web.HTTPNotFound()
     if info.subresource and info.subresource not in resource.subresources:
         raise path_not_found()
     if len(info.parts) > 3:
@@ -64,104 +50,144 @@ def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
     if not resource.namespaced and info.namespace and info.resource != "namespaces":
         raise path_not_found()
     if resource.namespaced and not info.namespace and info.verb not in ("list", "watch"):
-        raise path_not_found()  # only list/watch exist across all namespaces
+        # only list/watch exist across all namespaces; the collection path has a GET
+        raise path_not_found() if info.name else apierrors.method_not_allowed()
+    if _legacy_watch_path(info) and info.verb != "watch":
+        raise apierrors.method_not_allowed()  # /watch/ paths have GET routes only
+    if info.subresource == "binding" and info.verb == "create":
+        return resource  # POST pods/NAME/binding (proxy.registry.pods)
     if info.subresource and info.verb not in ("get", "update", "patch"):
-        raise apierrors.method_not_supported(f"{resource.qualified}/{info.subresource}", info.verb)
+        raise apierrors.method_not_allowed()
+    if (info.verb == "create" and info.name) or (info.verb in _NAMED and not info.name):
+        raise apierrors.method_not_allowed()  # POST to an object, PUT/PATCH to a collection
     if not resource.allows(info.verb):
-        raise apierrors.method_not_supported(resource.qualified, info.verb)
+        raise apierrors.method_not_allowed()
     return resource
+
+
+def _legacy_watch_path(info: RequestInfo) -> bool:
+    """Whether the path is under the deprecated ``.../<version>/watch/`` prefix."""
+    segments = info.path.strip("/").split("/")
+    at = 2 if info.api_prefix == "api" else 3
+    return len(segments) > at and segments[at] == "watch"
+
+
+# verbs only an object path serves
+_NAMED = frozenset({"update", "patch"})
 
 
 async def handle_resource(request: web.Request) -> web.StreamResponse:
     """Serve one /api or /apis resource request."""
     ctx = request.app[API_CONTEXT]
-    info = parse_request_info(request.method, request.path, request.query)
-    if not info.is_resource_request:
-        raise path_not_found()
+    info = request_info_of(request)
+    if not info.is_resource_request or info.verb == "proxy":
+        raise path_not_found()  # (the deprecated /proxy/ prefix has no routes upstream)
     resource = _resolve(ctx, info)
-    rs = ctx.storages.for_resource(resource)
+    if request.method == "HEAD":  # go-restful routes no HEAD: nor a body on a HEAD answer
+        raise apierrors.method_not_allowed()
+    if info.verb == "watch" and request.method != "GET":
+        # upstream's request info calls any method on a /watch/ path "watch"; its routes
+        # there are GET only
+        raise apierrors.method_not_allowed()
+    restful_route.check(request.method, info.verb, request.headers)  # 415/406 of go-restful
+    store = ctx.store(resource)
     if info.subresource == "scale":
-        return await scale.handle_scale(request, ctx, info, rs)
+        return await scale.handle_scale(request, ctx, info, store)
+    if info.subresource == "binding":
+        return await pods.handle_binding(request, ctx, info, store)
     handler = _HANDLERS[info.verb]
-    return await handler(request, ctx, info, rs)
+    return await handler(request, ctx, info, store)
 
 
 def _namespace(info: RequestInfo, resource: ResourceInfo) -> str:
     return info.namespace if resource.namespaced else ""
 
 
-def _response_type(request: web.Request) -> AcceptedFormat:
-    return negotiation.response_format(request)
+def _response_type(request: web.Request, resource: ResourceInfo) -> AcceptedFormat:
+    return negotiation.response_format(request, resource=resource)
 
 
 async def get_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
-    media = _response_type(request)
+    media = _response_type(request, store.resource)
     opts = GetOptions(resource_version=request.query.get("resourceVersion", ""))
-    key = rs.object_key(_namespace(info, rs.resource), info.name)
-    with storage_errors(rs.resource, info.name):
-        stored = await rs.store.get(key, opts)
-    return negotiation.object_response(request, rs.resource, stored.data, fmt=media)
+    stored = await store.get(_namespace(info, store.resource), info.name, opts)
+    return negotiation.object_response(
+        request, store.resource, stored.data, fmt=media, stored=stored
+    )
 
 
-def _writer(request: web.Request, rs: ResourceStorage, options_kind: str) -> Writer:
-    """The storage writes go to: the resource's, or a dry-run view for ``?dryRun=All``."""
-    return DryRunStore(rs.store) if is_dry_run(request.query, options_kind) else rs.store
-
-
-async def ensure_namespace(ctx: APIContext, namespace: str) -> None:
-    """404 ``namespaces "x" not found`` unless the namespace exists (quorum read), as
-    kube-apiserver's NamespaceLifecycle admission does for namespaced creates."""
+async def ensure_namespace(
+    ctx: APIContext, namespace: str, resource: ResourceInfo | None = None, name: str = ""
+) -> None:
+    """404 ``namespaces "x" not found`` unless the namespace exists (quorum read), and
+    403 when it is being terminated, as kube-apiserver's NamespaceLifecycle admission
+    does for namespaced creates."""
     ns_resource = ctx.registry.lookup("", "namespaces")
     if ns_resource is None:
         return
-    ns_storage = ctx.storages.for_resource(ns_resource)
-    with storage_errors(ns_resource, namespace):
-        await ns_storage.store.get(ns_storage.object_key("", namespace), GetOptions())
+    ns = await ctx.store(ns_resource).get("", namespace)
+    if resource is not None:
+        namespace_lifecycle.check_not_terminating(ns.obj, resource, name)
 
 
 async def create_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
-    resource = rs.resource
-    if info.name:  # POST on a named path creates a subresource; none is served
-        raise apierrors.method_not_supported(resource.qualified, "create")
-    media, writer, obj, warnings = await _write_request(request, ctx, rs, "CreateOptions")
+    resource = store.resource
+    media, dry_run, obj, warnings = await _write_request(request, ctx, store, "CreateOptions")
     namespace = _namespace(info, resource)
     object_meta.prepare_for_create(obj, resource, namespace)
-    if resource.namespaced:
-        await ensure_namespace(ctx, namespace)
+    if resource.namespaced:  # admission (NamespaceLifecycle) before validation
+        await ensure_namespace(ctx, namespace, resource, str(obj["metadata"].get("name") or ""))
+    validation.validate_create(obj, resource)
     name = str(obj["metadata"]["name"])
-    with storage_errors(resource, name):
-        stored = await writer.create(rs.object_key(namespace, name), obj)
+    _admit_rbac_write(request, ctx, resource, namespace, name, obj)
+    stored = await store.create(namespace, name, obj, dry_run=dry_run)
     return negotiation.object_response(
-        request, resource, stored.data, 201, fmt=media, warnings=warnings
+        request, resource, stored.data, 201, fmt=media, warnings=warnings, stored=stored
     )
 
 
 async def _write_request(
-    request: web.Request, ctx: APIContext, rs: ResourceStorage, options_kind: str
-) -> tuple[AcceptedFormat, Writer, JSONObject, list[str]]:
-    """What a create or update starts with: the response format, where writes go (a
-    dry-run view for ``?dryRun=All``), and the decoded, field-validated body with its
-    Warning headers. Options are checked (406/422) before the body is read."""
-    media = _response_type(request)
-    mode = validation.field_mode(request.query, options_kind)
-    writer = _writer(request, rs, options_kind)
+    request: web.Request, ctx: APIContext, store: Store, options_kind: str
+) -> tuple[AcceptedFormat, bool, JSONObject, list[str]]:
+    """What a create or update starts with: the response format, whether it is a dry
+    run (``?dryRun=All``), and the decoded, field-validated body with its Warning
+    headers. Options are checked (406/422) before the body is read."""
+    media = _response_type(request, store.resource)
+    negotiation.check_body_type(negotiation.body_media_type(request))  # 415, then 413,
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    obj, warnings = _decode_validated(request, body, rs.resource, mode)
-    return media, writer, obj, warnings
+    mode = validation.field_mode(request.query, options_kind)  # then the options (upstream)
+    dry_run = is_dry_run(request.query, options_kind)
+    obj, warnings = _decode_validated(request, body, store.resource, mode)
+    return media, dry_run, obj, warnings
 
 
 def _decode_validated(
     request: web.Request, body: bytes, resource: ResourceInfo, mode: Mode
 ) -> tuple[JSONObject, list[str]]:
     """The decoded, field-validated body of a create or update: (object, Warning headers)."""
-    media_type = negotiation.media_type_of(request)
-    obj = negotiation.decode_object(body, media_type, resource)
+    media_type = negotiation.body_media_type(request)
+    decode_warnings: list[str] = []
+    obj = negotiation.decode_object(body, media_type, resource, decode_warnings)
     raw = body if media_type == negotiation.JSON_TYPE else None
-    return validation.validate_written(obj, raw, resource, mode)
+    obj, warnings = validation.validate_written(obj, raw, resource, mode)
+    return obj, decode_warnings + warnings
+
+
+def _admit_rbac_write(
+    request: web.Request,
+    ctx: APIContext,
+    resource: ResourceInfo,
+    namespace: str,
+    name: str,
+    obj: JSONObject,
+) -> None:
+    """RBAC escalation prevention, where authorization is on (the secure port)."""
+    if ctx.auth is not None:
+        ctx.auth.admit_rbac_write(request, resource.group, resource.plural, namespace, name, obj)
 
 
 def _current_rv(current: JSONObject) -> str:
@@ -175,17 +201,18 @@ class _Outcome:
 
 
 async def update_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
-    resource = rs.resource
-    media, writer, new, warnings = await _write_request(request, ctx, rs, "UpdateOptions")
+    resource = store.resource
+    media, dry_run, new, warnings = await _write_request(request, ctx, store, "UpdateOptions")
     namespace = _namespace(info, resource)
     object_meta.check_name_matches_url(new, info.name, namespace, resource)
     if resource.namespaced:
         new["metadata"]["namespace"] = namespace
     expected_rv = str(new["metadata"].get("resourceVersion") or "")
-    key = rs.object_key(namespace, info.name)
+    key = store.object_key(namespace, info.name)
     outcome = _Outcome()
+    _admit_rbac_write(request, ctx, resource, namespace, info.name, new)
 
     async def try_update(current: JSONObject) -> JSONObject:
         if not current:  # absent and the resource allows create-on-update
@@ -194,28 +221,30 @@ async def update_object(
             fresh = copy.deepcopy(new)
             fresh["metadata"].pop("resourceVersion", None)
             object_meta.prepare_for_create(fresh, resource, namespace)
+            validation.validate_create(fresh, resource)
             outcome.created = True
             return fresh
         outcome.created = False
         if expected_rv and expected_rv != _current_rv(current):
             raise serr.Conflict(key)
-        return _unchanged_or(
-            current,
-            object_meta.prepare_for_update(copy.deepcopy(new), current, resource, info.subresource),
+        updated = object_meta.prepare_for_update(
+            copy.deepcopy(new), current, resource, info.subresource
         )
+        validation.validate_update(updated, current, resource, info.subresource)
+        return _unchanged_or(current, updated)
 
     if resource.create_on_update and not info.subresource and resource.namespaced:
         await ensure_namespace(ctx, namespace)
-    with storage_errors(resource, info.name):
-        stored = await writer.guaranteed_update(
-            key,
-            None,
-            try_update,
-            ignore_not_found=resource.create_on_update and not info.subresource,
-        )
+    stored = await store.update(
+        namespace,
+        info.name,
+        try_update,
+        ignore_not_found=resource.create_on_update and not info.subresource,
+        dry_run=dry_run,
+    )
     return negotiation.object_response(
         request, resource, stored.data, 201 if outcome.created else 200, fmt=media,
-        warnings=warnings,
+        warnings=warnings, stored=stored,
     )  # fmt: skip
 
 
@@ -230,23 +259,23 @@ def _unchanged_or(current: JSONObject, updated: JSONObject) -> JSONObject:
 
 
 async def patch_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
-    resource = rs.resource
-    media = _response_type(request)
+    resource = store.resource
+    media = _response_type(request, resource)
     patch_type = negotiation.media_type_of(request, default="")
     patch.check_patch_type(patch_type)
     mode = validation.field_mode(request.query, "PatchOptions")
-    writer = _writer(request, rs, "PatchOptions")
+    dry_run = is_dry_run(request.query, "PatchOptions")
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     warnings: list[str] = []
     namespace = _namespace(info, resource)
-    key = rs.object_key(namespace, info.name)
+    key = store.object_key(namespace, info.name)
 
     async def try_update(current: JSONObject) -> JSONObject:
         if not current:
             raise serr.NotFound(key)
-        patched = patch.apply_patch(patch_type, copy.deepcopy(current), body, resource)
+        patched = patch.apply_patch(patch_type, copy.deepcopy(current), body, resource, mode)
         if not isinstance(patched.get("metadata"), dict):
             patched["metadata"] = {}
         negotiation.check_kind(patched, resource)
@@ -258,36 +287,52 @@ async def patch_object(
             patched, patch.decoded_patch(body), resource, mode
         )
         warnings[:] = found
-        return _unchanged_or(
-            current, object_meta.prepare_for_update(patched, current, resource, info.subresource)
-        )
+        _admit_rbac_write(request, ctx, resource, namespace, info.name, patched)
+        updated = object_meta.prepare_for_update(patched, current, resource, info.subresource)
+        validation.validate_update(updated, current, resource, info.subresource)
+        return _unchanged_or(current, updated)
 
-    with storage_errors(resource, info.name):
-        stored = await writer.guaranteed_update(key, None, try_update)
+    stored = await store.update(namespace, info.name, try_update, dry_run=dry_run)
     return negotiation.object_response(
-        request, rs.resource, stored.data, fmt=media, warnings=warnings
+        request, resource, stored.data, fmt=media, warnings=warnings, stored=stored
     )
 
 
 async def delete_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, rs: ResourceStorage
+    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
     """DELETE: the object as it was, with the deletion revision as its resourceVersion.
     DeleteOptions come from the body (as kubectl sends them) or the query."""
-    media = _response_type(request)
+    media = _response_type(request, store.resource)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    opts = parse_delete_options(request.query, body, negotiation.media_type_of(request))
-    writer: Writer = DryRunStore(rs.store) if opts.dry_run else rs.store
-    key = rs.object_key(_namespace(info, rs.resource), info.name)
-    if namespace_lifecycle.is_namespaces(rs.resource):
+    opts = parse_delete_options(
+        request.query, body, negotiation.body_media_type(request),
+        unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
+    )  # fmt: skip
+    namespace = _namespace(info, store.resource)
+    if opts.ignore_store_read_error:  # the unsafe delete of a corrupt value
+        await store.delete(namespace, info.name, dry_run=opts.dry_run, ignore_store_read_error=True)
+        details = {"name": info.name, "kind": store.resource.kind}
+        status = {**apierrors.success_status(details), "code": 200}
+        pb = media.format == "protobuf"  # a Status, negotiated like the object would be
+        return negotiation.json_response(
+            status, media_type=negotiation.PROTOBUF_TYPE if pb else negotiation.JSON_TYPE
+        )
+    if namespace_lifecycle.is_namespaces(store.resource):
         namespace_lifecycle.check_deletable(info.name)
-        with storage_errors(rs.resource, info.name):  # 404 before its contents go
-            await rs.store.get(key, GetOptions())
-        if not opts.dry_run:
+        current = await store.get(namespace, info.name)  # 404 before its contents go
+        before_delete.check_preconditions(store.resource, opts.preconditions, current.obj)
+        if not opts.dry_run and not ctx.settings.lifecycle_controllers:
+            # (with the lifecycle controllers the namespace controller empties it)
             await namespace_lifecycle.delete_contents(ctx, info.name)
-    with storage_errors(rs.resource, info.name):
-        stored = await writer.delete(key, opts.preconditions)
-    return negotiation.object_response(request, rs.resource, stored.data, fmt=media)
+    check = before_delete.validate_deletion(store.resource, opts.preconditions)
+    stored, removed = await store.delete(
+        namespace, info.name, None, validate_deletion=check, dry_run=opts.dry_run, options=opts
+    )
+    code = deletion.response_code(removed, opts)
+    return negotiation.object_response(
+        request, store.resource, stored.data, code, fmt=media, stored=stored
+    )
 
 
 _HANDLERS = {

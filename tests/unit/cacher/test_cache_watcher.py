@@ -9,28 +9,23 @@ from cacher.clock import FakeClock
 from cacher.objects import WatchCacheEvent
 from cacher.watch_cache import WatchCache
 from storage.interfaces import WatchEvent
-from tests.unit.cacher.helpers import PREFIX, new_cache, pod, predicate, rv_of
+from tests.unit.cacher.helpers import PREFIX, new_cache, new_watcher, pod, predicate, rv_of
 
 
-def watcher(clock: FakeClock, **kw: object) -> CacheWatcher:
-    args: dict[str, object] = {
-        "key": PREFIX,
-        "recursive": True,
-        "predicate": predicate(),
-        "start_rv": 1,
-        "initial": iter(()),
-        "clock": clock,
-    }
-    args.update(kw)
-    return CacheWatcher(**args)  # type: ignore[arg-type]
-
-
-def feed(c: WatchCache, w: CacheWatcher, name: str, rv: int, **kw: object) -> None:
+def feed(
+    c: WatchCache,
+    w: CacheWatcher,
+    name: str,
+    rv: int,
+    *,
+    delete: bool = False,
+    labels: dict[str, str] | None = None,
+) -> None:
     ev: WatchCacheEvent | None
-    if kw.pop("delete", False):
+    if delete:
         ev = c.process(f"{PREFIX}default/{name}", None, rv)
     else:
-        ev = c.process(f"{PREFIX}default/{name}", pod(name, rv, **kw), rv)  # type: ignore[arg-type]
+        ev = c.process(f"{PREFIX}default/{name}", pod(name, rv, labels=labels), rv)
     assert ev is not None
     w.add(ev)
 
@@ -46,7 +41,7 @@ def test_selector_transitions() -> None:
     clock = FakeClock()
     c = new_cache(clock)
     c.replace([], 1)
-    w = watcher(clock, predicate=predicate(label="app=x"))
+    w = new_watcher(clock, selection=predicate(label="app=x"))
     feed(c, w, "p", 2, labels={"app": "y"})  # neither → nothing
     feed(c, w, "p", 3, labels={"app": "x"})  # enters → ADDED
     feed(c, w, "p", 4, labels={"app": "x"})  # stays → MODIFIED
@@ -70,7 +65,7 @@ def test_events_at_or_before_start_rv_are_skipped() -> None:
     clock = FakeClock()
     c = new_cache(clock)
     c.replace([], 1)
-    w = watcher(clock, start_rv=3)
+    w = new_watcher(clock, start_rv=3)
     for rv in (2, 3, 4):
         feed(c, w, f"p{rv}", rv)
     assert [e.resource_version for e in drain(w)] == [4]
@@ -81,7 +76,7 @@ async def test_slow_watcher_closed_after_budget_never_blocks() -> None:
     c = new_cache(clock)
     c.replace([], 1)
     closed: list[CacheWatcher] = []
-    w = watcher(clock, buffer_size=3, time_budget=0.1, on_close=closed.append)
+    w = new_watcher(clock, buffer_size=3, time_budget=0.1, on_close=closed.append)
     for rv in range(2, 6):  # 4 events into a soft limit of 3: full since now
         feed(c, w, f"p{rv}", rv)
     assert w.closed is None
@@ -95,7 +90,7 @@ async def test_hard_cap_closes_immediately() -> None:
     clock = FakeClock()
     c = new_cache(clock)
     c.replace([], 1)
-    w = watcher(clock, buffer_size=2, time_budget=100)
+    w = new_watcher(clock, buffer_size=2, time_budget=100)
     for rv in range(2, 7):
         feed(c, w, f"p{rv}", rv)
     assert w.closed is CloseReason.SLOW
@@ -105,7 +100,7 @@ async def test_consumer_keeps_up_and_deadline_ends_cleanly() -> None:
     clock = FakeClock()
     c = new_cache(clock)
     c.replace([], 1)
-    w = watcher(clock, deadline=clock.now() + 5, initial=iter([WatchEvent("ADDED", b"{}", 1)]))
+    w = new_watcher(clock, deadline=clock.now() + 5, initial=[WatchEvent("ADDED", b"{}", 1)])
     got: list[str] = []
 
     async def consume() -> None:

@@ -1,4 +1,5 @@
-"""The delegator's routing table (SEMANTICS §2-3 classic + ConsistentListFromCache), with a
+"""The delegator's routing table (upstream ``cacher/delegator.go``, classic +
+ConsistentListFromCache), with a
 fake etcd3 store and a cacher driven by hand (no I/O, fake clock)."""
 
 from __future__ import annotations
@@ -11,17 +12,32 @@ import pytest
 from cacher import CacheDelegator, CacherConfig, Outcome
 from cacher.cacher import Cacher
 from cacher.clock import FakeClock
-from etcdclient.types import RangeResult, Status
+from etcdclient.types import Status
 from storage.errors import InvalidResourceVersion, NotFound, NotReady, TooLargeResourceVersion
+from storage.etcd3.feature import progress_requests_supported
 from storage.interfaces import GetOptions, ListOptions, ListResult, SelectionPredicate, StoredObject
 from tests.unit.cacher.helpers import POD_ATTRS, PREFIX, pod
 
 
 class FakeStore:
-    """Records which calls reached "etcd"."""
+    """Records which calls reached "etcd"; the etcd revision and version it reports are
+    set by the test."""
 
-    def __init__(self) -> None:
+    def __init__(self, revision: int, version: str) -> None:
         self.calls: list[str] = []
+        self.revision = revision
+        self.version = version
+        self.progress_requests = 0
+
+    async def current_resource_version(self) -> int:
+        return self.revision
+
+    async def supports_request_watch_progress(self) -> bool:
+        status = Status("e", self.version, 1, 1, 1, 1, 0, 0)
+        return progress_requests_supported(status.version_tuple)
+
+    async def request_watch_progress(self) -> None:
+        self.progress_requests += 1
 
     async def get(self, key: str, opts: GetOptions) -> StoredObject:
         self.calls.append(f"get:{opts.resource_version}")
@@ -38,35 +54,17 @@ class FakeStore:
         raise AssertionError(f"unexpected call {name}")
 
 
-class FakeClient:
-    def __init__(self, revision: int, version: str) -> None:
-        self.revision = revision
-        self.version = version
-        self.progress_requests = 0
-
-    async def range(self, key: bytes, range_end: bytes | None = None, **kw: Any) -> RangeResult:
-        return RangeResult(revision=self.revision)
-
-    async def status(self, endpoint: str | None = None) -> Status:
-        return Status("e", self.version, self.revision, 1, 1, 1, 0, 0)
-
-    async def request_progress(self) -> None:
-        self.progress_requests += 1
-
-    def watch(self, *a: Any, **kw: Any) -> Any:
-        raise AssertionError("no watch in unit tests")
-
-
 def make(clock: FakeClock, *, version: str = "3.5.1", gate: bool = False) -> tuple[
-    CacheDelegator, FakeStore, FakeClient
+    CacheDelegator, FakeStore, FakeStore
 ]:  # fmt: skip
-    store, client = FakeStore(), FakeClient(20, version)
-    cfg = CacherConfig(clock=clock, consistent_list_from_cache=gate, compaction_interval=0)
+    """The delegator over a fake store, which also plays etcd's revision and version."""
+    store = FakeStore(20, version)
+    cfg = CacherConfig(clock=clock, consistent_list_from_cache=gate)
     cacher = Cacher(
-        client, resource="pods", resource_prefix=PREFIX, attrs=POD_ATTRS, kind="Pod",
+        store, resource="pods", resource_prefix=PREFIX, attrs=POD_ATTRS, kind="Pod",
         api_version="v1", indexes=("spec.nodeName",), config=cfg,
     )  # fmt: skip
-    return CacheDelegator(store, cacher, client), store, client
+    return CacheDelegator(store, cacher), store, store
 
 
 def lo(rv: str = "", match: Any = "", limit: int = 0, token: str = "") -> ListOptions:

@@ -1,76 +1,90 @@
-"""The reflector's list/watch cycle and the compactor's rounds, against fake etcd clients."""
+"""The reflector's list/watch cycle against a fake storage floor (pages and change
+batches fed by the test), and the compactor's rounds against a fake etcd client."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import orjson
 
 from cacher.cache_watcher import CacheWatcher, CloseReason
 from cacher.clock import FakeClock
-from cacher.compactor import COMPACT_REV_KEY, Compactor
 from cacher.dispatcher import Dispatcher
 from cacher.ready import Ready
 from cacher.reflector import Reflector
-from etcdclient.errors import Compacted
-from etcdclient.types import Event, EventType, KeyValue, RangeResult, TxnResult, WatchBatch
+from etcdclient.types import KeyValue, TxnResult
 from storage import codec
+from storage.errors import CorruptObject, Expired
+from storage.etcd3.compact import COMPACT_REV_KEY, Compactor
+from storage.interfaces import Change, ChangeBatch, ListPage, StoredObject
 from tests.unit.cacher.helpers import PREFIX, new_cache, predicate
 
 
-def kv(name: str, rev: int) -> KeyValue:
-    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ns"}}
-    return KeyValue(f"{PREFIX}ns/{name}".encode(), codec.encode(obj), rev, rev, 1)
+def stored(name: str, rev: int, labels: dict[str, Any] | None = None) -> StoredObject:
+    meta: dict[str, Any] = {"name": name, "namespace": "ns"}
+    if labels is not None:
+        meta["labels"] = labels
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": meta}
+    return codec.decode(f"{PREFIX}ns/{name}", codec.encode(obj), rev, keep_obj=True)
 
 
-class FakeWatch:
-    def __init__(self, batches: asyncio.Queue[WatchBatch | Exception]) -> None:
+class FakeStream:
+    def __init__(self, batches: asyncio.Queue[ChangeBatch | Exception]) -> None:
         self.batches = batches
-        self.cancelled = False
+        self.stopped = False
 
-    def __aiter__(self) -> AsyncIterator[WatchBatch]:
+    def __aiter__(self) -> AsyncIterator[ChangeBatch]:
         return self._iter()
 
-    async def _iter(self) -> AsyncIterator[WatchBatch]:
+    async def _iter(self) -> AsyncIterator[ChangeBatch]:
         while True:
             item = await self.batches.get()
             if isinstance(item, Exception):
                 raise item
             yield item
 
-    async def cancel(self) -> None:
-        self.cancelled = True
+    async def stop(self) -> None:
+        self.stopped = True
 
 
-class FakeEtcd:
-    """Pages of ``page`` keys at a fixed revision; watches fed by the test."""
+class FakeStore:
+    """Pages of ``page`` objects at a fixed revision; change streams fed by the test."""
 
-    def __init__(self, kvs: list[KeyValue], revision: int) -> None:
-        self.kvs, self.revision = kvs, revision
-        self.ranges: list[tuple[bytes, int, int]] = []
-        self.watches: list[tuple[int, bool, bool]] = []
-        self.batches: asyncio.Queue[WatchBatch | Exception] = asyncio.Queue()
+    def __init__(self, objects: list[StoredObject], revision: int) -> None:
+        self.objects, self.revision = objects, revision
+        self.corrupt: list[CorruptObject] = []
+        self.lists: list[int] = []
+        self.watches: list[int] = []
+        self.batches: asyncio.Queue[ChangeBatch | Exception] = asyncio.Queue()
 
-    async def range(self, key: bytes, range_end: bytes | None = None, *, limit: int = 0,
-                    revision: int = 0, count_only: bool = False) -> RangeResult:  # fmt: skip
-        self.ranges.append((key, limit, revision))
-        rest = [k for k in self.kvs if k.key >= key]
-        return RangeResult(self.revision, rest[:limit], more=len(rest) > limit)
+    async def list_pages(self, prefix: str, *, page_size: int) -> AsyncGenerator[ListPage, None]:
+        self.lists.append(page_size)
+        for first in range(0, max(len(self.objects), 1), page_size):
+            corrupt = self.corrupt if first == 0 else []
+            yield ListPage(self.objects[first : first + page_size], corrupt, self.revision)
 
-    def watch(self, key: bytes, range_end: bytes | None = None, *, start_revision: int = 0,
-              prev_kv: bool = False, progress_notify: bool = False) -> FakeWatch:  # fmt: skip
-        self.watches.append((start_revision, prev_kv, progress_notify))
-        return FakeWatch(self.batches)
+    def watch_changes(self, prefix: str, start_revision: int) -> FakeStream:
+        self.watches.append(start_revision)
+        return FakeStream(self.batches)
+
+    async def current_resource_version(self) -> int:
+        return self.revision
+
+    async def supports_request_watch_progress(self) -> bool:
+        return False
+
+    async def request_watch_progress(self) -> None:
+        raise AssertionError("not requested")
 
 
-def setup(etcd: FakeEtcd) -> tuple[Reflector, Dispatcher, Ready, Any]:
+def setup(etcd: FakeStore) -> tuple[Reflector, Dispatcher, Ready, Any]:
     clock = FakeClock()
     cache = new_cache(clock)
     d = Dispatcher(clock=clock, kind="Pod", api_version="v1")
     ready = Ready(clock)
-    r = Reflector(client=etcd, prefix=PREFIX, cache=cache, dispatcher=d, ready=ready,
+    r = Reflector(store=etcd, prefix=PREFIX, cache=cache, dispatcher=d, ready=ready,
                   clock=clock, page_size=2)  # fmt: skip
     return r, d, ready, cache
 
@@ -81,15 +95,14 @@ async def settle() -> None:
 
 
 async def test_paged_list_at_one_revision_then_watch_from_next() -> None:
-    etcd = FakeEtcd([kv(n, i + 2) for i, n in enumerate("abcde")], revision=10)
+    etcd = FakeStore([stored(n, i + 2) for i, n in enumerate("abcde")], revision=10)
     r, _, ready, cache = setup(etcd)
     task = asyncio.ensure_future(r.run())
     await settle()
     assert ready.check() and len(cache) == 5 and cache.resource_version == 10
-    assert [rev for _, _, rev in etcd.ranges] == [0, 10, 10]  # later pages at the first's rev
-    assert etcd.watches == [(11, True, True)]
-    etcd.batches.put_nowait(WatchBatch(12, (Event(EventType.PUT, kv("f", 12)),)))
-    etcd.batches.put_nowait(WatchBatch(15, progress_notify=True))
+    assert etcd.lists == [2] and etcd.watches == [11]
+    etcd.batches.put_nowait(ChangeBatch((Change(f"{PREFIX}ns/f", stored("f", 12), 12),)))
+    etcd.batches.put_nowait(ChangeBatch(progress=15))
     await settle()
     assert cache.get(f"{PREFIX}ns/f") is not None and cache.resource_version == 15
     task.cancel()
@@ -97,26 +110,44 @@ async def test_paged_list_at_one_revision_then_watch_from_next() -> None:
 
 
 async def test_compacted_watch_relists_and_closes_watchers() -> None:
-    etcd = FakeEtcd([kv("a", 2)], revision=10)
+    etcd = FakeStore([stored("a", 2)], revision=10)
     r, d, ready, cache = setup(etcd)
     task = asyncio.ensure_future(r.run())
     await settle()
     w = CacheWatcher(key=PREFIX, recursive=True, predicate=predicate(), start_rv=10,
                      initial=iter(()), clock=FakeClock(), on_close=d.forget)  # fmt: skip
     d.add_watcher(w)
-    etcd.kvs, etcd.revision = [kv("a", 2), kv("b", 30)], 40
-    etcd.batches.put_nowait(Compacted(35))
+    etcd.objects, etcd.revision = [stored("a", 2), stored("b", 30)], 40
+    etcd.batches.put_nowait(Expired("compacted"))
     await settle()
     assert w.closed is CloseReason.REPLACED and len(d) == 0
     assert r.initializations == 2 and ready.check() and ready.generation == 2
     assert cache.resource_version == 40 and len(cache) == 2
-    assert etcd.watches[-1] == (41, True, True)
-    deleted = Event(EventType.DELETE, KeyValue(f"{PREFIX}ns/a".encode(), b"", 0, 41, 0))
-    etcd.batches.put_nowait(WatchBatch(41, (deleted,)))
+    assert etcd.watches[-1] == 41
+    etcd.batches.put_nowait(ChangeBatch((Change(f"{PREFIX}ns/a", None, 41),)))
     await settle()
     ev = cache.events_since(40)[0]
     assert ev.type == "DELETED"
     assert orjson.loads(ev.object.stored.data)["metadata"]["resourceVersion"] == "41"
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_corrupt_values_are_skipped_in_list_and_watch() -> None:
+    etcd = FakeStore([stored("a", 2), stored("bad", 3, labels={"x": 1})], revision=10)
+    etcd.corrupt = [CorruptObject(f"{PREFIX}ns/raw", "not JSON", 4)]
+    r, _, ready, cache = setup(etcd)
+    task = asyncio.ensure_future(r.run())
+    await settle()
+    assert ready.check() and len(cache) == 1 and r.corrupt == 2
+    etcd.batches.put_nowait(ChangeBatch((
+        Change(f"{PREFIX}ns/x", None, 11, corrupt=CorruptObject(f"{PREFIX}ns/x", "k8s", 11)),
+        Change(f"{PREFIX}ns/y", stored("y", 12, labels={"n": [1]}), 12),
+        Change(f"{PREFIX}ns/z", stored("z", 13), 13),
+    )))  # fmt: skip
+    await settle()
+    assert [k for k in ("a", "x", "y", "z") if cache.get(f"{PREFIX}ns/{k}")] == ["a", "z"]
+    assert r.corrupt == 4 and cache.resource_version == 13 and r.initializations == 1
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
 
@@ -143,7 +174,7 @@ class FakeCompactClient:
 
 async def test_compactor_compacts_what_it_saw_an_interval_ago() -> None:
     etcd = FakeCompactClient()
-    c = Compactor(etcd, 300, FakeClock())
+    c = Compactor(etcd, 300)  # type: ignore[arg-type]
     await c.round()  # bootstrap: no compaction, remember the revision
     assert etcd.compactions == [] and c.next_revision == 101
     etcd.revision += 50  # writes during the interval
@@ -154,7 +185,7 @@ async def test_compactor_compacts_what_it_saw_an_interval_ago() -> None:
 
 async def test_two_servers_do_not_double_compact() -> None:
     etcd = FakeCompactClient()
-    a, b = Compactor(etcd, 300, FakeClock()), Compactor(etcd, 300, FakeClock())
+    a, b = Compactor(etcd, 300), Compactor(etcd, 300)  # type: ignore[arg-type]
     for _ in range(3):
         await a.round()
         await b.round()  # b always finds a's write: it only follows
@@ -163,13 +194,15 @@ async def test_two_servers_do_not_double_compact() -> None:
     assert b.compacted == []
 
 
-async def test_acquire_shares_one_compactor_per_client_and_zero_disables() -> None:
-    etcd = FakeCompactClient()
-    assert Compactor.acquire(etcd, 0) is None
-    one = Compactor.acquire(etcd, 300, FakeClock())
-    two = Compactor.acquire(etcd, 300, FakeClock())
-    assert one is two and one is not None
-    await one.release()
-    assert one._task is not None
-    await one.release()
-    assert one._task is None
+async def test_compactor_runs_every_interval_until_stopped() -> None:
+    etcd, clock = FakeCompactClient(), FakeClock()
+    c = Compactor(etcd, 300, sleep=clock.sleep)  # type: ignore[arg-type]
+    c.start()
+    for _ in range(3):
+        await settle()
+        clock.advance(300)
+    await settle()
+    assert c.running and etcd.compactions == [101, 102]  # the first round only bootstraps
+    await c.stop()
+    assert not c.running
+    await c.stop()  # idempotent

@@ -20,6 +20,7 @@ from etcdclient.errors import (
     Unavailable,
 )
 from etcdclient.types import KeyValue
+from tests.unit.etcdclient.fakes import rpc_error
 
 
 @pytest.mark.parametrize(
@@ -67,11 +68,6 @@ def test_guarded_delete_result() -> None:
     assert req.success[0].request_delete_range.prev_kv
 
 
-class FakeRpcError(grpc.aio.AioRpcError):
-    def __init__(self, code: grpc.StatusCode, details: str = "boom") -> None:
-        super().__init__(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details)
-
-
 @pytest.mark.parametrize(
     ("code", "cls"),
     [
@@ -88,7 +84,7 @@ class FakeRpcError(grpc.aio.AioRpcError):
 )
 def test_translate_by_code_only(code: grpc.StatusCode, cls: type[EtcdError]) -> None:
     # The message says "compacted" but the code decides.
-    err = translate(FakeRpcError(code, "mvcc: required revision has been compacted"), "e1")
+    err = translate(rpc_error(code, "mvcc: required revision has been compacted"), "e1")
     assert type(err) is cls
     assert str(err).startswith(f"e1: {code.name}")
 

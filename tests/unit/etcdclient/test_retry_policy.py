@@ -9,13 +9,9 @@ import grpc
 import pytest
 
 from etcdclient import EtcdClient, InvalidArgument, Unavailable
-from etcdclient._endpoints import Endpoint
+from etcdclient._endpoints import Endpoint, EndpointPool, TLSFiles
 from etcdclient._pb import rpc_pb2
-
-
-class RpcError(grpc.aio.AioRpcError):
-    def __init__(self, code: grpc.StatusCode) -> None:
-        super().__init__(code, grpc.aio.Metadata(), grpc.aio.Metadata(), "fake")
+from tests.unit.etcdclient.fakes import rpc_error
 
 
 class FakeKV:
@@ -28,7 +24,7 @@ class FakeKV:
     async def _answer(self, response: Any) -> Any:
         self.calls += 1
         if self.failures:
-            raise RpcError(self.failures.pop(0))
+            raise rpc_error(self.failures.pop(0))
         return response
 
     async def Range(self, request: Any, **kw: Any) -> Any:
@@ -43,32 +39,28 @@ class FakeKV:
         return await self._answer(rpc_pb2.PutResponse(header=rpc_pb2.ResponseHeader(revision=9)))
 
 
-class FakePool:
-    def __init__(self, kv: FakeKV) -> None:
-        self.endpoints = [
-            Endpoint("http://a:1", "a:1", False),
-            Endpoint("http://b:1", "b:1", False),
-        ]
+class FakePool(EndpointPool):
+    """The client's own pool over endpoints that answer with ``kv`` and need no channel:
+    the current endpoint is ready at once; failures are recorded."""
+
+    def __init__(self, urls: list[str], kv: FakeKV) -> None:
+        super().__init__(urls, TLSFiles())
         for ep in self.endpoints:
             ep.kv = kv
         self.failed_urls: list[str] = []
-        self._i = 0
 
     async def ready(self, deadline: float) -> Endpoint:
-        return self.endpoints[self._i]
+        return self.in_order()[0]
 
     def failed(self, ep: Endpoint, error: str = "") -> None:
         self.failed_urls.append(ep.url)
-        self._i = (self._i + 1) % len(self.endpoints)
-
-    async def close(self) -> None:
-        pass
+        super().failed(ep, error)
 
 
 def client_with(kv: FakeKV) -> tuple[EtcdClient, FakePool]:
     c = EtcdClient(["http://a:1", "http://b:1"], request_timeout=2)
-    pool = FakePool(kv)
-    c._pool = pool  # type: ignore[assignment]
+    pool = FakePool(c.endpoints, kv)
+    c._pool = pool
     return c, pool
 
 

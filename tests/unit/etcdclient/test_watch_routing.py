@@ -40,12 +40,26 @@ def kv(rev: int, key: bytes = b"/k1", value: bytes = b"v") -> kv_pb2.KeyValue:
     return kv_pb2.KeyValue(key=key, value=value, create_revision=rev, mod_revision=rev, version=1)
 
 
-def resp(wid: int, header: int, *revs: int, **kw: object) -> rpc_pb2.WatchResponse:
+def resp(
+    wid: int,
+    header: int,
+    *revs: int,
+    created: bool = False,
+    canceled: bool = False,
+    compact_revision: int = 0,
+    cancel_reason: str = "",
+    fragment: bool = False,
+) -> rpc_pb2.WatchResponse:
+    """A WatchResponse for watch ``wid`` at ``header`` with a PUT event at each of ``revs``."""
     return rpc_pb2.WatchResponse(
         header=rpc_pb2.ResponseHeader(revision=header),
         watch_id=wid,
         events=[kv_pb2.Event(type=kv_pb2.Event.PUT, kv=kv(r)) for r in revs],
-        **kw,  # type: ignore[arg-type]
+        created=created,
+        canceled=canceled,
+        compact_revision=compact_revision,
+        cancel_reason=cancel_reason,
+        fragment=fragment,
     )
 
 

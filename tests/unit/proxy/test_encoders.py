@@ -1,5 +1,5 @@
 """LIST bodies produced in bounded steps are, joined, exactly the whole list encoded at
-once: JSON (stored bytes), Table, PartialObjectMetadataList, YAML."""
+once: JSON (stored bytes), Table, PartialObjectMetadataList, YAML (of each), protobuf."""
 
 from __future__ import annotations
 
@@ -11,12 +11,20 @@ import orjson
 import pytest
 import yaml
 
+from lab import seed
+from proxy.endpoints import protobuf
 from proxy.endpoints.encoders import (
+    CHUNK_BYTES,
     ListEncoder,
+    ProtobufListEncoder,
     dump_yaml,
+    encode_items,
     json_list,
     list_chunks,
     partial_object_metadata_list,
+    partial_object_metadata_protobuf_list,
+    protobuf_chunks,
+    protobuf_list,
     table_list,
     yaml_list,
 )
@@ -26,6 +34,8 @@ from proxy.printers.table import (
     list_meta_of,
     to_table,
 )
+from storage import codec
+from storage.interfaces import StoredObject
 from tests.unit.proxy.printers.support import NOW, PODS, ago
 
 META = {"resourceVersion": "812", "continue": "tok", "remainingItemCount": 4}
@@ -140,3 +150,91 @@ def test_each_step_is_bounded() -> None:
         assert chunk.count(b'"kind":"Pod"') <= 2
     by_size = list(list_chunks(json_list("PodList", "v1", META), items, chunk_bytes=1))
     assert len(by_size) == len(items) + 1  # one per item, then the tail
+
+
+@pytest.mark.parametrize("count", [0, 1, 7])
+@pytest.mark.parametrize("chunking", CHUNKINGS)
+@pytest.mark.parametrize("include", ["None", "Metadata", "Object"])
+def test_yaml_table_streamed_equals_one_dump(
+    count: int, chunking: dict[str, Any], include: str
+) -> None:
+    objects = pods(count)
+    whole = to_table(PODS, objects, include_object=include, list_meta=META, now=NOW)
+    convertor = TableConvertor(PODS, include_object=include, table_version="v1", now=NOW)
+    encoder = table_list(convertor, list_meta_of(META), yaml_media=True)
+    body = joined(encoder, stored(objects), **chunking)
+    assert body == dump_yaml(whole)
+    assert yaml.safe_load(body) == whole
+
+
+@pytest.mark.parametrize("count", [0, 1, 7])
+@pytest.mark.parametrize("chunking", CHUNKINGS)
+def test_yaml_partial_object_metadata_list_streamed_equals_one_dump(
+    count: int, chunking: dict[str, Any]
+) -> None:
+    objects = pods(count)
+    whole = as_partial_object_metadata_list(objects, META, "v1")
+    body = joined(partial_object_metadata_list(META, "v1", yaml_media=True), stored(objects),
+                  **chunking)  # fmt: skip
+    assert body == dump_yaml(whole)
+    assert yaml.safe_load(body) == whole
+
+
+def stored_pods(count: int) -> list[StoredObject]:
+    """Pods as the cache holds them (the protobuf schema has every member)."""
+    return [
+        codec.decode(f"/registry/pods/ns/p-{i}", codec.encode(seed.pod(i, 2, 2)), 10 + i)
+        for i in range(count)
+    ]
+
+
+def protobuf_body(encoder: ProtobufListEncoder, items: list[StoredObject], **kw: Any) -> bytes:
+    encoded: list[bytes] = []
+    for _ in encode_items(encoder.item, items, encoded):
+        pass
+    assert len(encoded) == len(items) and all(encoded)
+    return b"".join(protobuf_chunks(encoder, encoded, **kw))
+
+
+@pytest.mark.parametrize("count", [0, 1, 7])
+@pytest.mark.parametrize("chunk_bytes", [1, 3000, CHUNK_BYTES])
+def test_protobuf_list_is_the_whole_list_encoded(count: int, chunk_bytes: int) -> None:
+    items = stored_pods(count)
+    whole = {"apiVersion": "v1", "kind": "PodList", "metadata": META,
+             "items": [i.copy() for i in items]}  # fmt: skip
+    body = protobuf_body(protobuf_list("PodList", "v1", META), items, chunk_bytes=chunk_bytes)
+    assert body == protobuf.encode_object(whole)
+    # serialize once: the items' bytes are the ones kept on each version
+    assert all(protobuf.stored_bytes(i) is protobuf.stored_bytes(i) for i in items)
+
+
+@pytest.mark.parametrize("count", [0, 1, 7])
+def test_protobuf_partial_object_metadata_list_is_the_whole_list_encoded(count: int) -> None:
+    items = stored_pods(count)
+    whole = as_partial_object_metadata_list([i.copy() for i in items], META, "v1")
+    body = protobuf_body(partial_object_metadata_protobuf_list(META, "v1"), items)
+    assert body == protobuf.encode_object(whole)
+
+
+def test_an_item_protobuf_cannot_carry_sends_the_list_as_json() -> None:
+    items = stored_pods(3)
+    odd = {**items[1].copy(), "notInTheSchema": True}
+    del odd["metadata"]["resourceVersion"]  # as stored in etcd
+    items[1] = codec.decode("/registry/pods/ns/odd", orjson.dumps(odd), 99)
+    encoder = protobuf_list("PodList", "v1", META)
+    encoded: list[bytes] = []
+    list(encode_items(encoder.item, items, encoded))
+    assert len(encoded) == 2 and encoded[-1] == b""  # stopped at the odd one
+    whole = {"kind": "PodList", "apiVersion": "v1", "metadata": META,
+             "items": [i.copy() for i in items]}  # fmt: skip
+    assert joined(encoder.fallback, [i.data for i in items]) == orjson.dumps(whole)
+
+
+def test_items_are_encoded_in_bounded_steps() -> None:
+    """With a clock moving 1 s per reading and a 1.5 s budget, a step ends after every
+    item or two."""
+    encoded: list[bytes] = []
+    steps = list(encode_items(lambda n: b"x" * n, range(1, 10), encoded, step_seconds=1.5,
+                              clock=ticking()))  # fmt: skip
+    assert encoded == [b"x" * n for n in range(1, 10)]
+    assert len(steps) >= 4

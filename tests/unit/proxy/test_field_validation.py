@@ -9,22 +9,20 @@ from typing import Any
 import pytest
 
 from proxy.openapi.schemas import kind_schema
-from proxy.registry.field_validation import (
-    FieldCause,
+from proxy.registry.validation import field
+from proxy.registry.validation.field_validation import (
     FieldValidationOptionError,
     StrictDecodingError,
-    causes_json,
     find_duplicate_fields,
-    invalid_message,
     parse_field_validation,
     prune_unknown_fields,
-    schema_violations,
     strict_decoding_errors,
     validate_fields,
     validate_patched,
     validate_yaml_fields,
     warning_header,
 )
+from proxy.registry.validation.schema import schema_violations
 
 DEPLOYMENT = kind_schema("apps", "v1", "Deployment")
 POD = kind_schema("", "v1", "Pod")
@@ -189,26 +187,30 @@ def test_schema_violations_name_the_field() -> None:
         hostNetwork="yes",
     )
     causes = schema_violations(obj, POD)
-    assert [(c.reason, c.field) for c in causes] == [
+    assert [(c.type, c.field) for c in causes] == [
         ("FieldValueRequired", "spec.containers[0].name"),
         ("FieldValueTypeInvalid", "spec.containers[0].ports[0].containerPort"),
         ("FieldValueTypeInvalid", "spec.terminationGracePeriodSeconds"),
         ("FieldValueTypeInvalid", "spec.hostNetwork"),
     ]
-    assert causes[1].message == (
+    assert causes[1].body == (
         'Invalid value: "string": spec.containers[0].ports[0].containerPort in body must be '
         'of type integer: "string"'
     )
-    assert invalid_message("Pod", "p", causes[:1]) == (
+    assert field.to_status("Pod", "p", causes[:1]).message == (
         'Pod "p" is invalid: spec.containers[0].name: Required value'
     )
-    assert invalid_message("Pod", "p", causes[:2]).startswith('Pod "p" is invalid: [spec.')
-    assert causes_json(causes[:1]) == [
+    assert field.to_status("Pod", "p", causes[:2]).message.startswith('Pod "p" is invalid: [spec.')
+    assert field.to_status("Pod", "p", causes[:1]).body["details"]["causes"] == [
         {
             "reason": "FieldValueRequired",
             "message": "Required value",
             "field": "spec.containers[0].name",
         }
+    ]
+    # kinds with their own validation do not get the schema's required fields
+    assert [c.field for c in schema_violations(obj, POD, required=False)][:1] == [
+        "spec.containers[0].ports[0].containerPort"
     ]
 
 
@@ -230,7 +232,7 @@ def test_schema_accepts_int_or_string_quantities_and_nulls_and_skips_status() ->
     assert [c.field for c in schema_violations(bad, POD)] == [
         "spec.containers[0].readinessProbe.httpGet.port"
     ]
-    assert str(FieldCause("FieldValueRequired", "Required value", "x")) == "x: Required value"
+    assert str(field.required("x")) == "x: Required value"
 
 
 def test_validate_patched_reports_patch_duplicates_then_unknown_fields() -> None:

@@ -136,7 +136,7 @@ async def test_system_namespaces_retry_until_created() -> None:
     creator = SystemNamespaces(
         build_registry(),
         _FakeStorages(_FakeResourceStorage(store)),
-        sleep=sleep,  # type: ignore[arg-type]
+        sleep=sleep,
     )
     await creator.run()
     assert creator.ready.is_set()

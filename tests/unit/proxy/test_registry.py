@@ -15,9 +15,9 @@ def test_every_served_resource_is_in_the_catalogue() -> None:
 @pytest.mark.parametrize(
     ("group", "plural", "kind", "namespaced", "short", "subresources"),
     [
-        ("", "pods", "Pod", True, ("po",), ("status",)),
+        ("", "pods", "Pod", True, ("po",), ("binding", "status")),
         ("", "nodes", "Node", False, ("no",), ("status",)),
-        ("", "namespaces", "Namespace", False, ("ns",), ("status",)),
+        ("", "namespaces", "Namespace", False, ("ns",), ("finalize", "status")),
         ("", "configmaps", "ConfigMap", True, ("cm",), ()),
         ("", "endpoints", "Endpoints", True, ("ep",), ()),
         ("apps", "deployments", "Deployment", True, ("deploy",), ("scale", "status")),

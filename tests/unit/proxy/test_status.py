@@ -1,4 +1,5 @@
-"""Storage error → Status translation, word for word (SEMANTICS.md error table)."""
+"""Storage error → Status translation, word for word (upstream's
+``k8s.io/apiserver/pkg/storage/errors/storage.go`` and ``apimachinery/pkg/api/errors``)."""
 
 from __future__ import annotations
 
@@ -46,11 +47,21 @@ def test_expired_with_continue_and_not_ready() -> None:
     assert e.headers["Retry-After"] == "2"
 
 
-def test_unavailable_and_internal() -> None:
-    e = apierrors.from_storage_error(serr.Unavailable("deadline", timeout=True), "pods")
-    assert e.code == 504 and e.reason == "Timeout"
-    e = apierrors.from_storage_error(serr.Unavailable("refused"), "pods")
-    assert e.code == 503 and e.reason == "ServiceUnavailable"
+def test_unavailable_is_the_timeout_filters_answer_without_retry_after() -> None:
+    """etcd unreachable: kube-apiserver's client waits on etcd until its deadline and
+    gets the timeout filter's 504 with no Retry-After, which client-go does not retry."""
+    for err in (serr.Unavailable("deadline", timeout=True), serr.Unavailable("refused")):
+        e = apierrors.from_storage_error(err, "pods")
+        assert (e.code, e.reason, e.message) == (
+            504,
+            "Timeout",
+            "Timeout: request did not complete within the allotted timeout",
+        )
+        # the timeout filter's Status carries empty details (seen on kube-apiserver)
+        assert e.body.get("details") == {} and e.headers == {}
+
+
+def test_internal() -> None:
     e = apierrors.from_storage_error(serr.InternalStorageError("bad value", "/k"), "pods")
     assert e.code == 500 and e.message == "Internal error occurred: bad value"
 

@@ -8,10 +8,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from storage import codec
-from storage.errors import InternalStorageError
+from storage.errors import CorruptObject
+from storage.interfaces import JSONObject
 
 
-def pod(**extra: object) -> dict[str, object]:
+def pod(**extra: object) -> JSONObject:
     return {
         "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "x"}]},
         "metadata": {"name": "p", "namespace": "ns", "labels": {"b": "2", "a": "1"}},
@@ -23,14 +24,14 @@ def pod(**extra: object) -> dict[str, object]:
 
 def test_encode_puts_type_and_metadata_first_and_drops_rv_and_selflink() -> None:
     obj = pod()
-    obj["metadata"]["resourceVersion"] = "17"  # type: ignore[index]
-    obj["metadata"]["selfLink"] = "/api/v1/x"  # type: ignore[index]
+    obj["metadata"]["resourceVersion"] = "17"
+    obj["metadata"]["selfLink"] = "/api/v1/x"
     data = codec.encode(obj)
     assert data.startswith(b'{"apiVersion":"v1","kind":"Pod","metadata":{')
     decoded = orjson.loads(data)
     assert "resourceVersion" not in decoded["metadata"]
     assert "selfLink" not in decoded["metadata"]
-    assert obj["metadata"]["resourceVersion"] == "17"  # type: ignore[index]  # not mutated
+    assert obj["metadata"]["resourceVersion"] == "17"  # not mutated
     assert list(decoded) == ["apiVersion", "kind", "metadata", "spec"]
 
 
@@ -50,7 +51,7 @@ def test_decode_splices_resource_version_into_canonical_bytes() -> None:
     )
     assert orjson.loads(stored.data)["metadata"]["resourceVersion"] == "42"
     assert stored.obj["metadata"]["resourceVersion"] == "42"
-    assert codec.with_resource_version(data, 42) == stored.data
+    assert codec.splice_resource_version(data, 42) == stored.data
 
 
 def test_decode_empty_metadata() -> None:
@@ -87,9 +88,21 @@ def test_decode_falls_back_for_non_canonical_values(value: bytes) -> None:
 
 
 @pytest.mark.parametrize("value", [b"", b"{", b"[1,2]", b"k8s\x00\x0a\x02", b'{"metadata":3}'])
-def test_undecodable_values_raise_internal_error(value: bytes) -> None:
-    with pytest.raises(InternalStorageError):
+def test_undecodable_values_raise_corrupt_object(value: bytes) -> None:
+    with pytest.raises(CorruptObject) as err:
         codec.decode("/registry/pods/ns/p", value, 1)
+    assert err.value.key == "/registry/pods/ns/p" and err.value.revision == 1
+    assert err.value.message.startswith(
+        "StorageError: corrupt object, Code: 7, Key: /registry/pods/ns/p, ResourceVersion: 0, "
+        "AdditionalErrorMsg: object not decodable revision=1: "
+    )
+
+
+def test_with_resource_version_reencodes_a_stored_version() -> None:
+    stored = codec.decode("k", codec.encode(pod()), 3)
+    moved = codec.with_resource_version(stored, 9)
+    assert moved.resource_version == 9 and moved.key == "k"
+    assert orjson.loads(moved.data)["metadata"]["resourceVersion"] == "9"
 
 
 def test_stored_from_encoded_sets_rv_on_given_obj() -> None:
@@ -97,7 +110,7 @@ def test_stored_from_encoded_sets_rv_on_given_obj() -> None:
     data = codec.encode(obj)
     stored = codec.stored_from_encoded("k", data, 9, obj)
     assert stored.obj is obj
-    assert obj["metadata"]["resourceVersion"] == "9"  # type: ignore[index]
+    assert obj["metadata"]["resourceVersion"] == "9"
     assert orjson.loads(stored.data) == orjson.loads(orjson.dumps(obj))
 
 

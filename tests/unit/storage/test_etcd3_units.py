@@ -13,7 +13,7 @@ from etcdclient import EtcdClient
 from etcdclient import errors as etcd_errors
 from etcdclient.types import Event, EventType, KeyValue
 from storage import codec, errors
-from storage.etcd3 import Etcd3Watcher, check_preconditions
+from storage.etcd3 import Etcd3Watcher
 from storage.etcd3.translate import LIST_TOO_OLD, call, translate
 from storage.fields import attrs_func
 from storage.interfaces import ListOptions, Preconditions, SelectionPredicate
@@ -45,13 +45,13 @@ async def test_translate(err: etcd_errors.EtcdError, kind: type, is_timeout: boo
         raise err
 
     with pytest.raises(kind):
-        await call(failing(), 1.0)
+        await call(failing(), 1.0, operation="get")
 
 
 async def test_call_is_bounded() -> None:
     never = asyncio.Event()
     with pytest.raises(errors.Unavailable) as err:
-        await call(never.wait(), 0.05)
+        await call(never.wait(), 0.05, operation="get")
     assert err.value.timeout
 
 
@@ -60,7 +60,7 @@ async def test_call_raw_errors_pass_through() -> None:
         raise etcd_errors.Compacted(3)
 
     with pytest.raises(etcd_errors.Compacted):
-        await call(compacted(), 1.0, raw=(etcd_errors.Compacted,))
+        await call(compacted(), 1.0, operation="list", raw=(etcd_errors.Compacted,))
 
 
 @pytest.mark.parametrize(
@@ -86,14 +86,13 @@ def test_parse_resource_version_errors(rv: str, reason: str) -> None:
 
 def test_preconditions() -> None:
     obj = {"metadata": {"uid": "A", "resourceVersion": "5"}}
-    check_preconditions("k", None, obj)
-    check_preconditions("k", Preconditions(uid="A", resource_version="5"), obj)
+    Preconditions(uid="A", resource_version="5").check("k", obj)
     with pytest.raises(
         errors.PreconditionFailed, match="UID in precondition: B, UID in object meta: A"
     ):
-        check_preconditions("k", Preconditions(uid="B"), obj)
+        Preconditions(uid="B").check("k", obj)
     with pytest.raises(errors.PreconditionFailed, match=r"UID in object meta: $"):
-        check_preconditions("k", Preconditions(uid="B"), {})
+        Preconditions(uid="B").check("k", {})
 
 
 # ----------------------------------------------------------------------------- watch transform

@@ -1,4 +1,4 @@
-"""Server-side field validation (``fieldValidation=Strict|Warn|Ignore``) and schema checks.
+"""Server-side field validation (``fieldValidation=Strict|Warn|Ignore``).
 
 What kube-apiserver does while decoding a request body into a typed object:
 - unknown fields (not in the kind's schema) and duplicate fields are collected in
@@ -12,9 +12,7 @@ What kube-apiserver does while decoding a request body into a typed object:
   ``Warning: 299 - "<error>"`` response header and unknown fields are dropped;
 - ``Ignore``: unknown fields are silently dropped (decoding into a Go struct prunes).
 
-:func:`schema_violations` adds what the schema alone can say (wrong JSON types,
-missing required fields outside ``status``) as Status causes for a 422 Invalid; the
-message of such an error is built by :func:`invalid_message`.
+The schema's own checks (types, required fields) are in ``validation.schema``.
 
 Pure functions: bytes and dicts in, results out.
 """
@@ -23,7 +21,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import yaml
@@ -33,17 +30,13 @@ from proxy.patch.strategic import go_format
 
 __all__ = [
     "FIELD_VALIDATION_MODES",
-    "FieldCause",
     "FieldValidationOptionError",
     "StrictDecodingError",
-    "causes_json",
     "decode_with_pairs",
     "decode_yaml_checking_duplicates",
     "find_duplicate_fields",
-    "invalid_message",
     "parse_field_validation",
     "prune_unknown_fields",
-    "schema_violations",
     "strict_decoding_errors",
     "strict_decoding_errors_yaml",
     "validate_fields",
@@ -273,6 +266,8 @@ def _prune(value: JSON, node: SchemaNode | None, path: str, removed: list[str]) 
         return value
     if isinstance(value, list):
         elem = node.items()
+        if elem is not None:
+            value = [_go_zero(elem) if v is None else v for v in value]
         return [_prune(v, elem, f"{path}[{i}]", removed) for i, v in enumerate(value)]
     if not isinstance(value, dict):
         return value
@@ -281,8 +276,28 @@ def _prune(value: JSON, node: SchemaNode | None, path: str, removed: list[str]) 
         if _is_unknown(node, key):
             removed.append(_join(path, key))
             continue
-        out[key] = _prune(item, node.child(key), _join(path, key), removed)
+        child = node.child(key)
+        if item is None and child is not None:
+            if node.is_struct:
+                continue  # Go's decoder leaves the field at its zero value: omitted
+            item = _go_zero(child)  # a map entry gets its value type's zero value
+        out[key] = _prune(item, child, _join(path, key), removed)
     return out
+
+
+_GO_ZEROS: dict[str, JSON] = {"string": "", "integer": 0, "number": 0, "boolean": False}
+
+
+def _go_zero(node: SchemaNode) -> JSON:
+    """What Go's decoder makes of a JSON null in a map entry or list element typed by
+    ``node``: the type's zero value (``{"a": null}`` labels become ``{"a": ""}``); a
+    struct becomes empty, anything else stays null."""
+    types = node.types
+    if len(types) == 1:
+        (kind,) = types
+        if kind in _GO_ZEROS:
+            return _GO_ZEROS[kind]
+    return {} if node.is_struct else None
 
 
 def validate_fields(
@@ -342,108 +357,3 @@ def validate_patched(
     if mode == "Strict" and errors:
         raise StrictDecodingError(errors)
     return cleaned, (errors if mode == "Warn" else [])
-
-
-# ----------------------------------------------------------------- schema checks
-
-
-@dataclass(frozen=True)
-class FieldCause:
-    """One Status cause of a 422 Invalid: ``reason`` (CauseType), ``message``, ``field``."""
-
-    reason: str
-    message: str
-    field: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"reason": self.reason, "message": self.message, "field": self.field}
-
-    def __str__(self) -> str:
-        return f"{self.field}: {self.message}"
-
-
-_JSON_TYPE_NAMES = {
-    bool: "boolean",
-    int: "integer",
-    float: "number",
-    str: "string",
-    list: "array",
-    dict: "object",
-}
-
-
-def _type_name(value: JSON) -> str:
-    return _JSON_TYPE_NAMES.get(type(value), "object" if isinstance(value, dict) else "string")
-
-
-def _type_ok(value: JSON, allowed: frozenset[str]) -> bool:
-    if value is None or not allowed:
-        return True
-    actual = _type_name(value)
-    if actual == "integer" and "number" in allowed:
-        return True
-    if actual == "number" and "integer" in allowed and float(value).is_integer():
-        return True
-    return actual in allowed
-
-
-def schema_violations(obj: JSON, kind_schema: SchemaNode | None) -> list[FieldCause]:
-    """Wrong JSON types and missing required fields, as 422 causes naming the field.
-
-    ``status`` is not checked for required fields (controllers own it and kube does not
-    validate it on create). Unknown fields are not reported here (see
-    :func:`validate_fields`).
-    """
-    if kind_schema is None:
-        return []
-    causes: list[FieldCause] = []
-    _check(obj, kind_schema, "", causes, check_required=True)
-    return causes
-
-
-def _check(
-    value: JSON, node: SchemaNode, path: str, causes: list[FieldCause], check_required: bool
-) -> None:
-    allowed = node.types
-    if not _type_ok(value, allowed):
-        expected = sorted(allowed)[0] if len(allowed) == 1 else " or ".join(sorted(allowed))
-        actual = _type_name(value)
-        causes.append(
-            FieldCause(
-                "FieldValueTypeInvalid",
-                f'Invalid value: "{actual}": {path} in body must be of type {expected}: "{actual}"',
-                path,
-            )
-        )
-        return
-    if isinstance(value, list):
-        elem = node.items()
-        if elem is not None:
-            for i, item in enumerate(value):
-                _check(item, elem, f"{path}[{i}]", causes, check_required)
-        return
-    if not isinstance(value, dict):
-        return
-    if check_required and node.is_struct:
-        for name in node.required:
-            if value.get(name) is None:
-                causes.append(FieldCause("FieldValueRequired", "Required value", _join(path, name)))
-    for key, item in value.items():
-        child = node.child(key)
-        if child is not None:
-            required_below = check_required and not (path == "" and key == "status")
-            _check(item, child, _join(path, key), causes, required_below)
-
-
-def invalid_message(group_kind: str, name: str, causes: list[FieldCause]) -> str:
-    """``Pod "x" is invalid: spec.containers[0].name: Required value`` (``[a, b]`` if many)."""
-    if not causes:
-        return f'{group_kind} "{name}" is invalid'
-    if len(causes) == 1:
-        return f'{group_kind} "{name}" is invalid: {causes[0]}'
-    return f'{group_kind} "{name}" is invalid: [{", ".join(str(c) for c in causes)}]'
-
-
-def causes_json(causes: list[FieldCause]) -> list[dict[str, str]]:
-    """The ``details.causes`` list of a Status."""
-    return [c.to_json() for c in causes]

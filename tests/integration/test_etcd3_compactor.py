@@ -1,14 +1,14 @@
-"""The compactor against a real etcd: two API servers sharing one etcd compact it once per
-round between them (the compact_rev_key transaction), to the revision seen a round ago."""
+"""The etcd3 compactor (``storage/etcd3/compact.py``) against a real etcd: two API
+servers sharing one etcd compact it once per round between them (the compact_rev_key
+transaction), to the revision seen a round ago."""
 
 from __future__ import annotations
 
 import pytest
 
-from cacher.clock import RealClock
-from cacher.compactor import COMPACT_REV_KEY, Compactor
 from etcdclient.errors import Compacted
 from lab.etcd import EtcdCluster
+from storage.etcd3.compact import COMPACT_REV_KEY, Compactor
 from tests.integration.test_cacher_support import etcd_client
 
 pytestmark = pytest.mark.etcd
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.etcd
 
 async def test_two_compactors_compact_once_per_round(etcd_own: EtcdCluster) -> None:
     async with etcd_client(etcd_own) as one, etcd_client(etcd_own) as two:
-        a, b = Compactor(one, 300, RealClock()), Compactor(two, 300, RealClock())
+        a, b = Compactor(one, 300), Compactor(two, 300)
         first = await one.put(b"/k", b"v1")
         await a.round()  # bootstrap: records the revision, compacts nothing
         await b.round()  # loses the race: follows

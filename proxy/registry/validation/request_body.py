@@ -1,13 +1,14 @@
-"""Request-body validation of writes, in one place: the ``fieldValidation`` mode
-(Strict | Warn | Ignore, default Warn) and the schema checks of
-``proxy.registry.field_validation``, with the kind's schema from ``proxy.openapi.schemas``.
+"""Request-body validation of writes: the ``fieldValidation`` mode (Strict | Warn |
+Ignore, default Warn) with the checks of ``field_validation``, and the schema's checks
+of ``schema``, with the kind's schema from ``proxy.openapi.schemas``.
 
 - create/update: Strict with unknown or duplicate fields → 400 BadRequest
   (``Pod in version "v1" cannot be handled as a Pod: strict decoding error: ...``);
 - patch: Strict with unknown fields in the result → 422 Invalid on ``patch``;
 - Warn: unknown fields dropped, each reported in a ``Warning: 299 - "..."`` header;
 - Ignore: unknown fields dropped silently;
-- wrong JSON types, missing required fields → 422 Invalid with one cause per field;
+- wrong JSON types (and, for kinds without validation of their own, missing required
+  fields) → 422 Invalid with one cause per field;
 - an unsupported ``fieldValidation`` value → 422 Invalid on ``<Kind>Options``.
 """
 
@@ -18,10 +19,13 @@ from typing import Any
 
 from proxy import apierrors
 from proxy.openapi import schemas
-from proxy.registry import field_validation as fv
 from proxy.registry.resources import ResourceInfo
+from proxy.registry.validation import field
+from proxy.registry.validation import field_validation as fv
+from proxy.registry.validation.schema import check_schema
+from proxy.registry.validation.strategy import has_validation
 
-__all__ = ["check_schema", "field_mode", "validate_patched", "validate_written"]
+__all__ = ["check_field_manager", "field_mode", "validate_patched", "validate_written"]
 
 JSON = dict[str, Any]
 
@@ -47,35 +51,17 @@ def check_field_manager(query: Mapping[str, str], options_kind: str) -> None:
     as upstream's ValidateFieldManager: at most 128 bytes, printable characters only;
     422 Invalid on ``<options_kind>.meta.k8s.io`` otherwise."""
     manager = query.get("fieldManager", "")
-    errs: list[apierrors.FieldError] = []
+    errs: field.ErrorList = []
     if len(manager.encode()) > FIELD_MANAGER_MAX_LENGTH:
-        errs.append(apierrors.FieldError(
-            "FieldValueTooLong", "fieldManager",
-            f"Too long: may not be more than {FIELD_MANAGER_MAX_LENGTH} bytes",
-        ))  # fmt: skip
+        errs.append(field.too_long("fieldManager", FIELD_MANAGER_MAX_LENGTH))
     position = 0
     for char in manager:
         if not char.isprintable():
             detail = f"invalid character U+{ord(char):04X} (at position {position})"
-            errs.append(apierrors.FieldError.invalid("fieldManager", manager, detail))
+            errs.append(field.invalid("fieldManager", manager, detail))
         position += len(char.encode())
     if errs:
-        raise apierrors.invalid(f"{options_kind}.meta.k8s.io", "", errs)
-
-
-def check_schema(obj: JSON, resource: ResourceInfo) -> None:
-    """422 Invalid for wrong JSON types or missing required fields."""
-    node = schemas.kind_schema(resource.group, resource.version, resource.kind)
-    causes = fv.schema_violations(obj, node)
-    if causes:
-        name = str((obj.get("metadata") or {}).get("name", ""))
-        details: JSON = {"name": name} if name else {}
-        if resource.group:
-            details["group"] = resource.group
-        details["kind"] = resource.kind
-        details["causes"] = fv.causes_json(causes)
-        message = fv.invalid_message(resource.group_kind, name, causes)
-        raise apierrors.StatusError(apierrors.status_body(422, "Invalid", message, details))
+        raise field.to_status(f"{options_kind}.meta.k8s.io", "", errs)
 
 
 def _warning_headers(warnings: list[str]) -> list[str]:
@@ -92,7 +78,7 @@ def validate_written(
         cleaned, warnings = fv.validate_fields(obj, node, mode, raw=raw)
     except fv.StrictDecodingError as e:
         raise apierrors.bad_request(e.for_create(resource.kind, resource.version)) from None
-    check_schema(cleaned, resource)
+    check_schema(cleaned, resource, required=not has_validation(resource))
     return cleaned, _warning_headers(warnings)
 
 
@@ -111,5 +97,5 @@ def validate_patched(
         raise apierrors.StatusError(
             apierrors.status_body(422, "Invalid", message, details)
         ) from None
-    check_schema(cleaned, resource)
+    check_schema(cleaned, resource, required=not has_validation(resource))
     return cleaned, _warning_headers(warnings)

@@ -1,0 +1,1 @@
+"""The lab's live page: the watch caches, the requests as they happen, and charts."""

@@ -1,0 +1,144 @@
+"""The simulated cluster: node agents, a scheduler, the ReplicaSet and Deployment
+controllers, the garbage collector, the namespace controller and background churn, all
+ordinary API clients of one server. The server should run with
+``--lifecycle-controllers=true`` (the lab passes it), so that DELETE leaves to these
+controllers what kube-apiserver leaves to kubelets and kube-controller-manager.
+
+    watchcache sim --server URL [--churn RATE] [--renew-seconds 10] [-v]
+
+``watchcache lab`` runs it in its own process after seeding (``--no-sim`` switches it
+off); ``watchcache sim`` runs it alone against any server. The controllers share their
+informers as kube-controller-manager's do: one nodes, pods, ReplicaSets and Deployments
+informer for the control plane (the node agents each watch only their own node's pods).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from lab.sim.churn import Churn
+from lab.sim.client import Client
+from lab.sim.deployment import DeploymentController
+from lab.sim.garbage_collector import GarbageCollector
+from lab.sim.informer import Informer
+from lab.sim.namespace_controller import NamespaceController
+from lab.sim.node_agent import RENEW_SECONDS, STATUS_SECONDS, NodeAgents
+from lab.sim.replicaset import ReplicaSetController
+from lab.sim.scheduler import Scheduler
+
+__all__ = ["DEFAULT_CHURN", "Simulation", "main"]
+
+log = logging.getLogger("watchcache.sim")
+
+DEFAULT_CHURN = 1.0  # container restarts per second, cluster-wide
+
+
+@dataclass
+class Simulation:
+    """Everything the simulated cluster runs against ``server``; ``start`` spawns it as
+    tasks of the running loop, ``stop`` cancels and awaits them and closes the clients."""
+
+    server: str
+    churn: float = DEFAULT_CHURN
+    renew_seconds: float = RENEW_SECONDS
+    status_seconds: float = STATUS_SECONDS
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _clients: list[Client] = field(default_factory=list)
+
+    def start(self) -> None:
+        informers = Client(self.server, "controller-manager")
+        self._clients.append(informers)
+        core, apps = informers.core, informers.apps
+        self.nodes = Informer(informers, core.list_node, name="nodes")
+        self.pods = Informer(informers, core.list_pod_for_all_namespaces, name="pods")
+        self.replicasets = Informer(informers, apps.list_replica_set_for_all_namespaces,
+                                    name="replicasets")  # fmt: skip
+        self.deployments = Informer(informers, apps.list_deployment_for_all_namespaces,
+                                    name="deployments")  # fmt: skip
+        self.agents = NodeAgents(self.server, self.nodes, renew_seconds=self.renew_seconds,
+                                 status_seconds=self.status_seconds)  # fmt: skip
+        self.scheduler = Scheduler(self.server, self.nodes)
+        self.replicaset_controller = ReplicaSetController(self.server, self.replicasets,
+                                                          self.pods)  # fmt: skip
+        self.deployment_controller = DeploymentController(self.server, self.deployments,
+                                                          self.replicasets)  # fmt: skip
+        self.garbage_collector = GarbageCollector(self.server, self.pods, self.replicasets,
+                                                  self.deployments)  # fmt: skip
+        self.namespace_controller = NamespaceController(self.server)
+        self.churner = Churn(self.agents, self.churn)
+        # handlers first, then the informers: every controller sees every first ADDED
+        runs = [self.agents.run(), self.scheduler.run(), self.replicaset_controller.run(),
+                self.deployment_controller.run(), self.garbage_collector.run(),
+                self.namespace_controller.run(), self.churner.run(),
+                self.nodes.run(), self.pods.run(), self.replicasets.run(),
+                self.deployments.run()]  # fmt: skip
+        self._tasks = [asyncio.create_task(_logged(c), name="sim") for c in runs]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for client in self._clients:
+            await client.close()
+
+    def summary(self) -> str:
+        """One line: what the simulation has done so far."""
+        renewals = sum(a.renewals for a in self.agents.agents.values())
+        return (f"{len(self.agents.agents)} node agents ({renewals} lease renewals), "
+                f"{self.scheduler.bindings} pods bound, {self.churner.changes} container "
+                "restarts")  # fmt: skip
+
+
+async def _logged(coro: Coroutine[Any, Any, None]) -> None:
+    """Run one part of the simulation; a crash is logged, not silently dropped."""
+    try:
+        await coro
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("simulation task failed")
+        raise
+
+
+async def _run(a: argparse.Namespace) -> int:
+    sim = Simulation(a.server, churn=a.churn, renew_seconds=a.renew_seconds)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    sim.start()
+    print(f"simulating a cluster against {a.server} (churn {a.churn}/s)", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await sim.stop()
+    print(sim.summary(), flush=True)
+    return 0
+
+
+def add_sim_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--churn", type=float, default=DEFAULT_CHURN, metavar="RATE",
+                   help="container restarts per second across the cluster "
+                   f"(default {DEFAULT_CHURN}; 0: none)")  # fmt: skip
+    p.add_argument("--renew-seconds", type=float, default=RENEW_SECONDS,
+                   help=f"node Lease renew interval (default {RENEW_SECONDS:.0f})")  # fmt: skip
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="watchcache sim", description=__doc__.split("\n\n")[0])
+    p.add_argument("--server", required=True, help="the API server's URL")
+    add_sim_arguments(p)
+    p.add_argument("-v", "--verbose", action="store_true", help="log every retry")
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # fmt: skip
+    return asyncio.run(_run(a))

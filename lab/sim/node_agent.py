@@ -1,0 +1,256 @@
+"""Node agents: what each node's kubelet writes, as an API client.
+
+Every node of the cluster gets an agent (``watchcache-sim-kubelet/0.1 (NODE)``) that
+
+- renews the node's ``coordination.k8s.io`` Lease in ``kube-node-lease`` every 10 s
+  (the kubelet's renew interval: a quarter of the 40 s lease duration), creating it
+  when it is missing;
+- posts the node's status (conditions with a fresh heartbeat) at start and then every
+  ``status_seconds`` (the kubelet's nodeStatusReportFrequency, 5 minutes, when
+  nothing changes);
+- watches the pods bound to its node (``fieldSelector=spec.nodeName=NODE``, as the
+  kubelet does) and runs them: an admitted pod goes ``Pending`` (ContainerCreating),
+  then ``Running`` after a short start-up delay;
+- finishes graceful deletions: a pod with ``deletionTimestamp`` is removed with a final
+  DELETE (``gracePeriodSeconds=0``, the pod's uid as precondition) once its grace period
+  (capped by ``grace_cap`` seconds: the simulated containers stop at once) has passed.
+
+:class:`NodeAgents` starts an agent for every node a nodes informer reports and stops
+it when the node goes away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import random
+
+import aiohttp
+
+from lab.sim import pod_status
+from lab.sim.client import JSON, APIError, Client
+from lab.sim.informer import Informer, WorkQueue, key_of, run_workers
+
+__all__ = ["NodeAgent", "NodeAgents"]
+
+log = logging.getLogger("watchcache.sim")
+
+LEASE_NAMESPACE = "kube-node-lease"
+LEASE_DURATION_SECONDS = 40
+RENEW_SECONDS = 10.0
+STATUS_SECONDS = 300.0
+START_DELAY = (0.3, 1.5)  # seconds from ContainerCreating to Running
+GRACE_CAP = 2.0
+FINISHED = ("Running", "Succeeded", "Failed")
+TRANSIENT = (APIError, aiohttp.ClientError, TimeoutError, OSError)
+
+
+def _parse_time(value: str) -> float:
+    return dt.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
+
+
+class NodeAgent:
+    """The kubelet of node ``name``; ``run`` until cancelled."""
+
+    def __init__(
+        self,
+        server: str,
+        name: str,
+        *,
+        renew_seconds: float = RENEW_SECONDS,
+        status_seconds: float = STATUS_SECONDS,
+        grace_cap: float = GRACE_CAP,
+    ) -> None:
+        self.server = server
+        self.name = name
+        self.renew_seconds = renew_seconds
+        self.status_seconds = status_seconds
+        self.grace_cap = grace_cap
+        self.client = Client(server, "kubelet", name)
+        self.pods = Informer(self.client, self.client.core.list_pod_for_all_namespaces,
+                             field_selector=f"spec.nodeName={name}",
+                             name=f"kubelet {name} pods")  # fmt: skip
+        self.queue = WorkQueue()
+        self.node: JSON = {}
+        self.renewals = 0
+        self._starting: dict[str, float] = {}  # pod uid -> when its containers run
+
+    async def run(self) -> None:
+        self.pods.add_handler(lambda kind, pod, old: self.queue.add(key_of(pod)))
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(self.pods.run())
+                tg.create_task(self._lease_loop())
+                tg.create_task(self._status_loop())
+                tg.create_task(run_workers(f"kubelet {self.name}", self.queue, self.sync_pod, 2))
+        finally:
+            await self.client.close()
+
+    # -- lease and node status -----------------------------------------------------------
+
+    async def _lease_loop(self) -> None:
+        await asyncio.sleep(random.uniform(0, self.renew_seconds))  # spread the nodes
+        lease: JSON | None = None
+        while True:
+            try:
+                lease = await self._renew(lease)
+                self.renewals += 1
+            except TRANSIENT as e:
+                log.info("kubelet %s: lease: %s", self.name, e)
+                lease = None
+            await asyncio.sleep(self.renew_seconds)
+
+    async def _renew(self, lease: JSON | None) -> JSON:
+        core = self.client.coordination
+        if lease is None:
+            try:
+                lease = await self.client.call(core.read_namespaced_lease, self.name,
+                                               LEASE_NAMESPACE)  # fmt: skip
+            except APIError as e:
+                if e.status != 404:
+                    raise
+                return await self.client.call(core.create_namespaced_lease, LEASE_NAMESPACE,
+                                              self._new_lease())  # fmt: skip
+        lease.setdefault("spec", {})["renewTime"] = pod_status.now_micro()
+        lease["spec"]["holderIdentity"] = self.name
+        return await self.client.call(core.replace_namespaced_lease, self.name,
+                                      LEASE_NAMESPACE, lease)  # fmt: skip
+
+    def _new_lease(self) -> JSON:
+        meta: JSON = {"name": self.name, "namespace": LEASE_NAMESPACE}
+        uid = (self.node.get("metadata") or {}).get("uid")
+        if uid:
+            meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": self.name,
+                                        "uid": uid}]  # fmt: skip
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
+                "spec": {"holderIdentity": self.name,
+                         "leaseDurationSeconds": LEASE_DURATION_SECONDS,
+                         "renewTime": pod_status.now_micro()}}  # fmt: skip
+
+    async def _status_loop(self) -> None:
+        while True:
+            try:
+                self.node = await self.client.call(self.client.core.read_node, self.name)
+                self.node = await self.client.call(
+                    self.client.core.patch_node_status, self.name,
+                    {"status": pod_status.node_heartbeat(self.node)},
+                )  # fmt: skip
+            except TRANSIENT as e:
+                log.info("kubelet %s: node status: %s", self.name, e)
+            await asyncio.sleep(self.status_seconds * random.uniform(0.9, 1.1))
+
+    # -- pods ---------------------------------------------------------------------------
+
+    async def sync_pod(self, key: str) -> None:
+        pod = self.pods.get(key)
+        if pod is None:
+            return
+        meta = pod.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            await self._finish_deletion(key, pod)
+            return
+        status = pod.get("status") or {}
+        if status.get("phase") in FINISHED:
+            return
+        uid = str(meta.get("uid"))
+        loop = asyncio.get_running_loop()
+        if uid not in self._starting or not status.get("containerStatuses"):
+            await self._write_status(pod, pod_status.pending(pod, self.node))
+            delay = random.uniform(*START_DELAY)
+            self._starting[uid] = loop.time() + delay
+            self.queue.add_after(key, delay)
+            return
+        left = self._starting[uid] - loop.time()
+        if left > 0:
+            self.queue.add_after(key, left)
+            return
+        await self._write_status(pod, pod_status.running(pod, self.node))
+        self._starting.pop(uid, None)
+
+    async def restart_container(self) -> str | None:
+        """Restart a container of a random running pod of this node, as after a crash:
+        its status (restartCount, lastState) is patched. The pod's key, or None."""
+        running = [p for p in self.pods.items()
+                   if (p.get("status") or {}).get("phase") == "Running"
+                   and not p["metadata"].get("deletionTimestamp")]  # fmt: skip
+        if not running:
+            return None
+        pod = random.choice(running)
+        status = pod_status.container_restarted(pod.get("status") or {}, random.randrange(8),
+                                                random.choice((137, 1, 2)))  # fmt: skip
+        meta = pod["metadata"]
+        patch = {"metadata": {"uid": meta.get("uid")},
+                 "status": {"containerStatuses": status.get("containerStatuses") or []}}
+        try:
+            await self.client.call(self.client.core.patch_namespaced_pod_status,
+                                   meta["name"], meta["namespace"], patch)  # fmt: skip
+        except APIError as e:
+            if e.status in (404, 409):
+                return None
+            raise
+        return key_of(pod)
+
+    async def _write_status(self, pod: JSON, status: JSON) -> None:
+        meta = pod["metadata"]
+        body = {**pod, "status": status}
+        try:
+            await self.client.call(self.client.core.replace_namespaced_pod_status,
+                                   meta["name"], meta["namespace"], body)  # fmt: skip
+        except APIError as e:
+            if e.status == 404:
+                return
+            raise  # 409: retried with the newer pod the watch brings
+
+    async def _finish_deletion(self, key: str, pod: JSON) -> None:
+        meta = pod["metadata"]
+        grace = min(float(meta.get("deletionGracePeriodSeconds") or 0), self.grace_cap)
+        since = _parse_time(meta["deletionTimestamp"]) - float(
+            meta.get("deletionGracePeriodSeconds") or 0)  # when deletion was asked
+        left = since + grace - dt.datetime.now(dt.UTC).timestamp()
+        if left > 0:
+            self.queue.add_after(key, left)
+            return
+        self._starting.pop(str(meta.get("uid")), None)
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
+                "preconditions": {"uid": meta.get("uid")}}  # fmt: skip
+        with contextlib.suppress(APIError):  # 404 / 409: gone or replaced already
+            await self.client.call(self.client.core.delete_namespaced_pod, meta["name"],
+                                   meta["namespace"], body=body)  # fmt: skip
+
+
+class NodeAgents:
+    """An agent per node that ``nodes`` (a nodes informer) reports."""
+
+    def __init__(self, server: str, nodes: Informer, **agent_options: float) -> None:
+        self.server = server
+        self.nodes = nodes
+        self.agent_options = agent_options
+        self.agents: dict[str, NodeAgent] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._changed = asyncio.Event()
+
+    async def run(self) -> None:
+        self.nodes.add_handler(lambda kind, node, old: self._changed.set())
+        try:
+            while True:
+                await self._changed.wait()
+                self._changed.clear()
+                self._reconcile()
+        finally:
+            for task in self._tasks.values():
+                task.cancel()
+            for task in self._tasks.values():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    def _reconcile(self) -> None:
+        names = {key_of(n) for n in self.nodes.items()}
+        for name in names - set(self._tasks):
+            agent = NodeAgent(self.server, name, **self.agent_options)
+            self.agents[name] = agent
+            self._tasks[name] = asyncio.create_task(agent.run(), name=f"kubelet-{name}")
+        for name in set(self._tasks) - names:
+            self._tasks.pop(name).cancel()
+            self.agents.pop(name, None)

@@ -1,0 +1,164 @@
+"""Pod and node status as a kubelet writes them: pure functions, no I/O.
+
+A pod the kubelet admits is first ``Pending`` with its containers ``ContainerCreating``,
+then ``Running`` with every condition True, an IP from the node's podCIDR and container
+statuses that name the image and a container id. A container restart (the churn) moves
+the running state into ``lastState.terminated`` and bumps ``restartCount``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import ipaddress
+
+from lab.sim.client import JSON
+
+__all__ = ["container_restarted", "node_heartbeat", "now", "now_micro", "pending", "pod_ip",
+           "running"]
+
+CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
+              "PodScheduled")  # fmt: skip
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def now_micro() -> str:
+    """A MicroTime (Lease renewTime)."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _hex(*parts: object, n: int = 64) -> str:
+    return hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()[:n]
+
+
+def _containers(pod: JSON) -> list[JSON]:
+    return [c for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, dict)]
+
+
+def _conditions(pod: JSON, true: set[str], stamp: str, not_ready: list[str]) -> list[JSON]:
+    old = {c.get("type"): c for c in (pod.get("status") or {}).get("conditions") or []}
+    out = []
+    for kind in CONDITIONS:
+        status = "True" if kind in true else "False"
+        prev = old.get(kind) or {}
+        c: JSON = {"type": kind, "status": status, "lastProbeTime": None,
+                   "lastTransitionTime": prev.get("lastTransitionTime") if prev.get(
+                       "status") == status else stamp}  # fmt: skip
+        if status == "False" and kind in ("Ready", "ContainersReady"):
+            c["reason"] = "ContainersNotReady"
+            c["message"] = f"containers with unready status: [{' '.join(not_ready)}]"
+        out.append(c)
+    return out
+
+
+def _host_ip(node: JSON) -> str:
+    for a in (node.get("status") or {}).get("addresses") or []:
+        if a.get("type") == "InternalIP":
+            return str(a.get("address"))
+    return ""
+
+
+def pod_ip(node: JSON, pod: JSON) -> str:
+    """A stable address for ``pod`` inside the node's podCIDR (10.244.0.0/24 if none)."""
+    cidr = ipaddress.ip_network((node.get("spec") or {}).get("podCIDR") or "10.244.0.0/24",
+                                strict=False)  # fmt: skip
+    uid = (pod.get("metadata") or {}).get("uid") or ""
+    offset = 2 + int(_hex(uid, n=8), 16) % max(cidr.num_addresses - 3, 1)
+    return str(cidr.network_address + offset)
+
+
+def pending(pod: JSON, node: JSON) -> JSON:
+    """The status of an admitted pod whose containers are being created."""
+    stamp = now()
+    names = [str(c.get("name")) for c in _containers(pod)]
+    host = _host_ip(node)
+    return {
+        "phase": "Pending",
+        "conditions": _conditions(pod, {"Initialized", "PodScheduled"}, stamp, names),
+        "hostIP": host, "hostIPs": [{"ip": host}] if host else [],
+        "startTime": (pod.get("status") or {}).get("startTime") or stamp,
+        "qosClass": _qos(pod),
+        "containerStatuses": [{
+            "name": c.get("name"), "image": c.get("image"), "imageID": "",
+            "ready": False, "started": False, "restartCount": 0,
+            "state": {"waiting": {"reason": "ContainerCreating"}}, "lastState": {},
+        } for c in _containers(pod)],
+    }  # fmt: skip
+
+
+def running(pod: JSON, node: JSON) -> JSON:
+    """The status of a pod whose containers all run and are ready."""
+    stamp = now()
+    host = _host_ip(node)
+    ip = pod_ip(node, pod)
+    uid = (pod.get("metadata") or {}).get("uid") or ""
+    return {
+        "phase": "Running",
+        "conditions": _conditions(pod, set(CONDITIONS), stamp, []),
+        "hostIP": host, "hostIPs": [{"ip": host}] if host else [],
+        "podIP": ip, "podIPs": [{"ip": ip}],
+        "startTime": (pod.get("status") or {}).get("startTime") or stamp,
+        "qosClass": _qos(pod),
+        "containerStatuses": [{
+            "name": c.get("name"), "image": c.get("image"),
+            "imageID": f"{str(c.get('image')).split(':')[0]}@sha256:{_hex('img', c.get('image'))}",
+            "containerID": f"containerd://{_hex('ctr', uid, c.get('name'))}",
+            "ready": True, "started": True, "restartCount": 0,
+            "state": {"running": {"startedAt": stamp}}, "lastState": {},
+        } for c in _containers(pod)],
+    }  # fmt: skip
+
+
+def container_restarted(status: JSON, index: int, exit_code: int = 137) -> JSON:
+    """``status`` after container ``index`` was killed and started again."""
+    stamp = now()
+    out = dict(status)
+    statuses = [dict(c) for c in status.get("containerStatuses") or []]
+    if not statuses:
+        return out
+    c = statuses[index % len(statuses)]
+    started = ((c.get("state") or {}).get("running") or {}).get("startedAt") or stamp
+    count = int(c.get("restartCount") or 0) + 1
+    c["lastState"] = {"terminated": {
+        "exitCode": exit_code, "reason": "OOMKilled" if exit_code == 137 else "Error",
+        "startedAt": started, "finishedAt": stamp,
+        "containerID": c.get("containerID", ""),
+    }}  # fmt: skip
+    c["state"] = {"running": {"startedAt": stamp}}
+    c["restartCount"] = count
+    c["containerID"] = f"containerd://{_hex('ctr', c.get('containerID'), count)}"
+    statuses[index % len(statuses)] = c
+    out["containerStatuses"] = statuses
+    return out
+
+
+def _qos(pod: JSON) -> str:
+    resources = [c.get("resources") or {} for c in _containers(pod)]
+    if not any(r.get("requests") or r.get("limits") for r in resources):
+        return "BestEffort"
+    if all(r.get("limits") and r.get("requests", r.get("limits")) == r.get("limits")
+           for r in resources):  # fmt: skip
+        return "Guaranteed"
+    return "Burstable"
+
+
+def node_heartbeat(node: JSON) -> JSON:
+    """The node's status conditions with a fresh heartbeat (Ready=True, no pressure)."""
+    stamp = now()
+    wanted = (("MemoryPressure", "False", "KubeletHasSufficientMemory"),
+              ("DiskPressure", "False", "KubeletHasNoDiskPressure"),
+              ("PIDPressure", "False", "KubeletHasSufficientPID"),
+              ("Ready", "True", "KubeletReady"))  # fmt: skip
+    old = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or []}
+    out = []
+    for kind, status, reason in wanted:
+        prev = old.get(kind) or {}
+        since = prev.get("lastTransitionTime") if prev.get("status") == status else stamp
+        msg = ("kubelet is posting ready status" if kind == "Ready"
+               else f"kubelet has {reason[len('KubeletHas'):].lower()} available")  # fmt: skip
+        out.append({"type": kind, "status": status, "reason": reason, "message": msg,
+                    "lastHeartbeatTime": stamp, "lastTransitionTime": since or stamp})  # fmt: skip
+    return {"conditions": out}

@@ -1,0 +1,105 @@
+"""The authentication filter (upstream's ``WithAuthentication``).
+
+On the secure port every request is authenticated by the configured chain; the user
+is stored on the request under ``USER_KEY``. No user (no credential and anonymous
+off), a rejected credential, or a token for none of ``--api-audiences`` is 401 with
+upstream's Status (``Unauthorized``); upstream sends no ``WWW-Authenticate`` header and
+neither does this. The reason goes to the log, never the credential.
+
+The plain port (``--port``) is kube's old insecure port: no authentication, every
+request is ``system:unsecured`` in ``system:masters``.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from proxy import apierrors
+from proxy.authentication.authenticator import AuthenticationError, RequestAuthenticator
+from proxy.authentication.metrics import record_authentication
+from proxy.authentication.user import (
+    ALL_AUTHENTICATED,
+    SYSTEM_PRIVILEGED_GROUP,
+    USER_KEY,
+    UserInfo,
+)
+from proxy.endpoints import negotiation
+
+__all__ = [
+    "PLAIN_PORT_USER",
+    "authentication_middleware",
+    "is_secure",
+    "status_response",
+    "unauthorized",
+]
+
+log = logging.getLogger("watchcache.authentication")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+PLAIN_PORT_USER = UserInfo(
+    name="system:unsecured", groups=(SYSTEM_PRIVILEGED_GROUP, ALL_AUTHENTICATED)
+)
+
+
+def unauthorized() -> apierrors.StatusError:
+    body = apierrors.status_body(401, "Unauthorized", "Unauthorized")
+    return apierrors.StatusError(body)
+
+
+def status_response(request: web.Request, err: apierrors.StatusError) -> web.Response:
+    """The filters answer with a Status themselves (they sit outside the handlers'
+    error translation), as upstream's filters write theirs (negotiated: protobuf when
+    the client prefers it)."""
+    return negotiation.status_response(request, err)
+
+
+def is_secure(request: web.Request) -> bool:
+    """Did the request come in on the TLS port?"""
+    transport = request.transport
+    return transport is not None and isinstance(
+        transport.get_extra_info("ssl_object"), ssl.SSLObject
+    )
+
+
+def _audiences_acceptable(api: tuple[str, ...], token: tuple[str, ...]) -> bool:
+    return not api or not token or bool(set(api) & set(token))
+
+
+def authentication_middleware(
+    authenticator: RequestAuthenticator, api_audiences: tuple[str, ...] = ()
+) -> Middleware:
+    @web.middleware
+    async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not is_secure(request):
+            request[USER_KEY] = PLAIN_PORT_USER
+            return await handler(request)
+        start = time.perf_counter()
+        try:
+            response = await authenticator.authenticate(request)
+        except AuthenticationError as e:
+            record_authentication("error", time.perf_counter() - start)
+            log.info("Unable to authenticate the request: %s", e)
+            return status_response(request, unauthorized())
+        if response is None:
+            record_authentication("failure", time.perf_counter() - start)
+            return status_response(request, unauthorized())
+        if not _audiences_acceptable(api_audiences, response.audiences):
+            record_authentication("error", time.perf_counter() - start)
+            log.info(
+                "unable to match the audience: %s, accepted: %s",
+                list(response.audiences),
+                list(api_audiences),
+            )
+            return status_response(request, unauthorized())
+        record_authentication("success", time.perf_counter() - start, response.user.name)
+        request[USER_KEY] = response.user
+        return await handler(request)
+
+    return authenticate

@@ -1,0 +1,241 @@
+"""The generic store of one resource, after kube-apiserver's
+``k8s.io/apiserver/pkg/registry/generic/registry/store.go``: what handlers call to
+read and write objects. It knows the resource's keys, sends writes to a dry-run view
+when asked, and is **the one place storage errors become Status errors**, per verb, as
+upstream's ``storeerr.InterpretGetError`` / ``InterpretListError`` /
+``InterpretCreateError`` / ``InterpretUpdateError`` / ``InterpretDeleteError`` /
+``InterpretWatchError`` (``k8s.io/apiserver/pkg/storage/errors/storage.go``) do::
+
+    handlers ──▶ Store (keys, dry run, errors → Status) ──▶ storage.Interface
+                                                              (cacher or etcd3)
+
+Per verb (the words come from ``apierrors.from_storage_error``):
+
+- every verb: NotFound → 404 with the object's name (a LIST's name is empty);
+  AlreadyExists on create → 409 AlreadyExists, on update/delete → 409 Conflict;
+  stale resourceVersion and failed preconditions → 409 Conflict; InvalidResourceVersion
+  and InvalidContinue → 400; TooLargeResourceVersion → 504 with retryAfterSeconds 1;
+  Expired → 410; cache not ready → 429 with Retry-After; undecodable data → 500.
+- etcd unreachable or too slow (``storage.errors.Unavailable``) → what a client of
+  kube-apiserver gets when etcd is down: the request waits on etcd until its deadline
+  and the timeout filter answers 504 ``Timeout: request did not complete within the
+  allotted timeout``, **without** retryAfterSeconds or a ``Retry-After`` header
+  (``WithTimeoutForNonLongRunningRequests``; upstream's etcd3 store never reports
+  "unreachable", so ``NewServerTimeout``'s retry-after-2 answer is never reached). So
+  client-go does not retry (it retries 5xx only with Retry-After) and ``kubectl get``
+  gives up after one answer, as against kube-apiserver.
+
+Deletion follows ``proxy.registry.deletion`` (finalizers, and with ``lifecycle`` —
+``--lifecycle-controllers`` — graceful deletion, propagationPolicy and namespace
+Terminating): ``delete`` marks an object that something keeps and removes the rest;
+``update`` removes an object whose last finalizer the update lifted.
+
+A storage error never escapes this module: a handler that reaches storage any other way
+is a bug that the panic filter answers 500.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Literal
+
+from proxy import apierrors
+from proxy.registry import deletion
+from proxy.registry.dry_run import DryRunStore
+from proxy.registry.resources import ResourceInfo
+from proxy.registry.storage_factory import ResourceStorage
+from storage import errors as serr
+from storage.interfaces import (
+    AttrsFunc,
+    GetOptions,
+    Interface,
+    JSONObject,
+    ListOptions,
+    ListResult,
+    Preconditions,
+    StoredObject,
+    UpdateFunc,
+    ValidateDeletion,
+    Watcher,
+)
+
+if TYPE_CHECKING:  # the request's options, parsed by the handler layer
+    from proxy.endpoints.handlers.delete_options import DeleteOptions
+
+__all__ = ["Store", "Verb", "interpret_storage_error"]
+
+log = logging.getLogger("watchcache.proxy")
+
+Verb = Literal["get", "list", "watch", "create", "update", "delete"]
+
+
+def interpret_storage_error(
+    err: serr.StorageError, verb: Verb, resource: ResourceInfo, name: str = ""
+) -> apierrors.StatusError:
+    """The Status a client gets for ``err`` raised by storage during ``verb`` on
+    ``resource``/``name`` (upstream's ``storeerr.Interpret<Verb>Error``)."""
+    qualified = resource.qualified
+    if isinstance(err, serr.Unavailable):  # the client's Status says only "Timeout"
+        log.warning("%s %s %r: %s", verb, qualified, name, err.message)
+    if verb == "list":
+        name = ""  # InterpretListError: NewNotFound(qualifiedResource, "")
+    if verb in ("update", "delete") and isinstance(err, serr.AlreadyExists):
+        return apierrors.conflict(qualified, name, err.message)
+    return apierrors.from_storage_error(err, qualified, name)
+
+
+class Store:
+    """One resource's generic store over its storage (see the module docstring).
+
+    Keys: ``namespace`` is ignored for cluster-scoped resources. Every method raises
+    only ``apierrors.StatusError`` for storage failures (plus whatever an update or
+    deletion function of the caller raises, unchanged)."""
+
+    def __init__(self, rs: ResourceStorage, *, lifecycle: bool = False) -> None:
+        self.rs = rs
+        self.lifecycle = lifecycle
+
+    @property
+    def resource(self) -> ResourceInfo:
+        return self.rs.resource
+
+    @property
+    def get_attrs(self) -> AttrsFunc:
+        return self.rs.get_attrs
+
+    def object_key(self, namespace: str, name: str) -> str:
+        return self.rs.object_key(namespace, name)
+
+    def list_key(self, namespace: str) -> str:
+        return self.rs.list_key(namespace)
+
+    @contextlib.contextmanager
+    def _interpret(self, verb: Verb, name: str = "") -> Iterator[None]:
+        try:
+            yield
+        except serr.StorageError as e:
+            raise interpret_storage_error(e, verb, self.resource, name) from None
+
+    def _writer(self, dry_run: bool) -> Interface | DryRunStore:
+        return DryRunStore(self.rs.store) if dry_run else self.rs.store
+
+    # ------------------------------------------------------------------------- reads
+
+    async def get(self, namespace: str, name: str, opts: GetOptions | None = None) -> StoredObject:
+        with self._interpret("get", name):
+            return await self.rs.store.get(self.object_key(namespace, name), opts or GetOptions())
+
+    async def list(self, namespace: str, opts: ListOptions) -> ListResult:
+        with self._interpret("list"):
+            return await self.rs.store.get_list(self.list_key(namespace), opts)
+
+    async def watch(self, namespace: str, opts: ListOptions) -> Watcher:
+        with self._interpret("watch"):
+            return await self.rs.store.watch(self.list_key(namespace), opts)
+
+    # ------------------------------------------------------------------------ writes
+
+    async def create(
+        self, namespace: str, name: str, obj: JSONObject, *, dry_run: bool = False
+    ) -> StoredObject:
+        with self._interpret("create", name):
+            return await self._writer(dry_run).create(self.object_key(namespace, name), obj)
+
+    async def update(
+        self,
+        namespace: str,
+        name: str,
+        try_update: UpdateFunc,
+        *,
+        preconditions: Preconditions | None = None,
+        ignore_not_found: bool = False,
+        dry_run: bool = False,
+    ) -> StoredObject:
+        """The optimistic read-modify-write of storage's ``guaranteed_update``; an object
+        being deleted that the update left with nothing to wait for is then removed
+        (upstream's ``ShouldDeleteDuringUpdate``) and returned as deleted."""
+        key = self.object_key(namespace, name)
+        writer = self._writer(dry_run)
+        with self._interpret("update", name):
+            stored = await writer.guaranteed_update(
+                key, preconditions, try_update, ignore_not_found=ignore_not_found
+            )
+        if not deletion.should_delete_during_update(stored.obj):
+            return stored
+        uid = (stored.obj.get("metadata") or {}).get("uid")
+        with self._interpret("delete", name):
+            return await writer.delete(key, Preconditions(uid=uid))
+
+    async def delete(
+        self,
+        namespace: str,
+        name: str,
+        preconditions: Preconditions | None = None,
+        *,
+        validate_deletion: ValidateDeletion | None = None,
+        dry_run: bool = False,
+        ignore_store_read_error: bool = False,
+        options: DeleteOptions | None = None,
+    ) -> tuple[StoredObject, bool]:
+        """DELETE: (the object as it is now, whether it was removed), as upstream's
+        ``Store.Delete``. With ``options`` the deletion rules of
+        ``proxy.registry.deletion`` apply: an object kept by finalizers (or, with
+        ``lifecycle``, a grace period or a terminating namespace) is updated in place
+        (``validate_deletion`` runs on it first) and not removed. Without ``options``
+        the object is removed. ``ignore_store_read_error``: the unsafe delete of a
+        value that cannot be decoded (``AllowUnsafeMalformedObjectDeletion``)."""
+        key = self.object_key(namespace, name)
+        writer = self._writer(dry_run)
+        if options is not None and not ignore_store_read_error:
+            opts = options
+
+            async def mark(current: JSONObject) -> JSONObject:
+                if validate_deletion is not None:
+                    await validate_deletion(current)
+                return deletion.mark(self.resource, current, opts, lifecycle=self.lifecycle)
+
+            try:
+                with self._interpret("delete", name):
+                    return await writer.guaranteed_update(key, preconditions, mark), False
+            except deletion.DeleteNow:
+                pass
+        with self._interpret("delete", name):
+            removed = await writer.delete(
+                key, preconditions, validate_deletion,
+                ignore_store_read_error=ignore_store_read_error,
+            )  # fmt: skip
+        return removed, True
+
+    async def delete_collection(
+        self,
+        namespace: str,
+        opts: ListOptions,
+        *,
+        dry_run: bool = False,
+        options: DeleteOptions | None = None,
+    ) -> tuple[ListResult, builtins.list[StoredObject]]:
+        """Delete every object ``opts`` selects (listed from storage as ``opts`` ask),
+        each guarded by its UID, as :meth:`delete` with ``options`` does; objects
+        deleted or replaced meanwhile are skipped, as upstream's ``DeleteCollection``
+        skips NotFound. Returns the listing and the objects as the deletion left them
+        (removed ones with their deletion revision, kept ones marked)."""
+        listed = await self.list(namespace, opts)
+        deleted: builtins.list[StoredObject] = []
+        for item in listed.items:
+            meta = item.obj.get("metadata") or {}
+            item_namespace = str(meta.get("namespace") or namespace)
+            uid = Preconditions(uid=meta.get("uid"))
+            try:
+                stored, _ = await self.delete(
+                    item_namespace, str(meta.get("name", "")), uid,
+                    dry_run=dry_run, options=options,
+                )  # fmt: skip
+                deleted.append(stored)
+            except apierrors.StatusError as e:
+                if e.code in (404, 409):  # deleted or replaced meanwhile: not ours to delete
+                    continue
+                raise
+        return listed, deleted

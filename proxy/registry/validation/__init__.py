@@ -1,0 +1,31 @@
+"""Validation of writes, as kube-apiserver validates before storage.
+
+Two stages, in the order of upstream's write path:
+
+- the request body (``request_body``): the ``fieldValidation`` mode and fieldManager
+  options, strict decoding (``field_validation``: unknown and duplicate fields), the
+  schema's type checks (``schema``);
+- the object (``strategy``), after the system fields are set: ``validate_create`` /
+  ``validate_update`` run the kind's ``strategy.Validate`` / ``ValidateUpdate`` —
+  ObjectMeta (``object_meta``, names by ``names``), Pod (``pod``), other core kinds
+  (``core``), ``apps``, ``batch`` — and report every violation in one 422 Invalid
+  built from field errors (``field``) as ``errors.NewInvalid`` builds it.
+
+Helpers: ``go_values`` (bad values as Go prints them), ``quantity`` (resource
+quantities), ``cron`` (CronJob schedules).
+"""
+
+from __future__ import annotations
+
+from proxy.registry.validation.field_validation import Mode
+from proxy.registry.validation.request_body import field_mode, validate_patched, validate_written
+from proxy.registry.validation.strategy import validate_create, validate_update
+
+__all__ = [
+    "Mode",
+    "field_mode",
+    "validate_create",
+    "validate_patched",
+    "validate_update",
+    "validate_written",
+]

@@ -1,0 +1,79 @@
+"""``/debug/watchcache`` and ``/debug/requests``: what the lab's page shows, as JSON.
+
+- ``GET /debug/watchcache``: etcd's current revision and, per watch cache, its resource,
+  objects held, resourceVersion, history window (oldest deliverable resourceVersion,
+  events held, capacity), open watchers and their lag (how far each is behind the
+  cache: events buffered for it), events dispatched, and its index;
+- ``GET /debug/requests?since=N``: the access-log entries numbered above N (the last
+  500 are kept): verb, path, code, ms, userAgent, and for LISTs where they were served
+  from and the objects fetched/returned.
+
+kube-apiserver keeps its own introspection under ``/debug`` (pprof, flags) too; these
+are this server's, read-only and cheap (no etcd read but one revision query).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+
+from proxy.endpoints import negotiation
+from proxy.endpoints.metrics import RECENT_REQUESTS, RecentRequests
+from proxy.server.context import API_CONTEXT
+
+__all__ = ["setup_debug_routes"]
+
+JSON = dict[str, Any]
+REVISION_TIMEOUT = 2.0
+
+
+def _cache_state(resource: str, cacher: Any) -> JSON:
+    history = cacher.history
+    watchers = cacher.dispatcher.watchers()
+    return {
+        "resource": resource,
+        "objects": len(cacher.cache),
+        "resourceVersion": cacher.resource_version,
+        "ready": bool(cacher.ready.check()),
+        "history": {"oldest": history.oldest_deliverable(), "size": len(history),
+                    "capacity": history.capacity},
+        "watchers": len(watchers),
+        "lag": sorted((w.pending for w in watchers), reverse=True)[:5],
+        "dispatched": cacher.dispatcher.dispatched,
+        "index": cacher.dispatcher.index_field,
+    }
+
+
+async def _watchcache(request: web.Request) -> web.Response:
+    ctx = request.app[API_CONTEXT]
+    caches = []
+    for rs in ctx.storages.built():
+        cacher = getattr(rs.store, "cacher", None)
+        if cacher is not None:
+            caches.append(_cache_state(rs.resource.qualified, cacher))
+    revision = None
+    try:
+        async with asyncio.timeout(REVISION_TIMEOUT):
+            key = ctx.settings.etcd_prefix.encode()
+            revision = (await ctx.storage_ctx.client.get(key)).revision
+    except Exception:  # etcd down: the page shows the caches without it
+        revision = None
+    return negotiation.json_response({"etcdRevision": revision,
+                                      "caches": sorted(caches, key=lambda c: c["resource"])})
+
+
+async def _requests(request: web.Request) -> web.Response:
+    recent = request.app[RECENT_REQUESTS]
+    try:
+        since = int(request.query.get("since", "0"))
+    except ValueError:
+        since = 0
+    return negotiation.json_response({"seq": recent.seq, "items": recent.since(since)})
+
+
+def setup_debug_routes(app: web.Application) -> None:
+    app[RECENT_REQUESTS] = RecentRequests()
+    app.router.add_get("/debug/watchcache", _watchcache)
+    app.router.add_get("/debug/requests", _requests)
