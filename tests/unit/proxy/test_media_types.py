@@ -54,3 +54,31 @@ def test_parse_accept_not_acceptable() -> None:
 def test_content_types() -> None:
     assert parse_accept(KUBECTL_GET).content_type == "application/json;as=Table;v=v1;g=meta.k8s.io"
     assert AcceptedFormat("json").content_type == "application/json"
+
+
+PB = "application/vnd.kubernetes.protobuf"
+
+
+@pytest.mark.parametrize(
+    ("header", "is_list", "expected"),
+    [
+        (PB, False, AcceptedFormat("protobuf", PB)),
+        (f"{PB},application/json", True, AcceptedFormat("protobuf", PB)),
+        (f"{PB};as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", True,
+         AcceptedFormat("partial-list", PB, "v1")),
+        (f"{PB};as=PartialObjectMetadata;v=v1;g=meta.k8s.io", False,
+         AcceptedFormat("partial", PB, "v1")),
+        # a Table is never protobuf (as upstream): the next range answers
+        (f"{PB};as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io",
+         True, AcceptedFormat("table", "application/json", "v1")),
+    ],
+)  # fmt: skip
+def test_parse_accept_protobuf_where_the_resource_has_it(
+    header: str, is_list: bool, expected: AcceptedFormat
+) -> None:
+    assert parse_accept(header, is_list=is_list, protobuf=True) == expected
+
+
+def test_a_protobuf_table_alone_is_not_acceptable() -> None:
+    with pytest.raises(NotAcceptableError):
+        parse_accept(f"{PB};as=Table;v=v1;g=meta.k8s.io", is_list=True, protobuf=True)
