@@ -2,6 +2,7 @@
 
     watchcache bench [--pods 10000 --nodes 100] [--runs K] [--out DIR]
                      [--server URL --etcd-servers URLS] [--sweep 1000,10000,50000] [--quick]
+                     [--scenarios table_cache,yaml_cache,...]
 
 Self-contained unless ``--server`` is given: starts a real etcd and three servers on it
 (the default one; one with ``ConsistentListFromCache``; one whose watch cache has no
@@ -9,7 +10,10 @@ Self-contained unless ``--server`` is given: starts a real etcd and three server
 floor, then runs every scenario K times, interleaved, from a separate client process
 (:mod:`lab.bench_client`). Writes ``results.json``, ``report.md`` and PNG charts into
 ``--out`` and prints a table. ``--sweep`` grows the data set step by step and measures
-at each size. ``--quick`` is a small run for CI (well under a minute).
+at each size. ``--quick`` is a small run for CI (well under a minute). ``--scenarios``
+measures only the named ones. Every scenario reports the server's event-loop lag while
+it ran (``watchcache_event_loop_lag_seconds``); the Table, metadata-only and YAML LISTs
+also how long a concurrent ``/readyz`` waited.
 """
 
 from __future__ import annotations
@@ -43,6 +47,9 @@ __all__ = ["BenchConfig", "main", "run_bench"]
 NOINDEX_FLAG = "--watch-cache-index=false"
 CONSISTENT_FLAG = "--feature-gates=ConsistentListFromCache=true"
 PAGE = 500
+TABLE_ACCEPT = ("application/json;as=Table;v=v1;g=meta.k8s.io,"
+                "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")  # kubectl's
+METADATA_ACCEPT = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
@@ -57,6 +64,7 @@ class BenchConfig:
     server: str | None = None
     etcd_servers: list[str] = field(default_factory=list)
     sweep: list[int] = field(default_factory=list)
+    scenarios: list[str] = field(default_factory=list)  # only these (all when empty)
     machine: str = ""
     quiet: bool = False
 
@@ -236,8 +244,12 @@ async def _prepare(topo: Topology, cfg: BenchConfig, pods: int, pods_from: int) 
     if not res.ok:
         raise RuntimeError(f"seeding failed: {res.summary()}; {res.errors}")
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as s:
-        status, body = await _get(s, topo.main + "/api/v1/pods?limit=1")
-        rv = orjson.loads(body)["metadata"]["resourceVersion"]
+        # The newest pod's revision, not etcd's: other writes (a compactor's key) move
+        # etcd past it, and a pods cache on an etcd without progress notifications
+        # never reaches a revision no pod event carried.
+        status, body = await _get(s, topo.main + "/api/v1/pods")
+        items = orjson.loads(body)["items"]
+        rv = str(max(int(i["metadata"]["resourceVersion"]) for i in items))
         for url in (topo.main, topo.consistent, topo.noindex):
             if url:
                 await _caught_up(s, url, rv)
@@ -278,10 +290,19 @@ def _scenarios(topo: Topology, cfg: BenchConfig, pod: dict[str, Any]) -> list[di
         ("field_cache_indexed_protobuf", "http", f"{m}/api/v1/pods?{fs}&resourceVersion=0",
          "server"),
         ("floor_bytes_protobuf", "http", f"{topo.floor}/api/v1/pods", "floor"),
+        # converted LISTs, with /readyz probed meanwhile (how long they hold the loop)
+        ("table_cache", "http", f"{m}/api/v1/pods?resourceVersion=0", "server"),
+        ("table_etcd", "http", f"{m}/api/v1/pods", "server"),
+        ("metadata_cache", "http", f"{m}/api/v1/pods?resourceVersion=0", "server"),
+        ("yaml_cache", "http", f"{m}/api/v1/pods?resourceVersion=0", "server"),
     ]  # fmt: skip
+    converted = {"table_cache": TABLE_ACCEPT, "table_etcd": TABLE_ACCEPT,
+                 "metadata_cache": METADATA_ACCEPT, "yaml_cache": "application/yaml"}
+    accept = {**converted, **{n: PROTOBUF for n, *_ in sc if n.endswith("_protobuf")}}
     return [{"name": n, "kind": k, "target": t, "serving": p, "churn": n == "list_consistent",
-             "accept": PROTOBUF if n.endswith("_protobuf") else ""}
-            for n, k, t, p in sc if n not in topo.unavailable]  # fmt: skip
+             "headers": {"Accept": accept[n]} if n in accept else {}, "readyz": n in converted}
+            for n, k, t, p in sc
+            if n not in topo.unavailable and (not cfg.scenarios or n in cfg.scenarios)]  # fmt: skip
 
 
 def _measure(topo: Topology, cfg: BenchConfig, scenarios: list[dict[str, Any]],
@@ -410,6 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--etcd-servers", default="", help="its etcd (for the raw range floor)")
     p.add_argument("--sweep", default="", help="comma-separated pod counts, e.g. 1000,10000")
     p.add_argument("--quick", action="store_true", help="small and fast, for CI")
+    p.add_argument("--scenarios", default="", help="comma-separated scenario names (all)")
     p.add_argument("--machine", default="", help="label for the report (default: detected)")
     p.add_argument("--quiet", action="store_true")
     return p
@@ -425,6 +447,7 @@ def main(argv: list[str]) -> int:
         server=a.server, machine=a.machine, quiet=a.quiet,
         etcd_servers=[u for u in a.etcd_servers.split(",") if u],
         sweep=[int(x) for x in a.sweep.split(",") if x.strip()],
+        scenarios=[x.strip() for x in a.scenarios.split(",") if x.strip()],
     )  # fmt: skip
     if cfg.pods < 1 or cfg.nodes < 1 or cfg.runs < 1:
         p.error("--pods, --nodes and --runs must be >= 1")

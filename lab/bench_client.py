@@ -13,7 +13,16 @@ Kinds of scenario: ``http`` (one GET, body read in full, not parsed), ``paginate
 (follow ``continue`` tokens until the list ends; one sample is the whole walk) and
 ``etcd_range`` (one Range of the prefix through etcdclient: the etcd path's floor).
 A ``churn`` scenario first writes an unrelated key (untimed), so that etcd's revision is
-ahead of the watch cache's and a consistent read must establish freshness.
+ahead of the watch cache's and a consistent read must establish freshness. ``headers``
+are sent with each request (``Accept`` for Table, YAML, metadata-only lists).
+
+Loop lag: around every request of a server with ``watchcache_event_loop_lag_seconds``
+(a 10 ms ticker inside the server, :mod:`proxy.server.loop_lag`) the client reads the
+histogram and keeps the change of its buckets, so the report can give, per scenario,
+the p99 and the largest lateness of the ticker while that scenario ran; first, the same
+over a few idle seconds (what the machine's other processes alone cause). A ``readyz``
+scenario also asks ``/readyz`` over and over on other connections while its request
+runs, and keeps those latencies: what any other client waited meanwhile.
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ import psutil  # type: ignore[import-untyped]
 
 from lab.observe import FETCHED, RETURNED, SERVED_FROM
 
-__all__ = ["Sample", "Scenario", "run"]
+__all__ = ["Sample", "Scenario", "lag_buckets", "run"]
 
 # Outside every resource prefix: writing it moves etcd's revision past every watch
 # cache's, as the constant writes of a live cluster do, without touching any object.
@@ -48,7 +57,8 @@ class Scenario:
     target: str  # URL for http/paginate, key prefix for etcd_range
     serving: str  # the accounted process that serves it (key of "processes")
     churn: bool = False  # move etcd's revision (an unrelated key) before each request
-    accept: str = ""  # the Accept header (protobuf scenarios); "" for the default (JSON)
+    headers: dict[str, str] = field(default_factory=dict)  # sent with each request (Accept)
+    readyz: bool = False  # probe /readyz concurrently while the request runs
 
 
 @dataclass
@@ -63,8 +73,13 @@ class Sample:
     items: int | None = None
     cpu: dict[str, float] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
+    # change of watchcache_event_loop_lag_seconds around the request: [(le, count), ...]
+    # cumulative as Prometheus buckets (le "+Inf" last); empty without the metric
+    lag_buckets: list[tuple[str, float]] = field(default_factory=list)
+    readyz: list[float] = field(default_factory=list)  # concurrent /readyz latencies (s)
 
 
+LOOP_LAG = "watchcache_event_loop_lag_seconds"
 # Counters read from the serving server's /metrics around one request of each scenario.
 METRICS = {
     "storage_fetched": "apiserver_storage_list_fetched_objects_total",
@@ -118,10 +133,52 @@ def _int(v: str | None) -> int | None:
     return int(v) if v is not None and v.isdigit() else None
 
 
+def lag_buckets(before: Any, after: Any) -> list[tuple[str, float]]:
+    """The loop-lag histogram's cumulative bucket counts moved between two scrapes,
+    in bucket order."""
+    if before is None or after is None or not after.has(LOOP_LAG + "_bucket"):
+        return []
+    out: list[tuple[str, float]] = []
+    for (name, labels), value in after.samples.items():
+        if name == LOOP_LAG + "_bucket":
+            moved = value - before.samples.get((name, labels), 0.0)
+            out.append((dict(labels)["le"], moved))
+    return sorted(out, key=lambda b: float(b[0]))
+
+
+async def _readyz_probe(
+    session: aiohttp.ClientSession, base: str, out: list[float], done: asyncio.Event
+) -> None:
+    """GET /readyz one after another until ``done`` is set, appending each latency (the
+    one in flight when ``done`` is set is finished and counted too: on a stalled
+    server it is the one that waited longest)."""
+    while not done.is_set():
+        t0 = time.perf_counter()
+        async with session.get(base + "/readyz") as r:
+            await r.read()
+        out.append(time.perf_counter() - t0)
+
+
+async def _probed(session: aiohttp.ClientSession, sc: Scenario, parse: bool) -> Sample:
+    """``_http``, with ``/readyz`` probed meanwhile when the scenario asks for it."""
+    if not sc.readyz:
+        return await _http(session, sc, parse)
+    latencies: list[float] = []
+    done = asyncio.Event()
+    base = "/".join(sc.target.split("/")[:3])
+    probe = asyncio.create_task(_readyz_probe(session, base, latencies, done))
+    try:
+        s = await _http(session, sc, parse)
+    finally:
+        done.set()
+        await probe
+    s.readyz = latencies
+    return s
+
+
 async def _http(session: aiohttp.ClientSession, sc: Scenario, parse: bool) -> Sample:
-    headers = {"Accept": sc.accept} if sc.accept else {}
     t0 = time.perf_counter()
-    async with session.get(sc.target, headers=headers) as r:
+    async with session.get(sc.target, headers=sc.headers) as r:
         body = await r.read()
         seconds = time.perf_counter() - t0
         h = r.headers
@@ -129,7 +186,10 @@ async def _http(session: aiohttp.ClientSession, sc: Scenario, parse: bool) -> Sa
                    _int(h.get(RETURNED)))  # fmt: skip
     if parse and r.status == 200 and h.get("Content-Type", "").startswith("application/json"):
         doc = orjson.loads(body)
-        s.items = len(doc.get("items") or []) if "items" in doc else 1
+        if "items" in doc or "rows" in doc:  # a List or a Table
+            s.items = len(doc.get("items") or doc.get("rows") or [])
+        else:
+            s.items = 1
     return s
 
 
@@ -180,6 +240,7 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
         aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as session,
         EtcdClient(spec["etcd_endpoints"], request_timeout=120) as etcd,
     ):
+        idle = await _idle_lag(session, scenarios, float(spec.get("idle_seconds", 5)))
         start = acct.cpu()
         for rnd in range(warmup + runs):
             # A fresh (seeded) order each round: no scenario always follows the same one,
@@ -188,12 +249,13 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
             for sc in random.Random(rnd).sample(scenarios, len(scenarios)):
                 if sc.churn:
                     await etcd.put(CHURN_KEY, str(rnd).encode())
-                # Metrics once per scenario, on the parsed round, outside timing and CPU.
-                metered = rnd == 0 and sc.kind != "etcd_range"
+                # Metrics around every request, outside timing and CPU: the loop lag
+                # each time, the objects counters on the parsed round.
+                metered = sc.kind != "etcd_range"
                 m0 = await _scrape(session, sc.target) if metered else None
                 before = acct.cpu()
                 if sc.kind == "http":
-                    s = await _http(session, sc, parse=rnd == 0)
+                    s = await _probed(session, sc, parse=rnd == 0)
                 elif sc.kind == "paginate":
                     s = await _paginate(session, sc, parse=rnd == 0)
                 else:
@@ -201,8 +263,9 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
                 after = acct.cpu()
                 s.cpu = {p: after[p] - before[p] for p in after}
                 m1 = await _scrape(session, sc.target) if m0 is not None else None
-                if m0 is not None and m1 is not None:
+                if m0 is not None and m1 is not None and rnd == 0:
                     s.metrics = {k: m1.since(m0, n, resource="pods") for k, n in METRICS.items()}
+                s.lag_buckets = lag_buckets(m0, m1)
                 acct.sample_rss()
                 if rnd >= warmup or rnd == 0:
                     d = asdict(s)
@@ -210,7 +273,22 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
                     samples[sc.name].append(d)
         end = acct.cpu()
     cpu_total = {p: end[p] - start[p] for p in end}
-    return {"samples": samples, "peak_rss": acct.peak_rss, "cpu_total": cpu_total}
+    return {"samples": samples, "peak_rss": acct.peak_rss, "cpu_total": cpu_total,
+            "idle_lag_buckets": idle}  # fmt: skip
+
+
+async def _idle_lag(
+    session: aiohttp.ClientSession, scenarios: list[Scenario], seconds: float
+) -> list[tuple[str, float]]:
+    """The first server's loop lag over ``seconds`` without requests: the noise floor
+    of this machine (other processes preempting the server), to read the scenarios'
+    lag against."""
+    target = next((sc.target for sc in scenarios if sc.kind != "etcd_range"), None)
+    if target is None or seconds <= 0:
+        return []
+    before = await _scrape(session, target)
+    await asyncio.sleep(seconds)
+    return lag_buckets(before, await _scrape(session, target))
 
 
 def main(argv: list[str] | None = None) -> int:

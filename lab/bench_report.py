@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "SCENARIOS", "ScenarioStats", "Target", "charts", "markdown", "percentile", "summarize",
-    "table", "targets",
+    "SCENARIOS", "ScenarioStats", "Target", "bucket_max", "bucket_quantile", "charts",
+    "markdown", "merge_buckets", "percentile", "summarize", "table", "targets",
 ]  # fmt: skip
 
 # name -> (group, description). The report keeps this order.
@@ -31,6 +31,10 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "label_cache": ("labelSelector", "app=web, RV=0: cache"),
     "get_etcd": ("GET one", "RV unset: etcd"),
     "get_cache": ("GET one", "RV=0: cache"),
+    "table_cache": ("as=Table", "kubectl get's Table of all pods, RV=0: cache"),
+    "table_etcd": ("as=Table", "kubectl get's Table of all pods, RV unset: etcd"),
+    "metadata_cache": ("metadata only", "PartialObjectMetadataList of all pods, RV=0: cache"),
+    "yaml_cache": ("YAML", "Accept: application/yaml, all pods, RV=0: cache"),
     "floor_etcd_range": ("floors", "raw etcd Range of the prefix (etcdclient)"),
     "floor_bytes": ("floors", "same bytes as the cached LIST from a trivial handler"),
     "list_etcd_protobuf": ("protobuf", "LIST all, RV unset, as protobuf"),
@@ -74,6 +78,12 @@ class ScenarioStats:
     metrics: dict[str, float] | None = None  # counters moved by one request (/metrics)
     available: bool = True
     note: str = ""
+    # the server's 10 ms ticker while this scenario ran (watchcache_event_loop_lag_seconds)
+    lag_ticks: int = 0
+    lag_p99: float = math.nan  # seconds, interpolated within the histogram's buckets
+    lag_max: float = math.nan  # seconds: upper bound of the highest bucket reached
+    readyz_p50: float = math.nan  # concurrent /readyz latency, for "readyz" scenarios
+    readyz_max: float = math.nan
 
 
 # /proc counts CPU time in 10 ms ticks: a scenario's per-request CPU is reported only
@@ -127,7 +137,51 @@ def summarize(
             int(raw.get("peak_rss", {}).get(proc, 0)),
             next((s["metrics"] for s in samples if s.get("metrics")), None),
         ))  # fmt: skip
+        _loop_stats(out[-1], timed)
     return out
+
+
+def merge_buckets(samples: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """The samples' loop-lag buckets added up: ``[(le, cumulative count), ...]``."""
+    total: dict[float, float] = {}
+    for s in samples:
+        for le, count in s.get("lag_buckets") or []:
+            total[float(le)] = total.get(float(le), 0.0) + count
+    return sorted(total.items())
+
+
+def bucket_quantile(buckets: list[tuple[float, float]], q: float) -> float:
+    """Prometheus's ``histogram_quantile``: ``q`` in [0, 1] from cumulative buckets,
+    linear within the bucket; the last finite bound if it falls in ``+Inf``."""
+    if not buckets or buckets[-1][1] <= 0:
+        return math.nan
+    rank = q * buckets[-1][1]
+    lower, below = 0.0, 0.0
+    for le, count in buckets:
+        if count >= rank:
+            if math.isinf(le):
+                return lower
+            return lower + (le - lower) * ((rank - below) / (count - below) if count > below else 1)
+        lower, below = le, count
+    return lower
+
+
+def bucket_max(buckets: list[tuple[float, float]]) -> float:
+    """An upper bound of the largest observation: the first bound holding every count."""
+    if not buckets or buckets[-1][1] <= 0:
+        return math.nan
+    return next(le for le, count in buckets if count >= buckets[-1][1])
+
+
+def _loop_stats(stats: ScenarioStats, timed: list[dict[str, Any]]) -> None:
+    buckets = merge_buckets(timed)
+    if buckets:
+        stats.lag_ticks = int(buckets[-1][1])
+        stats.lag_p99 = bucket_quantile(buckets, 0.99)
+        stats.lag_max = bucket_max(buckets)
+    readyz = [x for s in timed for x in s.get("readyz") or []]
+    if readyz:
+        stats.readyz_p50, stats.readyz_max = percentile(readyz, 50), max(readyz)
 
 
 @dataclass
@@ -272,6 +326,7 @@ def _run_markdown(run: dict[str, Any]) -> list[str]:
             f"{s['peak_rss'] / 2**20:.0f} MiB |"
         )
     lines += _metrics_markdown(run)
+    lines += _lag_markdown(run)
     raw = run.get("raw") or {}
     if raw.get("peak_rss"):
         lines += ["", "### Processes (whole measurement)", "",
@@ -306,6 +361,26 @@ def _metrics_markdown(run: dict[str, Any]) -> list[str]:
     for s in rows:
         lines.append(f"| {s['name']} | " + " | ".join(f"{s['metrics'].get(c, 0):.0f}"
                                                       for c in cols) + " |")  # fmt: skip
+    return lines
+
+
+def _lag_markdown(run: dict[str, Any]) -> list[str]:
+    """Per scenario: how late the server's 10 ms ticker woke while it ran, and what a
+    concurrent /readyz waited (a budget of ~20 ms per loop step)."""
+    rows = [s for s in run["scenarios"] if s.get("lag_ticks")]
+    if not rows:
+        return []
+    idle = merge_buckets([{"lag_buckets": (run.get("raw") or {}).get("idle_lag_buckets")}])
+    lines = ["", "### Event loop lag (watchcache_event_loop_lag_seconds, a 10 ms ticker in "
+             "the server; max is the upper bound of the highest histogram bucket reached)", "",
+             "| scenario | ticks | lag p99 ms | lag max ms (<=) | concurrent /readyz p50 ms | "
+             "/readyz max ms |", "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    if idle and idle[-1][1] > 0:
+        lines.append(f"| (idle: no request) | {idle[-1][1]:.0f} | "
+                     f"{_ms(bucket_quantile(idle, 0.99))} | {_ms(bucket_max(idle))} | - | - |")
+    for s in rows:
+        lines.append(f"| {s['name']} | {s['lag_ticks']} | {_ms(s['lag_p99'])} | "
+                     f"{_ms(s['lag_max'])} | {_ms(s['readyz_p50'])} | {_ms(s['readyz_max'])} |")
     return lines
 
 
@@ -410,7 +485,7 @@ def table(run: dict[str, Any]) -> Any:
 
     t = Table(title=f"watchcache bench: {run['pods']} pods")
     for col in ("scenario", "p50 ms", "p99 ms", "req/s", "bytes", "from", "fetched",
-                "returned", "srv CPU ms", "etcd CPU ms"):  # fmt: skip
+                "returned", "srv CPU ms", "etcd CPU ms", "lag p99 ms", "lag max ms"):  # fmt: skip
         t.add_column(col, justify="left" if col in ("scenario", "from") else "right")
     for s in run["scenarios"]:
         if not s["available"]:
@@ -419,7 +494,8 @@ def table(run: dict[str, Any]) -> Any:
         t.add_row(s["name"], _ms(s["p50"]), _ms(s["p99"]), f"{s['throughput']:.1f}",
                   _kb(s["nbytes"]), _opt(s["served_from"]), _opt(s["fetched"]),
                   _opt(s["returned"]), f"{s['server_cpu'] * 1000:.1f}",
-                  f"{s['etcd_cpu'] * 1000:.1f}")  # fmt: skip
+                  f"{s['etcd_cpu'] * 1000:.1f}", _ms(s.get("lag_p99", math.nan)),
+                  _ms(s.get("lag_max", math.nan)))  # fmt: skip
     return t
 
 

@@ -5,9 +5,11 @@ dispatched in ``proxy.patch.patcher``), at most 3 MiB (413 above). Decoding erro
 kind/apiVersion that does not fit the endpoint become 400 BadRequest with
 kube-apiserver's wording.
 
-Responses: the Accept header picks the object as JSON (orjson; stored bytes are sent
-as they are) or YAML, a ``meta.k8s.io`` Table (``as=Table``, printed by
-``proxy.printers.table``, as kubectl asks for every ``get``), or PartialObjectMetadata[List].
+Responses: the Accept header (``proxy.endpoints.media_types``) picks the object as JSON
+(orjson; stored bytes are sent as they are), YAML or protobuf, a ``meta.k8s.io`` Table
+(``as=Table``, printed by ``proxy.printers``, as kubectl asks for every ``get``), or
+PartialObjectMetadata[List]. Lists are encoded item by item by the format's encoder
+(:func:`list_encoder`, ``proxy.endpoints.encoders``) and streamed in bounded steps.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import yaml
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.endpoints import protobuf
+from proxy.endpoints import encoders, protobuf
+from proxy.endpoints.media_types import AcceptedFormat, NotAcceptableError, parse_accept
 from proxy.endpoints.scheme import check_kind
 from proxy.printers import table
 from proxy.registry.resources import ResourceInfo
@@ -42,6 +45,7 @@ __all__ = [
     "discovery_response",
     "dump_json",
     "json_response",
+    "list_encoder",
     "media_type_of",
     "preferred_response",
     "read_body",
@@ -323,14 +327,14 @@ def unsupported_body_type(media_type: str, accepted: Sequence[str]) -> apierrors
 
 def response_format(
     request: web.Request, *, is_list: bool = False, resource: ResourceInfo | None = None
-) -> table.AcceptedFormat:
+) -> AcceptedFormat:
     """The response format for ``request``'s Accept header: the object (JSON/YAML, and
     protobuf for a ``resource`` the protobuf schema has), a ``meta.k8s.io`` Table, or
     PartialObjectMetadata[List]; 406 if none fits."""
     pb = resource is not None and protobuf.supports(resource)
     try:
-        return table.parse_accept(request.headers.get("Accept"), is_list=is_list, protobuf=pb)
-    except table.NotAcceptableError:
+        return parse_accept(request.headers.get("Accept"), is_list=is_list, protobuf=pb)
+    except NotAcceptableError:
         raise apierrors.not_acceptable(
             (*RESPONSE_TYPES, PROTOBUF_TYPE) if pb else RESPONSE_TYPES
         ) from None
@@ -338,8 +342,8 @@ def response_format(
 
 def _prefers_protobuf(request: web.Request) -> bool:
     try:
-        fmt = table.parse_accept(request.headers.get("Accept"), protobuf=True)
-    except table.NotAcceptableError:
+        fmt = parse_accept(request.headers.get("Accept"), protobuf=True)
+    except NotAcceptableError:
         return False
     return fmt.format == "protobuf"
 
@@ -371,20 +375,23 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def _table_error(e: table.TableError) -> apierrors.StatusError:
-    return apierrors.bad_request(str(e))
-
-
-def _partial(obj: JSONObject, version: str) -> JSONObject:
-    return {
-        "kind": "PartialObjectMetadata",
-        "apiVersion": f"{table.META_GROUP}/{version}",
-        "metadata": obj.get("metadata") or {},
-    }
+def _table_convertor(
+    fmt: AcceptedFormat, resource: ResourceInfo, request: web.Request
+) -> table.TableConvertor:
+    """The request's Table options (``includeObject``); 400 BadRequest if invalid."""
+    try:
+        return table.TableConvertor(
+            resource,
+            include_object=request.query.get("includeObject", "Metadata"),
+            table_version=fmt.version,
+            now=_now(),
+        )
+    except table.TableError as e:
+        raise apierrors.bad_request(str(e)) from None
 
 
 def converted_object(
-    fmt: table.AcceptedFormat, resource: ResourceInfo, obj: JSONObject, request: web.Request
+    fmt: AcceptedFormat, resource: ResourceInfo, obj: JSONObject, request: web.Request
 ) -> JSONObject:
     """One object as a Table or PartialObjectMetadata (``fmt`` is neither json nor yaml)."""
     if fmt.format == "table":
@@ -397,8 +404,8 @@ def converted_object(
                 table_version=fmt.version,
             )
         except table.TableError as e:
-            raise _table_error(e) from None
-    return _partial(obj, fmt.version)
+            raise apierrors.bad_request(str(e)) from None
+    return table.as_partial_object_metadata(obj, fmt.version)
 
 
 def object_response(
@@ -406,7 +413,7 @@ def object_response(
     resource: ResourceInfo,
     data: bytes,
     code: int = 200,
-    fmt: table.AcceptedFormat | None = None,
+    fmt: AcceptedFormat | None = None,
     warnings: Sequence[str] = (),
     stored: StoredObject | None = None,
 ) -> web.Response:
@@ -439,46 +446,33 @@ def object_response(
     return response
 
 
-def converted_list(
-    fmt: table.AcceptedFormat,
-    resource: ResourceInfo,
-    items: list[JSONObject],
-    metadata: JSONObject,
-    request: web.Request,
-) -> JSONObject:
-    """A list as a Table, PartialObjectMetadataList, or the resource's List (YAML)."""
+def list_encoder(
+    fmt: AcceptedFormat, resource: ResourceInfo, metadata: JSONObject, request: web.Request
+) -> encoders.ListEncoder | encoders.ProtobufListEncoder:
+    """How a list of ``resource`` is encoded in ``fmt`` (one encoder per format): the
+    resource's List as JSON, YAML or protobuf, a Table, or a PartialObjectMetadataList
+    (JSON, YAML or protobuf). Raises 400 BadRequest for bad Table options, before
+    anything is written."""
+    yaml_media = fmt.media_type == YAML_TYPE
     if fmt.format == "table":
-        try:
-            return table.to_table(
-                resource,
-                items,
-                include_object=request.query.get("includeObject", "Metadata"),
-                list_meta=metadata,
-                now=_now(),
-                table_version=fmt.version,
-            )
-        except table.TableError as e:
-            raise _table_error(e) from None
+        convertor = _table_convertor(fmt, resource, request)
+        return encoders.table_list(convertor, table.list_meta_of(metadata), yaml_media)
+    if fmt.format == "partial-list" and fmt.media_type == PROTOBUF_TYPE:
+        return encoders.partial_object_metadata_protobuf_list(metadata, fmt.version)
     if fmt.format == "partial-list":
-        return {
-            "kind": "PartialObjectMetadataList",
-            "apiVersion": f"{table.META_GROUP}/{fmt.version}",
-            "metadata": metadata,
-            "items": [_partial(i, fmt.version) for i in items],
-        }
-    return {
-        "kind": resource.list_kind,
-        "apiVersion": resource.api_version,
-        "metadata": metadata,
-        "items": items,
-    }
+        return encoders.partial_object_metadata_list(metadata, fmt.version, yaml_media)
+    if fmt.format == "yaml":
+        return encoders.yaml_list(resource.list_kind, resource.api_version, metadata)
+    if fmt.format == "protobuf":
+        return encoders.protobuf_list(resource.list_kind, resource.api_version, metadata)
+    return encoders.json_list(resource.list_kind, resource.api_version, metadata)
 
 
 WatchEncoder = Callable[[str, bytes], bytes]
 
 
 def watch_encoder(
-    fmt: table.AcceptedFormat, resource: ResourceInfo, request: web.Request
+    fmt: AcceptedFormat, resource: ResourceInfo, request: web.Request
 ) -> WatchEncoder:
     """For one watch stream: ``encode(event_type, data)`` → the event's ``object`` in
     ``fmt`` (JSON bytes). Tables carry their column definitions on the first printed
@@ -496,23 +490,24 @@ def watch_encoder(
             return data
         obj = orjson.loads(data)
         if fmt.format != "table":
-            return orjson.dumps(_partial(obj, fmt.version))
+            return orjson.dumps(table.as_partial_object_metadata(obj, fmt.version))
         try:
             event = tables.encode(event_type, obj, _now())
         except table.TableError as e:
-            raise _table_error(e) from None
+            raise apierrors.bad_request(str(e)) from None
         return orjson.dumps(event["object"])
 
     return encode
 
 
-def _protobuf_event_object(fmt: table.AcceptedFormat, event_type: str, data: bytes) -> bytes:
+def _protobuf_event_object(fmt: AcceptedFormat, event_type: str, data: bytes) -> bytes:
     """The enveloped object of one protobuf watch event (ERROR: a Status; a version
     with members protobuf cannot carry is sent without them, logged)."""
     if fmt.format == "protobuf" or event_type in ("ERROR", "BOOKMARK"):
         encoded = protobuf.object_bytes(data)
         return encoded or protobuf.encode_lossy(orjson.loads(data))
-    return protobuf.encode_lossy(_partial(orjson.loads(data), fmt.version))
+    partial = table.as_partial_object_metadata(orjson.loads(data), fmt.version)
+    return protobuf.encode_lossy(partial)
 
 
 def dump_json(obj: Any) -> bytes:
@@ -532,7 +527,7 @@ def json_response(
     if encoded is not None:
         body, content_type = encoded, None  # upstream names no as=/g=/v= for protobuf
     elif media_type == YAML_TYPE:
-        body = yaml.safe_dump(obj, sort_keys=False).encode()
+        body = encoders.dump_yaml(obj)
     else:
         body = orjson.dumps(obj)
         if media_type == PROTOBUF_TYPE:  # a kind or members protobuf cannot carry

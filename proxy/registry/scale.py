@@ -24,7 +24,7 @@ from proxy.apierrors import FieldError
 from proxy.endpoints import negotiation
 from proxy.endpoints.request_info import RequestInfo
 from proxy.patch import patcher as patch
-from proxy.printers.table import format_label_selector
+from proxy.printers.columns import format_label_selector
 from proxy.registry import object_meta, validation
 from proxy.registry.dry_run import is_dry_run
 from proxy.registry.resources import ResourceInfo

@@ -46,6 +46,7 @@ from proxy.server.context import API_CONTEXT, APIContext
 from proxy.server.debug import setup_debug_routes
 from proxy.server.filters import handler_chain
 from proxy.server.healthz import setup_health_routes
+from proxy.server.loop_lag import loop_lag_context
 from proxy.server.secure_serving import server_ssl_context
 from proxy.server.settings import ConfigError, Settings, load_settings
 from proxy.server.system_namespaces import SystemNamespaces
@@ -162,6 +163,7 @@ def build_app(
     app.router.add_route("*", "/api/{tail:.+}", handle_resource)
     app.router.add_route("*", "/apis/{tail:.+}", handle_resource)
 
+    app.cleanup_ctx.append(loop_lag_context())
     app.cleanup_ctx.append(_storages_and_compactor(ctx))
     if settings.system_namespaces:
         app.cleanup_ctx.append(_system_namespaces_task(ctx))

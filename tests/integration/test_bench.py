@@ -68,6 +68,9 @@ def test_scenarios_measure_what_they_claim(results: tuple[Path, dict[str, Any]])
     assert s["floor_etcd_range"]["items"] == PODS
     # The bytes floor serves exactly the cached LIST's bytes.
     assert s["floor_bytes"]["nbytes"] == s["list_cache"]["nbytes"]
+    for name in ("table_cache", "table_etcd", "metadata_cache"):  # rows or items, one a pod
+        assert s[name]["items"] == PODS, name
+    assert s["yaml_cache"]["nbytes"] > s["list_cache"]["nbytes"]  # YAML is wordier
     # protobuf: the same LISTs, fewer bytes, and a floor serving exactly the cached ones
     assert s["floor_bytes_protobuf"]["nbytes"] == s["list_cache_protobuf"]["nbytes"]
     assert s["list_cache_protobuf"]["nbytes"] < s["list_cache"]["nbytes"]
@@ -76,3 +79,15 @@ def test_scenarios_measure_what_they_claim(results: tuple[Path, dict[str, Any]])
     assert {t["name"] for t in results[1]["runs"][0]["targets"]} == {
         "rv0_speedup", "index_speedup", "cache_vs_bytes_floor", "etcd_vs_range_floor",
         "protobuf_vs_bytes_floor", "protobuf_bytes"}
+
+
+def test_loop_lag_is_reported_per_scenario(results: tuple[Path, dict[str, Any]]) -> None:
+    """The server's ticker is read around every request; the converted LISTs also
+    record what a concurrent /readyz waited."""
+    out, res = results
+    s = _scenarios(res)
+    for name in ("list_cache", "table_cache", "yaml_cache"):
+        assert s[name]["lag_ticks"] > 0 and s[name]["lag_max"] >= s[name]["lag_p99"], name
+    for name in ("table_cache", "table_etcd", "metadata_cache", "yaml_cache"):
+        assert s[name]["readyz_max"] > 0, name
+    assert "Event loop lag" in (out / "report.md").read_text()

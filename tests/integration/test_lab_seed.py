@@ -96,6 +96,32 @@ def test_report_targets_and_rendering(tmp_path: Path) -> None:
     assert all(p.stat().st_size > 1000 for p in written) and len(written) == 3
 
 
+def test_loop_lag_from_histogram_buckets() -> None:
+    """Per scenario, the ticker's bucket changes add up over the runs; p99 interpolates
+    within a bucket as Prometheus does; max is the bound of the highest bucket reached."""
+    calm = [("0.001", 90.0), ("0.01", 98.0), ("0.1", 100.0), ("+Inf", 100.0)]
+    idle = [("0.001", 0.0), ("0.01", 0.0), ("0.1", 0.0), ("+Inf", 0.0)]
+    buckets = bench_report.merge_buckets([{"lag_buckets": calm}, {"lag_buckets": idle}, {}])
+    assert buckets == [(0.001, 90.0), (0.01, 98.0), (0.1, 100.0), (math.inf, 100.0)]
+    assert bench_report.bucket_quantile(buckets, 0.99) == pytest.approx(0.055)
+    assert bench_report.bucket_quantile(buckets, 0.5) == pytest.approx(0.001 * 50 / 90)
+    assert bench_report.bucket_max(buckets) == 0.1
+    stalled = [(0.1, 0.0), (60.0, 1.0), (math.inf, 2.0)]  # one tick late beyond 60 s
+    assert bench_report.bucket_quantile(stalled, 0.99) == 60.0
+    assert bench_report.bucket_max(stalled) == math.inf
+    assert math.isnan(bench_report.bucket_quantile([], 0.99))
+
+    raw = _raw({"yaml_cache": 2.0})
+    for sample in raw["samples"]["yaml_cache"]:
+        sample["lag_buckets"], sample["readyz"] = calm, [0.002, 0.004, 0.003]
+    (stats,) = bench_report.summarize(raw, {"yaml_cache": "server"})
+    assert stats.lag_ticks == 200 and stats.lag_p99 == pytest.approx(0.055)
+    assert stats.readyz_p50 == pytest.approx(0.003) and stats.readyz_max == 0.004
+    run = {"pods": 1, "scenarios": bench_report.stats_dicts([stats]), "targets": []}
+    md = "\n".join(bench_report._run_markdown(run))
+    assert "| yaml_cache | 200 | 55.0 | 100.0 | 3.00 | 4.00 |" in md
+
+
 def test_percentile() -> None:
     assert bench_report.percentile([1, 2, 3, 4], 50) == 2.5
     assert bench_report.percentile([5], 99) == 5

@@ -3,9 +3,12 @@
 A LIST response is written as it is assembled, never built whole: the list header,
 then the items' stored JSON bytes (already final, resourceVersion set) joined by
 commas in chunks of about 256 KiB, then ``]}``. Peak memory is the storage result plus
-one chunk, not a second copy of the whole list. As protobuf, the same: the List's
-envelope and ListMeta, then each item's protobuf message, made at most once per version
-(``protobuf.stored_bytes``).
+one chunk, not a second copy of the whole list. Tables, PartialObjectMetadataLists and
+YAML are converted item by item in the same chunks (``proxy.endpoints.encoders``); each
+chunk is at most a few milliseconds of work, and the handler yields to the event loop
+after each one, so a 50 MB conversion never stalls other requests. As protobuf: each
+item's message is made first (at most once per version, ``protobuf.stored_bytes``), in
+the same bounded steps, then the List's envelope and ListMeta and the items' bytes.
 
 A WATCH response is HTTP 200 with chunked encoding; each event is one line
 ``{"type":"ADDED","object":<stored bytes>}`` written and flushed on its own (as protobuf:
@@ -24,14 +27,14 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.endpoints import metrics, negotiation, protobuf
+from proxy.endpoints import encoders, metrics, negotiation, protobuf
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.handlers.list_options import (
     parse_list_query,
@@ -49,8 +52,6 @@ from storage.interfaces import ListOptions, ListResult, StoredObject
 __all__ = ["delete_collection", "list_objects", "watch_objects", "write_list"]
 
 log = logging.getLogger("watchcache.proxy")
-
-CHUNK_BYTES = 256 * 1024
 
 
 def _namespace(info: RequestInfo, store: Store) -> str:
@@ -76,18 +77,6 @@ def cost_headers(result: ListResult) -> dict[str, str]:
     }
 
 
-def list_head(rs: ResourceStorage, metadata: dict[str, Any]) -> bytes:
-    return (
-        b'{"kind":'
-        + orjson.dumps(rs.resource.list_kind)
-        + b',"apiVersion":'
-        + orjson.dumps(rs.resource.api_version)
-        + b',"metadata":'
-        + orjson.dumps(metadata)
-        + b',"items":['
-    )
-
-
 async def write_list(
     request: web.Request,
     rs: ResourceStorage,
@@ -95,61 +84,39 @@ async def write_list(
     metadata: dict[str, Any],
     headers: dict[str, str],
 ) -> web.StreamResponse:
-    """Stream ``items`` as the resource's List (see the module docstring). Tables,
-    PartialObjectMetadataLists and YAML are converted whole (their rows are small, or
-    the client asked for YAML)."""
+    """Stream ``items`` as the resource's List (JSON, YAML or protobuf), a Table or a
+    PartialObjectMetadataList, as negotiated (see the module docstring). Bad Table
+    options are a 400 before anything is written. The response is started by
+    ``prepare`` (``responsewriter`` records it): an error after that ends the
+    connection, it never becomes a Status."""
     fmt = negotiation.response_format(request, is_list=True, resource=rs.resource)
-    if fmt.format == "protobuf":
-        encoded = [protobuf.stored_bytes(item) for item in items]
-        if all(encoded):  # else: members protobuf cannot carry, the list goes as JSON
-            serializer = protobuf.serializer()
-            assert serializer is not None  # negotiated only with a schema
-            parts = protobuf.list_parts(
-                rs.resource.api_version, rs.resource.list_kind, metadata, encoded, serializer
-            )
-            return await _stream(request, headers, protobuf.MEDIA_TYPE, parts)
-    elif fmt.format != "json":
-        converted = negotiation.converted_list(
-            fmt, rs.resource, [orjson.loads(i.data) for i in items], metadata, request
-        )
-        return negotiation.json_response(
-            converted, headers=headers, media_type=fmt.media_type, content_type=fmt.content_type
-        )
-    return await _stream(request, headers, negotiation.JSON_TYPE, _json_list(rs, items, metadata))
-
-
-def _json_list(
-    rs: ResourceStorage, items: Sequence[StoredObject], metadata: dict[str, Any]
-) -> Iterator[bytes]:
-    yield list_head(rs, metadata)
-    for index, item in enumerate(items):
-        if index:
-            yield b","
-        yield item.data
-    yield b"]}"
+    encoder = negotiation.list_encoder(fmt, rs.resource, metadata, request)
+    if isinstance(encoder, encoders.ProtobufListEncoder):
+        encoded: list[bytes] = []
+        for _ in encoders.encode_items(encoder.item, items, encoded):
+            await asyncio.sleep(0)  # a bounded step is done: let other requests run
+        if len(encoded) == len(items) and all(encoded):
+            chunks = encoders.protobuf_chunks(encoder, encoded)
+            return await _stream(request, headers, protobuf.MEDIA_TYPE, chunks)
+        # members protobuf cannot carry: the list goes as JSON, as one object would
+        fallback = encoders.list_chunks(encoder.fallback, (item.data for item in items))
+        return await _stream(request, headers, negotiation.JSON_TYPE, fallback)
+    chunks = encoders.list_chunks(encoder, (item.data for item in items))
+    return await _stream(request, headers, fmt.content_type, chunks)
 
 
 async def _stream(
-    request: web.Request,
-    headers: dict[str, str],
-    content_type: str,
-    parts: Iterable[bytes | memoryview],
+    request: web.Request, headers: dict[str, str], content_type: str, chunks: Iterable[bytes]
 ) -> web.StreamResponse:
-    """A chunked response written as ``parts`` come, in chunks of about CHUNK_BYTES (the
-    items' bytes are joined, never re-encoded)."""
+    """A chunked response of ``chunks``, each written as it is produced; the handler
+    yields to the loop after each one (producing one is a bounded step)."""
     response = web.StreamResponse(status=200, headers=headers)
-    response.content_type = content_type
+    response.headers["Content-Type"] = content_type
     response.enable_chunked_encoding()
     await response.prepare(request)
-    buffer: list[bytes | memoryview] = []
-    size = 0
-    for part in parts:
-        buffer.append(part)
-        size += len(part)
-        if size >= CHUNK_BYTES:
-            await response.write(b"".join(buffer))
-            buffer, size = [], 0
-    await response.write(b"".join(buffer))
+    for chunk in chunks:
+        await response.write(chunk)
+        await asyncio.sleep(0)  # a bounded step is done: let other requests run
     await response.write_eof()
     return response
 

@@ -19,9 +19,9 @@ from proxy.admission import namespace_lifecycle
 from proxy.endpoints import negotiation, restful_route
 from proxy.endpoints.handlers import collection
 from proxy.endpoints.handlers.delete_options import parse_delete_options
+from proxy.endpoints.media_types import AcceptedFormat
 from proxy.endpoints.request_info import RequestInfo, request_info_of
 from proxy.patch import patcher as patch
-from proxy.printers.table import AcceptedFormat
 from proxy.registry import before_delete, deletion, object_meta, pods, scale, validation
 from proxy.registry.dry_run import is_dry_run
 from proxy.registry.resources import ResourceInfo

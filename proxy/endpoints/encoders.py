@@ -1,0 +1,293 @@
+"""Response body encoders, one per format, and LIST bodies produced in bounded steps.
+
+A LIST of 10,000 pods is ~50 MB of JSON. Converting it whole (to a Table, a
+PartialObjectMetadataList or YAML) holds the event loop for seconds (YAML: tens of
+seconds) while every other request, ``/readyz`` included, waits. So a list is encoded
+as a :class:`ListEncoder`: a head, one piece per item, a separator and a tail, such
+that ``head + separator.join(pieces) + tail`` is byte for byte the encoding of the
+whole document. :func:`list_chunks` produces that body in steps of at most about
+``CHUNK_BYTES`` bytes or ``STEP_SECONDS`` of work (a step ends after the item that
+crosses either bound), and its caller gives the loop back between steps
+(``write_list`` in :mod:`proxy.endpoints.handlers.collection` writes each step as it
+comes). The budget the project holds: no loop step over ~20 ms at 10,000 pods.
+
+- JSON: the items' stored bytes as they are (final, resourceVersion set), joined.
+- Table, PartialObjectMetadataList: each item decoded, converted and encoded on its
+  own (``orjson``); the document's last key (``rows``/``items``) is left open.
+- YAML (the resource's List, a Table or a PartialObjectMetadataList): libyaml's C
+  emitter (``yaml.CSafeDumper``) where PyYAML has it, the pure Python one otherwise.
+  Each item is dumped as a one-element block sequence, which is exactly the text of
+  that item inside the whole document's last key (block sequences under a mapping key
+  are not indented; an item's own lines are). Objects decoded from JSON share no
+  nodes, so no anchors or aliases can depend on the other items.
+- Protobuf (the resource's List, a PartialObjectMetadataList): a
+  :class:`ProtobufListEncoder`. The envelope carries the length of the whole body, so
+  every item's message is made first, in bounded steps (:func:`encode_items`; an
+  object version's protobuf bytes are made at most once and kept on it, see
+  ``proxy.endpoints.protobuf.stored_bytes``), then the list is joined from slices of
+  those bytes (:func:`protobuf_chunks`). An item protobuf cannot carry sends the whole
+  list as the encoder's JSON ``fallback``.
+
+A new format adds an encoder here and a branch in
+:func:`proxy.endpoints.negotiation.list_encoder`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import orjson
+import yaml
+
+from proxy.endpoints import protobuf
+from proxy.printers.table import (
+    TableConvertor,
+    as_partial_object_metadata,
+    partial_object_metadata_list_header,
+)
+from storage.interfaces import StoredObject
+
+__all__ = [
+    "CHUNK_BYTES",
+    "STEP_SECONDS",
+    "ListEncoder",
+    "ProtobufListEncoder",
+    "dump_yaml",
+    "encode_items",
+    "json_list",
+    "list_chunks",
+    "partial_object_metadata_list",
+    "partial_object_metadata_protobuf_list",
+    "protobuf_chunks",
+    "protobuf_list",
+    "table_list",
+    "yaml_list",
+]
+
+T = TypeVar("T")
+
+CHUNK_BYTES = 256 * 1024  # bytes per write: peak memory is the storage result + one chunk
+STEP_SECONDS = 0.005  # work per loop step, well inside the ~20 ms budget
+
+# libyaml's emitter is ~5x faster than PyYAML's; both give the same text for the
+# objects an API server stores (they differ only in how they wrap long escaped strings)
+_EMITTER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_EMITTER):  # type: ignore[misc]
+    """Never anchors and aliases: a value shared by two places (a Table's rows reuse
+    their printers' constants) is written in full at each, as Go's YAML encoder does,
+    and an item's text never depends on the other items. Safe for API documents,
+    which are trees (decoded from JSON, or built from them)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def dump_yaml(obj: Any) -> bytes:
+    """``obj`` as a YAML document (block style, keys in the object's order, no
+    aliases)."""
+    text: str = yaml.dump(obj, Dumper=_Dumper, sort_keys=False)
+    return text.encode()
+
+
+@dataclass(frozen=True)
+class ListEncoder:
+    """How one list response is encoded, item by item.
+
+    ``item`` turns one item's stored JSON bytes into its piece of the body; ``empty``
+    is the whole body of a list without items, when that is not ``head + tail``.
+    """
+
+    head: bytes
+    item: Callable[[bytes], bytes]
+    tail: bytes
+    separator: bytes = b","
+    empty: bytes | None = None
+
+
+def list_chunks(
+    encoder: ListEncoder,
+    items: Iterable[bytes],
+    *,
+    chunk_bytes: int = CHUNK_BYTES,
+    step_seconds: float = STEP_SECONDS,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Iterator[bytes]:
+    """The body of the list of ``items`` (stored JSON bytes) in pieces; producing each
+    piece takes at most ``step_seconds`` (by ``clock``) plus one item's work, and a
+    piece holds at most about ``chunk_bytes`` plus one item. The time between pieces
+    (the caller's writes) is not counted. Errors of ``encoder.item`` propagate."""
+    buffer: list[bytes] = []
+    size = 0
+    started = clock()
+    seen = False
+    for data in items:
+        if seen:
+            buffer.append(encoder.separator)
+        else:
+            buffer.append(encoder.head)
+            seen = True
+        piece = encoder.item(data)
+        buffer.append(piece)
+        size += len(piece)
+        if size >= chunk_bytes or clock() - started >= step_seconds:
+            yield b"".join(buffer)
+            buffer, size = [], 0
+            started = clock()
+    if not seen:
+        yield encoder.head + encoder.tail if encoder.empty is None else encoder.empty
+        return
+    buffer.append(encoder.tail)
+    yield b"".join(buffer)
+
+
+def _open(document: dict[str, Any], key: str) -> bytes:
+    """``document`` as JSON with a last key ``key`` whose array is left open."""
+    return orjson.dumps(document)[:-1] + b',"' + key.encode() + b'":['
+
+
+def json_list(list_kind: str, api_version: str, metadata: dict[str, Any]) -> ListEncoder:
+    """The resource's own List, from the items' stored bytes (no re-encoding)."""
+    head = {"kind": list_kind, "apiVersion": api_version, "metadata": metadata}
+    return ListEncoder(_open(head, "items"), _as_is, b"]}")
+
+
+def _as_is(data: bytes) -> bytes:
+    return data
+
+
+def table_list(
+    convertor: TableConvertor, metadata: dict[str, Any], yaml_media: bool = False
+) -> ListEncoder:
+    """A ``meta.k8s.io`` Table, one row per item (``metadata`` is the Table's), as JSON
+    or (``yaml_media``) YAML."""
+
+    def row(data: bytes) -> Any:
+        return convertor.row(orjson.loads(data))
+
+    header = convertor.header(metadata)
+    if yaml_media:
+        return _yaml_document(header, "rows", row)
+    return ListEncoder(_open(header, "rows"), lambda data: orjson.dumps(row(data)), b"]}")
+
+
+def partial_object_metadata_list(
+    metadata: dict[str, Any], version: str, yaml_media: bool = False
+) -> ListEncoder:
+    """A PartialObjectMetadataList (``meta.k8s.io/<version>``) of the items, as JSON or
+    (``yaml_media``) YAML."""
+
+    def item(data: bytes) -> dict[str, Any]:
+        return as_partial_object_metadata(orjson.loads(data), version)
+
+    header = partial_object_metadata_list_header(metadata, version)
+    if yaml_media:
+        return _yaml_document(header, "items", item)
+    return ListEncoder(_open(header, "items"), lambda data: orjson.dumps(item(data)), b"]}")
+
+
+def partial_object_metadata_protobuf_list(
+    metadata: dict[str, Any], version: str
+) -> ProtobufListEncoder:
+    """A PartialObjectMetadataList as protobuf; as JSON if an item cannot be protobuf."""
+
+    def message(stored: StoredObject) -> bytes:
+        partial = as_partial_object_metadata(orjson.loads(stored.data), version)
+        return protobuf.encode_object(partial) or b""
+
+    header = partial_object_metadata_list_header(metadata, version)
+    fallback = partial_object_metadata_list(metadata, version)
+    return ProtobufListEncoder(
+        header["apiVersion"], header["kind"], header["metadata"], message, fallback
+    )
+
+
+def yaml_list(list_kind: str, api_version: str, metadata: dict[str, Any]) -> ListEncoder:
+    """The resource's own List as one YAML document, as ``dump_yaml`` of the whole list
+    would write it."""
+    head = {"kind": list_kind, "apiVersion": api_version, "metadata": metadata}
+    return _yaml_document(head, "items", orjson.loads)
+
+
+def _yaml_document(head: dict[str, Any], key: str, item: Callable[[bytes], Any]) -> ListEncoder:
+    """``head`` with a last key ``key`` listing ``item`` of each item, as ``dump_yaml``
+    of the whole document would write it."""
+
+    def piece(data: bytes) -> bytes:
+        return dump_yaml([item(data)])
+
+    empty = dump_yaml({**head, key: []})
+    return ListEncoder(dump_yaml(head) + key.encode() + b":\n", piece, b"", b"", empty)
+
+
+@dataclass(frozen=True)
+class ProtobufListEncoder:
+    """How one list response is encoded as protobuf: the List ``list_kind`` of
+    ``api_version`` with ListMeta ``metadata``, each item's message from ``item`` (its
+    enveloped bytes, ``b""`` if it cannot be protobuf). ``fallback`` encodes the list
+    as JSON when an item cannot be protobuf (a single object goes as JSON likewise)."""
+
+    api_version: str
+    list_kind: str
+    metadata: dict[str, Any]
+    item: Callable[[StoredObject], bytes]
+    fallback: ListEncoder
+
+
+def protobuf_list(
+    list_kind: str, api_version: str, metadata: dict[str, Any]
+) -> ProtobufListEncoder:
+    """The resource's own List as protobuf, from each version's remembered protobuf
+    bytes (serialize once); JSON (the stored bytes) if an item cannot be protobuf."""
+    fallback = json_list(list_kind, api_version, metadata)
+    return ProtobufListEncoder(api_version, list_kind, metadata, protobuf.stored_bytes, fallback)
+
+
+def encode_items(
+    encode: Callable[[T], bytes],
+    items: Iterable[T],
+    out: list[bytes],
+    *,
+    step_seconds: float = STEP_SECONDS,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Iterator[None]:
+    """Append ``encode(item)`` of each item to ``out``, yielding after each step of at
+    most ``step_seconds`` (by ``clock``) plus one item's work: the caller gives the loop
+    back on each. Stops after the first item that encodes to ``b""`` (the list cannot be
+    sent this way; ``len(out) < len(items)`` or ``out[-1] == b""`` tells)."""
+    started = clock()
+    for item in items:
+        encoded = encode(item)
+        out.append(encoded)
+        if not encoded:
+            return
+        if clock() - started >= step_seconds:
+            yield
+            started = clock()
+
+
+def protobuf_chunks(
+    encoder: ProtobufListEncoder, encoded: Sequence[bytes], *, chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[bytes]:
+    """The protobuf List of the items' ``encoded`` messages (from
+    :func:`encode_items`), in pieces of about ``chunk_bytes``: the items' bytes are
+    sliced and joined, never parsed again."""
+    serializer = protobuf.serializer()
+    assert serializer is not None  # protobuf is negotiated only with a schema
+    parts = protobuf.list_parts(
+        encoder.api_version, encoder.list_kind, encoder.metadata, encoded, serializer
+    )
+    buffer: list[bytes | memoryview] = []
+    size = 0
+    for part in parts:
+        buffer.append(part)
+        size += len(part)
+        if size >= chunk_bytes:
+            yield b"".join(buffer)
+            buffer, size = [], 0
+    if buffer:
+        yield b"".join(buffer)

@@ -1,0 +1,38 @@
+"""What the printers' tests share: a fixed ``now``, times before it, a pod, one row's cells."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from proxy.printers.table import to_table
+from tests.unit.proxy.resources import Res
+
+NOW = dt.datetime(2026, 1, 10, 12, 0, 0, tzinfo=dt.UTC)
+
+
+def ago(**kw: float) -> str:
+    return (NOW - dt.timedelta(**kw)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+PODS = Res("", "v1", "Pod", "pods")
+
+
+def cells(res: Res, obj: dict[str, Any]) -> list[Any]:
+    table = to_table(res, [obj], include_object="None", now=NOW)
+    row: list[Any] = table["rows"][0]["cells"]
+    return row
+
+
+def pod(**status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "p", "creationTimestamp": ago(minutes=5), "resourceVersion": "7"},
+        "spec": {"containers": [{"name": "a"}, {"name": "b"}]},
+        "status": status,
+    }
+
+
+RUNNING = {"running": {"startedAt": ago(minutes=4)}}
+
+
+TEMPLATE = {"spec": {"containers": [{"name": "c", "image": "img"}]}}
