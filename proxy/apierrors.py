@@ -38,7 +38,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from etcdclient import errors as etcd_errors
 from storage import errors as serr
 from storage.interfaces import JSONObject
 
@@ -442,25 +441,9 @@ def from_storage_error(err: serr.StorageError, qualified: str, name: str = "") -
         # what kube-apiserver's clients get while etcd is unreachable: the timeout
         # filter's 504, no Retry-After (see proxy.registry.store)
         return timeout(REQUEST_TIMEOUT_MESSAGE)
-    rejection = _etcd_rejection(err)
-    if rejection:
-        return etcd_rejected(rejection)
+    if isinstance(err, serr.RequestRejected):
+        return etcd_rejected(err.message)
     return internal_error(err.message)
-
-
-def _etcd_rejection(err: serr.StorageError) -> str:
-    """etcd's own description when etcd refused the request (InvalidArgument: ``etcdserver:
-    request is too large``; ResourceExhausted: over the gRPC message limit, or etcd's
-    space quota), else "". The storage floor keeps the etcd client error as the cause;
-    the client prefixes the endpoint and the gRPC code name, which kube's text has not."""
-    cause = err.__cause__
-    if not isinstance(cause, etcd_errors.InvalidArgument | etcd_errors.ResourceExhausted):
-        return ""
-    text = str(cause)
-    for code in ("INVALID_ARGUMENT: ", "RESOURCE_EXHAUSTED: "):
-        if code in text:
-            return text.split(code, 1)[1]
-    return text
 
 
 def store_read_error(err: serr.StoreReadError, qualified: str) -> StatusError:

@@ -105,6 +105,12 @@ class InternalStorageError(StorageError):
     pass
 
 
+class RequestRejected(StorageError):
+    """etcd refused the request itself (InvalidArgument: ``etcdserver: request is too
+    large``; ResourceExhausted: over the gRPC message limit, or its space quota).
+    ``message`` is etcd's own text, which kube-apiserver passes on unchanged."""
+
+
 class CorruptObject(StorageError):
     """The value at ``key`` (mod_revision ``revision``) cannot be decoded: not a JSON
     object, not a YAML mapping, ``k8s\\0`` protobuf that the schema cannot decode (or no

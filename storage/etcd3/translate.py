@@ -6,6 +6,7 @@ the caller names (upstream's ``metrics.RecordEtcdRequest`` verbs: get, list, cre
 update, delete, listWithCount, getCurrentResourceVersion), and translates
 ``etcdclient.errors`` by type (never by message): Unavailable → Unavailable,
 DeadlineExceeded or our own deadline → Unavailable(timeout=True), Compacted → Expired,
+InvalidArgument / ResourceExhausted (etcd refused the request) → RequestRejected,
 anything else → InternalStorageError.
 Callers that give a compaction a more specific meaning (a continue token, an Exact
 list) catch ``etcdclient.errors.Compacted`` themselves via ``call(..., raw=...)``.
@@ -43,7 +44,19 @@ def translate(err: etcd_errors.EtcdError, key: str = "") -> errors.StorageError:
         return errors.Unavailable(f"etcd unavailable: {err}")
     if isinstance(err, etcd_errors.Compacted):
         return errors.Expired(LIST_TOO_OLD)
+    if isinstance(err, etcd_errors.InvalidArgument | etcd_errors.ResourceExhausted):
+        return errors.RequestRejected(_etcd_text(err), key)
     return errors.InternalStorageError(f"etcd error: {type(err).__name__}: {err}", key)
+
+
+def _etcd_text(err: etcd_errors.EtcdError) -> str:
+    """etcd's own words: the client's message prefixes the endpoint and the gRPC code
+    name, which kube-apiserver's text has not."""
+    text = str(err)
+    for code in ("INVALID_ARGUMENT: ", "RESOURCE_EXHAUSTED: "):
+        if code in text:
+            return text.split(code, 1)[1]
+    return text
 
 
 async def call(
