@@ -29,7 +29,7 @@ from storage.watch_errors import expired_event
         (etcd_errors.ClientClosed("closed"), errors.Unavailable, False),
         (etcd_errors.DeadlineExceeded("slow"), errors.Unavailable, True),
         (etcd_errors.Compacted(7), errors.Expired, None),
-        (etcd_errors.ResourceExhausted("too big"), errors.InternalStorageError, None),
+        (etcd_errors.ResourceExhausted("too big"), errors.RequestRejected, None),
         (etcd_errors.PermissionDenied("no"), errors.InternalStorageError, None),
     ],
 )
