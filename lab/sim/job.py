@@ -44,7 +44,7 @@ from lab.sim.owners import ControllerIndex, controller_of
 from lab.sim.pod_control import Expectations, PodControl
 from lab.sim.replicaset import active, ready
 
-__all__ = ["JobController", "condition_true", "finished"]
+__all__ = ["JobController", "condition_true", "finished", "job_outcome"]
 
 BACKOFF_LIMIT = 6  # the API's default for spec.backoffLimit
 BACKOFF_BASE = 1.0
@@ -104,6 +104,27 @@ def _last_failure(pods: list[JSON]) -> float:
     return last
 
 
+def job_outcome(job: JSON, running: list[JSON], failed: int, succeeded: int
+                ) -> Outcome | None:  # fmt: skip
+    """(interim condition, final condition, reason and message) once ``job`` has
+    succeeded or failed, given its active pods (``running``) and how many of its pods
+    failed and succeeded; None while it runs."""
+    spec = job.get("spec") or {}
+    completions = _completions(spec)
+    if condition_true(job, "SuccessCriteriaMet") or (
+        succeeded >= completions if completions is not None
+        else succeeded > 0 and not running):  # fmt: skip
+        return "SuccessCriteriaMet", "Complete", COMPLETIONS_REACHED
+    limit = int(spec.get("backoffLimit", BACKOFF_LIMIT))
+    on_failure = ((spec.get("template") or {}).get("spec") or {}).get(
+        "restartPolicy") == "OnFailure"  # fmt: skip
+    restarts = _restarts(running) if on_failure else 0
+    if (condition_true(job, "FailureTarget") or failed > limit
+            or (restarts > 0 and restarts >= max(limit, 1))):  # fmt: skip
+        return "FailureTarget", "Failed", BACKOFF_EXCEEDED
+    return None
+
+
 class JobController:
     """Reconciles every Job ``jobs`` reports against ``pods``."""
 
@@ -153,7 +174,7 @@ class JobController:
         spec, status = job.get("spec") or {}, dict(job.get("status") or {})
         conditions: list[JSON] = list(status.get("conditions") or [])
         terminating = _terminating(pods)
-        outcome = self.outcomes.get(uid) or self._outcome(job, running, len(failed), succeeded)
+        outcome = self.outcomes.get(uid) or job_outcome(job, running, len(failed), succeeded)
         if outcome is not None:
             self.outcomes[uid] = outcome
             first, last, why = outcome
@@ -181,25 +202,6 @@ class JobController:
                       failed=len(failed), conditions=conditions,
                       uncountedTerminatedPods={})  # fmt: skip
         await self._update_status(job, status)
-
-    def _outcome(self, job: JSON, running: list[JSON], failed: int, succeeded: int
-                 ) -> Outcome | None:  # fmt: skip
-        """(interim condition, final condition, reason and message) once the Job has
-        succeeded or failed, else None."""
-        spec = job.get("spec") or {}
-        completions = _completions(spec)
-        if condition_true(job, "SuccessCriteriaMet") or (
-            succeeded >= completions if completions is not None
-            else succeeded > 0 and not running):  # fmt: skip
-            return "SuccessCriteriaMet", "Complete", COMPLETIONS_REACHED
-        limit = int(spec.get("backoffLimit", BACKOFF_LIMIT))
-        on_failure = ((spec.get("template") or {}).get("spec") or {}).get(
-            "restartPolicy") == "OnFailure"  # fmt: skip
-        restarts = _restarts(running) if on_failure else 0
-        if (condition_true(job, "FailureTarget") or failed > limit
-                or (restarts > 0 and restarts >= max(limit, 1))):  # fmt: skip
-            return "FailureTarget", "Failed", BACKOFF_EXCEEDED
-        return None
 
     async def _manage(self, job: JSON, running: list[JSON], failed: list[JSON],
                       succeeded: int) -> list[JSON]:  # fmt: skip
