@@ -307,7 +307,7 @@ Ctrl-C stops everything."""
         if self.sim is None:
             return "  cluster  none (--no-sim): nothing writes unless you do\n\n"
         return f"""  cluster  simulated: a kubelet per node (Lease every 10 s), a scheduler,
-           ReplicaSet and Deployment controllers, {self.a.churn:g} container
+           ReplicaSet, Deployment and Job controllers, {self.a.churn:g} container
            restarts/s (--churn RATE, --no-sim: none of it)
 
 """

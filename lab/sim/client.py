@@ -41,7 +41,7 @@ class Client:
     """kubernetes-asyncio's ApiClient for ``server`` as ``watchcache-sim-<name>/0.1``
     (then `` (<detail>)``, e.g. the node a kubelet runs).
 
-    ``core``, ``apps`` and ``coordination`` are the generated API groups; ``call`` runs
+    ``core``, ``apps``, ``batch`` and ``coordination`` are the generated API groups; ``call`` runs
     one of their methods and returns the decoded JSON answer.
     """
 
@@ -52,6 +52,7 @@ class Client:
         self.api.user_agent = self.user_agent
         self.core = k8s.CoreV1Api(self.api)
         self.apps = k8s.AppsV1Api(self.api)
+        self.batch = k8s.BatchV1Api(self.api)
         self.coordination = k8s.CoordinationV1Api(self.api)
 
     async def call(self, method: Callable[..., Awaitable[Any]], *args: Any, **kw: Any) -> JSON:

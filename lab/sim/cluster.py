@@ -1,4 +1,4 @@
-"""The simulated cluster: node agents, a scheduler, the ReplicaSet and Deployment
+"""The simulated cluster: node agents, a scheduler, the ReplicaSet, Deployment and Job
 controllers, the garbage collector, the namespace controller and background churn, all
 ordinary API clients of one server. The server should run with
 ``--lifecycle-controllers=true`` (the lab passes it), so that DELETE leaves to these
@@ -8,8 +8,8 @@ controllers what kube-apiserver leaves to kubelets and kube-controller-manager.
 
 ``watchcache lab`` runs it in its own process after seeding (``--no-sim`` switches it
 off); ``watchcache sim`` runs it alone against any server. The controllers share their
-informers as kube-controller-manager's do: one nodes, pods, ReplicaSets and Deployments
-informer for the control plane (the node agents each watch only their own node's pods).
+informers as kube-controller-manager's do: one nodes, pods, ReplicaSets, Deployments and
+Jobs informer for the control plane (the node agents each watch only their own node's pods).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from lab.sim.client import Client
 from lab.sim.deployment import DeploymentController
 from lab.sim.garbage_collector import GarbageCollector
 from lab.sim.informer import Informer
+from lab.sim.job import JobController
 from lab.sim.namespace_controller import NamespaceController
 from lab.sim.node_agent import RENEW_SECONDS, STATUS_SECONDS, NodeAgents
 from lab.sim.replicaset import ReplicaSetController
@@ -62,6 +63,8 @@ class Simulation:
                                     name="replicasets")  # fmt: skip
         self.deployments = Informer(informers, apps.list_deployment_for_all_namespaces,
                                     name="deployments")  # fmt: skip
+        self.jobs = Informer(informers, informers.batch.list_job_for_all_namespaces,
+                             name="jobs")  # fmt: skip
         self.agents = NodeAgents(self.server, self.nodes, renew_seconds=self.renew_seconds,
                                  status_seconds=self.status_seconds)  # fmt: skip
         self.scheduler = Scheduler(self.server, self.nodes)
@@ -69,16 +72,17 @@ class Simulation:
                                                           self.pods)  # fmt: skip
         self.deployment_controller = DeploymentController(self.server, self.deployments,
                                                           self.replicasets)  # fmt: skip
+        self.job_controller = JobController(self.server, self.jobs, self.pods)
         self.garbage_collector = GarbageCollector(self.server, self.pods, self.replicasets,
-                                                  self.deployments)  # fmt: skip
+                                                  self.deployments, self.jobs)  # fmt: skip
         self.namespace_controller = NamespaceController(self.server)
         self.churner = Churn(self.agents, self.churn)
         # handlers first, then the informers: every controller sees every first ADDED
         runs = [self.agents.run(), self.scheduler.run(), self.replicaset_controller.run(),
-                self.deployment_controller.run(), self.garbage_collector.run(),
-                self.namespace_controller.run(), self.churner.run(),
-                self.nodes.run(), self.pods.run(), self.replicasets.run(),
-                self.deployments.run()]  # fmt: skip
+                self.deployment_controller.run(), self.job_controller.run(),
+                self.garbage_collector.run(), self.namespace_controller.run(),
+                self.churner.run(), self.nodes.run(), self.pods.run(), self.replicasets.run(),
+                self.deployments.run(), self.jobs.run()]  # fmt: skip
         self._tasks = [asyncio.create_task(_logged(c), name="sim") for c in runs]
 
     async def stop(self) -> None:

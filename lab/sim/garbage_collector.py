@@ -1,7 +1,7 @@
 """The garbage collector: what happens to an object's dependents when it is deleted.
 
-It watches the kinds the simulated cluster creates (Deployments, ReplicaSets, Pods, via
-the shared informers) and reads their ownerReferences:
+It watches the kinds the simulated cluster creates (Deployments, ReplicaSets, Jobs, Pods,
+via the shared informers) and reads their ownerReferences:
 
 - **Background** (the default): once an owner is gone, each dependent that named it is
   deleted (in the background too, so a Deployment's ReplicaSets take their pods along);
@@ -47,7 +47,7 @@ class GarbageCollector:
     """Collects dependents among ``informers`` (kind name -> informer of that kind)."""
 
     def __init__(self, server: str, pods: Informer, replicasets: Informer,
-                 deployments: Informer) -> None:  # fmt: skip
+                 deployments: Informer, jobs: Informer) -> None:  # fmt: skip
         self.client = c = Client(server, "garbage-collector")
         self.kinds = {
             "Pod": _Kind(pods, c.core.delete_namespaced_pod, c.core.patch_namespaced_pod),
@@ -55,6 +55,7 @@ class GarbageCollector:
                                 c.apps.patch_namespaced_replica_set),
             "Deployment": _Kind(deployments, c.apps.delete_namespaced_deployment,
                                 c.apps.patch_namespaced_deployment),
+            "Job": _Kind(jobs, c.batch.delete_namespaced_job, c.batch.patch_namespaced_job),
         }  # fmt: skip
         self.seen: dict[str, tuple[str, str]] = {}  # uid of every owner seen -> (kind, key)
         self.gone: set[str] = set()  # uids of owners seen deleted

@@ -11,6 +11,12 @@ Every node of the cluster gets an agent (``watchcache-sim-kubelet/0.1 (NODE)``) 
 - watches the pods bound to its node (``fieldSelector=spec.nodeName=NODE``, as the
   kubelet does) and runs them: an admitted pod goes ``Pending`` (ContainerCreating),
   then ``Running`` after a short start-up delay;
+- ends the pods that are meant to end (:func:`run_seconds`): a pod a Job controls, or
+  one annotated ``lab.watchcache.io/run-seconds``, has its containers exit after that
+  many seconds (1 by default) with the code its ``lab.watchcache.io/exit-code``
+  annotation asks for (0 by default). The pod then goes ``Succeeded`` (code 0) or
+  ``Failed`` (restartPolicy ``Never``); otherwise (``OnFailure``, ``Always``) the
+  container restarts, as the kubelet restarts it, and runs again;
 - finishes graceful deletions: a pod with ``deletionTimestamp`` is removed with a final
   DELETE (``gracePeriodSeconds=0``, the pod's uid as precondition) once its grace period
   (capped by ``grace_cap`` seconds: the simulated containers stop at once) has passed.
@@ -43,12 +49,38 @@ RENEW_SECONDS = 10.0
 STATUS_SECONDS = 300.0
 START_DELAY = (0.3, 1.5)  # seconds from ContainerCreating to Running
 GRACE_CAP = 2.0
-FINISHED = ("Running", "Succeeded", "Failed")
+TERMINAL = ("Succeeded", "Failed")
+RUN_SECONDS = "lab.watchcache.io/run-seconds"
+EXIT_CODE = "lab.watchcache.io/exit-code"
+JOB_RUN_SECONDS = 1.0
 TRANSIENT = (APIError, aiohttp.ClientError, TimeoutError, OSError)
 
 
 def _parse_time(value: str) -> float:
     return dt.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
+
+
+def run_seconds(pod: JSON) -> float | None:
+    """How long ``pod``'s containers run before they exit; None: until deleted."""
+    meta = pod.get("metadata") or {}
+    value = (meta.get("annotations") or {}).get(RUN_SECONDS)
+    if value is None:
+        controlled_by_job = any(r.get("controller") and r.get("kind") == "Job"
+                                for r in meta.get("ownerReferences") or [])  # fmt: skip
+        return JOB_RUN_SECONDS if controlled_by_job else None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        return JOB_RUN_SECONDS
+
+
+def exit_code(pod: JSON) -> int:
+    """The code ``pod``'s containers exit with (its exit-code annotation, else 0)."""
+    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(EXIT_CODE, "0")
+    try:
+        return int(value)
+    except ValueError:
+        return 1
 
 
 class NodeAgent:
@@ -76,6 +108,7 @@ class NodeAgent:
         self.node: JSON = {}
         self.renewals = 0
         self._starting: dict[str, float] = {}  # pod uid -> when its containers run
+        self._ending: dict[str, float] = {}  # pod uid -> when its containers exit
 
     async def run(self) -> None:
         self.pods.add_handler(lambda kind, pod, old: self.queue.add(key_of(pod)))
@@ -152,9 +185,13 @@ class NodeAgent:
             await self._finish_deletion(key, pod)
             return
         status = pod.get("status") or {}
-        if status.get("phase") in FINISHED:
-            return
         uid = str(meta.get("uid"))
+        if status.get("phase") == "Running":
+            await self._run_to_end(key, pod)
+            return
+        if status.get("phase") in TERMINAL:
+            self._ending.pop(uid, None)
+            return
         loop = asyncio.get_running_loop()
         if uid not in self._starting or not status.get("containerStatuses"):
             await self._write_status(pod, pod_status.pending(pod, self.node))
@@ -168,6 +205,28 @@ class NodeAgent:
             return
         await self._write_status(pod, pod_status.running(pod, self.node))
         self._starting.pop(uid, None)
+
+    async def _run_to_end(self, key: str, pod: JSON) -> None:
+        """End the containers of a running pod that is meant to end, once it has run."""
+        seconds = run_seconds(pod)
+        if seconds is None:
+            return
+        uid = str(pod["metadata"].get("uid"))
+        loop = asyncio.get_running_loop()
+        left = self._ending.setdefault(uid, loop.time() + seconds) - loop.time()
+        if left > 0:
+            self.queue.add_after(key, left)
+            return
+        code = exit_code(pod)
+        policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+        if (code == 0 and policy != "Always") or (code != 0 and policy == "Never"):
+            await self._write_status(pod, pod_status.finished(pod, code))
+            return
+        status = pod.get("status") or {}
+        for index in range(len(status.get("containerStatuses") or [])):
+            status = pod_status.container_restarted(status, index, code)
+        self._ending.pop(uid, None)  # runs again: the next event sets a new end
+        await self._write_status(pod, status)
 
     async def restart_container(self) -> str | None:
         """Restart a container of a random running pod of this node, as after a crash:
@@ -213,6 +272,7 @@ class NodeAgent:
             self.queue.add_after(key, left)
             return
         self._starting.pop(str(meta.get("uid")), None)
+        self._ending.pop(str(meta.get("uid")), None)
         body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
                 "preconditions": {"uid": meta.get("uid")}}  # fmt: skip
         with contextlib.suppress(APIError):  # 404 / 409: gone or replaced already

@@ -3,7 +3,9 @@
 A pod the kubelet admits is first ``Pending`` with its containers ``ContainerCreating``,
 then ``Running`` with every condition True, an IP from the node's podCIDR and container
 statuses that name the image and a container id. A container restart (the churn) moves
-the running state into ``lastState.terminated`` and bumps ``restartCount``.
+the running state into ``lastState.terminated`` and bumps ``restartCount``. A pod whose
+containers ran to the end is ``Succeeded`` (every exit code 0) or ``Failed``, its
+containers ``terminated`` and its Ready conditions False with reason ``PodCompleted``.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ import ipaddress
 
 from lab.sim.client import JSON
 
-__all__ = ["container_restarted", "node_heartbeat", "now", "now_micro", "pending", "pod_ip",
-           "running"]
+__all__ = ["container_restarted", "finished", "node_heartbeat", "now", "now_micro", "pending",
+           "pod_ip", "running"]
 
 CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
               "PodScheduled")  # fmt: skip
@@ -38,7 +40,9 @@ def _containers(pod: JSON) -> list[JSON]:
     return [c for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, dict)]
 
 
-def _conditions(pod: JSON, true: set[str], stamp: str, not_ready: list[str]) -> list[JSON]:
+def _conditions(
+    pod: JSON, true: set[str], stamp: str, not_ready: list[str], reason: str = ""
+) -> list[JSON]:
     old = {c.get("type"): c for c in (pod.get("status") or {}).get("conditions") or []}
     out = []
     for kind in CONDITIONS:
@@ -47,7 +51,9 @@ def _conditions(pod: JSON, true: set[str], stamp: str, not_ready: list[str]) -> 
         c: JSON = {"type": kind, "status": status, "lastProbeTime": None,
                    "lastTransitionTime": prev.get("lastTransitionTime") if prev.get(
                        "status") == status else stamp}  # fmt: skip
-        if status == "False" and kind in ("Ready", "ContainersReady"):
+        if status == "False" and kind in ("Ready", "ContainersReady") and reason:
+            c["reason"] = reason  # the kubelet's PodCompleted: no message
+        elif status == "False" and kind in ("Ready", "ContainersReady"):
             c["reason"] = "ContainersNotReady"
             c["message"] = f"containers with unready status: [{' '.join(not_ready)}]"
         out.append(c)
@@ -110,6 +116,25 @@ def running(pod: JSON, node: JSON) -> JSON:
             "state": {"running": {"startedAt": stamp}}, "lastState": {},
         } for c in _containers(pod)],
     }  # fmt: skip
+
+
+def finished(pod: JSON, exit_code: int) -> JSON:
+    """The status of a running pod whose containers all exited with ``exit_code``:
+    ``Succeeded`` for 0, else ``Failed`` (the kubelet's phase for restartPolicy Never)."""
+    stamp = now()
+    out = dict(pod.get("status") or {})
+    out["phase"] = "Succeeded" if exit_code == 0 else "Failed"
+    out["conditions"] = _conditions(pod, {"Initialized", "PodScheduled"}, stamp, [],
+                                    "PodCompleted")  # fmt: skip
+    statuses = []
+    for c in out.get("containerStatuses") or []:
+        started = ((c.get("state") or {}).get("running") or {}).get("startedAt") or stamp
+        statuses.append({**c, "ready": False, "started": False, "state": {"terminated": {
+            "exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
+            "startedAt": started, "finishedAt": stamp, "containerID": c.get("containerID", ""),
+        }}})  # fmt: skip
+    out["containerStatuses"] = statuses
+    return out
 
 
 def container_restarted(status: JSON, index: int, exit_code: int = 137) -> JSON:

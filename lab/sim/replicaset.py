@@ -14,20 +14,18 @@ changed. Orphaned pods are not adopted.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import time
 
 from lab.sim.client import JSON, APIError, Client
 from lab.sim.informer import Informer, WorkQueue, key_of, run_workers
-from lab.sim.owners import ControllerIndex, controller_of, owner_reference
+from lab.sim.owners import ControllerIndex, controller_of
+from lab.sim.pod_control import Expectations, PodControl
 
 __all__ = ["ReplicaSetController", "active", "ready"]
 
 log = logging.getLogger("watchcache.sim")
 
-EXPECTATIONS_TIMEOUT = 30.0  # client-go's ExpectationsTimeout: 5 minutes; a lab is quicker
 BURST = 50
 
 
@@ -50,26 +48,9 @@ def _deletion_rank(pod: JSON) -> tuple[int, int, int, str]:
     return (1 if spec.get("nodeName") else 0, phase_rank, 1 if ready(pod) else 0, newest_first)
 
 
-class _Expectations:
-    """Creates and deletes a controller made and has not yet seen in its informer."""
-
-    def __init__(self) -> None:
-        self._pending: dict[str, tuple[int, int, float]] = {}
-
-    def expect(self, uid: str, adds: int, deletes: int) -> None:
-        self._pending[uid] = (adds, deletes, time.monotonic() + EXPECTATIONS_TIMEOUT)
-
-    def observed(self, uid: str, *, added: int = 0, deleted: int = 0) -> None:
-        if uid in self._pending:
-            adds, deletes, deadline = self._pending[uid]
-            self._pending[uid] = (adds - added, deletes - deleted, deadline)
-
-    def satisfied(self, uid: str) -> bool:
-        adds, deletes, deadline = self._pending.get(uid, (0, 0, 0.0))
-        return (adds <= 0 and deletes <= 0) or time.monotonic() > deadline
-
-    def forget(self, uid: str) -> None:
-        self._pending.pop(uid, None)
+def _typed(rs: JSON) -> JSON:
+    """``rs`` with the apiVersion and kind a list item lacks (for ownerReferences)."""
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", **rs}
 
 
 class ReplicaSetController:
@@ -80,7 +61,8 @@ class ReplicaSetController:
         self.replicasets = replicasets
         self.pods = pods
         self.owned = ControllerIndex(pods, "ReplicaSet")
-        self.expectations = _Expectations()
+        self.expectations = Expectations()
+        self.pod_control = PodControl(self.client, self.expectations)
         self.queue = WorkQueue()
 
     async def run(self) -> None:
@@ -95,13 +77,7 @@ class ReplicaSetController:
         ref = controller_of(pod, "ReplicaSet")
         if ref is None:
             return
-        uid = str(ref["uid"])
-        deleting = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
-        was_deleting = bool(old and (old.get("metadata") or {}).get("deletionTimestamp"))
-        if kind == "ADDED" and old is None:
-            self.expectations.observed(uid, added=1)
-        if (kind == "DELETED" and not was_deleting) or (deleting and not was_deleting):
-            self.expectations.observed(uid, deleted=1)
+        self.expectations.observe_pod(str(ref["uid"]), kind, pod, old)
         self.queue.add(f"{(pod.get('metadata') or {}).get('namespace')}/{ref['name']}")
 
     async def sync(self, key: str) -> None:
@@ -113,44 +89,11 @@ class ReplicaSetController:
         if self.expectations.satisfied(uid) and not rs["metadata"].get("deletionTimestamp"):
             want = int((rs.get("spec") or {}).get("replicas", 1))
             if want > len(pods):
-                await self._create(rs, min(want - len(pods), BURST))
+                await self.pod_control.create(_typed(rs), min(want - len(pods), BURST))
             elif want < len(pods):
-                await self._delete(rs, sorted(pods, key=_deletion_rank)[: len(pods) - want])
+                victims = sorted(pods, key=_deletion_rank)[: len(pods) - want]
+                await self.pod_control.delete(rs, victims)
         await self._update_status(rs, pods)
-
-    async def _create(self, rs: JSON, count: int) -> None:
-        uid = str(rs["metadata"]["uid"])
-        self.expectations.expect(uid, count, 0)
-        template = (rs.get("spec") or {}).get("template") or {}
-        meta = template.get("metadata") or {}
-        pod = {"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"generateName": f"{rs['metadata']['name']}-",
-                            "labels": dict(meta.get("labels") or {}),
-                            "annotations": dict(meta.get("annotations") or {}),
-                            "ownerReferences": [owner_reference(
-                                {"apiVersion": "apps/v1", "kind": "ReplicaSet", **rs})]},
-               "spec": template.get("spec") or {}}  # fmt: skip
-        ns = rs["metadata"]["namespace"]
-        results = await asyncio.gather(
-            *(self.client.call(self.client.core.create_namespaced_pod, ns, pod)
-              for _ in range(count)), return_exceptions=True)  # fmt: skip
-        failed = [r for r in results if isinstance(r, BaseException)]
-        if failed:
-            self.expectations.observed(uid, added=len(failed))
-            raise failed[0] if isinstance(failed[0], Exception) else RuntimeError(failed[0])
-
-    async def _delete(self, rs: JSON, victims: list[JSON]) -> None:
-        uid = str(rs["metadata"]["uid"])
-        self.expectations.expect(uid, 0, len(victims))
-        for pod in victims:
-            meta = pod["metadata"]
-            try:
-                await self.client.call(self.client.core.delete_namespaced_pod, meta["name"],
-                                       meta["namespace"])  # fmt: skip
-            except APIError as e:
-                self.expectations.observed(uid, deleted=1)
-                if e.status != 404:
-                    raise
 
     async def _update_status(self, rs: JSON, pods: list[JSON]) -> None:
         selector_labels = (((rs.get("spec") or {}).get("template") or {}).get("metadata")

@@ -1,8 +1,8 @@
 """The simulated cluster (lab/sim) against a lab-like server, through the real kubectl:
 node Leases renew, `kubectl run` ends Running on a node, a Deployment rolls out, is
-updated and scaled, every controller shows under its own user agent, a pod is deleted
-gracefully, the garbage collector honours each propagation policy, a namespace
-terminates in the background, and a Kopf operator runs unchanged."""
+updated and scaled, Jobs complete or fail, every controller shows under its own user
+agent, a pod is deleted gracefully, the garbage collector honours each propagation policy,
+a namespace terminates in the background, and a Kopf operator runs unchanged."""
 
 from __future__ import annotations
 
@@ -139,6 +139,116 @@ def test_deployment_rolls_out_updates_and_scales(cluster: Cluster) -> None:
     running = [p for p in pods if p["status"].get("phase") == "Running"
                and not p["metadata"].get("deletionTimestamp")]  # the old ones may terminate
     assert len(running) == 6
+
+
+def _job_pods(cluster: Cluster, job: str) -> list[JSON]:
+    items: list[JSON] = cluster.json("get", "pods", "-l", f"batch.kubernetes.io/job-name={job}")[
+        "items"]  # fmt: skip
+    return items
+
+
+def test_kubectl_create_job_completes(cluster: Cluster) -> None:
+    cluster.kubectl("create", "job", "j", "--image=busybox", "--", "true")
+    cluster.kubectl("wait", "--for=condition=complete", "job/j", "--timeout=30s", timeout=40)
+    header, row = cluster.kubectl("get", "job", "j").splitlines()
+    assert header.split()[:3] == ["NAME", "STATUS", "COMPLETIONS"]
+    assert row.split()[:3] == ["j", "Complete", "1/1"]
+    job = cluster.json("get", "job", "j")
+    status = job["status"]
+    assert status["succeeded"] == 1 and "active" not in status and "failed" not in status
+    assert status["startTime"] <= status["completionTime"]
+    assert [(c["type"], c["status"], c["reason"]) for c in status["conditions"]] == [
+        ("SuccessCriteriaMet", "True", "CompletionsReached"),
+        ("Complete", "True", "CompletionsReached")]  # fmt: skip
+    (pod,) = _job_pods(cluster, "j")
+    ref = pod["metadata"]["ownerReferences"][0]
+    assert (ref["kind"], ref["name"], ref["uid"]) == ("Job", "j", job["metadata"]["uid"])
+    assert ref["controller"] is ref["blockOwnerDeletion"] is True
+    assert pod["metadata"]["labels"]["controller-uid"] == job["metadata"]["uid"]
+    assert pod["status"]["phase"] == "Succeeded"
+    (container,) = pod["status"]["containerStatuses"]
+    assert container["state"]["terminated"]["exitCode"] == 0
+    assert container["state"]["terminated"]["reason"] == "Completed"
+    cluster.kubectl("delete", "job", "j")  # background: the collector takes its pod
+    _wait("the job's pod collected", lambda: not _job_pods(cluster, "j"))
+
+
+PARALLEL_JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata: {name: batch3, namespace: default}
+spec:
+  completions: 3
+  parallelism: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: work, image: busybox, command: ["true"]}]
+"""
+
+
+def test_job_with_completions_and_parallelism(cluster: Cluster) -> None:
+    cluster.kubectl("apply", "-f", "-", stdin=PARALLEL_JOB)
+    most_active = 0
+
+    def complete() -> bool:
+        nonlocal most_active
+        status = cluster.json("get", "job", "batch3").get("status") or {}
+        most_active = max(most_active, int(status.get("active") or 0))
+        return any(c["type"] == "Complete" for c in status.get("conditions") or [])
+
+    _wait("batch3 complete", complete)
+    status = cluster.json("get", "job", "batch3")["status"]
+    assert status["succeeded"] == 3 and most_active <= 2
+    pods = _job_pods(cluster, "batch3")
+    assert [p["status"]["phase"] for p in pods] == ["Succeeded"] * 3
+    assert "3/3" in cluster.kubectl("get", "job", "batch3")
+
+
+FAILING_JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata: {name: doomed, namespace: default}
+spec:
+  backoffLimit: 1
+  template:
+    metadata: {annotations: {lab.watchcache.io/exit-code: "1"}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: work, image: busybox, command: ["false"]}]
+"""
+
+
+def test_failing_job_hits_its_backoff_limit(cluster: Cluster) -> None:
+    cluster.kubectl("apply", "-f", "-", stdin=FAILING_JOB)
+    cluster.kubectl("wait", "--for=condition=failed", "job/doomed", "--timeout=30s",
+                    timeout=40)  # fmt: skip
+    status = cluster.json("get", "job", "doomed")["status"]
+    assert status["failed"] == 2 and "succeeded" not in status and "active" not in status
+    assert [(c["type"], c["reason"]) for c in status["conditions"]] == [
+        ("FailureTarget", "BackoffLimitExceeded"), ("Failed", "BackoffLimitExceeded")]
+    assert "completionTime" not in status
+    pods = _job_pods(cluster, "doomed")
+    assert [p["status"]["phase"] for p in pods] == ["Failed"] * 2
+    terminated = pods[0]["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (1, "Error")
+    assert cluster.kubectl("get", "job", "doomed").splitlines()[1].split()[1] == "Failed"
+
+
+def test_a_suspended_job_runs_once_resumed(cluster: Cluster) -> None:
+    job = PARALLEL_JOB.replace("batch3", "later").replace("completions: 3", "completions: 1")
+    cluster.kubectl("apply", "-f", "-", stdin=job.replace("spec:\n  completions",
+                                                          "spec:\n  suspend: true\n  completions"))
+    _wait("the Suspended condition", lambda: any(
+        c["type"] == "Suspended" and c["status"] == "True"
+        for c in cluster.json("get", "job", "later").get("status", {}).get("conditions", [])))
+    assert not _job_pods(cluster, "later")
+    cluster.kubectl("patch", "job", "later", "--type=merge", "-p", '{"spec": {"suspend": false}}')
+    cluster.kubectl("wait", "--for=condition=complete", "job/later", "--timeout=30s", timeout=40)
+    conditions = cluster.json("get", "job", "later")["status"]["conditions"]
+    assert [(c["type"], c["status"], c["reason"]) for c in conditions] == [
+        ("Suspended", "False", "JobResumed"), ("SuccessCriteriaMet", "True", "CompletionsReached"),
+        ("Complete", "True", "CompletionsReached")]  # fmt: skip
 
 
 def test_controllers_are_clients_with_their_own_user_agents(cluster: Cluster) -> None:
