@@ -316,7 +316,12 @@ async def test_many_watchers_one_slow_is_closed(cached: CacheDelegator) -> None:
     written = [await create(cached, pod(f"p{i}")) for i in range(n)]
     async with asyncio.timeout(20):
         await asyncio.gather(*consumers)
-    assert received == [n] * len(fast)
+    reasons = {getattr(w, "closed", None) for w in fast}
+    cacher = cached.cacher
+    why = (f"fast watchers closed: {reasons}; cache restarts {cacher.restarts}, "
+           f"failure {cacher.failure!r}, initializations {cacher.reflector.initializations}, "
+           f"reflector error {cacher.reflector.last_error!r}")  # fmt: skip
+    assert received == [n] * len(fast), why
     assert isinstance(slow, CacheWatcher) and slow.closed is CloseReason.SLOW
     assert await until_end(slow) == []
     assert written[-1].resource_version > start.resource_version
