@@ -122,6 +122,11 @@ class CacheWatcher:
         return convert(event, self.predicate)
 
     @property
+    def full(self) -> bool:
+        """At its soft limit: its client has fallen behind (for now)."""
+        return len(self._buf) >= self._soft
+
+    @property
     def pending(self) -> int:
         """Events buffered for this client and not yet sent: how far it lags."""
         return len(self._buf)

@@ -98,19 +98,29 @@ class Dispatcher:
 
     # -- events ------------------------------------------------------------------------------
 
-    def dispatch(self, event: WatchCacheEvent) -> None:
+    def dispatch(self, event: WatchCacheEvent) -> bool:
+        """Hand ``event`` to every interested watcher without blocking. Returns whether
+        a watcher it reached is now at its soft limit: the caller should let the loop
+        run before the next event, so clients that are only behind a burst (etcd sends
+        hundreds of events in one response) drain their buffers instead of being
+        closed as slow by the hard limit within one synchronous batch — as upstream's
+        dispatcher lets the watchers' goroutines run while it waits on a full one."""
         key = event.key
         delivered = False
+        pressed = False
         for w in list(self._all):
             if w.interested(key):
                 w.add(event)
                 delivered = True
+                pressed = pressed or w.full
         if self._by_value:
             for w in self._indexed_targets(event):
                 if w.interested(key):
                     w.add(event)
                     delivered = True
+                    pressed = pressed or w.full
         self.dispatched += delivered
+        return pressed
 
     def _indexed_targets(self, event: WatchCacheEvent) -> list[CacheWatcher]:
         assert self.index_field is not None

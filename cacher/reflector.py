@@ -26,6 +26,7 @@ cacher's supervisor handles (restart with backoff).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
@@ -129,26 +130,31 @@ class Reflector:
         try:
             async for batch in stream:
                 for change in batch.changes:
-                    self._apply(change)
+                    if self._apply(change):
+                        # a watcher is full: let its client drain before the next event
+                        await asyncio.sleep(0)
                 if batch.progress:
                     self._cache.update_resource_version(batch.progress)
         finally:
             await stream.stop()
         raise StorageError("etcd watch ended")
 
-    def _apply(self, change: Change) -> None:
+    def _apply(self, change: Change) -> bool:
+        """Apply one change to the cache and dispatch it; True when a watcher is now at
+        its soft limit (``Dispatcher.dispatch``)."""
         if change.corrupt is not None:
             self._skip(change.corrupt)
-            return
+            return False
         try:
             event = self._cache.process(change.key, change.object, change.resource_version)
         except CorruptObject as err:  # decoded, but its labels/fields are unreadable
             self._skip(err)
-            return
-        if event is not None:
-            if self._on_event is not None:
-                self._on_event()
-            self._dispatcher.dispatch(event)
+            return False
+        if event is None:
+            return False
+        if self._on_event is not None:
+            self._on_event()
+        return self._dispatcher.dispatch(event)
 
     def _skip(self, err: CorruptObject) -> None:
         """A corrupt new value: report it and move the cache's revision past it. The

@@ -11,7 +11,7 @@ import pytest
 
 from cacher import CacheDelegator
 from cacher.cache_watcher import CacheWatcher, CloseReason
-from etcdclient import EtcdClient
+from etcdclient import EtcdClient, prefix_end
 from storage.errors import TooLargeResourceVersion
 from storage.interfaces import JSONObject, StoredObject
 from tests.integration.test_cacher_support import (
@@ -327,3 +327,37 @@ async def test_many_watchers_one_slow_is_closed(cached: CacheDelegator) -> None:
     assert written[-1].resource_version > start.resource_version
     for w in fast:
         await w.stop()
+
+
+async def test_a_burst_in_one_etcd_response_reaches_every_reading_watcher(
+    client: EtcdClient, etcd_prefix: str
+) -> None:
+    """A range delete is one etcd revision: its events arrive in one watch response,
+    more than twice a watcher's buffer. Before: the dispatcher pushed them all without
+    letting the loop run, so every watcher hit the hard limit and was closed as slow
+    although its client was reading (seen as a flaky many-watchers test late in the
+    suite, when etcd batched the creates). Now it yields while a watcher is full."""
+    async with cached_store(client, etcd_prefix) as cached:
+        n = 2 * cached.cacher.config.watcher_buffer_size + 10
+        last = [await create(cached, pod(f"p{i}")) for i in range(n)][-1]
+        prefix = cached.cacher.resource_prefix
+        rv = str(last.resource_version)  # the watches see the deletes only
+        watchers = [await cached.watch(prefix, opts(rv)) for _ in range(20)]
+        deleted = [0] * len(watchers)
+
+        async def consume(i: int) -> None:
+            async for event in watchers[i]:
+                assert event.type == "DELETED"
+                deleted[i] += 1
+                if deleted[i] == n:
+                    return
+
+        consumers = [asyncio.ensure_future(consume(i)) for i in range(len(watchers))]
+        await asyncio.sleep(0)  # every client is waiting for its first event
+        await client.delete(prefix.encode(), prefix_end(prefix.encode()))
+        async with asyncio.timeout(20):
+            await asyncio.gather(*consumers)
+        reasons = {getattr(w, "closed", None) for w in watchers}
+        assert deleted == [n] * len(watchers), f"closed: {reasons}"
+        for w in watchers:
+            await w.stop()
