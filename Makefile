@@ -72,9 +72,11 @@ bench: venv
 
 # docker-compose without an image registry: local images from Debian packages, and .env
 # pointing the compose file at them (needs root, dockerd, debootstrap). EXTRA_CA: PEM
-# bundle added to pip's for the image build (default: $$PIP_CERT when set, for machines
-# behind a TLS-intercepting proxy).
-EXTRA_CA ?= $(PIP_CERT)
+# bundle added to pip's for the image build, so pip in the image trusts what this
+# machine trusts (a TLS-intercepting proxy's CA): $$PIP_CERT, $$REQUESTS_CA_BUNDLE or
+# $$SSL_CERT_FILE when set, else the system bundle.
+EXTRA_CA ?= $(firstword $(PIP_CERT) $(REQUESTS_CA_BUNDLE) $(SSL_CERT_FILE) \
+                        $(wildcard /etc/ssl/certs/ca-certificates.crt))
 images:
 	@if [ -n "$(EXTRA_CA)" ] && [ -f "$(EXTRA_CA)" ]; then \
 	  cp "$(EXTRA_CA)" deploy/ca-certificates/extra.crt; fi
