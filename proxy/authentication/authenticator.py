@@ -17,7 +17,7 @@ found a credential — but not when one was presented and rejected (upstream's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -62,6 +62,24 @@ class TokenAuthenticator(Protocol):
     async def authenticate_token(self, token: str) -> Response | None: ...
 
 
+async def _first_answer(attempts: Iterable[Awaitable[Response | None]]) -> Response | None:
+    """The first attempt that answers wins; errors only when none did (upstream's union
+    authenticators). ``attempts`` is lazy (a generator): an authenticator after the one
+that answered is never called."""
+    errors: list[str] = []
+    for attempt in attempts:
+        try:
+            response = await attempt
+        except AuthenticationError as e:
+            errors.append(str(e))
+            continue
+        if response is not None:
+            return response
+    if errors:
+        raise AuthenticationError("; ".join(errors))
+    return None
+
+
 class Union:
     """The first authenticator that answers wins; errors only when none did."""
 
@@ -69,18 +87,7 @@ class Union:
         self.authenticators = tuple(authenticators)
 
     async def authenticate(self, request: web.Request) -> Response | None:
-        errors: list[str] = []
-        for authenticator in self.authenticators:
-            try:
-                response = await authenticator.authenticate(request)
-            except AuthenticationError as e:
-                errors.append(str(e))
-                continue
-            if response is not None:
-                return response
-        if errors:
-            raise AuthenticationError("; ".join(errors))
-        return None
+        return await _first_answer(a.authenticate(request) for a in self.authenticators)
 
 
 class TokenUnion:
@@ -90,18 +97,7 @@ class TokenUnion:
         self.authenticators = tuple(authenticators)
 
     async def authenticate_token(self, token: str) -> Response | None:
-        errors: list[str] = []
-        for authenticator in self.authenticators:
-            try:
-                response = await authenticator.authenticate_token(token)
-            except AuthenticationError as e:
-                errors.append(str(e))
-                continue
-            if response is not None:
-                return response
-        if errors:
-            raise AuthenticationError("; ".join(errors))
-        return None
+        return await _first_answer(a.authenticate_token(token) for a in self.authenticators)
 
 
 class AuthenticatedGroupAdder:
