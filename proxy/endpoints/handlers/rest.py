@@ -52,8 +52,6 @@ def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
     if resource.namespaced and not info.namespace and info.verb not in ("list", "watch"):
         # only list/watch exist across all namespaces; the collection path has a GET
         raise path_not_found() if info.name else apierrors.method_not_allowed()
-    if _legacy_watch_path(info) and info.verb != "watch":
-        raise apierrors.method_not_allowed()  # /watch/ paths have GET routes only
     if info.subresource == "binding" and info.verb == "create":
         return resource  # POST pods/NAME/binding (proxy.registry.pods)
     if info.subresource and info.verb not in ("get", "update", "patch"):
@@ -63,13 +61,6 @@ def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
     if not resource.allows(info.verb):
         raise apierrors.method_not_allowed()
     return resource
-
-
-def _legacy_watch_path(info: RequestInfo) -> bool:
-    """Whether the path is under the deprecated ``.../<version>/watch/`` prefix."""
-    segments = info.path.strip("/").split("/")
-    at = 2 if info.api_prefix == "api" else 3
-    return len(segments) > at and segments[at] == "watch"
 
 
 # verbs only an object path serves
@@ -85,7 +76,7 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
     resource = _resolve(ctx, info)
     if request.method == "HEAD":  # go-restful routes no HEAD: nor a body on a HEAD answer
         raise apierrors.method_not_allowed()
-    if info.verb == "watch" and request.method != "GET":
+    if info.verb_via_path and request.method != "GET":
         # upstream's request info calls any method on a /watch/ path "watch"; its routes
         # there are GET only
         raise apierrors.method_not_allowed()
