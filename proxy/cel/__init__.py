@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from proxy.cel.environment import DYN, CelType, Program, compile, element_count
 from proxy.cel.errors import CelError, CompileError, CostLimitError, EvalError
-from proxy.cel.values import from_json, opaque, to_json, type_name
+from proxy.cel.values import from_json, opaque, optional_none, optional_of, to_json, type_name
 
 __all__ = [
     "DYN",
@@ -33,6 +33,8 @@ __all__ = [
     "element_count",
     "from_json",
     "opaque",
+    "optional_none",
+    "optional_of",
     "to_json",
     "type_name",
 ]

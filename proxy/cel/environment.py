@@ -134,6 +134,8 @@ class Program:
     def __init__(self, source: str, compiled: Any, variables: frozenset[str]) -> None:
         self.source = source
         self.variables = variables
+        self.references = frozenset(compiled.variables()) & variables
+        """The declared variables the expression refers to (``oldSelf``...)."""
         self._compiled = compiled
         self._depths = _macro_depths(source)
         self._units = max(1, len(compiled.functions()))
@@ -185,7 +187,9 @@ def _compile(expression: str, declared: frozenset[str]) -> Program:
     except Exception as err:
         text = str(err)
         start = text.find("ERROR: ")
-        raise CompileError(text[start:] if start >= 0 else text) from None
+        message = text[start:] if start >= 0 else text
+        # cel-go indents the source excerpt and caret lines by one space
+        raise CompileError(message.replace("\n| ", "\n | ")) from None
     bound = {v for m in _MACRO_VARS.finditer(expression) for v in m.groups() if v}
     for name in compiled.variables():
         if name not in declared and name not in bound and name not in _BUILTIN_NAMES:

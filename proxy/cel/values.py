@@ -15,7 +15,18 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["OPAQUE_KEY", "from_json", "opaque", "opaque_value", "to_json", "type_name"]
+import cel as engine
+
+__all__ = [
+    "OPAQUE_KEY",
+    "from_json",
+    "opaque",
+    "opaque_value",
+    "optional_none",
+    "optional_of",
+    "to_json",
+    "type_name",
+]
 
 OPAQUE_KEY = "@kubernetes.opaque"
 
@@ -107,3 +118,14 @@ def go_duration(value: datetime.timedelta) -> str:
     if minutes:
         return f"{sign}{minutes}m{secs}"
     return sign + secs
+
+
+def optional_of(value: Any) -> Any:
+    """CEL's ``optional.of(value)`` as a variable's value (``oldSelf`` of a rule with
+    ``optionalOldSelf``)."""
+    return engine.OptionalValue.of(value)
+
+
+def optional_none() -> Any:
+    """CEL's ``optional.none()``."""
+    return engine.OptionalValue.none()

@@ -1,0 +1,1 @@
+"""CustomResourceDefinitions (``k8s.io/apiextensions-apiserver``)."""
