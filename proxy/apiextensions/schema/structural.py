@@ -173,9 +173,13 @@ def correlated_children(
 
 def correlate_items(value: list[JSON], old: JSON, schema: Schema) -> list[JSON]:
     """The old value of every item of ``value``: the item with the same keys in a
-    ``map`` list; none in ``set`` and atomic lists (cel-go cannot correlate those)."""
-    if not isinstance(old, list) or schema.get("x-kubernetes-list-type") != "map":
+    ``map`` list, the equal item in a ``set`` (for ratcheting: CRD validation refuses
+    ``oldSelf`` below sets), none in atomic lists."""
+    list_type = schema.get("x-kubernetes-list-type")
+    if not isinstance(old, list) or list_type not in ("map", "set"):
         return [MISSING] * len(value)
+    if list_type == "set":
+        return [v if v in old else MISSING for v in value]
     keys = [k for k in schema.get("x-kubernetes-list-map-keys") or () if isinstance(k, str)]
 
     def key_of(item: JSON) -> object:

@@ -53,7 +53,8 @@ def validate_custom_resource(obj: JSON, old: JSON | None, schema: Schema) -> Err
         errs.append(field.invalid("<nil>", None, _NOT_CHECKED))
         return errs
     errs.extend(rules.validate_rules(obj, old_value, schema))
-    return errs
+    # a rule of the root schema reports at the nil path, which apimachinery prints <nil>
+    return [FieldError(e.type, e.field or "<nil>", e.body) for e in errs]
 
 
 def validate_value(
