@@ -228,7 +228,6 @@ def _keywords(schema: Schema, path: str, walk: _Walk, node: _Node) -> None:
         _keywords(extra, field.child(path, "additionalProperties"), walk, sub_node)
     if isinstance(props, Mapping):
         embedded = node.root or schema.get("x-kubernetes-embedded-resource") is True
-        atomic_map = schema.get("x-kubernetes-map-type") == "atomic"
         for name, sub in props.items():
             if isinstance(sub, Mapping):
                 sub_path = f"{path}.properties[{name}]"
@@ -238,7 +237,6 @@ def _keywords(schema: Schema, path: str, walk: _Walk, node: _Node) -> None:
                     node,
                     root=False,
                     in_meta=node.in_meta or (embedded and name in _META_FIELDS),
-                    forbid_old=node.forbid_old or (path if atomic_map else None),
                 )
                 _keywords(sub, sub_path, walk, sub_node)
     items = schema.get("items")
@@ -254,9 +252,8 @@ def _keywords(schema: Schema, path: str, walk: _Walk, node: _Node) -> None:
     _extensions(schema, path, errs)
     rule_compilation.check_rule_fields(schema, path, errs)
     if walk.total is not None and len(errs) == before and schema.get("x-kubernetes-validations"):
-        rule_compilation.compile_node_rules(
-            schema, path, node.cardinality, node.forbid_old, walk.cel_errs, walk.total
-        )
+        site = rule_compilation.Site(schema, node.root, node.cardinality, node.forbid_old)
+        rule_compilation.compile_node_rules(site, path, walk.cel_errs, walk.total)
 
 
 def _node_keywords(schema: Schema, path: str, errs: ErrorList, in_meta: bool) -> None:
