@@ -15,7 +15,7 @@ runs underneath and what it does not cover.
 
 from __future__ import annotations
 
-from proxy.cel.environment import DYN, CelType, Program, compile, element_count
+from proxy.cel.environment import DYN, CelType, Program, compile, element_count, error_at
 from proxy.cel.errors import CelError, CompileError, CostLimitError, EvalError
 from proxy.cel.values import from_json, opaque, optional_none, optional_of, to_json, type_name
 
@@ -31,6 +31,7 @@ __all__ = [
     "Program",
     "compile",
     "element_count",
+    "error_at",
     "from_json",
     "opaque",
     "optional_none",

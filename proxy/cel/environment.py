@@ -27,7 +27,7 @@ import cel as engine
 from proxy.cel import library
 from proxy.cel.errors import CompileError, CostLimitError, EvalError
 
-__all__ = ["DYN", "CelType", "Program", "compile", "element_count"]
+__all__ = ["DYN", "CelType", "Program", "compile", "element_count", "error_at"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,13 +206,16 @@ def _undeclared(expression: str, name: str) -> str:
     if match is None:
         match = re.search(re.escape(name), expression)
     offset = match.start() if match else 0
+    return error_at(expression, offset, f"undeclared reference to '{name}' (in container '')")
+
+
+def error_at(expression: str, offset: int, message: str) -> str:
+    """A compile error as cel-go prints it: position, message, the source line and a
+    caret under ``offset``."""
     line = expression.count("\n", 0, offset) + 1
     column = offset - (expression.rfind("\n", 0, offset) + 1)
     text_line = expression.split("\n")[line - 1]
-    return (
-        f"ERROR: <input>:{line}:{column + 1}: undeclared reference to '{name}' "
-        f"(in container '')\n | {text_line}\n | {'.' * column}^"
-    )
+    return f"ERROR: <input>:{line}:{column + 1}: {message}\n | {text_line}\n | {'.' * column}^"
 
 
 def _macro_depths(source: str) -> list[int]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
+from proxy import cel
 from proxy.apiextensions.schema.structural import Schema
 
 __all__ = ["read_fields", "undefined_field"]
@@ -63,7 +64,7 @@ def _walk(expression: str, schema: Schema, root: bool) -> Iterator[Schema | str]
                 macro = _HAS.search(masked[: chain.start()])
                 if macro and n == len(steps) - 1:
                     offset = macro.end() - 1  # cel-go places has() errors at its "("
-                yield _message(expression, offset, name)
+                yield cel.error_at(expression, offset, f"undefined field '{name}'")
                 break
             if node is None:
                 break
@@ -96,13 +97,3 @@ def _field(node: Schema | None, name: str) -> tuple[Schema | None, bool]:
     if node.get("x-kubernetes-embedded-resource") and name in ("apiVersion", "kind", "metadata"):
         return None, True
     return None, False
-
-
-def _message(expression: str, offset: int, name: str) -> str:
-    line = expression.count("\n", 0, offset) + 1
-    column = offset - (expression.rfind("\n", 0, offset) + 1)
-    text = expression.split("\n")[line - 1]
-    return (
-        f"ERROR: <input>:{line}:{column + 1}: undefined field '{name}'\n"
-        f" | {text}\n | {'.' * column}^"
-    )
