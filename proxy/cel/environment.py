@@ -140,6 +140,11 @@ class Program:
         self._depths = _macro_depths(source)
         self._units = max(1, len(compiled.functions()))
 
+    @property
+    def iterates(self) -> bool:
+        """Whether the expression has comprehensions (its cost depends on sizes)."""
+        return bool(self._depths)
+
     def estimated_cost(self, max_elements: int) -> int:
         """Worst-case cost when every collection the expression iterates holds at most
         ``max_elements`` elements (the static estimate CRD validation limits)."""
@@ -155,7 +160,7 @@ class Program:
             size = max((element_count(v) for v in activation.values()), default=0)
             if self.estimated_cost(size) > cost_limit:
                 raise CostLimitError()
-        context = engine.Context(dict(activation), _wrapped_functions())
+        context = _bind(activation)
         _failure.error = None
         try:
             return self._compiled.execute(context)
@@ -279,6 +284,33 @@ def _wrap(name: str, function: Any) -> Any:
 
 
 _WRAPPED: dict[str, Any] = {}
+_bound = threading.local()  # this thread's contexts and the activation being evaluated
+
+
+def _bind(activation: Mapping[str, Any]) -> Any:
+    """A context with the library functions whose variables are ``activation``.
+
+    Building a context costs more than most evaluations, so each thread keeps its
+    contexts and resolves variables through a resolver reading the activation of the
+    evaluation under way. The resolver cannot answer null (None falls through), so
+    variables bound to null are constants of their own context, one context per set
+    of null-bound names."""
+    contexts: dict[frozenset[str], Any] | None = getattr(_bound, "contexts", None)
+    if contexts is None:
+        contexts = _bound.contexts = {}
+    nulls = frozenset(name for name, value in activation.items() if value is None)
+    context = contexts.get(nulls)
+    if context is None:
+        context = engine.Context(dict.fromkeys(nulls), _wrapped_functions())
+        context.set_variable_resolver(_resolve)
+        contexts[nulls] = context
+    _bound.activation = activation
+    return context
+
+
+def _resolve(name: str) -> Any:
+    activation: Mapping[str, Any] = _bound.activation
+    return activation.get(name)
 
 
 def _wrapped_functions() -> dict[str, Any]:

@@ -84,8 +84,8 @@ def _self_value(value: JSON, root: bool) -> Any:
         meta = value.get("metadata")
         if isinstance(meta, Mapping):
             shown["metadata"] = {k: meta[k] for k in ("name", "generateName") if k in meta}
-        return cel.from_json(shown)
-    return cel.from_json(value)
+        return shown
+    return value  # the engine converts (copies) values as it binds them
 
 
 def _rules_of(
@@ -100,21 +100,17 @@ def _rules_of(
     type_name = str(schema.get("type") or "")
     self_value = _self_value(value, root)
     old_value = MISSING if old is MISSING else _self_value(old, root)
-    size = cel.element_count(self_value)
     unchanged = old is not MISSING and old == value
     for rule in schema.get("x-kubernetes-validations") or ():
         if not isinstance(rule, Mapping) or not rule.get("rule"):
             continue
-        _one_rule(
-            rule, self_value, old_value, size, unchanged, schema, type_name, path, errs, budget
-        )
+        _one_rule(rule, self_value, old_value, unchanged, schema, type_name, path, errs, budget)
 
 
 def _one_rule(
     rule: Mapping[str, Any],
     self_value: Any,
     old_value: Any,
-    size: int,
     unchanged: bool,
     schema: Schema,
     type_name: str,
@@ -140,7 +136,7 @@ def _one_rule(
         if old_value is MISSING:
             return  # transition rules need an old value
         activation["oldSelf"] = old_value
-    cost = program.estimated_cost(size)
+    cost = program.estimated_cost(cel.element_count(self_value) if program.iterates else 0)
     if cost > budget.remaining:
         errs.append(field.invalid(path, type_name, _OUT_OF_BUDGET))
         raise _Stop

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from proxy.registry.validation import field
+
 __all__ = [
     "JSON",
     "MISSING",
@@ -121,9 +123,7 @@ def go_interface(value: JSON) -> str:
     if isinstance(value, float):
         return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
     if isinstance(value, str):
-        from proxy.registry.validation.field import go_quote
-
-        return go_quote(value)
+        return field.go_quote(value)
     if isinstance(value, list):
         return "[]interface {}{" + ", ".join(go_interface(v) for v in value) + "}"
     if isinstance(value, Mapping):
@@ -153,8 +153,6 @@ def correlated_children(
 ) -> Iterator[tuple[JSON, JSON, Schema, str]]:
     """Each child value with a schema, its correlated old value (:data:`MISSING` if
     none), its schema and its path; TypeMeta and ObjectMeta of the root are skipped."""
-    from proxy.registry.validation import field
-
     if isinstance(value, Mapping):
         old_map = old if isinstance(old, Mapping) else {}
         for name, item in value.items():

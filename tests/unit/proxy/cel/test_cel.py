@@ -133,3 +133,23 @@ def test_cost_limit_nested_comprehensions() -> None:
         program.evaluate({"self": items}, cost_limit=cel.PER_CALL_LIMIT)
     assert caught.value.message == "operation cancelled: actual cost limit exceeded"
     assert program.estimated_cost(10) < program.estimated_cost(100)
+
+
+def test_variables_bound_to_null_and_absent_variables_do_not_leak() -> None:
+    declared = {"object": cel.DYN, "oldObject": cel.DYN}
+    program = cel.compile("oldObject == null || oldObject.x == object.x", declared)
+    assert program.evaluate({"object": {"x": 1}, "oldObject": None}) is True
+    assert program.evaluate({"object": {"x": 1}, "oldObject": {"x": 2}}) is False
+    # an absent variable is an error, not the value of an earlier evaluation
+    with pytest.raises(cel.EvalError) as caught:
+        program.evaluate({"object": {"x": 1}})
+    assert caught.value.message == "no such attribute(s): oldObject"
+    assert program.evaluate({"object": {"x": 1}, "oldObject": None}) is True
+
+
+def test_optional_variables() -> None:
+    program = cel.compile(
+        "!oldSelf.hasValue() || oldSelf.value() == self", SELF | {"oldSelf": cel.DYN}
+    )
+    assert program.evaluate({"self": 1, "oldSelf": cel.optional_none()}) is True
+    assert program.evaluate({"self": 1, "oldSelf": cel.optional_of(2)}) is False
