@@ -9,7 +9,7 @@ cel-go error message.
 
 Covered: lists (isSorted, sum, min, max, indexOf, lastIndexOf), regex (find,
 findAll), strings ext (charAt, indexOf, lastIndexOf, lowerAscii, upperAscii, replace,
-split, substring, trim, join, reverse, quote), url (url, isURL, getScheme, getHost,
+split, substring, trim, join, reverse, quote, format), url (url, isURL, getScheme, getHost,
 getHostname, getPort, getEscapedPath, getQuery), quantity and ip/cidr (modules
 :mod:`.quantity`, :mod:`.net`).
 """
@@ -174,6 +174,61 @@ def quote(text: Any) -> str:
     return '"' + escaped.replace("\n", "\\n").replace("\t", "\\t") + '"'
 
 
+_FORMAT_VERB = re.compile(r"%(?:\.(\d+))?([sdfeExXob%])")
+
+
+def string_format(template: Any, args: Any) -> str:
+    """cel-go ext strings ``"...".format([args])``: %s %d %f %.Nf %e %x %X %o %b %%."""
+    text = _string(template)
+    if not isinstance(args, list):
+        raise no_such_overload()
+    values = iter(args)
+
+    def verb(match: re.Match[str]) -> str:
+        precision, kind = match.group(1), match.group(2)
+        if kind == "%":
+            return "%"
+        try:
+            value = next(values)
+        except StopIteration:
+            raise LibraryError(f"index {len(args)} out of range") from None
+        return _format_one(value, kind, precision)
+
+    return _FORMAT_VERB.sub(verb, text)
+
+
+def _format_one(value: Any, kind: str, precision: str | None) -> str:
+    if kind == "s":
+        return _format_string(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise LibraryError(f"error during formatting: {kind} clause can only be used on numbers")
+    if kind == "d":
+        return str(int(value))
+    if kind in "fe":
+        digits = 6 if precision is None else int(precision)
+        return f"{float(value):.{digits}{kind}}"
+    if kind == "E":
+        digits = 6 if precision is None else int(precision)
+        return f"{float(value):.{digits}E}"
+    return format(int(value), {"x": "x", "X": "X", "o": "o", "b": "b"}[kind])
+
+
+def _format_string(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "[" + ", ".join(_format_string(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return (
+            "{"
+            + ", ".join(f"{_format_string(k)}:{_format_string(v)}" for k, v in value.items())
+            + "}"
+        )
+    return str(value)
+
+
 # --------------------------------------------------------------------------- url
 
 _URL = "kubernetes.URL"
@@ -262,6 +317,7 @@ def _library() -> dict[str, Callable[..., Any]]:
         "join": join,
         "reverse": lambda s: _string(s)[::-1],
         "quote": quote,
+        "format": string_format,
         "url": url,
         "isURL": is_url,
         "getScheme": get_scheme,

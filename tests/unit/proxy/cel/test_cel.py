@@ -39,6 +39,7 @@ RESULTS: list[tuple[str, Any, Any]] = [
     ("'  x  '.trim()", None, "x"),
     ("['a', 'b'].join('-')", None, "a-b"),
     ("'aaa'.replace('a', 'b', 2)", None, "bba"),
+    ("'%s has %d items, %.1f%%'.format(['x', 3, 12.34])", None, "x has 3 items, 12.3%"),
     # url_test.go
     ("url('https://example.com:80/path?k=v').getScheme()", None, "https"),
     ("url('https://example.com:80/path').getHost()", None, "example.com:80"),
