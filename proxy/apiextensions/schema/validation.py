@@ -26,6 +26,7 @@ from proxy.apiextensions.schema.structural import (
     go_interface,
     has_rules,
     json_type,
+    mapping,
 )
 from proxy.registry.validation import field, names, object_meta
 from proxy.registry.validation.field import ErrorList, FieldError, GoLiteral
@@ -230,6 +231,28 @@ def _check_children(
         validate_value(item, old_item, sub, child, errs)
     if isinstance(value, list):
         _check_list_type(value, schema, path, errs)
+    if root and isinstance(value, Mapping):
+        _check_root_metadata(value, old, schema, errs)
+
+
+def _check_root_metadata(
+    value: Mapping[str, JSON], old: JSON, schema: Schema, errs: ErrorList
+) -> None:
+    """The root schema may constrain ``metadata.name`` and ``generateName`` (only
+    those); the rest of ObjectMeta is the registry's to validate."""
+    meta_schema = mapping(mapping(schema.get("properties")).get("metadata"))
+    props = mapping(meta_schema.get("properties"))
+    meta = mapping(value.get("metadata"))
+    old_meta = mapping(old.get("metadata")) if isinstance(old, Mapping) else {}
+    for name in ("name", "generateName"):
+        if name in props and name in meta:
+            validate_value(
+                meta[name],
+                old_meta.get(name, MISSING),
+                mapping(props[name]),
+                f"metadata.{name}",
+                errs,
+            )
 
 
 def _check_list_type(value: list[JSON], schema: Schema, path: str, errs: ErrorList) -> None:

@@ -264,8 +264,8 @@ def test_rules_share_one_runtime_budget() -> None:
     ]
 
 
-def gizmo(**spec: Any) -> dict[str, Any]:
-    return {**widget(), "kind": "Gizmo", "spec": spec}
+def gizmo(name: str = "g1", /, **spec: Any) -> dict[str, Any]:
+    return {**widget(name), "kind": "Gizmo", "spec": spec}
 
 
 GIZMO_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
@@ -385,6 +385,17 @@ GIZMO_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
         ["spec.deep[a].x: Required value: x required"],
     ),
     ("integral floats are integers", gizmo(half=1.0, matrix=[[1.0]]), []),
+    # the root schema may constrain metadata.name and generateName
+    (
+        "metadata.name maxLength",
+        gizmo("gizmo-long"),
+        ["metadata.name: Too long: may not be more than 5 bytes", NOT_CHECKED],
+    ),
+    (
+        "metadata.name pattern",
+        gizmo("x1"),
+        ["metadata.name: Invalid value: \"x1\": metadata.name in body should match '^g'"],
+    ),
 ]
 
 

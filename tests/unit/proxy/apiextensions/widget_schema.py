@@ -132,6 +132,10 @@ def widget(name: str = "w1", /, **spec: Any) -> dict[str, Any]:
 GIZMO_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
+        "metadata": {
+            "type": "object",
+            "properties": {"name": {"type": "string", "maxLength": 5, "pattern": "^g"}},
+        },
         "spec": {
             "type": "object",
             "properties": {
@@ -222,6 +226,6 @@ GIZMO_SCHEMA: dict[str, Any] = {
                     },
                 },
             },
-        }
+        },
     },
 }
