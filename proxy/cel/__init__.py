@@ -15,7 +15,15 @@ runs underneath and what it does not cover.
 
 from __future__ import annotations
 
-from proxy.cel.environment import DYN, CelType, Program, compile, element_count, error_at
+from proxy.cel.environment import (
+    DYN,
+    UNBOUNDED_COST,
+    CelType,
+    Program,
+    compile,
+    element_count,
+    error_at,
+)
 from proxy.cel.errors import CelError, CompileError, CostLimitError, EvalError
 from proxy.cel.values import from_json, opaque, optional_none, optional_of, to_json, type_name
 
@@ -23,6 +31,7 @@ __all__ = [
     "DYN",
     "PER_CALL_LIMIT",
     "RUNTIME_CEL_COST_BUDGET",
+    "UNBOUNDED_COST",
     "CelError",
     "CelType",
     "CompileError",

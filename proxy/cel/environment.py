@@ -27,7 +27,15 @@ import cel as engine
 from proxy.cel import library
 from proxy.cel.errors import CompileError, CostLimitError, EvalError
 
-__all__ = ["DYN", "CelType", "Program", "compile", "element_count", "error_at"]
+__all__ = [
+    "DYN",
+    "UNBOUNDED_COST",
+    "CelType",
+    "Program",
+    "compile",
+    "element_count",
+    "error_at",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +130,10 @@ _BUILTIN_FUNCTIONS = frozenset(
     }
 )
 _ID_RE = re.compile(r"[A-Za-z_]\w*$")
+# string(x) + ... or ... + string(x): cel-go cannot bound the converted string's size
+_STRING_CONCAT = re.compile(r"\+\s*string\s*\(|(?<![\w.])string\s*\([^()]*\)\s*\+")
+UNBOUNDED_COST = 2**64 - 1
+"""cel-go's estimate when it cannot bound a cost (``math.MaxUint64``)."""
 _CACHE_SIZE = 4096
 _cache: OrderedDict[tuple[str, frozenset[str]], Program] = OrderedDict()
 _cache_lock = threading.Lock()
@@ -138,6 +150,7 @@ class Program:
         """The declared variables the expression refers to (``oldSelf``...)."""
         self._compiled = compiled
         self._depths = _macro_depths(source)
+        self._unbounded_concat = bool(_STRING_CONCAT.search(source))
         self._units = max(1, len(compiled.functions()))
 
     @property
@@ -146,8 +159,16 @@ class Program:
         return bool(self._depths)
 
     def estimated_cost(self, max_elements: int) -> int:
-        """Worst-case cost when every collection the expression iterates holds at most
-        ``max_elements`` elements (the static estimate CRD validation limits)."""
+        """The static estimate (what CRD and policy validation limit): worst-case cost
+        when every collection the expression iterates holds at most ``max_elements``
+        elements. Like cel-go, a ``string()`` conversion concatenated with ``+`` has no
+        size bound, so its estimate is unbounded."""
+        if self._unbounded_concat:
+            return UNBOUNDED_COST
+        return self.runtime_cost(max_elements)
+
+    def runtime_cost(self, max_elements: int) -> int:
+        """The cost of one evaluation over collections of ``max_elements`` elements."""
         return int(self._units + sum(max(max_elements, 1) ** d for d in self._depths))
 
     def evaluate(self, activation: Mapping[str, Any], cost_limit: int | None = None) -> Any:
@@ -158,7 +179,7 @@ class Program:
         only if evaluation reaches it."""
         if cost_limit is not None and self._depths:
             size = max((element_count(v) for v in activation.values()), default=0)
-            if self.estimated_cost(size) > cost_limit:
+            if self.runtime_cost(size) > cost_limit:
                 raise CostLimitError()
         context = _bind(activation)
         _failure.error = None

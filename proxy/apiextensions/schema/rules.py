@@ -138,7 +138,7 @@ def _one_rule(
         if old_value is MISSING:
             return  # transition rules need an old value
         activation["oldSelf"] = old_value
-    cost = program.estimated_cost(cel.element_count(self_value) if program.iterates else 0)
+    cost = program.runtime_cost(cel.element_count(self_value) if program.iterates else 0)
     if cost > budget.remaining:
         errs.append(field.invalid(path, type_name, _OUT_OF_BUDGET))
         raise _Stop
@@ -212,7 +212,7 @@ def _message_expression(
         return None
     try:
         program = cel.compile(expression, RULE_VARIABLES)
-        budget.remaining -= program.estimated_cost(cel.element_count(activation.get("self")))
+        budget.remaining -= program.runtime_cost(cel.element_count(activation.get("self")))
         result = program.evaluate(activation)
     except cel.CelError:
         return None  # upstream logs it and falls back to the rule's message

@@ -154,3 +154,12 @@ def test_optional_variables() -> None:
     )
     assert program.evaluate({"self": 1, "oldSelf": cel.optional_none()}) is True
     assert program.evaluate({"self": 1, "oldSelf": cel.optional_of(2)}) is False
+
+
+def test_string_conversions_concatenated_have_no_static_bound() -> None:
+    # cel-go cannot bound the size of string(int), so kube-apiserver refuses
+    # "'a' + string(self.size) != 'x'" in a CRD ("more than 100x"); it still evaluates
+    program = cel.compile("'size ' + string(self) + ' is bad'", SELF)
+    assert program.estimated_cost(1) == cel.UNBOUNDED_COST
+    assert program.evaluate({"self": 3}, cost_limit=cel.PER_CALL_LIMIT) == "size 3 is bad"
+    assert cel.compile("string(self) != 'x'", SELF).estimated_cost(1) < 10
