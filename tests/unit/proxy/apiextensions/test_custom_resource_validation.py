@@ -205,6 +205,12 @@ def test_create_matches_kube_apiserver(obj: dict[str, Any], expected: list[str])
 UPDATES: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
     ("transition rule", widget(size=2), widget(size=3), ["spec: Invalid value: immutable"]),
     (
+        "transition rule, optionalOldSelf with an old value",
+        widget(size=4),
+        widget(size=5),
+        ["spec: Invalid value: immutable"],
+    ),
+    (
         "transition rule on a map-list item correlated by key",
         widget(size=1, ports=[{"name": "a", "p": 5}]),
         widget(size=1, ports=[{"name": "b", "p": 1}, {"name": "a", "p": 4}]),

@@ -25,6 +25,11 @@ WIDGET_SCHEMA: dict[str, Any] = {
                     "fieldPath": ".size",
                 },
                 {"rule": "self.size == oldSelf.size", "message": "immutable"},
+                {
+                    "rule": "oldSelf.hasValue() || self.size != 5",
+                    "optionalOldSelf": True,
+                    "message": "5 only on update",
+                },
             ],
             "properties": {
                 "size": {"type": "integer", "minimum": 0, "maximum": 100, "multipleOf": 1},
