@@ -45,6 +45,13 @@ class StorageContext:
     # etcd3 stores by (group, resource); ("", "") is the unlabelled one health checks use
     _etcd3: dict[tuple[str, str], Etcd3Store] = field(default_factory=dict)
     compactor: Compactor | None = None
+    # selectable fields of resources added at run time (custom resources' selectableFields)
+    custom_attrs: dict[tuple[str, str, str], AttrsFunc] = field(default_factory=dict)
+
+    def attrs(self, resource: ResourceInfo) -> AttrsFunc:
+        """(labels, fields) of an object of ``resource``, for selectors."""
+        found = self.custom_attrs.get((resource.group, resource.version, resource.plural))
+        return found if found is not None else attrs_func(resource.plural)
 
     def start(self) -> None:
         """Start the compactor (needs the event loop; idempotent)."""
@@ -74,6 +81,12 @@ class StorageContext:
             )
             self._etcd3[key] = store
         return store
+
+    async def close_etcd3(self, resource: ResourceInfo) -> None:
+        """Close and forget ``resource``'s etcd3 store (its watchers end)."""
+        store = self._etcd3.pop((resource.group, resource.plural), None)
+        if store is not None:
+            await store.close()
 
     async def close(self) -> None:
         """Stop the compactor and close every etcd3 store (each stops its watchers)."""
@@ -111,7 +124,7 @@ def new_storage(resource: ResourceInfo, ctx: StorageContext) -> Interface:
         ctx.etcd3(resource),
         resource=resource.plural,
         resource_prefix=keys.resource_prefix(resource.group, resource.plural, settings.etcd_prefix),
-        attrs=attrs_func(resource.plural),
+        attrs=ctx.attrs(resource),
         kind=resource.kind,
         api_version=resource.api_version,
         indexes=indexes,
@@ -193,10 +206,19 @@ class StorageMap:
                 resource=resource,
                 store=new_storage(resource, self.ctx),
                 prefix=self.ctx.settings.etcd_prefix,
-                get_attrs=attrs_func(resource.plural),
+                get_attrs=self.ctx.attrs(resource),
             )
             self._by_resource[key] = found
         return found
+
+    async def remove(self, resource: ResourceInfo) -> None:
+        """Close and forget ``resource``'s storage (a custom resource no longer served):
+        its watch cache stops and its watchers' streams end. Its etcd3 store is closed
+        too, so a resource of the same name served again starts afresh."""
+        found = self._by_resource.pop((resource.group, resource.version, resource.plural), None)
+        if found is not None:
+            await found.store.close()
+        await self.ctx.close_etcd3(resource)
 
     async def close(self) -> None:
         seen: set[int] = set()
