@@ -38,7 +38,6 @@ from proxy import apierrors
 from proxy.apiextensions.crd_strategy import CLEANUP_FINALIZER
 from proxy.apiextensions.serving import CustomResources
 from proxy.endpoints.handlers.delete_options import DeleteOptions
-from proxy.registry.resources import ResourceInfo
 from proxy.registry.store import Store
 from proxy.server.context import APIContext
 from storage.interfaces import JSONObject, ListOptions
@@ -333,10 +332,9 @@ class CRDControllers:
 
     async def _delete_instances(self, name: str) -> int:
         """Delete every instance (finalizers honoured); how many are left."""
-        served = self.serving.serving(name)
-        if not served:
+        resource = self.serving.served_resource(name)
+        if resource is None:
             return 0
-        resource: ResourceInfo = served[0]
         store = self.ctx.store(resource)
         await store.delete_collection("", ListOptions(), options=DeleteOptions())
         left = await store.list("", ListOptions())

@@ -14,17 +14,21 @@ All methods run on the event loop; only the controllers call ``serve``/``stop``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.apiextensions import custom_resource as cr_mod
+from proxy.apiextensions.conversion import VersionedStorage
 from proxy.apiextensions.custom_resource import CustomResourceVersion
 from proxy.apiextensions.openapi import CustomKind, custom_kind
 from proxy.printers.handlers import HANDLERS as PRINTERS
 from proxy.registry.resources import ResourceInfo
+from proxy.registry.storage_factory import new_storage
 from proxy.registry.validation.strategy import register_strategy, unregister_strategy
 from proxy.server.context import APIContext
+from storage.interfaces import Interface
 
 __all__ = ["CustomResources"]
 
@@ -35,10 +39,13 @@ JSON = dict[str, Any]
 
 @dataclass
 class _Served:
-    """What one CRD serves: its versions (most preferred first) and the fingerprint of
-    the CRD parts they were built from."""
+    """What one CRD serves: its versions (most preferred first), the storage they all
+    read through (the storage version's etcd3 store and watch cache), and the
+    fingerprint of the CRD parts they were built from."""
 
     resources: list[tuple[ResourceInfo, CustomResourceVersion]]
+    base: ResourceInfo
+    store: Interface
     fingerprint: tuple[Any, ...]
 
 
@@ -75,74 +82,84 @@ class CustomResources:
         cr = self.version_of(resource)
         return custom_kind(cr) if cr is not None else None
 
-    def serving(self, crd_name: str) -> list[ResourceInfo]:
+    def served_resource(self, crd_name: str) -> ResourceInfo | None:
+        """The preferred served version of a served CRD (its instances, through it)."""
         served = self._by_crd.get(crd_name)
-        return [info for info, _ in served.resources] if served else []
+        return served.resources[0][0] if served else None
 
     async def serve(self, crd: JSON) -> None:
-        """Serve ``crd``'s served versions as it now says (no-op when nothing changed)."""
+        """Serve ``crd``'s served versions as it now says (no-op when nothing changed).
+        A change rebuilds everything: the old watch cache closes (its watches end, as
+        upstream tears down a CRD's storage when the CRD changes)."""
         name = str((crd.get("metadata") or {}).get("name"))
         fingerprint = _fingerprint(crd)
         current = self._by_crd.get(name)
         if current is not None and current.fingerprint == fingerprint:
             return
-        resources = cr_mod.served_versions(crd)
         if current is not None:
-            await self._unserve(
-                current, keep={(i.group, i.version, i.plural) for i, _ in resources}
-            )
-        self._by_crd[name] = _Served(resources, fingerprint)
-        for info, cr in resources:
-            self._add(info, cr)
-        if resources:
-            info, cr = resources[0]
-            versions = {c.version: c for _, c in resources}
-            register_strategy(info.group, info.kind, cr_mod.strategy(versions, info.namespaced))
-            PRINTERS[(info.group, info.plural)] = cr_mod.table_printer(cr)
+            await self._unserve(self._by_crd.pop(name))
+        resources = cr_mod.served_versions(crd)
+        if not resources:
+            self._api_changed()
+            return
+        served = self._build(resources, fingerprint)
+        self._by_crd[name] = served
         self._api_changed()
         log.info("serving %s at %s", name, ", ".join(i.api_version for i, _ in resources))
 
+    def _build(
+        self, resources: list[tuple[ResourceInfo, CustomResourceVersion]], fingerprint: Any
+    ) -> _Served:
+        info0, cr0 = resources[0]
+        storage = cr0.storage_version
+        base = dataclasses.replace(info0, version=storage)
+        base_cr = next((c for i, c in resources if i.version == storage), cr0)
+        self.ctx.storage_ctx.custom_attrs[_key(base)] = cr_mod.attrs_func(base_cr)
+        store = new_storage(base, self.ctx.storage_ctx)  # its watch cache primes now
+        storage_api_version = base.api_version
+        for info, cr in resources:
+            key = _key(info)
+            self.ctx.registry.add(info)
+            self._versions[key] = cr
+            self.ctx.storage_ctx.custom_attrs[key] = cr_mod.attrs_func(cr)
+            view = VersionedStorage(store, info.api_version, storage_api_version)
+            self.ctx.storages.add_view(info, view)
+        versions = {c.version: c for _, c in resources}
+        register_strategy(info0.group, info0.kind, cr_mod.strategy(versions, info0.namespaced))
+        PRINTERS[(info0.group, info0.plural)] = cr_mod.table_printer(cr0)
+        return _Served(resources, base, store, fingerprint)
+
     async def stop(self, crd_name: str) -> None:
-        """Stop serving ``crd_name``'s resources; their watch caches close."""
+        """Stop serving ``crd_name``'s resources; their watch cache closes."""
         current = self._by_crd.pop(crd_name, None)
         if current is None:
             return
-        await self._unserve(current, keep=set())
+        await self._unserve(current)
         self._api_changed()
         log.info("stopped serving %s", crd_name)
 
     async def close(self) -> None:
         for name in list(self._by_crd):
-            current = self._by_crd.pop(name)
-            for info, _ in current.resources:
-                self._forget(info)
+            await self._unserve(self._by_crd.pop(name))
 
-    def _add(self, info: ResourceInfo, cr: CustomResourceVersion) -> None:
-        key = (info.group, info.version, info.plural)
-        self.ctx.registry.add(info)
-        self._versions[key] = cr
-        self.ctx.storage_ctx.custom_attrs[key] = cr_mod.attrs_func(cr)
-        self.ctx.storages.for_resource(info)  # its watch cache starts priming now
-
-    async def _unserve(self, served: _Served, keep: set[tuple[str, str, str]]) -> None:
+    async def _unserve(self, served: _Served) -> None:
         for info, _ in served.resources:
-            # a version still served gets a new storage too (its facts may have changed),
-            # and its watches end, as upstream tears down a CRD's storage on update
-            if (info.group, info.version, info.plural) not in keep:
-                self._forget(info)
-            await self.ctx.storages.remove(info)
-        if served.resources:
-            info = served.resources[0][0]
-            if not keep:
-                unregister_strategy(info.group, info.kind)
-                PRINTERS.pop((info.group, info.plural), None)
-
-    def _forget(self, info: ResourceInfo) -> None:
-        key = (info.group, info.version, info.plural)
-        self.ctx.registry.remove(*key)
-        self._versions.pop(key, None)
-        self.ctx.storage_ctx.custom_attrs.pop(key, None)
+            key = _key(info)
+            self.ctx.registry.remove(*key)
+            self._versions.pop(key, None)
+            self.ctx.storage_ctx.custom_attrs.pop(key, None)
+            self.ctx.storages.remove_view(info)
+        self.ctx.storage_ctx.custom_attrs.pop(_key(served.base), None)
+        info0 = served.resources[0][0]
+        unregister_strategy(info0.group, info0.kind)
+        PRINTERS.pop((info0.group, info0.plural), None)
+        await served.store.close()  # ends every watch on it
+        await self.ctx.storage_ctx.close_etcd3(served.base)
 
     def _api_changed(self) -> None:
         self.ctx.aggregated_discovery.clear()
         self.ctx.openapi = None
+
+
+def _key(info: ResourceInfo) -> tuple[str, str, str]:
+    return (info.group, info.version, info.plural)

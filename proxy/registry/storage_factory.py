@@ -163,6 +163,8 @@ class StorageMap:
     _by_resource: dict[tuple[str, str, str], ResourceStorage] = field(default_factory=dict)
     # resources whose watch cache has been ready once (latched: storage-readiness)
     _ready_once: set[tuple[str, str, str]] = field(default_factory=set)
+    # resources served by a view (add_view) that this map does not close
+    _views: set[tuple[str, str, str]] = field(default_factory=set)
 
     def build_all(self, resources: Iterable[ResourceInfo]) -> None:
         """Build every resource's storage now (its watch cache starts priming at once)."""
@@ -211,19 +213,28 @@ class StorageMap:
             self._by_resource[key] = found
         return found
 
-    async def remove(self, resource: ResourceInfo) -> None:
-        """Close and forget ``resource``'s storage (a custom resource no longer served):
-        its watch cache stops and its watchers' streams end. Its etcd3 store is closed
-        too, so a resource of the same name served again starts afresh."""
-        found = self._by_resource.pop((resource.group, resource.version, resource.plural), None)
-        if found is not None:
-            await found.store.close()
-        await self.ctx.close_etcd3(resource)
+    def add_view(self, resource: ResourceInfo, store: Interface) -> None:
+        """Serve ``resource`` from ``store``, a view its owner built over a storage of its
+        own (a custom resource version converted from its storage version's watch
+        cache, ``proxy.apiextensions``); the owner closes it, not this map."""
+        self._by_resource[(resource.group, resource.version, resource.plural)] = ResourceStorage(
+            resource=resource,
+            store=store,
+            prefix=self.ctx.settings.etcd_prefix,
+            get_attrs=self.ctx.attrs(resource),
+        )
+        self._views.add((resource.group, resource.version, resource.plural))
+
+    def remove_view(self, resource: ResourceInfo) -> None:
+        key = (resource.group, resource.version, resource.plural)
+        self._views.discard(key)
+        self._by_resource.pop(key, None)
+        self._ready_once.discard(key)
 
     async def close(self) -> None:
         seen: set[int] = set()
-        for rs in self._by_resource.values():
-            if id(rs.store) not in seen:
+        for key, rs in self._by_resource.items():
+            if key not in self._views and id(rs.store) not in seen:
                 seen.add(id(rs.store))
                 await rs.store.close()
         self._by_resource.clear()
