@@ -290,12 +290,17 @@ def _meta(obj: JSON) -> JSON:
     return m if isinstance(m, dict) else {}
 
 
+def _version(
+    obj: JSON, versions: Mapping[str, CustomResourceVersion]
+) -> CustomResourceVersion | None:
+    return versions.get(str(obj.get("apiVersion") or "").rpartition("/")[2])
+
+
 def _schema_work(
     obj: JSON, old: JSON | None, versions: Mapping[str, CustomResourceVersion]
 ) -> ErrorList:
     """Prune, default and validate against the schema of the version the object is in."""
-    version = str(obj.get("apiVersion") or "").rpartition("/")[2]
-    cr = versions.get(version)
+    cr = _version(obj, versions)
     if cr is None:
         return []
     schema_hooks.prune(obj, cr.schema)
@@ -315,4 +320,9 @@ def strategy(versions: Mapping[str, CustomResourceVersion], namespaced: bool) ->
         errs = validate_object_meta_update(_meta(new), _meta(old))
         return errs + _schema_work(new, old, versions)
 
-    return KindStrategy(validate, validate_update)
+    def prepare_create(obj: JSON) -> None:
+        cr = _version(obj, versions)
+        if cr is not None and cr.status:  # status is written through /status only
+            obj.pop("status", None)
+
+    return KindStrategy(validate, validate_update, prepare_create=prepare_create)
