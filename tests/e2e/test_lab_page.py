@@ -78,14 +78,11 @@ def test_the_page_shows_the_caches_and_requests_live(lab_page: tuple[ServerProce
             page.wait_for_function(
                 """() => [...document.querySelectorAll('#requests tr')].some(
                      r => r.textContent.includes('resourceVersion=0')
-                          && r.textContent.includes('cache'))""",
-                timeout=10_000,
-            )
+                          && r.textContent.includes('cache'))""", timeout=10_000)
             page.wait_for_function(
                 """() => [...document.querySelectorAll('#requests tr')].some(
                      r => r.textContent.includes('limit=5') && r.textContent.includes('etcd'))""",
-                timeout=10_000,
-            )
+                timeout=10_000)
             # a write moves the pods cache's numbers
             ns = seed.namespace_name(0)
             _post(f"{server.url}/api/v1/namespaces/{ns}/pods", pod_body("page-pod"))

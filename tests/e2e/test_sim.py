@@ -37,13 +37,8 @@ class Cluster:
     sim: subprocess.Popen[bytes]
 
     def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 60) -> str:
-        r = subprocess.run(
-            [str(KUBECTL), "--kubeconfig", str(self.kubeconfig), *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        r = subprocess.run([str(KUBECTL), "--kubeconfig", str(self.kubeconfig), *args],
+                           input=stdin, capture_output=True, text=True, timeout=timeout)
         assert r.returncode == 0, r.stderr + r.stdout
         return r.stdout
 
@@ -106,9 +101,7 @@ def test_kubectl_run_goes_pending_then_running(cluster: Cluster) -> None:
     assert conditions["PodScheduled"] == conditions["Ready"] == "True"
     (container,) = status["containerStatuses"]
     assert container["ready"] and "running" in container["state"]
-    assert container["image"] == "nginx:1.27" and container["containerID"].startswith(
-        "containerd://"
-    )
+    assert container["image"] == "nginx:1.27" and container["containerID"].startswith("containerd://")
 
 
 DEPLOYMENT = """
@@ -143,11 +136,8 @@ def test_deployment_rolls_out_updates_and_scales(cluster: Cluster) -> None:
     d = cluster.json("get", "deploy", "shop")
     assert d["status"]["readyReplicas"] == d["status"]["updatedReplicas"] == 6
     pods = cluster.json("get", "pods", "-l", "app=shop")["items"]
-    running = [
-        p
-        for p in pods
-        if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
-    ]  # the old ones may terminate
+    running = [p for p in pods if p["status"].get("phase") == "Running"
+               and not p["metadata"].get("deletionTimestamp")]  # the old ones may terminate
     assert len(running) == 6
 
 
@@ -236,9 +226,7 @@ def test_failing_job_hits_its_backoff_limit(cluster: Cluster) -> None:
     status = cluster.json("get", "job", "doomed")["status"]
     assert status["failed"] == 2 and "succeeded" not in status and "active" not in status
     assert [(c["type"], c["reason"]) for c in status["conditions"]] == [
-        ("FailureTarget", "BackoffLimitExceeded"),
-        ("Failed", "BackoffLimitExceeded"),
-    ]
+        ("FailureTarget", "BackoffLimitExceeded"), ("Failed", "BackoffLimitExceeded")]
     assert "completionTime" not in status
     pods = _job_pods(cluster, "doomed")
     assert [p["status"]["phase"] for p in pods] == ["Failed"] * 2
@@ -249,19 +237,11 @@ def test_failing_job_hits_its_backoff_limit(cluster: Cluster) -> None:
 
 def test_a_suspended_job_runs_once_resumed(cluster: Cluster) -> None:
     job = PARALLEL_JOB.replace("batch3", "later").replace("completions: 3", "completions: 1")
-    cluster.kubectl(
-        "apply",
-        "-f",
-        "-",
-        stdin=job.replace("spec:\n  completions", "spec:\n  suspend: true\n  completions"),
-    )
-    _wait(
-        "the Suspended condition",
-        lambda: any(
-            c["type"] == "Suspended" and c["status"] == "True"
-            for c in cluster.json("get", "job", "later").get("status", {}).get("conditions", [])
-        ),
-    )
+    cluster.kubectl("apply", "-f", "-", stdin=job.replace("spec:\n  completions",
+                                                          "spec:\n  suspend: true\n  completions"))
+    _wait("the Suspended condition", lambda: any(
+        c["type"] == "Suspended" and c["status"] == "True"
+        for c in cluster.json("get", "job", "later").get("status", {}).get("conditions", [])))
     assert not _job_pods(cluster, "later")
     cluster.kubectl("patch", "job", "later", "--type=merge", "-p", '{"spec": {"suspend": false}}')
     cluster.kubectl("wait", "--for=condition=complete", "job/later", "--timeout=30s", timeout=40)
@@ -272,11 +252,8 @@ def test_a_suspended_job_runs_once_resumed(cluster: Cluster) -> None:
 
 
 def test_controllers_are_clients_with_their_own_user_agents(cluster: Cluster) -> None:
-    access = [
-        orjson.loads(line.split("watchcache.access: ", 1)[1])
-        for line in cluster.server.log().splitlines()
-        if "watchcache.access: " in line
-    ]
+    access = [orjson.loads(line.split("watchcache.access: ", 1)[1])
+              for line in cluster.server.log().splitlines() if "watchcache.access: " in line]
     agents = {a["userAgent"].split("/")[0] for a in access}
     assert {"watchcache-sim-kubelet", "watchcache-sim-scheduler",
             "watchcache-sim-controller-manager"} <= agents  # fmt: skip
@@ -370,25 +347,18 @@ def test_a_kopf_operator_runs_unchanged(cluster: Cluster, tmp_path: Path) -> Non
     )  # fmt: skip
     try:
         cluster.kubectl("apply", "-f", "-", stdin=KOPF_CONFIGMAP)
-        _wait(
-            "kopf counted 2 keys",
-            lambda: _annotation(cluster, "configmap", "kopf-cm", "keys") == "2",
-        )
+        _wait("kopf counted 2 keys",
+              lambda: _annotation(cluster, "configmap", "kopf-cm", "keys") == "2")
         cluster.kubectl("patch", "configmap", "kopf-cm", "--type=merge",
                         "-p", '{"data": {"c": "3"}}')  # fmt: skip
-        _wait(
-            "kopf saw the update",
-            lambda: _annotation(cluster, "configmap", "kopf-cm", "keys") == "3",
-        )
+        _wait("kopf saw the update",
+              lambda: _annotation(cluster, "configmap", "kopf-cm", "keys") == "3")
         deployment = _deployment("kopf-web").replace(
             "metadata: {name: kopf-web, namespace: default}",
-            'metadata: {name: kopf-web, namespace: default, labels: {kopf-example: "yes"}}',
-        )
+            'metadata: {name: kopf-web, namespace: default, labels: {kopf-example: "yes"}}')
         cluster.kubectl("apply", "-f", "-", stdin=deployment)
-        _wait(
-            "kopf followed the Deployment's status",
-            lambda: _annotation(cluster, "deploy", "kopf-web", "available") == "2",
-        )
+        _wait("kopf followed the Deployment's status",
+              lambda: _annotation(cluster, "deploy", "kopf-web", "available") == "2")
     finally:
         stop_process(operator, 20)
         log.close()
