@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.apiextensions import schema_hooks
+from proxy.openapi import schemas
 from proxy.printers.columns import NAME, Column, TablePrinter
 from proxy.printers.duration import since
 from proxy.registry.resources import ResourceInfo
@@ -173,6 +174,40 @@ def served_versions(crd: JSON) -> list[tuple[ResourceInfo, CustomResourceVersion
         )
         out.append((info, cr))
     return out
+
+
+# -------------------------------------------------------------- request validation
+
+
+def _with_object_fields(schema: JSON) -> JSON:
+    """``schema`` (an object's) with apiVersion, kind and metadata declared, as every
+    custom resource and embedded resource implicitly has them."""
+    props = dict(schema.get("properties") or {})
+    props.setdefault("apiVersion", {"type": "string"})
+    props.setdefault("kind", {"type": "string"})
+    props["metadata"] = {"$ref": schemas.object_meta_ref()}
+    return {**schema, "properties": props}
+
+
+def _embedded(schema: JSON) -> JSON:
+    out = dict(schema)
+    if out.get("x-kubernetes-embedded-resource") and "properties" in out:
+        out = _with_object_fields(out)
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {k: _embedded(v) for k, v in out["properties"].items()}
+    for key in ("items", "additionalProperties"):
+        if isinstance(out.get(key), dict):
+            out[key] = _embedded(out[key])
+    return out
+
+
+def request_schema(cr: CustomResourceVersion) -> JSON | None:
+    """The schema the request-body checks use (unknown fields, JSON types): the
+    version's ``openAPIV3Schema`` with the object fields of the resource and of its
+    embedded resources declared. None without a schema."""
+    if not isinstance(cr.schema, dict):
+        return None
+    return _with_object_fields(_embedded(cr.schema))
 
 
 # ----------------------------------------------------------------------- JSONPath

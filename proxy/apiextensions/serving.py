@@ -23,6 +23,7 @@ from proxy.apiextensions import custom_resource as cr_mod
 from proxy.apiextensions.conversion import VersionedStorage
 from proxy.apiextensions.custom_resource import CustomResourceVersion
 from proxy.apiextensions.openapi import CustomKind, custom_kind
+from proxy.openapi.schemas import register_kind_schema
 from proxy.printers.handlers import HANDLERS as PRINTERS
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.storage_factory import new_storage
@@ -122,6 +123,7 @@ class CustomResources:
             self.ctx.registry.add(info)
             self._versions[key] = cr
             self.ctx.storage_ctx.custom_attrs[key] = cr_mod.attrs_func(cr)
+            register_kind_schema(info.group, info.version, info.kind, cr_mod.request_schema(cr))
             view = VersionedStorage(store, info.api_version, storage_api_version)
             self.ctx.storages.add_view(info, view)
         versions = {c.version: c for _, c in resources}
@@ -149,6 +151,7 @@ class CustomResources:
             self._versions.pop(key, None)
             self.ctx.storage_ctx.custom_attrs.pop(key, None)
             self.ctx.storages.remove_view(info)
+            register_kind_schema(info.group, info.version, info.kind, None)
         self.ctx.storage_ctx.custom_attrs.pop(_key(served.base), None)
         info0 = served.resources[0][0]
         unregister_strategy(info0.group, info0.kind)

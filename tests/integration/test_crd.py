@@ -358,3 +358,41 @@ async def test_deleting_the_crd_removes_instances_and_stops_serving(
             await watch.content.read()  # the stream ends
     async with api.get(widgets(group)) as resp:
         assert resp.status == 404
+
+
+async def test_unknown_fields_and_wrong_types(api: aiohttp.ClientSession, group: str) -> None:
+    """Upstream: unknown fields are dropped with `Warning: 299 - "unknown field
+    \\"spec.junk\\""` (fieldValidation Warn, the default); Strict is 400 `Widget in version
+    "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.junk",
+    unknown field "top"`; a wrong type is 422 FieldValueTypeInvalid `spec.color in body
+    must be of type string: "integer"`."""
+    await install_crd(api, crd_body(group))
+    body = widget(group, "u1", junk=1, color="x")
+    body["top"] = 2
+    async with api.post(widgets(group), json=body) as resp:
+        created = await _json(resp)
+        assert resp.headers.getall("Warning") == [
+            '299 - "unknown field \\"spec.junk\\""',
+            '299 - "unknown field \\"top\\""',
+        ]
+    assert created["spec"] == {"color": "x"} and "top" not in created
+    body["metadata"]["name"] = "u2"
+    async with api.post(widgets(group), json=body, params={"fieldValidation": "Strict"}) as resp:
+        status = await _json(resp)
+    assert resp.status == 400
+    assert status["message"] == (
+        'Widget in version "v1" cannot be handled as a Widget: strict decoding error: '
+        'unknown field "spec.junk", unknown field "top"'
+    )
+    async with api.post(widgets(group), json=widget(group, "u3", color=7)) as resp:
+        status = await _json(resp)
+    assert resp.status == 422
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueTypeInvalid",
+            "message": 'Invalid value: "integer": spec.color in body must be of type string: '
+            '"integer"',
+            "field": "spec.color",
+        }
+    ]
+    assert status["message"].startswith(f'Widget.{group} "u3" is invalid: spec.color: ')
