@@ -1,6 +1,7 @@
 """Serving a custom resource version that is not the storage version (apiextensions-
-apiserver's ``conversion`` package with the ``None`` strategy): objects are kept in etcd
-in the storage version and seen through the served version by rewriting ``apiVersion``.
+apiserver's ``conversion`` package): objects are kept in etcd in the storage version and
+seen through the served version by a :class:`Converter` — ``NoneConverter`` (strategy
+``None``: ``apiVersion`` rewritten) or the webhook's (``webhook_converter``).
 
 :class:`VersionedStorage` wraps the storage of one served version: every object read
 (get, list items, watch events, the results of writes) is given the served
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator
+from typing import Any, Protocol
 
 import orjson
 
@@ -31,7 +33,7 @@ from storage.interfaces import (
     WatchEvent,
 )
 
-__all__ = ["VersionedStorage", "with_api_version"]
+__all__ = ["Converter", "NoneConverter", "VersionedStorage", "with_api_version"]
 
 _OBJECT_EVENTS = frozenset({"ADDED", "MODIFIED", "DELETED"})
 
@@ -43,6 +45,19 @@ def with_api_version(obj: JSONObject, api_version: str) -> JSONObject:
     return {**obj, "apiVersion": api_version}
 
 
+class Converter(Protocol):
+    """Objects of one CRD in another of its versions (errors are Status errors)."""
+
+    async def convert(self, objects: list[Any], api_version: str) -> list[Any]: ...
+
+
+class NoneConverter:
+    """The ``None`` strategy: only ``apiVersion`` changes."""
+
+    async def convert(self, objects: list[Any], api_version: str) -> list[Any]:
+        return [with_api_version(o, api_version) for o in objects]
+
+
 def _already_in(data: bytes, api_version: str) -> bool:
     """Whether compact JSON ``data`` has ``api_version`` as its only apiVersion (so its
     top-level one), without decoding it."""
@@ -51,27 +66,28 @@ def _already_in(data: bytes, api_version: str) -> bool:
     )
 
 
-def _stored_in(stored: StoredObject, api_version: str) -> StoredObject:
+async def _stored_in(stored: StoredObject, api_version: str, converter: Converter) -> StoredObject:
     if _already_in(stored.data, api_version):
         return stored
     obj = stored.obj
     if obj.get("apiVersion") == api_version:
         return stored
-    converted = with_api_version(obj, api_version)
+    [converted] = await converter.convert([obj], api_version)
     return StoredObject(stored.key, orjson.dumps(converted), stored.resource_version, converted)
 
 
 class _ConvertingWatcher:
-    def __init__(self, inner: Watcher, api_version: str) -> None:
+    def __init__(self, inner: Watcher, api_version: str, converter: Converter) -> None:
         self._inner = inner
         self._api_version = api_version
+        self._converter = converter
 
     async def __aiter__(self) -> AsyncIterator[WatchEvent]:
         async for event in self._inner:
             if event.type in _OBJECT_EVENTS and not _already_in(event.data, self._api_version):
                 obj = orjson.loads(event.data)
                 if obj.get("apiVersion") != self._api_version:
-                    obj["apiVersion"] = self._api_version
+                    [obj] = await self._converter.convert([obj], self._api_version)
                     event = dataclasses.replace(event, data=orjson.dumps(obj))
             yield event
 
@@ -83,25 +99,46 @@ class VersionedStorage:
     """``inner`` (the resource's storage) seen in ``api_version``; writes are stored in
     ``storage_api_version``. Implements ``storage.interfaces.Interface``."""
 
-    def __init__(self, inner: Interface, api_version: str, storage_api_version: str) -> None:
+    def __init__(
+        self,
+        inner: Interface,
+        api_version: str,
+        storage_api_version: str,
+        converter: Converter | None = None,
+    ) -> None:
         self.inner = inner
         self.api_version = api_version
         self.storage_api_version = storage_api_version
+        self.converter: Converter = converter or NoneConverter()
         self.cacher = getattr(inner, "cacher", None)  # for /debug, as the inner store's
 
-    def _out(self, stored: StoredObject) -> StoredObject:
-        return _stored_in(stored, self.api_version)
+    async def _out(self, stored: StoredObject) -> StoredObject:
+        return await _stored_in(stored, self.api_version, self.converter)
+
+    async def _to(self, obj: JSONObject, api_version: str) -> JSONObject:
+        if obj.get("apiVersion") == api_version:
+            return obj
+        [converted] = await self.converter.convert([obj], api_version)
+        result: JSONObject = converted
+        return result
 
     async def create(self, key: str, obj: JSONObject) -> StoredObject:
-        stored = await self.inner.create(key, with_api_version(obj, self.storage_api_version))
-        return self._out(stored)
+        stored = await self.inner.create(key, await self._to(obj, self.storage_api_version))
+        return await self._out(stored)
 
     async def get(self, key: str, opts: GetOptions) -> StoredObject:
-        return self._out(await self.inner.get(key, opts))
+        return await self._out(await self.inner.get(key, opts))
 
     async def get_list(self, key: str, opts: ListOptions) -> ListResult:
         listed = await self.inner.get_list(key, opts)
-        return dataclasses.replace(listed, items=[self._out(i) for i in listed.items])
+        items = list(listed.items)
+        todo = [i for i, item in enumerate(items) if not _already_in(item.data, self.api_version)]
+        if todo:  # one conversion (one webhook call) for the whole list, as upstream
+            objs = await self.converter.convert([items[i].obj for i in todo], self.api_version)
+            for i, obj in zip(todo, objs, strict=True):
+                old = items[i]
+                items[i] = StoredObject(old.key, orjson.dumps(obj), old.resource_version, obj)
+        return dataclasses.replace(listed, items=items)
 
     async def guaranteed_update(
         self,
@@ -112,16 +149,16 @@ class VersionedStorage:
         ignore_not_found: bool = False,
     ) -> StoredObject:
         async def converted(current: JSONObject) -> JSONObject:
-            seen = with_api_version(current, self.api_version) if current else current
+            seen = await self._to(current, self.api_version) if current else current
             new = await try_update(seen)
             if new is seen:
                 return current  # unchanged: the stored object itself (no write)
-            return with_api_version(new, self.storage_api_version)
+            return await self._to(new, self.storage_api_version)
 
         stored = await self.inner.guaranteed_update(
             key, preconditions, converted, ignore_not_found=ignore_not_found
         )
-        return self._out(stored)
+        return await self._out(stored)
 
     async def delete(
         self,
@@ -134,10 +171,11 @@ class VersionedStorage:
         stored = await self.inner.delete(
             key, preconditions, validate_deletion, ignore_store_read_error=ignore_store_read_error
         )
-        return self._out(stored) if stored.data else stored
+        return await self._out(stored) if stored.data else stored
 
     async def watch(self, key: str, opts: ListOptions) -> Watcher:
-        return _ConvertingWatcher(await self.inner.watch(key, opts), self.api_version)
+        watcher = await self.inner.watch(key, opts)
+        return _ConvertingWatcher(watcher, self.api_version, self.converter)
 
     async def current_resource_version(self) -> int:
         return await self.inner.current_resource_version()

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.apiextensions import custom_resource as cr_mod
-from proxy.apiextensions.conversion import VersionedStorage
+from proxy.apiextensions.conversion import Converter, NoneConverter, VersionedStorage
 from proxy.apiextensions.custom_resource import CustomResourceVersion
 from proxy.apiextensions.openapi import CustomKind, custom_kind
+from proxy.apiextensions.webhook_converter import WebhookConverter
 from proxy.openapi.schemas import register_kind_schema
 from proxy.printers.handlers import HANDLERS as PRINTERS
 from proxy.registry.resources import ResourceInfo
@@ -48,6 +49,7 @@ class _Served:
     base: ResourceInfo
     store: Interface
     fingerprint: tuple[Any, ...]
+    converter: Converter
 
 
 def _fingerprint(crd: JSON) -> tuple[Any, ...]:
@@ -103,13 +105,16 @@ class CustomResources:
         if not resources:
             self._api_changed()
             return
-        served = self._build(resources, fingerprint)
+        served = self._build(resources, fingerprint, _converter(crd, resources[0][1].kind))
         self._by_crd[name] = served
         self._api_changed()
         log.info("serving %s at %s", name, ", ".join(i.api_version for i, _ in resources))
 
     def _build(
-        self, resources: list[tuple[ResourceInfo, CustomResourceVersion]], fingerprint: Any
+        self,
+        resources: list[tuple[ResourceInfo, CustomResourceVersion]],
+        fingerprint: Any,
+        converter: Converter,
     ) -> _Served:
         info0, cr0 = resources[0]
         storage = cr0.storage_version
@@ -124,12 +129,12 @@ class CustomResources:
             self._versions[key] = cr
             self.ctx.storage_ctx.custom_attrs[key] = cr_mod.attrs_func(cr)
             register_kind_schema(info.group, info.version, info.kind, cr_mod.request_schema(cr))
-            view = VersionedStorage(store, info.api_version, storage_api_version)
+            view = VersionedStorage(store, info.api_version, storage_api_version, converter)
             self.ctx.storages.add_view(info, view)
         versions = {c.version: c for _, c in resources}
         register_strategy(info0.group, info0.kind, cr_mod.strategy(versions, info0.namespaced))
         PRINTERS[(info0.group, info0.plural)] = cr_mod.table_printer(cr0)
-        return _Served(resources, base, store, fingerprint)
+        return _Served(resources, base, store, fingerprint, converter)
 
     async def stop(self, crd_name: str) -> None:
         """Stop serving ``crd_name``'s resources; their watch cache closes."""
@@ -157,11 +162,20 @@ class CustomResources:
         unregister_strategy(info0.group, info0.kind)
         PRINTERS.pop((info0.group, info0.plural), None)
         await served.store.close()  # ends every watch on it
+        if isinstance(served.converter, WebhookConverter):
+            await served.converter.close()
         await self.ctx.storage_ctx.close_etcd3(served.base)
 
     def _api_changed(self) -> None:
         self.ctx.aggregated_discovery.clear()
         self.ctx.openapi = None
+
+
+def _converter(crd: JSON, kind: str) -> Converter:
+    conversion = (crd.get("spec") or {}).get("conversion") or {}
+    if conversion.get("strategy") == "Webhook":
+        return WebhookConverter(kind, conversion.get("webhook") or {})
+    return NoneConverter()
 
 
 def _key(info: ResourceInfo) -> tuple[str, str, str]:

@@ -9,6 +9,10 @@ the watch cache and one without.
 from __future__ import annotations
 
 import asyncio
+import base64
+import socket
+import subprocess
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -16,8 +20,9 @@ import aiohttp
 import orjson
 import pytest
 
-from lab.etcd import EtcdCluster
-from tests.integration.conftest import ServerProcess, start_server
+from lab.etcd import EtcdCluster, free_port
+from proxy.server import certs
+from tests.integration.conftest import PYTHON, REPO, ServerProcess, start_server
 from tests.integration.crd_support import CRDS, crd_body, install_crd, unique_group, wait_gone
 
 pytestmark = pytest.mark.etcd
@@ -396,3 +401,108 @@ async def test_unknown_fields_and_wrong_types(api: aiohttp.ClientSession, group:
         }
     ]
     assert status["message"].startswith(f'Widget.{group} "u3" is invalid: spec.color: ')
+
+
+@pytest.fixture(scope="module")
+def conversion_webhook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """The suite's HTTPS conversion webhook (its own process, a certificate from a CA
+    made here): (url, caBundle)."""
+    directory = tmp_path_factory.mktemp("webhook")
+    ca = certs.new_ca("conversion-webhook-ca")
+    served = certs.sign(ca, "webhook", ips=("127.0.0.1",), server=True)
+    served.write(directory / "tls.crt", directory / "tls.key")
+    port = free_port()
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "tests.integration.conversion_webhook", "--port", str(port),
+         "--cert", str(directory / "tls.crt"), "--key", str(directory / "tls.key")],
+        cwd=REPO, stdout=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"listening\n"
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the webhook does not listen"
+                time.sleep(0.05)
+        yield f"https://127.0.0.1:{port}/convert", base64.b64encode(ca.cert_pem).decode()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def webhook_crd(group: str, url: str, ca_bundle: str) -> JSON:
+    """Widgets in v1 (spec.color, stored) and v2 (spec.colour), converted by the webhook."""
+    body = crd_body(group)
+    v2 = {
+        "name": "v2",
+        "served": True,
+        "storage": False,
+        "schema": {
+            "openAPIV3Schema": {
+                "type": "object",
+                "properties": {
+                    "spec": {"type": "object", "properties": {"colour": {"type": "string"}}}
+                },
+            }
+        },
+    }
+    body["spec"]["versions"].append(v2)
+    body["spec"]["conversion"] = {
+        "strategy": "Webhook",
+        "webhook": {
+            "conversionReviewVersions": ["v1"],
+            "clientConfig": {"url": url, "caBundle": ca_bundle},
+        },
+    }
+    return body
+
+
+async def test_webhook_conversion(
+    api: aiohttp.ClientSession, group: str, conversion_webhook: tuple[str, str]
+) -> None:
+    """Upstream (webhook_conversion_test, crd_conversion_webhook.go): a v2 object is
+    stored through the webhook in v1 and read back in either version (GET, LIST from the
+    cache, WATCH); a webhook Failure is 500 without a reason, `conversion webhook for
+    <group>/v2, Kind=Widget failed: <its message>`."""
+    url, ca_bundle = conversion_webhook
+    await install_crd(api, webhook_crd(group, url, ca_bundle))
+    body = {
+        "apiVersion": f"{group}/v2",
+        "kind": "Widget",
+        "metadata": {"name": "c1"},
+        "spec": {"colour": "red"},
+    }
+    async with api.post(widgets(group, version="v2"), json=body) as resp:
+        created = await _json(resp)
+    assert resp.status == 201, created
+    assert created["spec"] == {"colour": "red"}
+    async with api.get(widgets(group, "c1")) as resp:
+        assert (await _json(resp))["spec"] == {"color": "red"}
+    params = {"resourceVersion": "0"}
+    async with api.get(widgets(group, version="v2"), params=params) as resp:
+        assert [i["spec"] for i in (await _json(resp))["items"]] == [{"colour": "red"}]
+    watch = {"watch": "1", "resourceVersion": created["metadata"]["resourceVersion"]}
+    async with api.get(widgets(group, version="v2"), params={**watch, "timeoutSeconds": "5"}) as w:
+        await api.patch(
+            widgets(group, "c1"), data=orjson.dumps({"spec": {"color": "blue"}}), headers=MERGE
+        )
+        event = orjson.loads(await w.content.readline())
+    assert event["type"] == "MODIFIED"
+    assert event["object"]["spec"] == {"colour": "blue"}
+    body["metadata"] = {"name": "c2", "labels": {"convert": "refuse"}}
+    async with api.post(widgets(group, version="v2"), json=body) as resp:
+        status = await _json(resp)
+    assert resp.status == 500
+    assert status == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": f"conversion webhook for {group}/v2, Kind=Widget failed: refusing to convert",
+        "code": 500,
+    }
