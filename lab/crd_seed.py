@@ -24,6 +24,11 @@ COLLECTION = f"/apis/{GROUP}/v1/widgets"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 COLORS = ("red", "green", "blue", "yellow")
 
+
+def _object(**properties: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties}
+
+
 BENCH_CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",
@@ -39,19 +44,13 @@ BENCH_CRD: dict[str, Any] = {
                 "storage": True,
                 "selectableFields": [{"jsonPath": ".spec.color"}],
                 "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "properties": {
-                                    "color": {"type": "string"},
-                                    "size": {"type": "integer"},
-                                    "notes": {"type": "string"},
-                                },
-                            }
-                        },
-                    }
+                    "openAPIV3Schema": _object(
+                        spec=_object(
+                            color={"type": "string"},
+                            size={"type": "integer"},
+                            notes={"type": "string"},
+                        )
+                    )
                 },
             }
         ],
