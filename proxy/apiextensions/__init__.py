@@ -12,5 +12,8 @@
 - ``handler``: what a CR request gets beyond the built-in handlers (415 for strategic
   merge, deprecation warnings, /scale from the CRD's paths, creates refused while the
   CRD terminates);
-- ``openapi``: the OpenAPI v3 document of a CR group-version.
+- ``openapi``: the OpenAPI v3 document of a CR group-version;
+- ``conversion`` / ``webhook_converter``: served versions over the storage version;
+- ``schema`` (with ``proxy.cel``): structural schemas, CR validation, pruning and
+  defaulting, reached only through ``schema_hooks``.
 """

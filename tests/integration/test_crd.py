@@ -506,3 +506,34 @@ async def test_webhook_conversion(
         "message": f"conversion webhook for {group}/v2, Kind=Widget failed: refusing to convert",
         "code": 500,
     }
+
+
+async def test_defaults_and_validation_rules_on_write(
+    api: aiohttp.ClientSession, group: str
+) -> None:
+    """Upstream: a schema default is set on create (spec.color "blue"); a failing
+    x-kubernetes-validations rule is 422 on its field with the rule's message (1.37
+    prints no value for an object: `spec: Invalid value: min must not exceed max`; 1.32
+    printed `Invalid value: "object"`, see docs/crd-schema.md)."""
+    body = crd_body(group)
+    spec_schema = body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec_schema["properties"].update({"min": {"type": "integer"}, "max": {"type": "integer"}})
+    spec_schema["properties"]["color"]["default"] = "blue"
+    spec_schema["x-kubernetes-validations"] = [
+        {"rule": "!has(self.min) || self.min <= self.max", "message": "min must not exceed max"}
+    ]
+    await install_crd(api, body)
+    async with api.post(widgets(group), json=widget(group, "ok", min=1, max=2)) as resp:
+        created = await _json(resp)
+    assert resp.status == 201, created
+    assert created["spec"] == {"color": "blue", "max": 2, "min": 1}
+    async with api.post(widgets(group), json=widget(group, "bad", min=3, max=2)) as resp:
+        status = await _json(resp)
+    assert resp.status == 422, status
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "Invalid value: min must not exceed max",
+            "field": "spec",
+        }
+    ]
