@@ -39,14 +39,15 @@ def validate_crd(crd: JSON, old_crd: JSON | None) -> ErrorList:
     name_errs = names_validation.dns_subdomain(name)
     if name_errs:
         errs.append(field.invalid("metadata.name", name, name_errs))
-    if name != expected:
+    if old_crd is None and name != expected:
+        # on update the immutable group and plural say it instead
         errs.append(
             field.invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group')
         )
     errs.extend(_validate_spec(spec, crd))
     errs.extend(_validate_status(crd, old_crd))
-    if old_crd is not None and isinstance(old_crd, Mapping):
-        errs.extend(names_validation.validate_update(spec, old_crd.get("spec") or {}))
+    if isinstance(old_crd, Mapping):
+        errs.extend(names_validation.validate_update(crd, old_crd))
     return errs
 
 
@@ -155,32 +156,31 @@ def _validate_version_schema(version: Mapping[str, Any], path: str) -> ErrorList
 
 
 def _validate_status(crd: Mapping[str, Any], old_crd: JSON | None) -> ErrorList:
-    """``status.storedVersions``: set from the storage version on create (the
-    strategy's PrepareForCreate), then every stored version must stay in spec."""
-    spec = mapping(crd.get("spec"))
-    versions = _versions(spec)
+    """``status.storedVersions`` as the strategy leaves it before validation: on create
+    the (first) storage version; on update the stored versions plus the storage
+    version. Then every storage version must be stored and every stored version stay
+    in spec (``ValidateCustomResourceDefinitionStoredVersions``)."""
+    versions = _versions(mapping(crd.get("spec")))
     storage = [str(v.get("name")) for v in versions if v.get("storage")]
-    status = mapping(crd.get("status"))
-    stored = status.get("storedVersions")
-    if old_crd is None or stored is None:
-        stored = storage[:1] or None
-    errs: ErrorList = []
-    shown = names_validation.string_slice(stored)
+    stored = mapping(crd.get("status")).get("storedVersions")
+    if old_crd is None or not isinstance(stored, list):
+        stored = storage[:1]
+    elif storage and storage[0] not in stored:
+        stored = [*stored, storage[0]]
+    shown = names_validation.string_slice(stored or None)
     if not stored:
-        errs.append(
+        return [
             field.invalid("status.storedVersions", shown, "must have at least one stored version")
-        )
-        return errs
+        ]
+    errs = [
+        field.invalid("status.storedVersions", shown, f"must have the storage version {name}")
+        for name in storage
+        if name not in stored
+    ]
     names = {str(v.get("name")) for v in versions}
-    for i, name in enumerate(stored):
-        if name not in names:
-            errs.append(
-                field.invalid(f"status.storedVersions[{i}]", name, "must appear in spec.versions")
-            )
-    if storage and storage[-1] not in stored:
-        errs.append(
-            field.invalid(
-                "status.storedVersions", shown, f"must have the storage version {storage[-1]}"
-            )
-        )
+    errs.extend(
+        field.invalid(f"status.storedVersions[{i}]", name, "must appear in spec.versions")
+        for i, name in enumerate(stored)
+        if name not in names
+    )
     return errs

@@ -349,9 +349,35 @@ def _go_bool(value: Any) -> str:
     return "true" if value is True else "false"
 
 
-def validate_update(spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> ErrorList:
-    """What ``ValidateCustomResourceDefinitionUpdate`` adds: the group never changes."""
-    errs: ErrorList = []
-    if old_spec.get("group") and spec.get("group") != old_spec.get("group"):
-        errs.append(field.invalid("spec.group", spec.get("group"), "field is immutable"))
-    return errs
+def validate_update(crd: Mapping[str, Any], old_crd: Mapping[str, Any]) -> ErrorList:
+    """What ``ValidateCustomResourceDefinitionUpdate`` adds: group and plural never
+    change (they name the storage); scope and kind not once the CRD is Established."""
+    spec, old_spec = mapping(crd.get("spec")), mapping(old_crd.get("spec"))
+    pairs = [
+        ("spec.group", spec.get("group"), old_spec.get("group")),
+        (
+            "spec.names.plural",
+            mapping(spec.get("names")).get("plural"),
+            mapping(old_spec.get("names")).get("plural"),
+        ),
+    ]
+    if _established(old_crd):
+        pairs[1:1] = [
+            ("spec.scope", spec.get("scope"), old_spec.get("scope")),
+            (
+                "spec.names.kind",
+                mapping(spec.get("names")).get("kind"),
+                mapping(old_spec.get("names")).get("kind"),
+            ),
+        ]
+    return [
+        field.invalid(path, new, "field is immutable") for path, new, old in pairs if new != old
+    ]
+
+
+def _established(crd: Mapping[str, Any]) -> bool:
+    conditions = mapping(crd.get("status")).get("conditions")
+    return any(
+        isinstance(c, Mapping) and c.get("type") == "Established" and c.get("status") == "True"
+        for c in (conditions if isinstance(conditions, list) else ())
+    )

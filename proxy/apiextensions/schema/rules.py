@@ -73,7 +73,9 @@ def _node(
         return  # rules validate non-null values only
     if schema.get("x-kubernetes-validations"):
         _rules_of(value, old, schema, path, errs, budget, root)
-    for item, old_item, sub, child in correlated_children(value, old, schema, path, root):
+    for item, old_item, sub, child in correlated_children(
+        value, old, schema, path, root, keyed=True
+    ):
         _node(item, old_item, sub, child, errs, budget)
 
 

@@ -149,18 +149,24 @@ def schema_children(
 
 
 def correlated_children(
-    value: JSON, old: JSON, schema: Schema, path: str, root: bool = False
+    value: JSON, old: JSON, schema: Schema, path: str, root: bool = False, keyed: bool = False
 ) -> Iterator[tuple[JSON, JSON, Schema, str]]:
     """Each child value with a schema, its correlated old value (:data:`MISSING` if
-    none), its schema and its path; TypeMeta and ObjectMeta of the root are skipped."""
+    none), its schema and its path; TypeMeta and ObjectMeta of the root are skipped.
+    Map values are at ``path.key`` (kube-openapi), or ``path[key]`` if ``keyed`` (CEL
+    rules)."""
     if isinstance(value, Mapping):
         old_map = old if isinstance(old, Mapping) else {}
         for name, item in value.items():
             if root and name in ("apiVersion", "kind", "metadata"):
                 continue
             sub = property_schema(schema, name)
-            if sub is not None:
-                yield item, old_map.get(name, MISSING), sub, field.child(path, name)
+            if sub is None:
+                continue
+            props = schema.get("properties")
+            is_key = keyed and not (isinstance(props, Mapping) and name in props)
+            at = field.key(path, name) if is_key else field.child(path, name)
+            yield item, old_map.get(name, MISSING), sub, at
     elif isinstance(value, list):
         items = item_schema(schema)
         if items is not None:

@@ -65,6 +65,8 @@ def validate_schema(schema: JSON, path: str, status_enabled: bool = False) -> Er
     errs: ErrorList = []
     if not isinstance(schema, Mapping):
         return errs
+    if status_enabled:
+        errs.extend(_status_root(schema, path))
     if schema.get("nullable") is True:
         errs.append(
             field.forbidden(field.child(path, "nullable"), "nullable cannot be true at the root")
@@ -103,6 +105,45 @@ class _Node:
     in_meta: bool = False
     forbid_old: str | None = None
     cardinality: int = 1
+
+
+_ROOT_WITH_STATUS = {
+    "description": "Description", "type": "Type", "format": "Format", "title": "Title",
+    "maximum": "Maximum", "exclusiveMaximum": "ExclusiveMaximum", "minimum": "Minimum",
+    "exclusiveMinimum": "ExclusiveMinimum", "maxLength": "MaxLength", "minLength": "MinLength",
+    "pattern": "Pattern", "maxItems": "MaxItems", "minItems": "MinItems",
+    "uniqueItems": "UniqueItems", "multipleOf": "MultipleOf", "required": "Required",
+    "items": "Items", "properties": "Properties", "externalDocs": "ExternalDocs",
+    "example": "Example", "x-kubernetes-preserve-unknown-fields": "XPreserveUnknownFields",
+    "x-kubernetes-validations": "XValidations",
+}  # fmt: skip
+
+
+def _status_root(schema: Schema, path: str) -> ErrorList:
+    """With the status subresource, status's schema is cut out as
+    ``properties[status]``, so the root may only carry what survives that."""
+    if schema.get("type") not in (None, "", "object"):
+        return [
+            field.invalid(
+                field.child(path, "type"),
+                schema["type"],
+                'only "object" is allowed as the type at the root of the schema if the status '
+                "subresource is enabled",
+            )
+        ]
+    zero: tuple[object, ...] = (None, False, "", [], {})
+    if all(key in _ROOT_WITH_STATUS for key, value in schema.items() if value not in zero):
+        return []
+    allowed = " ".join(_ROOT_WITH_STATUS.values())
+    # the value is the internal JSONSchemaProps struct, printed in full upstream
+    return [
+        field.invalid(
+            path,
+            GoLiteral("apiextensions.JSONSchemaProps{...}"),
+            f"only [{allowed}] fields are allowed at the root of the schema if the status "
+            "subresource is enabled",
+        )
+    ]
 
 
 # ------------------------------------------------------------- structural rules

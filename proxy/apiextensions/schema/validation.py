@@ -27,12 +27,16 @@ from proxy.apiextensions.schema.structural import (
     has_rules,
     json_type,
 )
-from proxy.registry.validation import field
+from proxy.registry.validation import field, names, object_meta
 from proxy.registry.validation.field import ErrorList, FieldError, GoLiteral
 
 __all__ = ["validate_custom_resource", "validate_value"]
 
-_BLOCKING = frozenset({"FieldValueTypeInvalid", "FieldValueRequired", "FieldValueNotSupported"})
+# errors after which rules would see values of the wrong shape or size (hasBlockingErr)
+_BLOCKING = frozenset({
+    "FieldValueTypeInvalid", "FieldValueRequired", "FieldValueNotSupported",
+    "FieldValueTooLong", "FieldValueTooMany",
+})  # fmt: skip
 _NOT_CHECKED = (
     "some validation rules were not checked because the object was invalid; "
     "correct the existing errors to complete validation"
@@ -42,8 +46,8 @@ _NOT_CHECKED = (
 def validate_custom_resource(obj: JSON, old: JSON | None, schema: Schema) -> ErrorList:
     """Every error of ``obj`` (``old`` on update) against the version's
     ``openAPIV3Schema``: schema errors first; CEL rules run only when none of them is
-    a type, required or unsupported-value error (else one ``<nil>`` error says some
-    rules were not checked), as the custom resource strategy does."""
+    a type, required, unsupported-value, too-long or too-many error (else one ``<nil>``
+    error says some rules were not checked), as the custom resource strategy does."""
     old_value = MISSING if old is None else old
     errs: ErrorList = []
     validate_value(obj, old_value, schema, "", errs, root=True)
@@ -308,20 +312,43 @@ def _nil_error(detail: str) -> FieldError:
 
 
 def _check_embedded(value: JSON, path: str, errs: ErrorList) -> None:
-    """``x-kubernetes-embedded-resource``: apiVersion and kind must be set, the
-    apiVersion a group/version."""
+    """``x-kubernetes-embedded-resource`` (objectmeta ``validateEmbeddedResource``):
+    apiVersion and kind present and well-formed, metadata valid ObjectMeta whose name
+    need only be a path segment."""
     if not isinstance(value, Mapping):
         return
+    for key in ("apiVersion", "kind"):
+        if key not in value:
+            errs.append(field.required(field.child(path, key), "must not be empty"))
     api_version = value.get("apiVersion")
-    if not api_version:
-        errs.append(field.required(field.child(path, "apiVersion"), "must not be empty"))
-    elif isinstance(api_version, str) and api_version.count("/") > 1:
-        errs.append(
-            field.invalid(
-                field.child(path, "apiVersion"),
-                api_version,
-                f"unexpected GroupVersion string: {api_version}",
+    if isinstance(api_version, str):
+        at = field.child(path, "apiVersion")
+        if not api_version:
+            errs.append(field.invalid(at, api_version, "must not be empty"))
+        elif api_version.count("/") > 1:
+            errs.append(
+                field.invalid(at, api_version, f"unexpected GroupVersion string: {api_version}")
+            )
+    kind = value.get("kind")
+    if isinstance(kind, str):
+        at = field.child(path, "kind")
+        if not kind:
+            errs.append(field.invalid(at, kind, "must not be empty"))
+        elif detail := ",".join(names.is_dns1035_label(kind.lower())):
+            errs.append(
+                field.invalid(
+                    at, kind, f"may have mixed case, but should otherwise match: {detail}"
+                )
+            )
+    meta = value.get("metadata")
+    if isinstance(meta, Mapping):
+        meta = {**meta, "name": meta.get("name") or "fakename"}
+        errs.extend(
+            object_meta.validate_object_meta(
+                meta,
+                bool(meta.get("namespace")),
+                names.path_segment_name,
+                core=False,
+                path=field.child(path, "metadata"),
             )
         )
-    if not value.get("kind"):
-        errs.append(field.required(field.child(path, "kind"), "must not be empty"))

@@ -43,25 +43,87 @@ def _widget(**spec: Any) -> dict[str, Any]:
     return crd
 
 
-def test_group_is_immutable() -> None:
-    old = _widget()
-    new = _widget(group="other.example.com")
-    new["metadata"]["name"] = "gadgets.other.example.com"
-    errs = validate_crd(new, old)
-    assert [str(e) for e in errs] == [
-        'spec.group: Invalid value: "other.example.com": field is immutable'
-    ]
+def _established(crd: dict[str, Any]) -> dict[str, Any]:
+    crd = copy.deepcopy(crd)
+    crd["status"] = {
+        "storedVersions": ["v1"],
+        "conditions": [{"type": "Established", "status": "True"}],
+    }
+    return crd
 
 
-def test_stored_versions_must_stay_in_spec() -> None:
-    old = _widget()
-    new = _widget()
-    new["status"] = {"storedVersions": ["v0", "v1"]}
-    errs = validate_crd(new, old)
-    # upstream: "must appear in spec.versions" for a stored version no longer listed
-    assert [str(e) for e in errs] == [
-        'status.storedVersions[0]: Invalid value: "v0": must appear in spec.versions'
-    ]
+def _renamed_version(crd: dict[str, Any]) -> None:
+    crd["spec"]["versions"][0]["name"] = "v2"
+
+
+def _status_root(crd: dict[str, Any]) -> None:
+    version = crd["spec"]["versions"][0]
+    version["subresources"] = {"status": {}}
+    version["schema"]["openAPIV3Schema"]["allOf"] = [{"required": ["spec"]}]
+
+
+ROOT_FIELDS = (
+    "Description Type Format Title Maximum ExclusiveMaximum Minimum ExclusiveMinimum "
+    "MaxLength MinLength Pattern MaxItems MinItems UniqueItems MultipleOf Required Items "
+    "Properties ExternalDocs Example XPreserveUnknownFields XValidations"
+)
+
+# kube-apiserver's answers to PUTs of an Established CRD
+UPDATES: list[tuple[str, Any, list[str]]] = [
+    (
+        "group",
+        lambda c: c["spec"].update(group="other.example.com"),
+        ['spec.group: Invalid value: "other.example.com": field is immutable'],
+    ),
+    (
+        "scope",
+        lambda c: c["spec"].update(scope="Cluster"),
+        ['spec.scope: Invalid value: "Cluster": field is immutable'],
+    ),
+    (
+        "kind",
+        lambda c: c["spec"]["names"].update(kind="Gizmo2"),
+        ['spec.names.kind: Invalid value: "Gizmo2": field is immutable'],
+    ),
+    (
+        "plural",
+        lambda c: c["spec"]["names"].update(plural="gizmos2"),
+        ['spec.names.plural: Invalid value: "gizmos2": field is immutable'],
+    ),
+    (
+        "stored version removed",
+        _renamed_version,
+        ['status.storedVersions[0]: Invalid value: "v1": must appear in spec.versions'],
+    ),
+    # upstream prints the whole internal JSONSchemaProps struct as the value
+    (
+        "root fields with the status subresource",
+        _status_root,
+        [
+            "spec.validation.openAPIV3Schema: Invalid value: apiextensions.JSONSchemaProps{...}: "
+            f"only [{ROOT_FIELDS}] fields are allowed at the root of the schema if the status "
+            "subresource is enabled"
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"), [u[1:] for u in UPDATES], ids=[u[0] for u in UPDATES]
+)
+def test_update_matches_kube_apiserver(change: Any, expected: list[str]) -> None:
+    old = _established(_defaulted(CASES[0]["crd"]))
+    new = copy.deepcopy(old)
+    change(new)
+    assert [str(e) for e in validate_crd(new, old)] == expected
+
+
+def test_scope_may_change_before_the_crd_is_established() -> None:
+    old = _defaulted(CASES[0]["crd"])
+    old["status"] = {"storedVersions": ["v1"]}
+    new = copy.deepcopy(old)
+    new["spec"]["scope"] = "Cluster"
+    assert validate_crd(new, old) == []
 
 
 def test_cel_cost_factor_is_printed_with_one_decimal() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from proxy.apiextensions.schema import apply_defaults, validate_custom_resource
-from tests.unit.proxy.apiextensions.widget_schema import WIDGET_SCHEMA, widget
+from tests.unit.proxy.apiextensions.widget_schema import GIZMO_SCHEMA, WIDGET_SCHEMA, widget
 
 NOT_CHECKED = (
     '<nil>: Invalid value: "null": some validation rules were not checked because the object '
@@ -262,3 +262,135 @@ def test_rules_share_one_runtime_budget() -> None:
         "no further validation rules will be run due to call cost exceeds limit for rule: "
         "self.a.all(x, self.a.all(y, x != y || x == y))"
     ]
+
+
+def gizmo(**spec: Any) -> dict[str, Any]:
+    return {**widget(), "kind": "Gizmo", "spec": spec}
+
+
+GIZMO_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
+    (
+        "int-or-string maxLength",
+        gizmo(ios="1234"),
+        ["spec.ios: Too long: may not be more than 3 bytes", NOT_CHECKED],
+    ),
+    (
+        "int-or-string maximum",
+        gizmo(ios=11),
+        ["spec.ios: Invalid value: 11: spec.ios in body should be less than or equal to 10"],
+    ),
+    (
+        "int-or-string pattern, then a rule comparing a string to an int",
+        gizmo(ios="5x"),
+        [
+            "spec.ios: Invalid value: \"5x\": spec.ios in body should match '^[0-9]+%?$'",
+            "spec.ios: Invalid value: \"\": 'no such overload': call arguments did not match a "
+            "supported operator, function or macro signature for rule: self > 1",
+        ],
+    ),
+    # 1.32: `Invalid value: "": failed rule: self > 1` (the untyped schema's type)
+    ("int-or-string rule", gizmo(ios=1), ["spec.ios: Invalid value: 1: failed rule: self > 1"]),
+    (
+        "multipleOf",
+        gizmo(half=0.7),
+        ["spec.half: Invalid value: 0.7: spec.half in body should be a multiple of 0.5"],
+    ),
+    (
+        "exclusiveMaximum",
+        gizmo(half=2.5),
+        ["spec.half: Invalid value: 2.5: spec.half in body should be less than 2.5"],
+    ),
+    (
+        "maxLength counts characters",
+        gizmo(uni="éééé"),
+        ["spec.uni: Too long: may not be more than 3 bytes", NOT_CHECKED],
+    ),
+    ("maxLength counts characters, not bytes", gizmo(uni="ééé"), []),
+    (
+        "nested arrays",
+        gizmo(matrix=[[1, 6], [7]]),
+        [
+            "spec.matrix[0][1]: Invalid value: 6: spec.matrix[0][1] in body should be less than "
+            "or equal to 5",
+            "spec.matrix[1][0]: Invalid value: 7: spec.matrix[1][0] in body should be less than "
+            "or equal to 5",
+        ],
+    ),
+    ("set of integers", gizmo(ints=[1, 2, 1]), ["spec.ints[2]: Duplicate value: 1"]),
+    (
+        "set of atomic objects",
+        gizmo(objs=[{"a": 1, "b": 1.5, "c": "x"}, {"a": 1, "b": 1.5, "c": "x"}]),
+        ['spec.objs[1]: Duplicate value: map[string]interface {}{"a":1, "b":1.5, "c":"x"}'],
+    ),
+    (
+        "map list with two keys",
+        gizmo(kv=[{"k": "a", "v": 1, "z": "q"}, {"k": "a", "v": 1}]),
+        ['spec.kv[1]: Duplicate value: map[string]interface {}{"k":"a", "v":1}'],
+    ),
+    (
+        "embedded resource in a list",
+        gizmo(res=[{"kind": "Y"}]),
+        ["spec.res[0].apiVersion: Required value: must not be empty", NOT_CHECKED],
+    ),
+    (
+        "embedded apiVersion",
+        gizmo(res=[{"apiVersion": "a/b/c", "kind": "X"}]),
+        ['spec.res[0].apiVersion: Invalid value: "a/b/c": unexpected GroupVersion string: a/b/c'],
+    ),
+    (
+        "embedded metadata",
+        gizmo(
+            res=[
+                {
+                    "apiVersion": "v1",
+                    "kind": "X",
+                    "metadata": {
+                        "name": "Bad_Name",
+                        "generateName": "x",
+                        "namespace": "Bad NS",
+                        "labels": {"a b": "c"},
+                    },
+                }
+            ]
+        ),
+        [
+            'spec.res[0].metadata.namespace: Invalid value: "Bad NS": a lowercase RFC 1123 label '
+            "must consist of lower case alphanumeric characters or '-', and must start and end "
+            "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+            "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+            'spec.res[0].metadata.labels: Invalid value: "a b": name part must consist of '
+            "alphanumeric characters, '-', '_' or '.', and must start and end with an "
+            "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used "
+            "for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+        ],
+    ),
+    (
+        "inside an embedded resource",
+        gizmo(emb={"apiVersion": "v1", "kind": "X", "spec": {"n": "s"}}),
+        [
+            'spec.emb.spec.n: Invalid value: "string": spec.emb.spec.n in body must be of type '
+            'integer: "string"',
+            NOT_CHECKED,
+        ],
+    ),
+    (
+        "required inside an embedded resource",
+        gizmo(emb={"apiVersion": "v1", "kind": "X"}),
+        ["spec.emb.spec: Required value", NOT_CHECKED],
+    ),
+    # CEL rules address map values as path[key]
+    (
+        "rule below a map",
+        gizmo(deep={"a": {}, "b": {"x": "1"}}),
+        ["spec.deep[a].x: Required value: x required"],
+    ),
+    ("integral floats are integers", gizmo(half=1.0, matrix=[[1.0]]), []),
+]
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"), [c[1:] for c in GIZMO_CASES], ids=[c[0] for c in GIZMO_CASES]
+)
+def test_gizmo_matches_kube_apiserver(obj: dict[str, Any], expected: list[str]) -> None:
+    got = [str(e) for e in validate_custom_resource(obj, None, GIZMO_SCHEMA)]
+    assert sorted(got) == sorted(expected)

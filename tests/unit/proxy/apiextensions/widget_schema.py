@@ -1,5 +1,6 @@
-"""The schema of the test CRD ``widgets.crdschema.example.com``: the same CRD was created
-in a real kube-apiserver and the tests' expected messages are its answers."""
+"""The schemas of the test CRDs ``widgets.crdschema.example.com`` and
+``gizmos.crdschema.example.com``: the same CRDs were created in a real kube-apiserver
+and the tests' expected messages are its answers."""
 
 from __future__ import annotations
 
@@ -126,3 +127,101 @@ def widget(name: str = "w1", /, **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": "crdschema"},
         "spec": spec,
     }
+
+
+GIZMO_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "properties": {
+                "ios": {
+                    "x-kubernetes-int-or-string": True,
+                    "maxLength": 3,
+                    "pattern": "^[0-9]+%?$",
+                    "maximum": 10,
+                    "x-kubernetes-validations": [{"rule": "self > 1"}],
+                },
+                "half": {
+                    "type": "number",
+                    "multipleOf": 0.5,
+                    "maximum": 2.5,
+                    "exclusiveMaximum": True,
+                },
+                "uni": {"type": "string", "maxLength": 3},
+                "matrix": {
+                    "type": "array",
+                    "items": {"type": "array", "items": {"type": "integer", "maximum": 5}},
+                },
+                "ints": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "set",
+                    "items": {"type": "integer"},
+                },
+                "objs": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "set",
+                    "items": {
+                        "type": "object",
+                        "x-kubernetes-map-type": "atomic",
+                        "properties": {
+                            "a": {"type": "integer"},
+                            "b": {"type": "number"},
+                            "c": {"type": "string"},
+                        },
+                    },
+                },
+                "kv": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["k", "v"],
+                    "items": {
+                        "type": "object",
+                        "required": ["k", "v"],
+                        "properties": {
+                            "k": {"type": "string"},
+                            "v": {"type": "integer"},
+                            "z": {"type": "string"},
+                        },
+                    },
+                },
+                "res": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "x-kubernetes-embedded-resource": True,
+                        "properties": {
+                            "spec": {"type": "object", "properties": {"n": {"type": "integer"}}}
+                        },
+                    },
+                },
+                "deep": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "object",
+                        "properties": {"x": {"type": "string"}},
+                        "x-kubernetes-validations": [
+                            {
+                                "rule": "has(self.x)",
+                                "fieldPath": ".x",
+                                "reason": "FieldValueRequired",
+                                "message": "x required",
+                            }
+                        ],
+                    },
+                },
+                "emb": {
+                    "type": "object",
+                    "x-kubernetes-embedded-resource": True,
+                    "required": ["spec"],
+                    "properties": {
+                        "spec": {
+                            "type": "object",
+                            "properties": {"n": {"type": "integer", "maximum": 3}},
+                        }
+                    },
+                },
+            },
+        }
+    },
+}
