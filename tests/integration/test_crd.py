@@ -537,3 +537,29 @@ async def test_defaults_and_validation_rules_on_write(
             "field": "spec",
         }
     ]
+
+
+async def test_a_crd_update_is_served_and_extends_stored_versions(
+    api: aiohttp.ClientSession, group: str
+) -> None:
+    """Upstream: adding v2 as the storage version serves it and appends it to
+    status.storedVersions (["v1", "v2"]); objects written before read back in v2."""
+    crd = await install_crd(api, crd_body(group))
+    await api.post(widgets(group), json=widget(group, "old", color="red"))
+    v2 = {**crd["spec"]["versions"][0], "name": "v2"}
+    crd["spec"]["versions"][0]["storage"] = False
+    crd["spec"]["versions"].append(v2)
+    async with api.put(f"{CRDS}/widgets.{group}", json=crd) as resp:
+        updated = await _json(resp)
+    assert resp.status == 200, updated
+    assert updated["status"]["storedVersions"] == ["v1", "v2"]
+    async with asyncio.timeout(10):
+        while True:
+            async with api.get(widgets(group, "old", version="v2")) as resp:
+                if resp.status == 200:
+                    obj = await _json(resp)
+                    break
+            await asyncio.sleep(0.05)
+    assert obj["apiVersion"] == f"{group}/v2" and obj["spec"] == {"color": "red"}
+    async with api.get(f"/apis/{group}") as resp:
+        assert (await _json(resp))["preferredVersion"]["version"] == "v2"
