@@ -13,8 +13,9 @@ storage version's LISTs and watches keep the watch cache's serialize-once path.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 import orjson
@@ -66,29 +67,16 @@ def _already_in(data: bytes, api_version: str) -> bool:
     )
 
 
-async def _stored_in(stored: StoredObject, api_version: str, converter: Converter) -> StoredObject:
-    if _already_in(stored.data, api_version):
-        return stored
-    obj = stored.obj
-    if obj.get("apiVersion") == api_version:
-        return stored
-    [converted] = await converter.convert([obj], api_version)
-    return StoredObject(stored.key, orjson.dumps(converted), stored.resource_version, converted)
-
-
 class _ConvertingWatcher:
-    def __init__(self, inner: Watcher, api_version: str, converter: Converter) -> None:
+    def __init__(self, inner: Watcher, storage: VersionedStorage) -> None:
         self._inner = inner
-        self._api_version = api_version
-        self._converter = converter
+        self._storage = storage
 
     async def __aiter__(self) -> AsyncIterator[WatchEvent]:
         async for event in self._inner:
-            if event.type in _OBJECT_EVENTS and not _already_in(event.data, self._api_version):
-                obj = orjson.loads(event.data)
-                if obj.get("apiVersion") != self._api_version:
-                    [obj] = await self._converter.convert([obj], self._api_version)
-                    event = dataclasses.replace(event, data=orjson.dumps(obj))
+            if event.type in _OBJECT_EVENTS and self._storage.needs_work(event.data):
+                [obj] = await self._storage.present([orjson.loads(event.data)])
+                event = dataclasses.replace(event, data=orjson.dumps(obj))
             yield event
 
     async def stop(self) -> None:
@@ -97,7 +85,10 @@ class _ConvertingWatcher:
 
 class VersionedStorage:
     """``inner`` (the resource's storage) seen in ``api_version``; writes are stored in
-    ``storage_api_version``. Implements ``storage.interfaces.Interface``."""
+    ``storage_api_version``. ``read_defaults`` (the storage version's schema defaults,
+    when it has any) is applied to every object read, as upstream defaults what it
+    reads from etcd; objects are then decoded and re-encoded on every read. Implements
+    ``storage.interfaces.Interface``."""
 
     def __init__(
         self,
@@ -105,15 +96,33 @@ class VersionedStorage:
         api_version: str,
         storage_api_version: str,
         converter: Converter | None = None,
+        read_defaults: Callable[[JSONObject], None] | None = None,
     ) -> None:
         self.inner = inner
         self.api_version = api_version
         self.storage_api_version = storage_api_version
         self.converter: Converter = converter or NoneConverter()
+        self.read_defaults = read_defaults
         self.cacher = getattr(inner, "cacher", None)  # for /debug, as the inner store's
 
+    def needs_work(self, data: bytes) -> bool:
+        """Whether an object read must be changed before it is served."""
+        return self.read_defaults is not None or not _already_in(data, self.api_version)
+
+    async def present(self, objects: list[JSONObject]) -> list[JSONObject]:
+        """Objects read from storage as this version serves them: defaulted, converted."""
+        if self.read_defaults is not None:
+            objects = [copy.deepcopy(o) for o in objects]
+            for obj in objects:
+                if obj.get("apiVersion") == self.storage_api_version:
+                    self.read_defaults(obj)
+        return await self.converter.convert(objects, self.api_version)
+
     async def _out(self, stored: StoredObject) -> StoredObject:
-        return await _stored_in(stored, self.api_version, self.converter)
+        if not stored.data or not self.needs_work(stored.data):
+            return stored
+        [obj] = await self.present([stored.obj])
+        return StoredObject(stored.key, orjson.dumps(obj), stored.resource_version, obj)
 
     async def _to(self, obj: JSONObject, api_version: str) -> JSONObject:
         if obj.get("apiVersion") == api_version:
@@ -132,9 +141,9 @@ class VersionedStorage:
     async def get_list(self, key: str, opts: ListOptions) -> ListResult:
         listed = await self.inner.get_list(key, opts)
         items = list(listed.items)
-        todo = [i for i, item in enumerate(items) if not _already_in(item.data, self.api_version)]
+        todo = [i for i, item in enumerate(items) if self.needs_work(item.data)]
         if todo:  # one conversion (one webhook call) for the whole list, as upstream
-            objs = await self.converter.convert([items[i].obj for i in todo], self.api_version)
+            objs = await self.present([items[i].obj for i in todo])
             for i, obj in zip(todo, objs, strict=True):
                 old = items[i]
                 items[i] = StoredObject(old.key, orjson.dumps(obj), old.resource_version, obj)
@@ -149,7 +158,7 @@ class VersionedStorage:
         ignore_not_found: bool = False,
     ) -> StoredObject:
         async def converted(current: JSONObject) -> JSONObject:
-            seen = await self._to(current, self.api_version) if current else current
+            seen = (await self.present([current]))[0] if current else current
             new = await try_update(seen)
             if new is seen:
                 return current  # unchanged: the stored object itself (no write)
@@ -171,11 +180,11 @@ class VersionedStorage:
         stored = await self.inner.delete(
             key, preconditions, validate_deletion, ignore_store_read_error=ignore_store_read_error
         )
-        return await self._out(stored) if stored.data else stored
+        return await self._out(stored)
 
     async def watch(self, key: str, opts: ListOptions) -> Watcher:
         watcher = await self.inner.watch(key, opts)
-        return _ConvertingWatcher(watcher, self.api_version, self.converter)
+        return _ConvertingWatcher(watcher, self)
 
     async def current_resource_version(self) -> int:
         return await self.inner.current_resource_version()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,6 +208,23 @@ def request_schema(cr: CustomResourceVersion) -> JSON | None:
     if not isinstance(cr.schema, dict):
         return None
     return _with_object_fields(_embedded(cr.schema))
+
+
+def _has_default(schema: Any) -> bool:
+    if isinstance(schema, dict):
+        return "default" in schema or any(_has_default(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_has_default(v) for v in schema)
+    return False
+
+
+def read_defaults(cr: CustomResourceVersion) -> Callable[[JSON], None] | None:
+    """What reads from storage apply (the version's schema defaults), None without any
+    default in the schema (reads then serve the stored bytes as they are)."""
+    schema = cr.schema
+    if not _has_default(schema):
+        return None
+    return lambda obj: schema_hooks.apply_defaults(obj, schema)
 
 
 # ----------------------------------------------------------------------- JSONPath

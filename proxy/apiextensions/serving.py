@@ -92,21 +92,25 @@ class CustomResources:
 
     async def serve(self, crd: JSON) -> None:
         """Serve ``crd``'s served versions as it now says (no-op when nothing changed).
-        A change rebuilds everything: the old watch cache closes (its watches end, as
-        upstream tears down a CRD's storage when the CRD changes)."""
+        A change builds the new serving first and swaps it in (requests never see the
+        resource missing), then closes the old watch cache (its watches end, as upstream
+        tears down a CRD's storage when the CRD changes)."""
         name = str((crd.get("metadata") or {}).get("name"))
         fingerprint = _fingerprint(crd)
         current = self._by_crd.get(name)
         if current is not None and current.fingerprint == fingerprint:
             return
-        if current is not None:
-            await self._unserve(self._by_crd.pop(name))
         resources = cr_mod.served_versions(crd)
-        if not resources:
-            self._api_changed()
-            return
-        served = self._build(resources, fingerprint, _converter(crd, resources[0][1].kind))
-        self._by_crd[name] = served
+        keep: set[tuple[str, str, str]] = set()
+        if resources:
+            converter = _converter(crd, resources[0][1].kind)
+            new = self._build(resources, fingerprint, converter)
+            self._by_crd[name] = new
+            keep = {_key(info) for info, _ in resources} | {_key(new.base)}
+        else:
+            self._by_crd.pop(name, None)
+        if current is not None:
+            await self._unserve(current, keep, close_etcd3=False)
         self._api_changed()
         log.info("serving %s at %s", name, ", ".join(i.api_version for i, _ in resources))
 
@@ -123,13 +127,18 @@ class CustomResources:
         self.ctx.storage_ctx.custom_attrs[_key(base)] = cr_mod.attrs_func(base_cr)
         store = new_storage(base, self.ctx.storage_ctx)  # its watch cache primes now
         storage_api_version = base.api_version
+        read_defaults = cr_mod.read_defaults(base_cr)
+        for info, _ in resources:  # re-added below in priority order (discovery's order)
+            self.ctx.registry.remove(*_key(info))
         for info, cr in resources:
             key = _key(info)
             self.ctx.registry.add(info)
             self._versions[key] = cr
             self.ctx.storage_ctx.custom_attrs[key] = cr_mod.attrs_func(cr)
             register_kind_schema(info.group, info.version, info.kind, cr_mod.request_schema(cr))
-            view = VersionedStorage(store, info.api_version, storage_api_version, converter)
+            view = VersionedStorage(
+                store, info.api_version, storage_api_version, converter, read_defaults
+            )
             self.ctx.storages.add_view(info, view)
         versions = {c.version: c for _, c in resources}
         register_strategy(info0.group, info0.kind, cr_mod.strategy(versions, info0.namespaced))
@@ -141,30 +150,40 @@ class CustomResources:
         current = self._by_crd.pop(crd_name, None)
         if current is None:
             return
-        await self._unserve(current)
+        await self._unserve(current, set(), close_etcd3=True)
         self._api_changed()
         log.info("stopped serving %s", crd_name)
 
     async def close(self) -> None:
         for name in list(self._by_crd):
-            await self._unserve(self._by_crd.pop(name))
+            await self._unserve(self._by_crd.pop(name), set(), close_etcd3=False)
 
-    async def _unserve(self, served: _Served) -> None:
+    async def _unserve(
+        self, served: _Served, keep: set[tuple[str, str, str]], *, close_etcd3: bool
+    ) -> None:
+        """Undo ``served`` but what the new serving of the same CRD took over (``keep``:
+        its versions); then close its watch cache and, when the CRD is gone, its etcd3
+        store (shared, by group and plural, with a new serving)."""
         for info, _ in served.resources:
             key = _key(info)
+            if key in keep:
+                continue
             self.ctx.registry.remove(*key)
             self._versions.pop(key, None)
             self.ctx.storage_ctx.custom_attrs.pop(key, None)
             self.ctx.storages.remove_view(info)
             register_kind_schema(info.group, info.version, info.kind, None)
-        self.ctx.storage_ctx.custom_attrs.pop(_key(served.base), None)
+        if _key(served.base) not in keep:
+            self.ctx.storage_ctx.custom_attrs.pop(_key(served.base), None)
         info0 = served.resources[0][0]
-        unregister_strategy(info0.group, info0.kind)
-        PRINTERS.pop((info0.group, info0.plural), None)
+        if not keep:
+            unregister_strategy(info0.group, info0.kind)
+            PRINTERS.pop((info0.group, info0.plural), None)
         await served.store.close()  # ends every watch on it
         if isinstance(served.converter, WebhookConverter):
             await served.converter.close()
-        await self.ctx.storage_ctx.close_etcd3(served.base)
+        if close_etcd3:
+            await self.ctx.storage_ctx.close_etcd3(served.base)
 
     def _api_changed(self) -> None:
         self.ctx.aggregated_discovery.clear()

@@ -563,3 +563,24 @@ async def test_a_crd_update_is_served_and_extends_stored_versions(
     assert obj["apiVersion"] == f"{group}/v2" and obj["spec"] == {"color": "red"}
     async with api.get(f"/apis/{group}") as resp:
         assert (await _json(resp))["preferredVersion"]["version"] == "v2"
+
+
+async def test_defaults_are_applied_on_read(api: aiohttp.ClientSession, group: str) -> None:
+    """Upstream: a default added to the schema later shows on objects stored before it,
+    in GET and in LISTs from etcd and from the watch cache (defaulting on read)."""
+    crd = await install_crd(api, crd_body(group))
+    await api.post(widgets(group), json=widget(group, "old", replicas=1))
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema["properties"]["spec"]["properties"]["color"]["default"] = "blue"
+    async with api.put(f"{CRDS}/widgets.{group}", json=crd) as resp:
+        assert resp.status == 200, await resp.text()
+    async with asyncio.timeout(10):
+        while True:
+            async with api.get(widgets(group, "old")) as resp:
+                if (await _json(resp))["spec"].get("color") == "blue":
+                    break
+            await asyncio.sleep(0.05)
+    for rv in ("0", ""):
+        async with api.get(widgets(group), params={"resourceVersion": rv}) as resp:
+            items = (await _json(resp))["items"]
+        assert [i["spec"] for i in items] == [{"color": "blue", "replicas": 1}]
