@@ -176,7 +176,8 @@ class StorageMap:
         ``poststarthook/storage-readiness``: its ``ReadinessCheck``); at once without
         watch caches."""
         for key, rs in self._by_resource.items():
-            if key in self._ready_once:
+            if key in self._ready_once or key in self._views:
+                # (resources added at run time are not the start-up hook's to wait for)
                 continue
             try:
                 rs.store.readiness_check()
