@@ -150,6 +150,7 @@ def served_versions(crd: JSON) -> list[tuple[ResourceInfo, CustomResourceVersion
             subresources=subresources,
             short_names=tuple(names_.get("shortNames") or ()),
             categories=tuple(names_.get("categories") or ()),
+            singular_name=str(names_.get("singular") or ""),
         )
         schema = (v.get("schema") or {}).get("openAPIV3Schema")
         cr = CustomResourceVersion(

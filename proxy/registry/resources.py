@@ -206,10 +206,11 @@ class ResourceInfo:
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     create_on_update: bool = False
+    singular_name: str = ""  # a CRD's names.singular; built-ins: the kind in lower case
 
     @property
     def singular(self) -> str:
-        return self.kind.lower()
+        return self.singular_name or self.kind.lower()
 
     @property
     def api_version(self) -> str:

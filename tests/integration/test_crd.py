@@ -155,23 +155,30 @@ async def test_a_conflicting_name_is_not_accepted(api: aiohttp.ClientSession, gr
 async def test_discovery_lists_the_resource_and_the_etag_changes(
     api: aiohttp.ClientSession, group: str
 ) -> None:
-    """Upstream: /apis/<group>/v1 lists widgets (namespaced, short names, categories) and
-    widgets/status, widgets/scale; the aggregated /apis document's ETag changes."""
+    """Upstream: /apis/<group>/v1 lists widgets (namespaced, the CRD's singular name,
+    short names, categories) and widgets/status, widgets/scale; the aggregated /apis
+    document's ETag changes."""
     aggregated = {"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}
     async with api.get("/apis", headers=aggregated) as resp:
         before = resp.headers["ETag"]
-    await install_crd(api, crd_body(group))
+    body = crd_body(group)
+    body["spec"]["names"]["singular"] = "wdgt"
+    await install_crd(api, body)
     async with api.get(f"/apis/{group}/v1") as resp:
         listing = await _json(resp)
     by_name = {r["name"]: r for r in listing["resources"]}
     assert set(by_name) == {"widgets", "widgets/status", "widgets/scale"}
+    assert by_name["widgets"]["singularName"] == "wdgt"
     assert by_name["widgets"]["shortNames"] == ["wd"]
     assert by_name["widgets"]["categories"] == ["all"]
     assert by_name["widgets"]["namespaced"] is True
     async with api.get("/apis", headers=aggregated) as resp:
         doc = await _json(resp)
         assert resp.headers["ETag"] != before
-    assert group in [g["metadata"]["name"] for g in doc["items"]]
+    [entry] = [g for g in doc["items"] if g["metadata"]["name"] == group]
+    [resource] = entry["versions"][0]["resources"]
+    assert resource["singularResource"] == "wdgt"
+    assert [s["subresource"] for s in resource["subresources"]] == ["scale", "status"]
 
 
 async def test_crud_and_cached_reads(api: aiohttp.ClientSession, group: str) -> None:
