@@ -167,7 +167,16 @@ def attrs_func(resource: str) -> AttrsFunc:
 def validate_field_selector(resource: str, selector: FieldSelector) -> None:
     """SelectorError ``field label not supported: <label>`` for the first field (in the
     selector's order) that ``resource`` does not offer."""
-    supported = selectable_fields(resource)
+    _check_terms(selectable_fields(resource), selector)
+
+
+def _check_terms(supported: frozenset[str], selector: FieldSelector) -> None:
     for term in selector.terms:
         if term.field not in supported:
             raise SelectorError(f"field label not supported: {term.field}")
+
+
+def validate_offered_fields(get_attrs: AttrsFunc, selector: FieldSelector) -> None:
+    """``validate_field_selector`` for the fields ``get_attrs`` offers (every field an
+    attrs function knows is listed by its fields mapping, whatever the object)."""
+    _check_terms(frozenset(get_attrs({"metadata": {}})[1]), selector)

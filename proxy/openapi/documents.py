@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from email.utils import format_datetime
+from typing import Protocol
 
 from proxy.endpoints.cached_document import CachedDocument
 from proxy.openapi.schemas import definition_name, definitions, ref_name, schema_version
@@ -37,6 +38,8 @@ from storage.interfaces import JSONValue
 
 __all__ = [
     "CachedDocument",
+    "CustomKind",
+    "CustomKinds",
     "OpenAPIResource",
     "OpenAPIV3",
     "convert_schema",
@@ -244,11 +247,32 @@ def _content(schema_name: str, types: Sequence[str] = RESPONSE_TYPES) -> dict[st
     return {t: {"schema": {"$ref": COMPONENT_REF + schema_name}} for t in types}
 
 
+class CustomKind(Protocol):
+    """A kind whose schemas are not built in (a custom resource version's, made by
+    ``proxy.apiextensions.openapi``): its component names, the components, the built-in
+    schemas they refer to, and the patch types its PATCH takes."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def list_name(self) -> str: ...
+    @property
+    def components(self) -> Mapping[str, JSONValue]: ...
+    @property
+    def roots(self) -> Sequence[str]: ...
+    @property
+    def patch_types(self) -> Sequence[str]: ...
+
+
+CustomKinds = Callable[[OpenAPIResource], CustomKind | None]
+
+
 @dataclass(frozen=True)
 class _Kind:
     res: OpenAPIResource
     schema: str  # component name of the kind
     list_schema: str
+    patch_types: Sequence[str] = PATCH_TYPES
 
     @property
     def gvk(self) -> dict[str, str]:
@@ -328,7 +352,7 @@ def _item_path(kind: _Kind, namespaced: bool, suffix: str = "") -> dict[str, JSO
         item["patch"] = kind.operation(
             "patch", "patch", namespaced, suffix=suffix,
             params=[DRY_RUN, FIELD_MANAGER, FIELD_VALIDATION, FORCE],
-            body=META + "Patch", body_types=PATCH_TYPES,
+            body=META + "Patch", body_types=kind.patch_types,
         )  # fmt: skip
     if "delete" in verbs and not suffix:
         item["delete"] = kind.operation(
@@ -367,7 +391,10 @@ def _paths(kinds: Sequence[_Kind], base: str) -> dict[str, JSONValue]:
 class OpenAPIV3:
     """The OpenAPI v3 documents of a resource set; built lazily, cached as bytes."""
 
-    def __init__(self, resources: Iterable[OpenAPIResource]) -> None:
+    def __init__(
+        self, resources: Iterable[OpenAPIResource], custom: CustomKinds | None = None
+    ) -> None:
+        self._custom = custom
         self._by_gv: dict[str, list[OpenAPIResource]] = {}
         for res in resources:
             self._by_gv.setdefault(gv_path(res.group, res.version), []).append(res)
@@ -401,20 +428,28 @@ class OpenAPIV3:
 
     def _build(self, path: str) -> dict[str, JSONValue]:
         kinds = []
+        roots: list[str] = []
+        extra: dict[str, JSONValue] = {}
         for res in sorted(self._by_gv[path], key=lambda r: r.plural):
             schema = definition_name(res.group, res.version, res.kind)
+            custom = self._custom(res) if schema is None and self._custom else None
+            if custom is not None:
+                kinds.append(_Kind(res, custom.name, custom.list_name, custom.patch_types))
+                extra.update(custom.components)
+                roots += custom.roots
+                continue
             if schema is None:
-                continue  # a kind without schema (custom): no path, no component
+                continue  # a kind without schema: no path, no component
             list_schema = definition_name(res.group, res.version, res.kind + "List") or schema
             kinds.append(_Kind(res, schema, list_schema))
-        roots = [k.schema for k in kinds] + [k.list_schema for k in kinds]
+        roots += [k.schema for k in kinds] + [k.list_schema for k in kinds]
         roots += list(SHARED_SCHEMAS) if kinds else []
         return {
             "openapi": "3.0.0",
             "info": {"title": "Kubernetes", "version": f"v{schema_version()}"},
             "paths": _paths(kinds, "/" + path),
             "components": {
-                "schemas": schema_closure(roots),
+                "schemas": dict(sorted({**schema_closure(roots), **extra}.items())),
                 "securitySchemes": {
                     "BearerToken": {
                         "type": "apiKey",

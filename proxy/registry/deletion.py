@@ -91,6 +91,10 @@ def grace_period(resource: ResourceInfo, obj: JSONObject, opts: DeleteOptions) -
     return int(value) if isinstance(value, int) else DEFAULT_GRACE_SECONDS
 
 
+CRD_RESOURCE = ("apiextensions.k8s.io", "customresourcedefinitions")
+CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+
+
 class DeleteNow(Exception):
     """Raised by :func:`mark`: nothing keeps the object, the store removes it."""
 
@@ -108,6 +112,11 @@ def mark(
     if lifecycle:
         finalizers = _finalizers(finalizers, _policy(opts))
     waits_for_controller = False
+    is_crd = (resource.group, resource.plural) == CRD_RESOURCE
+    if is_crd and CRD_CLEANUP_FINALIZER not in finalizers:
+        # the CRD's own Delete (apiextensions-apiserver's etcd.go): kept until the
+        # finalizing controller has removed every instance
+        finalizers.append(CRD_CLEANUP_FINALIZER)
     if lifecycle and resource.group == "" and resource.plural == "namespaces":
         # the namespace controller empties it, then lifts spec.finalizers (kubernetes)
         waits_for_controller = bool((current.get("spec") or {}).get("finalizers"))
@@ -125,7 +134,7 @@ def mark(
         return current
     meta["deletionTimestamp"] = _now(grace)
     meta["deletionGracePeriodSeconds"] = grace
-    if meta.get("generation"):
+    if meta.get("generation") and not is_crd:
         meta["generation"] = int(meta["generation"]) + 1
     return current
 

@@ -93,10 +93,12 @@ SERVED: tuple[tuple[str, str, str], ...] = (
     ("resource.k8s.io", "v1", "resourceclaimtemplates"),
     ("resource.k8s.io", "v1", "resourceslices"),
     ("storagemigration.k8s.io", "v1", "storageversionmigrations"),
+    ("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
 )
 # Not served: virtual resources without storage (bindings, componentstatuses,
 # tokenreviews, *accessreviews, selfsubject*, pods/eviction, serviceaccounts/token),
-# CRDs and aggregation (apiextensions, apiregistration), alpha and beta versions (off by
+# aggregation (apiregistration); custom resources are added and removed at run time
+# (``proxy.apiextensions``), alpha and beta versions (off by
 # default in kube-apiserver), and events.k8s.io/v1 events (the core events' storage seen
 # through a conversion this server does not have).
 
@@ -144,6 +146,7 @@ SHORT_NAMES: dict[str, tuple[str, ...]] = {
     "certificatesigningrequests": ("csr",),
     "ipaddresses": ("ip",),
     "volumeattributesclasses": ("vac",),
+    "customresourcedefinitions": ("crd", "crds"),
 }
 
 # Categories (Categories()): `kubectl get all` expands "all" through discovery.
@@ -158,6 +161,7 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
     "jobs": ("all",),
     "cronjobs": ("all",),
     "horizontalpodautoscalers": ("all",),
+    "customresourcedefinitions": ("api-extensions",),
 }
 
 # Resources whose PUT creates a missing object (AllowCreateOnUpdate in their strategy).
@@ -202,10 +206,11 @@ class ResourceInfo:
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     create_on_update: bool = False
+    singular_name: str = ""  # a CRD's names.singular; built-ins: the kind in lower case
 
     @property
     def singular(self) -> str:
-        return self.kind.lower()
+        return self.singular_name or self.kind.lower()
 
     @property
     def api_version(self) -> str:
@@ -343,6 +348,10 @@ class Registry:
 
     def add(self, info: ResourceInfo) -> None:
         self.resources[(info.group, info.version, info.plural)] = info
+
+    def remove(self, group: str, version: str, plural: str) -> None:
+        """Stop serving a resource added at run time (a custom resource's version)."""
+        self.resources.pop((group, version, plural), None)
 
     def get(self, group: str, version: str, plural: str) -> ResourceInfo | None:
         return self.resources.get((group, version, plural))

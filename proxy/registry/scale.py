@@ -16,6 +16,9 @@ is 422 Invalid on ``Scale.autoscaling``. ``?dryRun=All`` writes nothing.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
@@ -33,7 +36,7 @@ from proxy.server.context import APIContext
 from storage import errors as serr
 from storage.interfaces import GetOptions, JSONObject
 
-__all__ = ["SCALE", "from_object", "handle_scale"]
+__all__ = ["SCALE", "ScalePaths", "from_object", "handle_scale"]
 
 
 SCALE = ResourceInfo(
@@ -42,8 +45,20 @@ SCALE = ResourceInfo(
 _META_KEYS = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
 
 
-def from_object(obj: JSONObject) -> JSONObject:
+@dataclass(frozen=True)
+class ScalePaths:
+    """Where a custom resource keeps its scale (a CRD version's ``subresources.scale``:
+    ``specReplicasPath``, ``statusReplicasPath``, ``labelSelectorPath``), with readers
+    and a writer of those paths (``proxy.apiextensions``)."""
+
+    read: Callable[[JSONObject], tuple[Any, Any, Any]]  # (spec, status replicas, selector)
+    write_replicas: Callable[[JSONObject, int], None]
+
+
+def from_object(obj: JSONObject, paths: ScalePaths | None = None) -> JSONObject:
     """The autoscaling/v1 Scale of a scalable object."""
+    if paths is not None:
+        return _custom_scale(obj, paths)
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     replicas = spec.get("replicas")
@@ -65,6 +80,21 @@ def from_object(obj: JSONObject) -> JSONObject:
     return scale
 
 
+def _custom_scale(obj: JSONObject, paths: ScalePaths) -> JSONObject:
+    meta = obj.get("metadata") or {}
+    spec_replicas, status_replicas, selector = paths.read(obj)
+    scale: JSONObject = {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {k: meta[k] for k in _META_KEYS if k in meta},
+        "spec": {"replicas": spec_replicas} if spec_replicas else {},
+        "status": {"replicas": status_replicas if isinstance(status_replicas, int) else 0},
+    }
+    if isinstance(selector, str) and selector:
+        scale["status"]["selector"] = selector
+    return scale
+
+
 def _replicas(scale: JSONObject, name: str) -> int:
     replicas = (scale.get("spec") or {}).get("replicas", 0)
     if not isinstance(replicas, int) or isinstance(replicas, bool):
@@ -76,7 +106,13 @@ def _replicas(scale: JSONObject, name: str) -> int:
     return replicas
 
 
-def _scaled(current: JSONObject, scale: JSONObject, store: Store, info: RequestInfo) -> JSONObject:
+def _scaled(
+    current: JSONObject,
+    scale: JSONObject,
+    store: Store,
+    info: RequestInfo,
+    paths: ScalePaths | None,
+) -> JSONObject:
     """``current`` with the Scale's replica count (a Conflict for a stale RV)."""
     raw_meta = scale.get("metadata")
     meta: JSONObject = raw_meta if isinstance(raw_meta, dict) else {}
@@ -89,14 +125,22 @@ def _scaled(current: JSONObject, scale: JSONObject, store: Store, info: RequestI
     if rv and rv != str((current.get("metadata") or {}).get("resourceVersion")):
         raise serr.Conflict(store.object_key(info.namespace, info.name))
     updated = copy.deepcopy(current)
-    updated.setdefault("spec", {})["replicas"] = _replicas(scale, info.name)
+    if paths is not None:
+        paths.write_replicas(updated, _replicas(scale, info.name))
+    else:
+        updated.setdefault("spec", {})["replicas"] = _replicas(scale, info.name)
     updated = object_meta.prepare_for_update(updated, current, store.resource, "")
     validation.validate_update(updated, current, store.resource)  # the scaled kind's rules
     return updated
 
 
 async def _write(
-    request: web.Request, info: RequestInfo, store: Store, options_kind: str, body: bytes
+    request: web.Request,
+    info: RequestInfo,
+    store: Store,
+    options_kind: str,
+    body: bytes,
+    paths: ScalePaths | None,
 ) -> web.Response:
     dry_run = is_dry_run(request.query, options_kind)
     media_type = negotiation.media_type_of(request, default="")
@@ -106,25 +150,29 @@ async def _write(
         if not current:
             raise serr.NotFound(key)
         if info.verb == "patch":
-            scale = patch.apply_patch(media_type, from_object(current), body, SCALE)
+            scale = patch.apply_patch(media_type, from_object(current, paths), body, SCALE)
         else:
             scale = negotiation.decode_object(body, media_type or negotiation.JSON_TYPE, SCALE)
-        return _scaled(current, scale, store, info)
+        return _scaled(current, scale, store, info, paths)
 
     stored = await store.update(info.namespace, info.name, try_update, dry_run=dry_run)
-    return negotiation.json_response(from_object(stored.obj))
+    return negotiation.json_response(from_object(stored.obj, paths))
 
 
 async def handle_scale(
-    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
+    request: web.Request,
+    ctx: APIContext,
+    info: RequestInfo,
+    store: Store,
+    paths: ScalePaths | None = None,
 ) -> web.StreamResponse:
-    """GET, PUT or PATCH of ``<resource>/<name>/scale``."""
+    """GET, PUT or PATCH of ``<resource>/<name>/scale`` (``paths``: a custom resource's)."""
     if info.verb == "get":
         opts = GetOptions(resource_version=request.query.get("resourceVersion", ""))
         stored = await store.get(info.namespace, info.name, opts)
-        return negotiation.json_response(from_object(stored.obj))
+        return negotiation.json_response(from_object(stored.obj, paths))
     if info.verb == "patch":
         patch.check_patch_type(negotiation.media_type_of(request, default=""))
     options_kind = "PatchOptions" if info.verb == "patch" else "UpdateOptions"
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    return await _write(request, info, store, options_kind, body)
+    return await _write(request, info, store, options_kind, body, paths)

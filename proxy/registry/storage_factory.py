@@ -45,6 +45,13 @@ class StorageContext:
     # etcd3 stores by (group, resource); ("", "") is the unlabelled one health checks use
     _etcd3: dict[tuple[str, str], Etcd3Store] = field(default_factory=dict)
     compactor: Compactor | None = None
+    # selectable fields of resources added at run time (custom resources' selectableFields)
+    custom_attrs: dict[tuple[str, str, str], AttrsFunc] = field(default_factory=dict)
+
+    def attrs(self, resource: ResourceInfo) -> AttrsFunc:
+        """(labels, fields) of an object of ``resource``, for selectors."""
+        found = self.custom_attrs.get((resource.group, resource.version, resource.plural))
+        return found if found is not None else attrs_func(resource.plural)
 
     def start(self) -> None:
         """Start the compactor (needs the event loop; idempotent)."""
@@ -74,6 +81,12 @@ class StorageContext:
             )
             self._etcd3[key] = store
         return store
+
+    async def close_etcd3(self, resource: ResourceInfo) -> None:
+        """Close and forget ``resource``'s etcd3 store (its watchers end)."""
+        store = self._etcd3.pop((resource.group, resource.plural), None)
+        if store is not None:
+            await store.close()
 
     async def close(self) -> None:
         """Stop the compactor and close every etcd3 store (each stops its watchers)."""
@@ -111,7 +124,7 @@ def new_storage(resource: ResourceInfo, ctx: StorageContext) -> Interface:
         ctx.etcd3(resource),
         resource=resource.plural,
         resource_prefix=keys.resource_prefix(resource.group, resource.plural, settings.etcd_prefix),
-        attrs=attrs_func(resource.plural),
+        attrs=ctx.attrs(resource),
         kind=resource.kind,
         api_version=resource.api_version,
         indexes=indexes,
@@ -150,6 +163,8 @@ class StorageMap:
     _by_resource: dict[tuple[str, str, str], ResourceStorage] = field(default_factory=dict)
     # resources whose watch cache has been ready once (latched: storage-readiness)
     _ready_once: set[tuple[str, str, str]] = field(default_factory=set)
+    # resources served by a view (add_view) that this map does not close
+    _views: set[tuple[str, str, str]] = field(default_factory=set)
 
     def build_all(self, resources: Iterable[ResourceInfo]) -> None:
         """Build every resource's storage now (its watch cache starts priming at once)."""
@@ -161,7 +176,8 @@ class StorageMap:
         ``poststarthook/storage-readiness``: its ``ReadinessCheck``); at once without
         watch caches."""
         for key, rs in self._by_resource.items():
-            if key in self._ready_once:
+            if key in self._ready_once or key in self._views:
+                # (resources added at run time are not the start-up hook's to wait for)
                 continue
             try:
                 rs.store.readiness_check()
@@ -193,15 +209,33 @@ class StorageMap:
                 resource=resource,
                 store=new_storage(resource, self.ctx),
                 prefix=self.ctx.settings.etcd_prefix,
-                get_attrs=attrs_func(resource.plural),
+                get_attrs=self.ctx.attrs(resource),
             )
             self._by_resource[key] = found
         return found
 
+    def add_view(self, resource: ResourceInfo, store: Interface) -> None:
+        """Serve ``resource`` from ``store``, a view its owner built over a storage of its
+        own (a custom resource version converted from its storage version's watch
+        cache, ``proxy.apiextensions``); the owner closes it, not this map."""
+        self._by_resource[(resource.group, resource.version, resource.plural)] = ResourceStorage(
+            resource=resource,
+            store=store,
+            prefix=self.ctx.settings.etcd_prefix,
+            get_attrs=self.ctx.attrs(resource),
+        )
+        self._views.add((resource.group, resource.version, resource.plural))
+
+    def remove_view(self, resource: ResourceInfo) -> None:
+        key = (resource.group, resource.version, resource.plural)
+        self._views.discard(key)
+        self._by_resource.pop(key, None)
+        self._ready_once.discard(key)
+
     async def close(self) -> None:
         seen: set[int] = set()
-        for rs in self._by_resource.values():
-            if id(rs.store) not in seen:
+        for key, rs in self._by_resource.items():
+            if key not in self._views and id(rs.store) not in seen:
                 seen.add(id(rs.store))
                 await rs.store.close()
         self._by_resource.clear()

@@ -35,7 +35,7 @@ class APIContext:
     storage_ctx: StorageContext
     storages: StorageMap
     watchers: set[Watcher] = field(default_factory=set)
-    # path -> AggregatedDiscovery, built on first request (the registry never changes)
+    # path -> AggregatedDiscovery, built on first request (cleared when CRDs change it)
     aggregated_discovery: dict[str, Any] = field(default_factory=dict)
     # the OpenAPI v3 documents, built on first request
     openapi: OpenAPIV3 | None = None
@@ -44,6 +44,8 @@ class APIContext:
     system_namespaces_ready: asyncio.Event | None = None
     # authentication and authorization (the secure port's); None: plain port only
     auth: Auth | None = None
+    # the custom resources served now (proxy.apiextensions.serving.CustomResources)
+    custom_resources: Any = None
 
     def store(self, resource: ResourceInfo) -> Store:
         """The generic store of ``resource`` (the only way handlers reach storage)."""

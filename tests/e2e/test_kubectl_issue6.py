@@ -410,13 +410,18 @@ def test_run_label_annotate_patch(kc: Path) -> None:
     assert "the server rejected our request due to an error in our request" in err
 
 
+def sed_editor(tmp_path: Path, expression: str) -> dict[str, str]:
+    """An environment whose KUBE_EDITOR runs ``sed -i <expression>`` on the file."""
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f'#!/bin/sh\nsed -i "{expression}" "$1"\n')
+    editor.chmod(0o755)
+    return {**os.environ, "EDITOR": str(editor), "KUBE_EDITOR": str(editor)}
+
+
 def test_edit_with_a_scripted_editor(kc: Path, tmp_path: Path) -> None:
     ns = namespace(kc, "e6-edit")
     ok(kc, "apply", "-f", "-", stdin=pod_manifest("ed", ns))
-    editor = tmp_path / "editor.sh"
-    editor.write_text('#!/bin/sh\nsed -i "s/image: busybox/image: busybox:edited/" "$1"\n')
-    editor.chmod(0o755)
-    env = {**os.environ, "EDITOR": str(editor), "KUBE_EDITOR": str(editor)}
+    env = sed_editor(tmp_path, "s/image: busybox/image: busybox:edited/")
     assert ok(kc, "edit", "pod", "ed", "-n", ns, env=env).strip() == "pod/ed edited"
     containers = get_json(kc, "pod", "ed", "-n", ns)["spec"]["containers"]
     assert [c["image"] for c in containers] == ["nginx:1.25", "busybox:edited"]
@@ -462,14 +467,18 @@ async def _line(stream: asyncio.StreamReader) -> str:
         return (await stream.readline()).decode()
 
 
+async def kubectl_watch(kc: Path, *args: str) -> asyncio.subprocess.Process:
+    """``kubectl get <args>`` running, its output piped (terminate it when done)."""
+    return await asyncio.create_subprocess_exec(
+        str(KUBECTL), f"--kubeconfig={kc}", "get", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+
+
 async def test_get_watch_prints_table_events(kc: Path) -> None:
     ns = namespace(kc, "e6-watch")
     ok(kc, "run", "w1", "-n", ns, "--image=busybox")
-    proc = await asyncio.create_subprocess_exec(
-        str(KUBECTL), f"--kubeconfig={kc}", "get", "pods", "-n", ns, "-w",
-        "--output-watch-events",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+    proc = await kubectl_watch(kc, "pods", "-n", ns, "-w", "--output-watch-events")
     assert proc.stdout is not None
     try:
         head = await _line(proc.stdout)
@@ -486,10 +495,7 @@ async def test_get_watch_prints_table_events(kc: Path) -> None:
 
 async def test_plain_get_watch_prints_columns(kc: Path) -> None:
     ns = namespace(kc, "e6-watch2")
-    proc = await asyncio.create_subprocess_exec(
-        str(KUBECTL), f"--kubeconfig={kc}", "get", "pods", "-n", ns, "-w", "-o", "wide",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+    proc = await kubectl_watch(kc, "pods", "-n", ns, "-w", "-o", "wide")
     assert proc.stdout is not None
     try:
         await asyncio.to_thread(ok, kc, "run", "w2", "-n", ns, "--image=busybox")

@@ -66,7 +66,9 @@ REQUIRED: dict[str, JSON] = {
 HISTORIC_PATHS = {"replicationcontrollers": "controllers", "ingresses": "ingress"}
 
 FIRST_BRIEF = 23  # the resources served before: their own suites cover them
+# CRDs (named <plural>.<group>, serving what they define) have their suite: test_crd.py
 NEW = [r for r in build_registry()][FIRST_BRIEF:]
+NEW = [r for r in NEW if r.group != "apiextensions.k8s.io"]
 
 
 def _base(info: ResourceInfo) -> str:

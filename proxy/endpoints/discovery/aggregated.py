@@ -130,7 +130,7 @@ def _resource(res: DiscoveryResource) -> dict[str, JSONValue]:
         "resource": res.plural,
         "responseKind": _gvk(res.group, res.version, res.kind),
         "scope": "Namespaced" if res.namespaced else "Cluster",
-        "singularResource": res.kind.lower(),
+        "singularResource": getattr(res, "singular", res.kind.lower()),
         "verbs": list(res.verbs),
     }
     if res.short_names:

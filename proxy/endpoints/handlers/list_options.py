@@ -168,11 +168,13 @@ def validate_list_query(q: ListQuery) -> None:
 
 
 def parse_selectors(
-    q: ListQuery, resource_plural: str, name: str = ""
+    q: ListQuery, resource_plural: str, name: str = "", get_attrs: AttrsFunc | None = None
 ) -> tuple[LabelSelector | None, FieldSelector | None]:
     """The parsed selectors (400 with the parser's message). ``name`` (a watch on one
-    object by URL) adds ``metadata.name=<name>``, as upstream does."""
-    from storage.fields import validate_field_selector
+    object by URL) adds ``metadata.name=<name>``, as upstream does. The fields a
+    selector may name are those ``get_attrs`` offers (a custom resource's
+    selectableFields), else the resource's built-in ones."""
+    from storage.fields import validate_field_selector, validate_offered_fields
 
     try:
         label = parse_label_selector(q.label_selector) if q.label_selector else None
@@ -181,7 +183,9 @@ def parse_selectors(
             term = f"metadata.name={name}"
             field_text = f"{field_text},{term}" if field_text else term
         field = parse_field_selector(field_text) if field_text else None
-        if field is not None:
+        if field is not None and get_attrs is not None:
+            validate_offered_fields(get_attrs, field)
+        elif field is not None:
             validate_field_selector(resource_plural, field)
     except SelectorError as e:
         raise apierrors.bad_request(str(e)) from None
@@ -192,7 +196,7 @@ def to_list_options(
     q: ListQuery, resource_plural: str, get_attrs: AttrsFunc, name: str = ""
 ) -> ListOptions:
     """Storage ListOptions for a validated query."""
-    label, field = parse_selectors(q, resource_plural, name)
+    label, field = parse_selectors(q, resource_plural, name, get_attrs)
     predicate = SelectionPredicate(
         label=label,
         field=field,

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from proxy import apierrors
 from proxy.admission import namespace_lifecycle
+from proxy.apiextensions.handler import custom_version, handle_custom
 from proxy.endpoints import negotiation, restful_route
 from proxy.endpoints.handlers import collection
 from proxy.endpoints.handlers.delete_options import parse_delete_options
@@ -82,6 +83,11 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
         raise apierrors.method_not_allowed()
     restful_route.check(request.method, info.verb, request.headers)  # 415/406 of go-restful
     store = ctx.store(resource)
+    custom = custom_version(ctx, resource)
+    if custom is not None:  # a custom resource's own checks and subresources
+        answered = await handle_custom(request, ctx, info, store, custom)
+        if answered is not None:
+            return answered
     if info.subresource == "scale":
         return await scale.handle_scale(request, ctx, info, store)
     if info.subresource == "binding":

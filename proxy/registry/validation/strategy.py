@@ -27,7 +27,14 @@ from proxy.registry.validation.object_meta import (
     validate_object_meta_update,
 )
 
-__all__ = ["KindStrategy", "has_validation", "validate_create", "validate_update"]
+__all__ = [
+    "KindStrategy",
+    "has_validation",
+    "register_strategy",
+    "unregister_strategy",
+    "validate_create",
+    "validate_update",
+]
 
 JSON = dict[str, Any]
 
@@ -68,6 +75,17 @@ _STRATEGIES: dict[tuple[str, str], KindStrategy] = {
     ),
     ("batch", "CronJob"): KindStrategy(batch.validate_cron_job, batch.validate_cron_job_update),
 }
+
+
+def register_strategy(group: str, kind: str, strategy: KindStrategy) -> None:
+    """Add (or replace) a kind's strategy at run time (CRDs and custom resources,
+    ``proxy.apiextensions``)."""
+    _STRATEGIES[(group, kind)] = strategy
+
+
+def unregister_strategy(group: str, kind: str) -> None:
+    _STRATEGIES.pop((group, kind), None)
+
 
 # Names of the kinds without a strategy here: RBAC names are path segments; the rest
 # DNS subdomains (the rule of most upstream strategies).

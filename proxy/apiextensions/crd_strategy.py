@@ -1,0 +1,91 @@
+"""The CustomResourceDefinition's REST strategy (apiextensions-apiserver's
+``registry/customresourcedefinition/strategy.go`` and the v1 defaults):
+
+- defaults: ``spec.conversion.strategy: None``, ``names.singular`` (the kind in lower
+  case) and ``names.listKind`` (``<Kind>List``), a webhook service's port 443;
+- create: status reset to empty accepted names and ``storedVersions`` = the storage
+  version; update: the storage version is added to ``storedVersions`` when new;
+- validation: ObjectMeta here, every CRD rule (names, versions, structural schemas,
+  CEL rules, storedVersions) from ``schema_hooks`` (``proxy.apiextensions.schema``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proxy.apiextensions import schema_hooks
+from proxy.registry.deletion import CRD_CLEANUP_FINALIZER
+from proxy.registry.validation.field import ErrorList
+from proxy.registry.validation.object_meta import validate_object_meta
+from proxy.registry.validation.strategy import KindStrategy
+
+__all__ = ["CLEANUP_FINALIZER", "STRATEGY", "set_defaults"]
+
+JSON = dict[str, Any]
+
+CLEANUP_FINALIZER = CRD_CLEANUP_FINALIZER
+
+
+def set_defaults(crd: JSON) -> None:
+    """The v1 defaults (``SetDefaults_CustomResourceDefinition`` and friends)."""
+    spec = crd.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    conversion = spec.setdefault("conversion", {})
+    if isinstance(conversion, dict):
+        conversion.setdefault("strategy", "None")
+        webhook = conversion.get("webhook")
+        service = ((webhook or {}).get("clientConfig") or {}).get("service")
+        if isinstance(service, dict):
+            service.setdefault("port", 443)
+    names_ = spec.get("names")
+    if isinstance(names_, dict) and isinstance(names_.get("kind"), str):
+        names_.setdefault("singular", names_["kind"].lower())
+        names_.setdefault("listKind", names_["kind"] + "List")
+
+
+def _storage(crd: JSON) -> str | None:
+    for v in (crd.get("spec") or {}).get("versions") or []:
+        if isinstance(v, dict) and v.get("storage"):
+            return str(v.get("name"))
+    return None
+
+
+def prepare_create(crd: JSON) -> None:
+    set_defaults(crd)
+    storage = _storage(crd)
+    crd["status"] = {
+        "acceptedNames": {"plural": "", "kind": ""},
+        "storedVersions": [storage] if storage else [],
+    }
+
+
+def prepare_update(new: JSON, old: JSON) -> None:
+    set_defaults(new)
+    storage = _storage(new)
+    status = new.setdefault("status", {})
+    stored = status.setdefault("storedVersions", [])
+    if storage and storage not in stored:
+        stored.append(storage)
+
+
+# ----------------------------------------------------------------------- validation
+
+
+def _no_name_rule(name: str, prefix: bool) -> list[str]:
+    return []  # the CRD's name rules are the schema package's (with upstream's order)
+
+
+def validate_crd(crd: JSON, old: JSON | None = None) -> ErrorList:
+    """``ValidateCustomResourceDefinition``: ObjectMeta (labels, annotations, ...), then
+    every rule of the CRD (names, versions, schemas, ...) from ``schema_hooks``."""
+    errs = validate_object_meta(crd.get("metadata") or {}, False, _no_name_rule)
+    return errs + schema_hooks.validate_crd(crd, old)
+
+
+STRATEGY = KindStrategy(
+    validate=lambda crd: validate_crd(crd),
+    validate_update=validate_crd,
+    prepare_create=prepare_create,
+    prepare_update=prepare_update,
+)

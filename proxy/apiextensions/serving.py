@@ -1,0 +1,201 @@
+"""The custom resources served now, added and removed at run time
+(apiextensions-apiserver's ``crdHandler`` and its ``customStorage`` map).
+
+:class:`CustomResources` is driven by the CRD controllers (``controllers``): ``serve``
+with an established CRD (re)builds what each served version needs — the registry entry
+(routes, request resolution, legacy discovery), its storage with its own watch cache
+(built at once, so it primes as a built-in's does), its strategy, Table printer and
+selectable fields — and ``stop`` undoes it: the watch cache is closed, which ends every
+open watch on it, and the resource is no longer routed. Each change drops the cached
+aggregated discovery and OpenAPI documents, so their ETags change.
+
+All methods run on the event loop; only the controllers call ``serve``/``stop``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from proxy.apiextensions import custom_resource as cr_mod
+from proxy.apiextensions.conversion import Converter, NoneConverter, VersionedStorage
+from proxy.apiextensions.custom_resource import CustomResourceVersion
+from proxy.apiextensions.openapi import CustomKind, custom_kind
+from proxy.apiextensions.webhook_converter import WebhookConverter
+from proxy.openapi.schemas import register_kind_schema
+from proxy.printers.handlers import HANDLERS as PRINTERS
+from proxy.registry.resources import ResourceInfo
+from proxy.registry.storage_factory import new_storage
+from proxy.registry.validation.strategy import register_strategy, unregister_strategy
+from proxy.server.context import APIContext
+from storage.interfaces import Interface
+
+__all__ = ["CustomResources"]
+
+log = logging.getLogger("watchcache.apiextensions")
+
+JSON = dict[str, Any]
+
+
+@dataclass
+class _Served:
+    """What one CRD serves: its versions (most preferred first), the storage they all
+    read through (the storage version's etcd3 store and watch cache), and the
+    fingerprint of the CRD parts they were built from."""
+
+    resources: list[tuple[ResourceInfo, CustomResourceVersion]]
+    base: ResourceInfo
+    store: Interface
+    fingerprint: tuple[Any, ...]
+    converter: Converter
+
+
+def _fingerprint(crd: JSON) -> tuple[Any, ...]:
+    spec = crd.get("spec") or {}
+    status = crd.get("status") or {}
+    terminating = any(
+        c.get("type") == "Terminating" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+    return (
+        (crd.get("metadata") or {}).get("uid"),
+        repr(spec),
+        repr(status.get("acceptedNames")),
+        terminating,
+    )
+
+
+@dataclass
+class CustomResources:
+    """The served custom resources of one server (see the module docstring)."""
+
+    ctx: APIContext
+    _by_crd: dict[str, _Served] = field(default_factory=dict)
+    # (group, version, plural) -> the version's facts, for the request handlers
+    _versions: dict[tuple[str, str, str], CustomResourceVersion] = field(default_factory=dict)
+
+    def version_of(self, resource: ResourceInfo) -> CustomResourceVersion | None:
+        """The CRD version behind ``resource``; None for a built-in resource."""
+        return self._versions.get((resource.group, resource.version, resource.plural))
+
+    def openapi_kind(self, resource: ResourceInfo) -> CustomKind | None:
+        """The OpenAPI components of a served CR version (``proxy.openapi.documents``)."""
+        cr = self.version_of(resource)
+        return custom_kind(cr) if cr is not None else None
+
+    def served_resource(self, crd_name: str) -> ResourceInfo | None:
+        """The preferred served version of a served CRD (its instances, through it)."""
+        served = self._by_crd.get(crd_name)
+        return served.resources[0][0] if served else None
+
+    async def serve(self, crd: JSON) -> None:
+        """Serve ``crd``'s served versions as it now says (no-op when nothing changed).
+        A change builds the new serving first and swaps it in (requests never see the
+        resource missing), then closes the old watch cache (its watches end, as upstream
+        tears down a CRD's storage when the CRD changes)."""
+        name = str((crd.get("metadata") or {}).get("name"))
+        fingerprint = _fingerprint(crd)
+        current = self._by_crd.get(name)
+        if current is not None and current.fingerprint == fingerprint:
+            return
+        resources = cr_mod.served_versions(crd)
+        keep: set[tuple[str, str, str]] = set()
+        if resources:
+            converter = _converter(crd, resources[0][1].kind)
+            new = self._build(resources, fingerprint, converter)
+            self._by_crd[name] = new
+            keep = {_key(info) for info, _ in resources} | {_key(new.base)}
+        else:
+            self._by_crd.pop(name, None)
+        if current is not None:
+            await self._unserve(current, keep, close_etcd3=False)
+        self._api_changed()
+        log.info("serving %s at %s", name, ", ".join(i.api_version for i, _ in resources))
+
+    def _build(
+        self,
+        resources: list[tuple[ResourceInfo, CustomResourceVersion]],
+        fingerprint: Any,
+        converter: Converter,
+    ) -> _Served:
+        info0, cr0 = resources[0]
+        storage = cr0.storage_version
+        base = dataclasses.replace(info0, version=storage)
+        base_cr = next((c for i, c in resources if i.version == storage), cr0)
+        self.ctx.storage_ctx.custom_attrs[_key(base)] = cr_mod.attrs_func(base_cr)
+        store = new_storage(base, self.ctx.storage_ctx)  # its watch cache primes now
+        storage_api_version = base.api_version
+        read_defaults = cr_mod.read_defaults(base_cr)
+        for info, _ in resources:  # re-added below in priority order (discovery's order)
+            self.ctx.registry.remove(*_key(info))
+        for info, cr in resources:
+            key = _key(info)
+            self.ctx.registry.add(info)
+            self._versions[key] = cr
+            self.ctx.storage_ctx.custom_attrs[key] = cr_mod.attrs_func(cr)
+            register_kind_schema(info.group, info.version, info.kind, cr_mod.request_schema(cr))
+            view = VersionedStorage(
+                store, info.api_version, storage_api_version, converter, read_defaults
+            )
+            self.ctx.storages.add_view(info, view)
+        versions = {c.version: c for _, c in resources}
+        register_strategy(info0.group, info0.kind, cr_mod.strategy(versions, info0.namespaced))
+        PRINTERS[(info0.group, info0.plural)] = cr_mod.table_printer(cr0)
+        return _Served(resources, base, store, fingerprint, converter)
+
+    async def stop(self, crd_name: str) -> None:
+        """Stop serving ``crd_name``'s resources; their watch cache closes."""
+        current = self._by_crd.pop(crd_name, None)
+        if current is None:
+            return
+        await self._unserve(current, set(), close_etcd3=True)
+        self._api_changed()
+        log.info("stopped serving %s", crd_name)
+
+    async def close(self) -> None:
+        for name in list(self._by_crd):
+            await self._unserve(self._by_crd.pop(name), set(), close_etcd3=False)
+
+    async def _unserve(
+        self, served: _Served, keep: set[tuple[str, str, str]], *, close_etcd3: bool
+    ) -> None:
+        """Undo ``served`` but what the new serving of the same CRD took over (``keep``:
+        its versions); then close its watch cache and, when the CRD is gone, its etcd3
+        store (shared, by group and plural, with a new serving)."""
+        for info, _ in served.resources:
+            key = _key(info)
+            if key in keep:
+                continue
+            self.ctx.registry.remove(*key)
+            self._versions.pop(key, None)
+            self.ctx.storage_ctx.custom_attrs.pop(key, None)
+            self.ctx.storages.remove_view(info)
+            register_kind_schema(info.group, info.version, info.kind, None)
+        if _key(served.base) not in keep:
+            self.ctx.storage_ctx.custom_attrs.pop(_key(served.base), None)
+        info0 = served.resources[0][0]
+        if not keep:
+            unregister_strategy(info0.group, info0.kind)
+            PRINTERS.pop((info0.group, info0.plural), None)
+        await served.store.close()  # ends every watch on it
+        if isinstance(served.converter, WebhookConverter):
+            await served.converter.close()
+        if close_etcd3:
+            await self.ctx.storage_ctx.close_etcd3(served.base)
+
+    def _api_changed(self) -> None:
+        self.ctx.aggregated_discovery.clear()
+        self.ctx.openapi = None
+
+
+def _converter(crd: JSON, kind: str) -> Converter:
+    conversion = (crd.get("spec") or {}).get("conversion") or {}
+    if conversion.get("strategy") == "Webhook":
+        return WebhookConverter(kind, conversion.get("webhook") or {})
+    return NoneConverter()
+
+
+def _key(info: ResourceInfo) -> tuple[str, str, str]:
+    return (info.group, info.version, info.plural)
