@@ -93,10 +93,12 @@ SERVED: tuple[tuple[str, str, str], ...] = (
     ("resource.k8s.io", "v1", "resourceclaimtemplates"),
     ("resource.k8s.io", "v1", "resourceslices"),
     ("storagemigration.k8s.io", "v1", "storageversionmigrations"),
+    # API aggregation (proxy/aggregator): the APIService objects
+    ("apiregistration.k8s.io", "v1", "apiservices"),
 )
 # Not served: virtual resources without storage (bindings, componentstatuses,
 # tokenreviews, *accessreviews, selfsubject*, pods/eviction, serviceaccounts/token),
-# CRDs and aggregation (apiextensions, apiregistration), alpha and beta versions (off by
+# CRDs (apiextensions), alpha and beta versions (off by
 # default in kube-apiserver), and events.k8s.io/v1 events (the core events' storage seen
 # through a conversion this server does not have).
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from proxy.aggregator import apiservice
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.validation import apps, batch, core, event, field, names, pod
 from proxy.registry.validation.field import ErrorList
@@ -67,6 +68,13 @@ _STRATEGIES: dict[tuple[str, str], KindStrategy] = {
         batch.validate_job, batch.validate_job_update, prepare_create=batch.prepare_job_for_create
     ),
     ("batch", "CronJob"): KindStrategy(batch.validate_cron_job, batch.validate_cron_job_update),
+    # API aggregation (proxy/aggregator/apiservice.py)
+    ("apiregistration.k8s.io", "APIService"): KindStrategy(
+        apiservice.validate,
+        apiservice.validate_update,
+        prepare_create=apiservice.prepare_create,
+        prepare_update=apiservice.prepare_update,
+    ),
 }
 
 # Names of the kinds without a strategy here: RBAC names are path segments; the rest
