@@ -1,12 +1,7 @@
-"""The APIService object (``apiregistration.k8s.io/v1``): validation and strategy as
-kube-aggregator's (``pkg/apis/apiregistration/validation``, ``pkg/registry/apiservice``),
-its ``Available`` condition, and the local APIServices kube-apiserver registers for the
-built-in group-versions it serves (``controlplane/apiserver/aggregator.go``).
-
-An APIService named ``<version>.<group>`` with no ``spec.service`` is *local*: this
-server serves the group-version itself. With a ``service`` it is *remote*: requests
-under ``/apis/<group>/<version>`` are proxied to that service (``proxy_handler``).
-"""
+"""The APIService object (``apiregistration.k8s.io/v1``) as the aggregator reads it, its
+``Available`` condition, and the local APIServices kube-apiserver registers for the
+built-in group-versions it serves (``controlplane/apiserver/aggregator.go``). Validation
+and strategy: ``proxy.registry.validation.apiregistration``."""
 
 from __future__ import annotations
 
@@ -16,16 +11,6 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from proxy.registry.validation import field
-from proxy.registry.validation.field import ErrorList
-from proxy.registry.validation.names import (
-    is_dns1035_label,
-    is_dns1123_subdomain,
-    is_valid_port_num,
-    path_segment_name,
-)
-from proxy.registry.validation.object_meta import validate_object_meta
-
 __all__ = [
     "AUTOMANAGED_LABEL",
     "GROUP",
@@ -34,12 +19,7 @@ __all__ = [
     "available_condition",
     "local_apiservice",
     "parse",
-    "prepare_create",
-    "prepare_update",
     "set_condition",
-    "validate",
-    "validate_status_update",
-    "validate_update",
 ]
 
 JSON = dict[str, Any]
@@ -78,7 +58,6 @@ LOCAL_PRIORITIES: dict[tuple[str, str], tuple[int, int]] = {
     ("storagemigration.k8s.io", "v1"): (15800, 15),
 }
 
-_EMPTY_GROUP = "only v1 may have an empty group and it better be legacy kube"
 LOCAL_REASON = "Local"
 LOCAL_MESSAGE = "Local APIServices are always available"
 
@@ -150,130 +129,6 @@ def parse(obj: JSON) -> APIServiceRef:
         insecure_skip_tls_verify=spec.get("insecureSkipTLSVerify") is True,
         available=available,
     )
-
-
-# ------------------------------------------------------------------------ validation
-
-
-def _name_rule(required: str) -> Any:
-    def rule(name: str, prefix: bool) -> list[str]:
-        failures = path_segment_name(name, prefix)
-        if failures:
-            return failures
-        if name != required:  # the name *must* be version.group
-            return [f'must be `spec.version+"."+spec.group`: {field.go_quote(required)}']
-        return []
-
-    return rule
-
-
-def validate(obj: JSON) -> ErrorList:
-    """``ValidateAPIService``: the name is ``<version>.<group>``; an empty group only for
-    ``v1``; group a DNS subdomain, version a DNS-1035 label; priorities in range; a local
-    APIService has neither caBundle nor insecureSkipTLSVerify; a service reference has a
-    namespace, a name and a valid port, and not both caBundle and insecureSkipTLSVerify."""
-    spec = _dict(obj.get("spec"))
-    group, version = str(spec.get("group") or ""), str(spec.get("version") or "")
-    errs = validate_object_meta(
-        _dict(obj.get("metadata")), False, _name_rule(f"{version}.{group}"), core=False
-    )
-    if not group and version != "v1":
-        errs.append(
-            field.required(
-                "spec.group", "only v1 may have an empty group and it better be legacy kube"
-            )
-        )
-    if group:
-        errs += [field.invalid("spec.group", group, m) for m in is_dns1123_subdomain(group)]
-    errs += [field.invalid("spec.version", version, m) for m in is_dns1035_label(version)]
-    gpm, vp = _int(spec.get("groupPriorityMinimum")), _int(spec.get("versionPriority"))
-    if not 0 < gpm <= 20000:
-        errs.append(
-            field.invalid("spec.groupPriorityMinimum", gpm, "must be positive and less than 20000")
-        )
-    if not 0 < vp <= 1000:
-        errs.append(
-            field.invalid("spec.versionPriority", vp, "must be positive and less than 1000")
-        )
-    ca = ca_bundle_bytes(spec)
-    insecure = spec.get("insecureSkipTLSVerify") is True
-    service = spec.get("service")
-    if not isinstance(service, dict):
-        if ca:
-            errs.append(
-                field.invalid(
-                    "spec.caBundle", f"{len(ca)} bytes", "local APIServices may not have a caBundle"
-                )
-            )
-        if insecure:
-            errs.append(
-                field.invalid(
-                    "spec.insecureSkipTLSVerify",
-                    True,
-                    "local APIServices may not have insecureSkipTLSVerify",
-                )
-            )
-        return errs
-    if not service.get("namespace"):
-        errs.append(field.required("spec.service.namespace"))
-    if not service.get("name"):
-        errs.append(field.required("spec.service.name"))
-    port = _int(service.get("port"), 443)
-    port_errs = is_valid_port_num(port)
-    if port_errs:
-        errs.append(
-            field.invalid("spec.service.port", port, "port is not valid: " + ", ".join(port_errs))
-        )
-    if insecure and ca:
-        errs.append(
-            field.invalid(
-                "spec.insecureSkipTLSVerify", True, "may not be true if caBundle is present"
-            )
-        )
-    return errs
-
-
-def validate_update(new: JSON, old: JSON) -> ErrorList:
-    """``ValidateAPIServiceUpdate``: the whole object again (metadata update rules are
-    checked by the caller)."""
-    return validate(new)
-
-
-_STATUSES = ["False", "True", "Unknown"]
-
-
-def validate_status_update(new: JSON, old: JSON) -> ErrorList:
-    """``ValidateAPIServiceStatusUpdate``: each condition's status True/False/Unknown and
-    a type."""
-    errs: ErrorList = []
-    conditions = _dict(new.get("status")).get("conditions") or []
-    for i, cond in enumerate(conditions if isinstance(conditions, list) else []):
-        c = _dict(cond)
-        path = field.index("status.conditions", i)
-        status = c.get("status")
-        if status not in ("True", "False", "Unknown"):
-            errs.append(
-                field.not_supported(
-                    field.child(path, "status"), status, ["False", "True", "Unknown"]
-                )
-            )
-        if not c.get("type"):
-            errs.append(field.required(field.child(path, "type")))
-    return errs
-
-
-def prepare_create(obj: JSON) -> None:
-    """``PrepareForCreate``: a new APIService starts without status."""
-    obj.pop("status", None)
-
-
-def prepare_update(new: JSON, old: JSON) -> None:
-    """``PrepareForUpdate``: the main resource keeps the stored status (the generic
-    update already does; kept as the strategy's named step)."""
-    if "status" in old:
-        new["status"] = old["status"]
-    else:
-        new.pop("status", None)
 
 
 # ------------------------------------------------------------------------ conditions

@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 from aiohttp import web
 
+from proxy.aggregator.server import AGGREGATOR, Aggregator
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.endpoints import negotiation, responsewriter
 from proxy.endpoints.discovery.legacy import setup_discovery_routes
@@ -126,11 +127,15 @@ def build_app(
         if "RBAC" in settings.authorization_mode:
             informer = RBACInformer(lambda plural: _rbac_storage(ctx, plural))
         auth = build_auth(settings, informer)
+    registry = registry or build_registry(SERVED + REVIEWS if secure else SERVED)
+    # API aggregation (proxy/aggregator): APIServices, the proxy, merged discovery
+    aggregator = Aggregator(settings, registry, storages)
     app = web.Application(
         middlewares=handler_chain(
             settings,
             authentication=auth.authentication_filters() if auth else (),
             authorization=auth.authorization_filters() if auth else (),
+            aggregation=[aggregator.middleware()],
         ),
         # bodies are read by the handlers with their own limit (413 as a Status)
         client_max_size=settings.max_request_body_bytes + 1,
@@ -138,7 +143,7 @@ def build_app(
     responsewriter.install(app)
     ctx = APIContext(
         settings=settings,
-        registry=registry or build_registry(SERVED + REVIEWS if secure else SERVED),
+        registry=registry,
         storage_ctx=storage_ctx,
         storages=storages,
         auth=auth,
@@ -165,6 +170,8 @@ def build_app(
 
     app.cleanup_ctx.append(loop_lag_context())
     app.cleanup_ctx.append(_storages_and_compactor(ctx))
+    app[AGGREGATOR] = aggregator
+    app.cleanup_ctx.append(aggregator.cleanup_ctx())
     if settings.system_namespaces:
         app.cleanup_ctx.append(_system_namespaces_task(ctx))
 

@@ -19,9 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from proxy.aggregator import apiservice
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.validation import apps, batch, core, event, field, names, pod
+from proxy.registry.validation import apiregistration, apps, batch, core, event, field, names, pod
 from proxy.registry.validation.field import ErrorList
 from proxy.registry.validation.object_meta import (
     validate_object_meta,
@@ -68,12 +67,12 @@ _STRATEGIES: dict[tuple[str, str], KindStrategy] = {
         batch.validate_job, batch.validate_job_update, prepare_create=batch.prepare_job_for_create
     ),
     ("batch", "CronJob"): KindStrategy(batch.validate_cron_job, batch.validate_cron_job_update),
-    # API aggregation (proxy/aggregator/apiservice.py)
+    # API aggregation (proxy/aggregator)
     ("apiregistration.k8s.io", "APIService"): KindStrategy(
-        apiservice.validate,
-        apiservice.validate_update,
-        prepare_create=apiservice.prepare_create,
-        prepare_update=apiservice.prepare_update,
+        apiregistration.validate,
+        apiregistration.validate_update,
+        prepare_create=apiregistration.prepare_create,
+        prepare_update=apiregistration.prepare_update,
     ),
 }
 
