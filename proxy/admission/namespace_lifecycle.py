@@ -24,13 +24,8 @@ from proxy.registry.resources import ResourceInfo
 from proxy.server.context import APIContext
 from storage.interfaces import ListOptions
 
-__all__ = [
-    "IMMORTAL_NAMESPACES",
-    "check_deletable",
-    "check_not_terminating",
-    "delete_contents",
-    "is_namespaces",
-]
+__all__ = ["IMMORTAL_NAMESPACES", "check_deletable", "check_not_terminating", "delete_contents",
+           "is_namespaces"]
 
 log = logging.getLogger("watchcache.proxy")
 

@@ -17,6 +17,7 @@ upstream's aggregator chain does).
 
 from __future__ import annotations
 
+import errno
 import logging
 import ssl
 from typing import TYPE_CHECKING
@@ -58,14 +59,14 @@ def plain_error(text: str, status: int) -> web.Response:
 
 
 def go_dial_error(host: str, port: int, err: BaseException) -> str:
-    """The words Go's dialer uses for the common failures (the body upstream sends)."""
-    cause = err.__cause__ or err
-    text = str(getattr(cause, "strerror", "") or cause).lower()
-    if "refused" in text:
-        return f"dial tcp {host}:{port}: connect: connection refused"
+    """The words Go's dialer and TLS client use for the common failures (the body
+    upstream's proxy answers with)."""
+    os_error = getattr(err, "os_error", None) or err.__cause__ or err
     if isinstance(err, aiohttp.ClientSSLError | ssl.SSLError):
-        return f"tls: failed to verify certificate: {cause}"
-    return f"dial tcp {host}:{port}: {cause}"
+        return f"tls: failed to verify certificate: {os_error}"
+    if getattr(os_error, "errno", None) == errno.ECONNREFUSED:
+        return f"dial tcp {host}:{port}: connect: connection refused"
+    return f"dial tcp {host}:{port}: {getattr(os_error, 'strerror', None) or os_error}"
 
 
 async def proxy_request(

@@ -51,7 +51,6 @@ FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
 DEFAULT_GRACE_SECONDS = 30
 
-
 def _now(offset: int = 0) -> str:
     at = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=offset)
     return at.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -220,8 +220,7 @@ def prepare_for_update(
     elif subresource == "finalize":  # namespaces/NAME/finalize: only spec.finalizers
         merged = copy.deepcopy(old)
         merged.setdefault("spec", {})["finalizers"] = list(
-            (new.get("spec") or {}).get("finalizers") or []
-        )
+            (new.get("spec") or {}).get("finalizers") or [])
         if not merged["spec"]["finalizers"]:
             del merged["spec"]["finalizers"]
         new_meta = new.get("metadata") or {}

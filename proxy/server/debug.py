@@ -37,11 +37,8 @@ def _cache_state(resource: str, cacher: Any) -> JSON:
         "objects": len(cacher.cache),
         "resourceVersion": cacher.resource_version,
         "ready": bool(cacher.ready.check()),
-        "history": {
-            "oldest": history.oldest_deliverable(),
-            "size": len(history),
-            "capacity": history.capacity,
-        },
+        "history": {"oldest": history.oldest_deliverable(), "size": len(history),
+                    "capacity": history.capacity},
         "watchers": len(watchers),
         "lag": sorted((w.pending for w in watchers), reverse=True)[:5],
         "dispatched": cacher.dispatcher.dispatched,
@@ -63,9 +60,8 @@ async def _watchcache(request: web.Request) -> web.Response:
             revision = (await ctx.storage_ctx.client.get(key)).revision
     except Exception:  # etcd down: the page shows the caches without it
         revision = None
-    return negotiation.json_response(
-        {"etcdRevision": revision, "caches": sorted(caches, key=lambda c: c["resource"])}
-    )
+    return negotiation.json_response({"etcdRevision": revision,
+                                      "caches": sorted(caches, key=lambda c: c["resource"])})
 
 
 async def _requests(request: web.Request) -> web.Response:
