@@ -105,8 +105,7 @@ def _aggregated() -> JSON:
 
 async def _apis(request: web.Request) -> web.StreamResponse:
     if "as=APIGroupDiscoveryList" in request.headers.get("Accept", ""):
-        return web.Response(body=json.dumps(_aggregated()), content_type="application/json",
-                            headers={"Content-Type": AGGREGATED})  # fmt: skip
+        return web.Response(body=json.dumps(_aggregated()), headers={"Content-Type": AGGREGATED})
     return web.json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group()]})
 
 

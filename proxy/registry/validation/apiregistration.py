@@ -146,14 +146,23 @@ def validate_status_update(new: JSON, old: JSON) -> ErrorList:
     return errs
 
 
+def set_defaults(obj: JSON) -> None:
+    """``SetDefaults_ServiceReference``: ``spec.service.port`` is 443 when unset."""
+    service = _dict(obj.get("spec")).get("service")
+    if isinstance(service, dict) and service.get("port") is None:
+        service["port"] = 443
+
+
 def prepare_create(obj: JSON) -> None:
-    """``PrepareForCreate``: a new APIService starts without status."""
+    """Defaults, then ``PrepareForCreate``: a new APIService starts without status."""
+    set_defaults(obj)
     obj.pop("status", None)
 
 
 def prepare_update(new: JSON, old: JSON) -> None:
     """``PrepareForUpdate``: the main resource keeps the stored status (the generic
     update already does; kept as the strategy's named step)."""
+    set_defaults(new)
     if "status" in old:
         new["status"] = old["status"]
     else:
