@@ -36,6 +36,8 @@ _DNS1035 = (
 
 
 def _apiservice(name: str, **spec: Any) -> JSON:
+    """An APIService; priorities 100/10 unless given."""
+    spec = {"groupPriorityMinimum": 100, "versionPriority": 10, **spec}
     return {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
             "metadata": {"name": name}, "spec": spec}  # fmt: skip
 
@@ -62,7 +64,7 @@ CASES: list[tuple[str, JSON, str | None]] = [
             version="V1",
             groupPriorityMinimum=20001,
             versionPriority=1,
-        ),  # fmt: skip
+        ),
         'APIService.apiregistration.k8s.io "V1.Bad_Group" is invalid: [spec.group: Invalid '
         f'value: "Bad_Group": {_DNS1123}, spec.version: Invalid value: "V1": {_DNS1035}, '
         "spec.groupPriorityMinimum: Invalid value: 20001: must be positive and less than 20000]",
@@ -73,11 +75,9 @@ CASES: list[tuple[str, JSON, str | None]] = [
             "v1.local.example.com",
             group="local.example.com",
             version="v1",
-            groupPriorityMinimum=100,
-            versionPriority=10,
             caBundle="aGVsbG8=",
             insecureSkipTLSVerify=True,
-        ),  # fmt: skip
+        ),
         'APIService.apiregistration.k8s.io "v1.local.example.com" is invalid: [spec.caBundle: '
         'Invalid value: "5 bytes": local APIServices may not have a caBundle, '
         "spec.insecureSkipTLSVerify: Invalid value: true: local APIServices may not have "
@@ -94,7 +94,7 @@ CASES: list[tuple[str, JSON, str | None]] = [
             caBundle="aGVsbG8=",
             insecureSkipTLSVerify=True,
             service={"namespace": "", "name": "", "port": 70000},
-        ),  # fmt: skip
+        ),
         'APIService.apiregistration.k8s.io "v1.bad" is invalid: [metadata.name: Invalid value: '
         '"v1.bad": must be `spec.version+"."+spec.group`: "v1.wrong.example.com", '
         "spec.groupPriorityMinimum: Invalid value: 0: must be positive and less than 20000, "
@@ -110,10 +110,8 @@ CASES: list[tuple[str, JSON, str | None]] = [
             "v1.ok.example.com",
             group="ok.example.com",
             version="v1",
-            groupPriorityMinimum=100,
-            versionPriority=10,
             service={"namespace": "ns", "name": "svc", "port": 0},
-        ),  # fmt: skip
+        ),
         'APIService.apiregistration.k8s.io "v1.ok.example.com" is invalid: spec.service.port: '
         "Invalid value: 0: port is not valid: must be between 1 and 65535, inclusive",
     ),
@@ -123,17 +121,15 @@ CASES: list[tuple[str, JSON, str | None]] = [
             "v1.ok.example.com",
             group="ok.example.com",
             version="v1",
-            groupPriorityMinimum=100,
-            versionPriority=10,
             service={"namespace": "ns", "name": "svc"},
-        ),  # fmt: skip
+        ),
         None,
     ),
     (
         "the core group's local APIService",
         _apiservice("v1.", version="v1", groupPriorityMinimum=18000, versionPriority=1),
         None,
-    ),  # fmt: skip
+    ),
 ]
 
 

@@ -113,10 +113,15 @@ async def test_cluster_ip_external_name_and_missing() -> None:
 
 async def test_endpoint_routing_uses_ready_slice_addresses_and_target_port() -> None:
     svc = {"spec": {"clusterIP": "10.0.0.7", "ports": [{"name": "https", "port": 443}]}}
-    ready = {"metadata": {"labels": {"kubernetes.io/service-name": "api"}},
-             "ports": [{"name": "https", "port": 8443}],
-             "endpoints": [{"addresses": ["10.1.0.5"], "conditions": {"ready": True}},
-                           {"addresses": ["10.1.0.6"], "conditions": {"ready": False}}]}  # fmt: skip
+    endpoints = [
+        {"addresses": ["10.1.0.5"], "conditions": {"ready": True}},
+        {"addresses": ["10.1.0.6"], "conditions": {"ready": False}},
+    ]
+    ready = {
+        "metadata": {"labels": {"kubernetes.io/service-name": "api"}},
+        "ports": [{"name": "https", "port": 8443}],
+        "endpoints": endpoints,
+    }
     get, list_ = _store({_SVC: svc, ("discovery.k8s.io", "endpointslices", "ns", "s1"): ready})
     found = await resolve(get, list_, "ns", "api", 443, endpoint_routing=True)
     assert found.base_url == "https://10.1.0.5:8443"
