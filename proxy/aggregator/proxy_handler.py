@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import re
 import ssl
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,9 @@ _HOP_BY_HOP = frozenset(
 )  # fmt: skip
 
 
+_DIALLED = re.compile(r"\('([^']+)', (\d+)")
+
+
 def plain_error(text: str, status: int) -> web.Response:
     """Go's ``http.Error``: text/plain, nosniff, the message and a newline."""
     return web.Response(
@@ -64,6 +68,11 @@ def go_dial_error(host: str, port: int, err: BaseException) -> str:
     os_error = getattr(err, "os_error", None) or err.__cause__ or err
     if isinstance(err, aiohttp.ClientSSLError | ssl.SSLError):
         return f"tls: failed to verify certificate: {os_error}"
+    # asyncio names the address it dialled ("Connect call failed ('127.0.0.1', 443)"):
+    # Go's message names the resolved address too
+    dialled = _DIALLED.search(str(os_error))
+    if dialled is not None:
+        host, port = dialled[1], int(dialled[2])
     if getattr(os_error, "errno", None) == errno.ECONNREFUSED:
         return f"dial tcp {host}:{port}: connect: connection refused"
     return f"dial tcp {host}:{port}: {getattr(os_error, 'strerror', None) or os_error}"
