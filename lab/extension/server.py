@@ -14,6 +14,8 @@ As a real aggregated API server it
   watchcache uses). Anything else is 401.
 - asks watchcache whether the user may do it (a SubjectAccessReview: delegated
   authorization); no is 403 with the API's Status.
+- names, in ``X-Extension-Seen-User``/``-Groups`` response headers, the user it saw
+  (a teaching aid: the identity travelled in the front proxy's headers);
 - serves discovery (``/apis`` legacy and aggregated, the group, the resource list),
   list and get of ``podmetrics`` (namespaced) and ``nodemetrics``, Tables for kubectl,
   and watch of ``podmetrics`` (the source's pod watch, turned into PodMetrics events).
@@ -52,6 +54,8 @@ JSON = dict[str, Any]
 SESSION = web.AppKey("source_session", aiohttp.ClientSession)
 USER = web.RequestKey("extension_user", UserInfo)
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+# every answer says which user the extension server saw (from the front proxy's headers)
+USER_HEADER, GROUPS_HEADER = "X-Extension-Seen-User", "X-Extension-Seen-Groups"
 PREFIX = f"/apis/{metrics.GROUP}/{metrics.VERSION}"
 
 
@@ -274,6 +278,15 @@ def build_app(source_url: str, authenticator: RequestHeaderAuthenticator) -> web
         await app[SESSION].close()
 
     app.cleanup_ctx.append(source)
+
+    async def name_user(request: web.Request, response: web.StreamResponse) -> None:
+        # a teaching aid: who the front proxy said the request is from
+        user = request.get(USER)
+        if user is not None:
+            response.headers[USER_HEADER] = user.name
+            response.headers[GROUPS_HEADER] = ",".join(user.groups)
+
+    app.on_response_prepare.append(name_user)
     routes = [
         ("/healthz", _healthz), ("/readyz", _healthz), ("/livez", _healthz),
         ("/apis", _apis), (f"/apis/{metrics.GROUP}", _api_group), (PREFIX, _api_resources),
