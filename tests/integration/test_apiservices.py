@@ -1,0 +1,95 @@
+"""APIService objects through the REST layer, as kube-apiserver serves them: stored as
+JSON at ``/registry/apiregistration.k8s.io/apiservices/<name>`` (as a v1.32
+kube-apiserver stores them), cluster-scoped, ``/status`` apart from the spec, the port
+defaulted, validation in one 422, a Table with Service/Available, and the local
+APIServices registered at start."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+import pytest
+
+from etcdclient import EtcdClient
+from tests.integration.conftest import ServerProcess, create
+
+pytestmark = pytest.mark.etcd
+
+JSON = dict[str, Any]
+BASE = "/apis/apiregistration.k8s.io/v1/apiservices"
+
+
+def _remote(name: str = "v1alpha1.apiservices-it.example.com") -> JSON:
+    version, _, group = name.partition(".")
+    return {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": name},
+            "spec": {"group": group, "version": version, "groupPriorityMinimum": 1000,
+                     "versionPriority": 15, "insecureSkipTLSVerify": True,
+                     "service": {"namespace": "default", "name": "nowhere"}},
+            "status": {"conditions": [{"type": "Available", "status": "True"}]}}  # fmt: skip
+
+
+async def test_crud_key_status_and_defaults(server: ServerProcess) -> None:
+    async with aiohttp.ClientSession(base_url=server.url) as http:
+        created = await create(http, BASE, _remote())
+        name = created["metadata"]["name"]
+        assert created["spec"]["service"]["port"] == 443  # defaulted, as upstream
+        assert "status" not in created  # PrepareForCreate drops the client's status
+        key = f"{server.prefix}/apiregistration.k8s.io/apiservices/{name}"
+        async with EtcdClient(list(server.etcd_servers)) as client:
+            stored = await client.get(key.encode())
+        assert stored.kv is not None and stored.kv.value.startswith(b"{")  # JSON, as upstream
+        # the main resource ignores status; /status ignores spec
+        async with http.get(f"{BASE}/{name}") as resp:
+            current = await resp.json()
+        current["spec"]["versionPriority"] = 16
+        current["status"] = {"conditions": [{"type": "Available", "status": "False",
+                                             "reason": "ByHand", "message": "m"}]}  # fmt: skip
+        async with http.put(f"{BASE}/{name}", json=current) as resp:
+            updated = await resp.json()
+            assert resp.status == 200, updated
+        assert updated["spec"]["versionPriority"] == 16
+        assert all(
+            c.get("reason") != "ByHand" for c in updated.get("status", {}).get("conditions", [])
+        )
+        updated["spec"]["versionPriority"] = 99
+        updated["status"] = current["status"]
+        async with http.put(f"{BASE}/{name}/status", json=updated) as resp:
+            status = await resp.json()
+            assert resp.status == 200, status
+        assert status["spec"]["versionPriority"] == 16
+        async with http.delete(f"{BASE}/{name}") as resp:
+            assert resp.status == 200
+
+
+async def test_validation_in_one_422(server: ServerProcess) -> None:
+    bad = _remote("v1.apiservices-it.example.com")
+    bad["metadata"]["name"] = "v1.apiservices-it-bad"
+    bad["spec"]["caBundle"] = "aGVsbG8="
+    async with (
+        aiohttp.ClientSession(base_url=server.url) as http,
+        http.post(BASE, json=bad) as resp,
+    ):
+        body = await resp.json()
+    assert resp.status == 422
+    assert body["message"] == (
+        'APIService.apiregistration.k8s.io "v1.apiservices-it-bad" is invalid: [metadata.name: '
+        'Invalid value: "v1.apiservices-it-bad": must be `spec.version+"."+spec.group`: '
+        '"v1.apiservices-it.example.com", spec.insecureSkipTLSVerify: Invalid value: true: may '
+        "not be true if caBundle is present]"
+    )
+
+
+async def test_local_apiservices_registered_at_start(server: ServerProcess) -> None:
+    async with aiohttp.ClientSession(base_url=server.url) as http:
+        async with http.get(f"{BASE}/v1.apps") as resp:
+            apps = await resp.json()
+        table_type = "application/json;as=Table;v=v1;g=meta.k8s.io"
+        async with http.get(f"{BASE}/v1.", headers={"Accept": table_type}) as resp:
+            table = await resp.json()
+    assert apps["spec"] == {"group": "apps", "version": "v1", "groupPriorityMinimum": 17800,
+                            "versionPriority": 15}  # fmt: skip
+    assert [c["name"] for c in table["columnDefinitions"]] == [
+        "Name", "Service", "Available", "Age"]  # fmt: skip
+    assert table["rows"][0]["cells"][:3] == ["v1.", "Local", "True"]
