@@ -294,7 +294,7 @@ class Lab:
   kubectl get pods -A --watch                  # a watch, from the cache
   kubectl get leases -n kube-node-lease -w     # the node agents' heartbeats
   kubectl run web --image=nginx && kubectl get pod web -w   # scheduled, Running
-  kubectl get apiservices; kubectl get podmetrics -A   # an aggregated API (extension.log)
+  kubectl get apiservices; kubectl get podmetrics -A   # API aggregation
 
 [bold]curl[/bold] (see where each read is served from, and what it cost):
   curl -si -G {url}/api/v1/pods \\

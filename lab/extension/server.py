@@ -17,6 +17,7 @@ As a real aggregated API server it
 - names, in ``X-Extension-Seen-User``/``-Groups`` response headers, the user it saw
   (a teaching aid: the identity travelled in the front proxy's headers);
 - serves discovery (``/apis`` legacy and aggregated, the group, the resource list),
+  OpenAPI v3 (``lab.extension.openapi``),
   list and get of ``podmetrics`` (namespaced) and ``nodemetrics``, Tables for kubectl,
   and watch of ``podmetrics`` (the source's pod watch, turned into PodMetrics events).
 
@@ -41,7 +42,7 @@ import aiohttp
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from lab.extension import metrics
+from lab.extension import metrics, openapi
 from proxy.authentication.authenticator import AuthenticationError
 from proxy.authentication.request_header import RequestHeaderAuthenticator, RequestHeaderConfig
 from proxy.authentication.user import UserInfo
@@ -262,6 +263,15 @@ async def _authorization(request: web.Request, handler: Handler) -> web.StreamRe
     return await handler(request)
 
 
+async def _openapi_index(request: web.Request) -> web.StreamResponse:
+    return web.Response(body=openapi.INDEX, content_type="application/json")
+
+
+async def _openapi_document(request: web.Request) -> web.StreamResponse:
+    return web.Response(body=openapi.DOCUMENT, content_type="application/json",
+                        headers={"ETag": f'"{openapi.DOCUMENT_HASH}"'})  # fmt: skip
+
+
 async def _healthz(request: web.Request) -> web.StreamResponse:
     return web.Response(text="ok")
 
@@ -293,6 +303,7 @@ def build_app(source_url: str, authenticator: RequestHeaderAuthenticator) -> web
         (f"{PREFIX}/podmetrics", _pods), (f"{PREFIX}/namespaces/{{namespace}}/podmetrics", _pods),
         (f"{PREFIX}/namespaces/{{namespace}}/podmetrics/{{name}}", _pods),
         (f"{PREFIX}/nodemetrics", _nodes), (f"{PREFIX}/nodemetrics/{{name}}", _nodes),
+        ("/openapi/v3", _openapi_index), (f"/openapi/v3/{openapi.PATH}", _openapi_document),
     ]  # fmt: skip
     for path, handler in routes:
         app.router.add_get(path, handler)

@@ -36,6 +36,7 @@ from proxy.endpoints.discovery.aggregated import (
 __all__ = [
     "aggregated_group_list",
     "api_group",
+    "fetch_openapi_url",
     "fetch_version_discovery",
     "legacy_group_list",
     "remote_groups",
@@ -205,3 +206,20 @@ async def fetch_version_discovery(
         if resp.status != 200:
             return None
         return _from_resource_list(ref.version, await resp.json(content_type=None))
+
+
+async def fetch_openapi_url(
+    session: aiohttp.ClientSession, base_url: str, server_name: str, ref: APIServiceRef
+) -> str | None:
+    """The ``serverRelativeURL`` the backend's ``/openapi/v3`` index gives for ``ref``'s
+    group-version (None: it publishes none)."""
+    headers = {REMOTE_USER: "system:kube-aggregator", REMOTE_GROUP: "system:masters"}
+    async with session.get(
+        f"{base_url}/openapi/v3", headers=headers, server_hostname=server_name
+    ) as resp:
+        if resp.status != 200:
+            return None
+        index = await resp.json(content_type=None)
+    entry = (index.get("paths") or {}).get(f"apis/{ref.group}/{ref.version}") or {}
+    url = entry.get("serverRelativeURL")
+    return url if isinstance(url, str) and url.startswith("/openapi/v3/") else None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -60,6 +60,8 @@ class Aggregator:
         self.availability = AvailabilityController(self, AVAILABILITY_INTERVAL)
         self.autoregister = AutoRegister(self.storage(), local_apiservices(self.local_versions()))
         self.fetched: dict[str, JSON] = {}
+        # "apis/<group>/<version>" -> the backend's serverRelativeURL (hash-pinned)
+        self.openapi_paths: dict[str, str] = {}
         self._generation = 0
         self._aggregated: tuple[tuple[int, int], CachedDocument] | None = None
         self.lister.on_change(self._changed)
@@ -137,6 +139,40 @@ class Aggregator:
         if entry is not None and self.fetched.get(ref.name) != entry:
             self.fetched[ref.name] = entry
             self._generation += 1
+        await self._refresh_openapi(ref, session, target)
+
+    async def _refresh_openapi(
+        self, ref: APIServiceRef, session: aiohttp.ClientSession, target: Resolved
+    ) -> None:
+        """The backend's ``/openapi/v3`` entry for ``ref``'s group-version (upstream's
+        OpenAPI v3 aggregation controller), kept in ``openapi_paths``."""
+        try:
+            async with asyncio.timeout(5.0):
+                url = await discovery.fetch_openapi_url(
+                    session, target.base_url, target.server_name, ref
+                )
+        except (aiohttp.ClientError, OSError, ValueError, TimeoutError) as e:
+            log.info("OpenAPI v3 of %s: %s", ref.name, e)
+            return
+        key = f"apis/{ref.group}/{ref.version}"
+        if url is None:
+            self.openapi_paths.pop(key, None)
+        else:
+            self.openapi_paths[key] = url
+
+    def openapi_index(
+        self, local: CachedDocument, request_headers: Mapping[str, str]
+    ) -> tuple[int, dict[str, str], bytes]:
+        """``/openapi/v3``: the local index with the remote group-versions' entries (the
+        backends' hash-pinned URLs), its ETag over the merged document."""
+        index = orjson.loads(local.body)
+        for key, url in self.openapi_paths.items():
+            if self.remote(*key.split("/")[1:3]) is not None:
+                index["paths"][key] = {"serverRelativeURL": url}
+        merged = CachedDocument.of({"paths": dict(sorted(index["paths"].items()))})
+        if merged.not_modified(request_headers):
+            return 304, {"ETag": merged.etag}, b""
+        return 200, {"Content-Type": "application/json", "ETag": merged.etag}, merged.body
 
     def legacy_apis(self) -> JSON:
         return discovery.legacy_group_list(self.local_versions(), self.lister.refs.values())
@@ -163,6 +199,12 @@ class Aggregator:
             if len(parts) >= 4 and parts[1] == "apis" and parts[3]:
                 ref = self.remote(parts[2], parts[3])
                 if ref is not None:
+                    return await proxy_request(request, self, ref)
+            # a remote group-version's OpenAPI v3 document is the backend's
+            parts = request.path.split("/")  # "", "openapi", "v3", "apis", group, version
+            if len(parts) == 6 and parts[1:4] == ["openapi", "v3", "apis"]:
+                ref = self.remote(parts[4], parts[5])
+                if ref is not None and request.method == "GET":
                     return await proxy_request(request, self, ref)
             return await handler(request)
 

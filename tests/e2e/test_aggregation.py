@@ -231,6 +231,14 @@ def test_discovery_merged(agg: Aggregated) -> None:
         "podmetrics",
         "nodemetrics",
     }
+    # OpenAPI v3: the backend's document, listed in the index and proxied (kubectl explain)
+    index = json.loads(kubectl(agg, "get", "--raw", "/openapi/v3").stdout)["paths"]
+    assert index["apis/metrics.watchcache.dev/v1beta1"]["serverRelativeURL"].startswith(
+        "/openapi/v3/apis/metrics.watchcache.dev/v1beta1?hash="
+    )
+    explained = kubectl(agg, "explain", "podmetrics.containers")
+    assert explained.returncode == 0, explained.stderr
+    assert "KIND:       PodMetrics" in explained.stdout
 
 
 def test_identity_reaches_the_extension_server(agg: Aggregated) -> None:

@@ -209,6 +209,9 @@ async def _openapi_v3(request: web.Request) -> web.StreamResponse:
         request_headers=request.headers,
         now=dt.datetime.now(dt.UTC),
     )
+    aggregator = request.app.get(AGGREGATOR)  # API aggregation: remote group-versions
+    if aggregator is not None and not request.match_info.get("path"):
+        code, headers, body = aggregator.openapi_index(ctx.openapi.index(), request.headers)
     return web.Response(status=code, headers=headers, body=body)
 
 
