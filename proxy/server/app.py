@@ -170,7 +170,7 @@ def build_app(
 
     app.cleanup_ctx.append(loop_lag_context())
     app.cleanup_ctx.append(_storages_and_compactor(ctx))
-    app[AGGREGATOR] = aggregator
+    app[AGGREGATOR] = ctx.aggregator = aggregator
     app.cleanup_ctx.append(aggregator.cleanup_ctx())
     if settings.system_namespaces:
         app.cleanup_ctx.append(_system_namespaces_task(ctx))
