@@ -13,6 +13,7 @@ from typing import Any
 
 __all__ = [
     "AUTOMANAGED_LABEL",
+    "CRD_PRIORITY",
     "GROUP",
     "LOCAL_PRIORITIES",
     "APIServiceRef",
@@ -58,6 +59,8 @@ LOCAL_PRIORITIES: dict[tuple[str, str], tuple[int, int]] = {
     ("storagemigration.k8s.io", "v1"): (15800, 15),
 }
 
+# what upstream's crdRegistrationController gives a CRD's group-versions
+CRD_PRIORITY = (1000, 100)
 LOCAL_REASON = "Local"
 LOCAL_MESSAGE = "Local APIServices are always available"
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import aiohttp
 
-from proxy.aggregator.apiservice import GROUP, LOCAL_PRIORITIES, APIServiceRef
+from proxy.aggregator.apiservice import CRD_PRIORITY, GROUP, LOCAL_PRIORITIES, APIServiceRef
 from proxy.aggregator.transport import REMOTE_GROUP, REMOTE_USER
 from proxy.endpoints.discovery.aggregated import (
     AGGREGATED_CONTENT_TYPE,
@@ -50,7 +50,8 @@ Entry = tuple[str, str, int, int]
 def _local_entries(local_versions: Iterable[tuple[str, str]]) -> list[Entry]:
     out: list[Entry] = []
     for group, version in local_versions:
-        gpm, vp = LOCAL_PRIORITIES.get((group, version), (GROUP_PRIORITY.get(group, 1000), 15))
+        # a group-version without upstream priorities is a CRD's: 1000/100 (autoregister)
+        gpm, vp = LOCAL_PRIORITIES.get((group, version), CRD_PRIORITY)
         out.append((group, version, gpm, vp))
     return out
 

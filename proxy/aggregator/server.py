@@ -23,7 +23,7 @@ from aiohttp.typedefs import Handler, Middleware
 
 from proxy.aggregator import discovery
 from proxy.aggregator.apiservice import GROUP, APIServiceRef
-from proxy.aggregator.autoregister import AutoRegister, local_apiservices
+from proxy.aggregator.autoregister import AutoRegister
 from proxy.aggregator.availability import AvailabilityController
 from proxy.aggregator.lister import APIServiceLister
 from proxy.aggregator.proxy_handler import proxy_request
@@ -58,7 +58,7 @@ class Aggregator:
         self.transport = Transport(settings.proxy_client_cert_file, settings.proxy_client_key_file)
         self.lister = APIServiceLister(self.storage)
         self.availability = AvailabilityController(self, AVAILABILITY_INTERVAL)
-        self.autoregister = AutoRegister(self.storage(), local_apiservices(self.local_versions()))
+        self.autoregister = AutoRegister(self.storage(), self.lister, self.local_versions)
         self.fetched: dict[str, JSON] = {}
         # "apis/<group>/<version>" -> the backend's serverRelativeURL (hash-pinned)
         self.openapi_paths: dict[str, str] = {}

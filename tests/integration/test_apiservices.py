@@ -6,6 +6,7 @@ APIServices registered at start."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import aiohttp
@@ -98,3 +99,24 @@ async def test_local_apiservices_registered_at_start(server: ServerProcess) -> N
     assert [c["name"] for c in table["columnDefinitions"]] == [
         "Name", "Service", "Available", "Age"]  # fmt: skip
     assert table["rows"][0]["cells"][:3] == ["v1.", "Local", "True"]
+
+
+async def test_automanaged_true_apiservice_of_an_unserved_group_is_removed(
+    server: ServerProcess,
+) -> None:
+    """Upstream's autoregister deletes an ``automanaged: "true"`` APIService whose
+    group-version is no longer served (a deleted CRD's); ``onstart`` ones it keeps."""
+    body = {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": "v1.gone.example.com",
+                         "labels": {"kube-aggregator.kubernetes.io/automanaged": "true"}},
+            "spec": {"group": "gone.example.com", "version": "v1",
+                     "groupPriorityMinimum": 1000, "versionPriority": 100}}  # fmt: skip
+    async with aiohttp.ClientSession(base_url=server.url) as http:
+        await create(http, BASE, body)
+        deadline = asyncio.get_running_loop().time() + 15
+        while True:
+            async with http.get(f"{BASE}/v1.gone.example.com") as resp:
+                if resp.status == 404:
+                    break
+            assert asyncio.get_running_loop().time() < deadline, "not removed"
+            await asyncio.sleep(0.2)  # the controller's round: nothing to await

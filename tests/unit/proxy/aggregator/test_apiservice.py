@@ -180,10 +180,16 @@ def test_local_priorities_are_upstreams() -> None:
         assert ("group" in obj["spec"]) == bool(group)  # v1. has no group field
 
 
-def test_local_apiservices_of_served_group_versions_only() -> None:
-    served = [("", "v1"), ("apps", "v1"), ("example.com", "v1")]
-    names = [o["metadata"]["name"] for o in local_apiservices(served)]
-    assert names == ["v1.", "v1.apps"]  # no priority upstream: not registered
+def test_custom_group_versions_get_upstreams_crd_apiservice() -> None:
+    """A kube-apiserver 1.32 registers a CRD's versions as automanaged "true",
+    groupPriorityMinimum 1000, versionPriority 100, Available=True reason Local."""
+    served = [("", "v1"), ("apps", "v1"), ("widgets.example.com", "v1beta1")]
+    objs = {o["metadata"]["name"]: o for o in local_apiservices(served)}
+    assert list(objs) == ["v1.", "v1.apps", "v1beta1.widgets.example.com"]
+    crd = objs["v1beta1.widgets.example.com"]
+    assert crd["metadata"]["labels"] == {"kube-aggregator.kubernetes.io/automanaged": "true"}
+    assert crd["spec"] == {"group": "widgets.example.com", "version": "v1beta1",
+                           "groupPriorityMinimum": 1000, "versionPriority": 100}  # fmt: skip
 
 
 def test_condition_keeps_transition_time_while_status_holds() -> None:

@@ -56,6 +56,17 @@ def test_remote_groups_sorted_by_priority_and_listed_even_when_unavailable() -> 
     assert discovery.api_group("apps", refs) is None  # local groups are the server's own
 
 
+def test_custom_local_groups_sort_as_crds() -> None:
+    """A served group without upstream priorities is a CRD's: 1000, after the built-ins
+    and before an APIService of priority 100 (as a kube-apiserver 1.32 lists them)."""
+    local = [("apps", "v1"), ("widgets.example.com", "v1beta1"), ("widgets.example.com", "v1")]
+    refs = [_remote("metrics.k8s.io", "v1beta1", 100, 100)]
+    groups = discovery.legacy_group_list(local, refs)["groups"]
+    assert [g["name"] for g in groups] == [
+        "apiregistration.k8s.io", "apps", "widgets.example.com", "metrics.k8s.io"]  # fmt: skip
+    assert [v["version"] for v in groups[2]["versions"]] == ["v1", "v1beta1"]
+
+
 def test_aggregated_merge_marks_unavailable_versions_stale() -> None:
     local = {"kind": "APIGroupDiscoveryList", "items": [{"metadata": {"name": "apps"}}]}
     entry = {"version": "v1beta1", "resources": [], "freshness": "Current"}
