@@ -120,3 +120,30 @@ async def test_automanaged_true_apiservice_of_an_unserved_group_is_removed(
                     break
             assert asyncio.get_running_loop().time() < deadline, "not removed"
             await asyncio.sleep(0.2)  # the controller's round: nothing to await
+
+
+async def test_status_conditions_validated_as_upstream(server: ServerProcess) -> None:
+    """kube-apiserver 1.32: 422 ``status.conditions[0].status: Unsupported value:
+    "Maybe": supported values: "True", "False", "Unknown"`` (a condition without a type
+    is not checked)."""
+    name = "v1.status-it.example.com"
+    body = {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": name},
+            "spec": {"group": "status-it.example.com", "version": "v1",
+                     "groupPriorityMinimum": 100, "versionPriority": 10}}  # fmt: skip
+    patch = {"status": {"conditions": [
+        {"type": "Available", "status": "Maybe", "reason": "x", "message": "y",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"},
+        {"status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}  # fmt: skip
+    headers = {"Content-Type": "application/merge-patch+json"}
+    async with aiohttp.ClientSession(base_url=server.url) as http:
+        await create(http, BASE, body)
+        async with http.patch(f"{BASE}/{name}/status", json=patch, headers=headers) as resp:
+            answer = await resp.json()
+        async with http.delete(f"{BASE}/{name}"):
+            pass
+    assert (resp.status, answer["message"]) == (
+        422,
+        f'APIService.apiregistration.k8s.io "{name}" is invalid: status.conditions[0].status: '
+        'Unsupported value: "Maybe": supported values: "True", "False", "Unknown"',
+    )

@@ -6,8 +6,8 @@ the order of kube-apiserver's ``rest.BeforeCreate`` / ``rest.BeforeUpdate``:
   the kind's name rule), then ObjectMeta with ``ValidatePathSegmentName``;
 - :func:`validate_update`: the common fields (ObjectMeta, path-segment name, and the
   metadata update rules), then the kind's ``strategy.ValidateUpdate`` (``/status``
-  writes: the metadata update rules only), after the kind's update preparation (a
-  Service keeps its allocated clusterIP).
+  writes: the metadata update rules, and the kind's status rules where it has them),
+  after the kind's update preparation (a Service keeps its allocated clusterIP).
 
 Every violation of one write is reported together in one 422 Invalid
 (``errors.NewInvalid``): causes keep duplicates, the message lists each error once.
@@ -41,6 +41,8 @@ class KindStrategy:
     validate_update: Callable[[JSON, JSON], ErrorList]
     prepare_create: Callable[[JSON], None] | None = None
     prepare_update: Callable[[JSON, JSON], None] | None = None
+    # the ``/status`` writes' own rules (``ValidateXStatusUpdate``), where a kind has them
+    validate_status_update: Callable[[JSON, JSON], ErrorList] | None = None
 
 
 _STRATEGIES: dict[tuple[str, str], KindStrategy] = {
@@ -73,6 +75,7 @@ _STRATEGIES: dict[tuple[str, str], KindStrategy] = {
         apiregistration.validate_update,
         prepare_create=apiregistration.prepare_create,
         prepare_update=apiregistration.prepare_update,
+        validate_status_update=apiregistration.validate_status_update,
     ),
 }
 
@@ -139,6 +142,8 @@ def validate_update(new: JSON, old: JSON, resource: ResourceInfo, subresource: s
     errs += validate_object_meta_update(new_meta, old_meta, core=False)
     if strategy is None or subresource:
         errs += validate_object_meta_update(new_meta, old_meta)
+        if subresource == "status" and strategy is not None and strategy.validate_status_update:
+            errs += strategy.validate_status_update(new, old)
     else:
         errs += strategy.validate_update(new, old)
     _raise_if(errs, resource, new)
