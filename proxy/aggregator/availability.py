@@ -19,7 +19,9 @@ reports a change), in one owned task:
 
 The condition is written through ``/status`` semantics (``guaranteed_update`` on the
 stored object) only when it changed; ``lastTransitionTime`` moves only when the status
-flips. Cancelling ``run`` stops the checks (the app's cleanup does it on shutdown).
+flips. Cancelling ``run`` stops the checks (the app's cleanup does it on shutdown). Each
+round also sets upstream's ``aggregator_unavailable_apiservice`` metrics
+(``proxy.aggregator.metrics``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
+from proxy.aggregator import metrics
 from proxy.aggregator.apiservice import (
     LOCAL_MESSAGE,
     LOCAL_REASON,
@@ -133,6 +136,7 @@ class AvailabilityController:
         self.aggregator = aggregator
         self.interval = interval
         self._wake = asyncio.Event()
+        self._exported: set[str] = set()  # APIService names with a gauge series
 
     def wake(self) -> None:
         """Check again now (the lister calls this on every change)."""
@@ -152,13 +156,18 @@ class AvailabilityController:
 
     async def sync_once(self) -> None:
         lister = self.aggregator.lister
+        available: dict[str, bool] = {}
         for name, ref in list(lister.refs.items()):
             cond = await check(self.aggregator, ref)
+            available[name] = cond["status"] == "True"
             if cond["reason"] == "Passed":
                 await self.aggregator.refresh_discovery(ref)
             current = copy.deepcopy(lister.objects.get(name) or {})
             if set_condition(current, cond):
                 await self._write(name, cond)
+                if cond["status"] != "True":
+                    metrics.record_unavailable(name, cond["reason"])
+        self._exported = metrics.set_unavailable(available, self._exported)
 
     async def run(self) -> None:
         """Check until cancelled; storage errors are retried at the next round."""

@@ -369,6 +369,11 @@ def test_backend_stopped_then_back(agg: Aggregated) -> None:
                                f"127.0.0.1:{port}: connect: connection refused")  # fmt: skip
     code, _, text = secure(agg, f"{GV}/namespaces/{NS}/podmetrics", agg.pki.ssl_context(ADMIN[0]))
     assert (code, text) == (503, "service unavailable\n")
+    with urllib.request.urlopen(agg.server.url + "/metrics", timeout=10) as r:
+        scraped = r.read().decode()
+    assert f'aggregator_unavailable_apiservice{{name="{APISERVICE_NAME}"}} 1.0' in scraped
+    assert (f'aggregator_unavailable_apiservice_total{{name="{APISERVICE_NAME}",'
+            'reason="FailedDiscoveryCheck"} 1.0') in scraped  # fmt: skip
     out = kubectl(agg, "get", "podmetrics", "-n", NS)
     assert out.returncode == 1
     assert "the server is currently unable to handle the request" in out.stderr
