@@ -108,5 +108,7 @@ def front_proxy_authenticators(
     unreadable CA file."""
     if config is None:
         return [X509Authenticator()]
-    client_cas = CertificatePool.from_file(client_ca_file) if client_ca_file else None
+    if not client_ca_file:  # no client CA: no x509 users (a front proxy is not one)
+        return [RequestHeaderAuthenticator(config)]
+    client_cas = CertificatePool.from_file(client_ca_file)
     return [RequestHeaderAuthenticator(config), X509Authenticator(client_cas)]

@@ -1,19 +1,29 @@
 """The aggregator's pure parts: discovery merged in upstream's order (compared with a
 v1.32 kube-apiserver's ``/apis``), the identity headers sent to an extension server
-(``transport.SetAuthProxyHeaders``), and service resolution (ClusterIP, ExternalName,
-endpoints with ``--enable-aggregator-routing``) with upstream's errors."""
+(``transport.SetAuthProxyHeaders``), service resolution (ClusterIP, ExternalName,
+endpoints with ``--enable-aggregator-routing``) with upstream's errors, and which
+certificates may be x509 users next to a front proxy's."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography import x509
 
 from proxy.aggregator import discovery
 from proxy.aggregator.apiservice import APIServiceRef
 from proxy.aggregator.service_resolver import ResolveError, resolve
 from proxy.aggregator.transport import auth_proxy_headers
+from proxy.authentication.request_header import (
+    RequestHeaderAuthenticator,
+    RequestHeaderConfig,
+    front_proxy_authenticators,
+)
 from proxy.authentication.user import UserInfo
+from proxy.authentication.x509 import CertificatePool, X509Authenticator
+from proxy.server.certs import new_ca, sign
 
 JSON = dict[str, Any]
 
@@ -139,3 +149,23 @@ async def test_endpoint_routing_uses_ready_slice_addresses_and_target_port() -> 
     get, list_ = _store({_SVC: svc})
     with pytest.raises(ResolveError, match='no endpoints available for service "api"'):
         await resolve(get, list_, "ns", "api", 443, endpoint_routing=True)
+
+
+def test_front_proxy_certificates_are_never_x509_users(tmp_path: Path) -> None:
+    """With a requestheader CA, only certificates the client CA signed are x509 users;
+    without a client CA there is no x509 authenticator at all (upstream: none is built)."""
+    client_ca, front_ca = new_ca("client-ca"), new_ca("front-proxy-ca")
+    (tmp_path / "client.crt").write_bytes(client_ca.cert_pem)
+    (tmp_path / "front.crt").write_bytes(front_ca.cert_pem)
+    config = RequestHeaderConfig(str(tmp_path / "front.crt"), ("front-proxy-client",),
+                                 ("X-Remote-User",))  # fmt: skip
+    only_headers = front_proxy_authenticators(config, "")
+    assert [type(a) for a in only_headers] == [RequestHeaderAuthenticator]
+    both = front_proxy_authenticators(config, str(tmp_path / "client.crt"))
+    x509_auth = both[1]
+    assert isinstance(x509_auth, X509Authenticator) and x509_auth.client_cas is not None
+    pool = x509_auth.client_cas
+    as_user = x509.load_pem_x509_certificate(sign(client_ca, "alice", client=True).cert_pem)
+    as_proxy = x509.load_pem_x509_certificate(sign(front_ca, "alice", client=True).cert_pem)
+    assert pool.signed(as_user) and not pool.signed(as_proxy)
+    assert CertificatePool.from_file(str(tmp_path / "front.crt")).signed(as_proxy)
