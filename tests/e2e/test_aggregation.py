@@ -11,6 +11,7 @@ The last test stops the extension server: Available=False, 503, then back."""
 
 from __future__ import annotations
 
+import base64
 import json
 import ssl
 import subprocess
@@ -35,7 +36,7 @@ from lab.extension.launcher import (
 )
 from lab.kubeconfig import secure_kubeconfig
 from lab.pki import ADMIN, LEARNER, LabPKI
-from proxy.server.certs import CertKey, sign
+from proxy.server.certs import CertKey, new_ca, sign
 from tests.e2e.conftest import KUBECTL
 from tests.integration.conftest import ServerProcess, start_server
 
@@ -91,6 +92,21 @@ def eventually(check: Callable[[], bool], timeout: float = 30.0) -> None:
     while not check():
         assert time.monotonic() < deadline, "condition not reached"
         time.sleep(0.2)  # the availability controller checks every 5 s: nothing to await
+
+
+UNAVAILABLE_TOTAL = (
+    f'aggregator_unavailable_apiservice_total{{name="{APISERVICE_NAME}",'
+    'reason="FailedDiscoveryCheck"}'
+)
+
+
+def metric(a: Aggregated, series: str) -> float:
+    """The value of one series on ``/metrics`` (0 when absent)."""
+    with urllib.request.urlopen(a.server.url + "/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(series + " "):
+                return float(line.split()[-1])
+    return 0.0
 
 
 def condition(a: Aggregated) -> JSON:
@@ -352,6 +368,31 @@ def test_watchcache_accepts_the_front_proxy(agg: Aggregated) -> None:
     assert (code, answer["reason"]) == (401, "Unauthorized")
 
 
+# -- TLS to the backend ----------------------------------------------------------------
+
+
+def test_ca_bundle_and_insecure_skip_tls_verify(agg: Aggregated) -> None:
+    """A caBundle that did not sign the backend's certificate: FailedDiscoveryCheck with
+    Go's x509 words, requests 503; insecureSkipTLSVerify instead: Available again."""
+    path = f"/apis/apiregistration.k8s.io/v1/apiservices/{APISERVICE_NAME}"
+    other = base64.b64encode(new_ca("not-the-extensions-ca").cert_pem).decode()
+    plain(agg, "PATCH", path, {"spec": {"caBundle": other}})
+    eventually(lambda: condition(agg)["status"] == "False")
+    cond = condition(agg)
+    assert cond["reason"] == "FailedDiscoveryCheck"
+    assert cond["message"].endswith(
+        "tls: failed to verify certificate: x509: certificate signed by unknown authority"
+    )
+    ctx = agg.pki.ssl_context(ADMIN[0])
+    assert secure(agg, f"{GV}/namespaces/{NS}/podmetrics", ctx)[0] == 503
+    plain(agg, "PATCH", path, {"spec": {"caBundle": None, "insecureSkipTLSVerify": True}})
+    eventually(lambda: condition(agg)["status"] == "True")
+    assert secure(agg, f"{GV}/namespaces/{NS}/podmetrics", ctx)[0] == 200
+    ca = base64.b64encode(agg.ext_pki.ca_bundle).decode()
+    plain(agg, "PATCH", path, {"spec": {"caBundle": ca, "insecureSkipTLSVerify": None}})
+    eventually(lambda: condition(agg)["status"] == "True")
+
+
 # -- the backend goes away (keep last: it stops the extension server) ------------------
 
 
@@ -360,6 +401,7 @@ def test_backend_stopped_then_back(agg: Aggregated) -> None:
     503 ``service unavailable``; kubectl says the server cannot handle the request;
     discovery keeps the group (legacy) and marks it Stale (aggregated)."""
     port = agg.extension.port
+    failures_before = metric(agg, UNAVAILABLE_TOTAL)
     agg.extension.stop()
     eventually(lambda: condition(agg)["status"] == "False")
     cond = condition(agg)
@@ -369,11 +411,8 @@ def test_backend_stopped_then_back(agg: Aggregated) -> None:
                                f"127.0.0.1:{port}: connect: connection refused")  # fmt: skip
     code, _, text = secure(agg, f"{GV}/namespaces/{NS}/podmetrics", agg.pki.ssl_context(ADMIN[0]))
     assert (code, text) == (503, "service unavailable\n")
-    with urllib.request.urlopen(agg.server.url + "/metrics", timeout=10) as r:
-        scraped = r.read().decode()
-    assert f'aggregator_unavailable_apiservice{{name="{APISERVICE_NAME}"}} 1.0' in scraped
-    assert (f'aggregator_unavailable_apiservice_total{{name="{APISERVICE_NAME}",'
-            'reason="FailedDiscoveryCheck"} 1.0') in scraped  # fmt: skip
+    assert metric(agg, f'aggregator_unavailable_apiservice{{name="{APISERVICE_NAME}"}}') == 1
+    assert metric(agg, UNAVAILABLE_TOTAL) == failures_before + 1
     out = kubectl(agg, "get", "podmetrics", "-n", NS)
     assert out.returncode == 1
     assert "the server is currently unable to handle the request" in out.stderr
