@@ -272,6 +272,15 @@ async def _openapi_document(request: web.Request) -> web.StreamResponse:
                         headers={"ETag": f'"{openapi.DOCUMENT_HASH}"'})  # fmt: skip
 
 
+@web.middleware
+async def _read_only(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every write is refused as an apiserver refuses a verb a resource lacks."""
+    if request.method not in ("GET", "HEAD"):
+        message = "the server does not allow this method on the requested resource"
+        return _status(405, "MethodNotAllowed", message)
+    return await handler(request)
+
+
 async def _healthz(request: web.Request) -> web.StreamResponse:
     return web.Response(text="ok")
 
@@ -280,7 +289,7 @@ async def _healthz(request: web.Request) -> web.StreamResponse:
 
 
 def build_app(source_url: str, authenticator: RequestHeaderAuthenticator) -> web.Application:
-    app = web.Application(middlewares=[_authentication(authenticator), _authorization])
+    app = web.Application(middlewares=[_authentication(authenticator), _authorization, _read_only])
 
     async def source(app: web.Application) -> AsyncIterator[None]:
         app[SESSION] = aiohttp.ClientSession(base_url=source_url)

@@ -156,9 +156,19 @@ class AvailabilityController:
 
     async def sync_once(self) -> None:
         lister = self.aggregator.lister
+        refs = list(lister.refs.items())
+        # concurrently: one backend that hangs (5 s) does not hold up the others
+        # (every check ends before gather returns: no task outlives the round)
+        results = await asyncio.gather(
+            *(check(self.aggregator, ref) for _, ref in refs), return_exceptions=True
+        )
         available: dict[str, bool] = {}
-        for name, ref in list(lister.refs.items()):
-            cond = await check(self.aggregator, ref)
+        for (name, ref), cond in zip(refs, results, strict=True):
+            if isinstance(cond, serr.StorageError):
+                log.info("APIService %s: %s (will retry)", name, cond)
+                continue
+            if isinstance(cond, BaseException):
+                raise cond
             available[name] = cond["status"] == "True"
             if cond["reason"] == "Passed":
                 await self.aggregator.refresh_discovery(ref)

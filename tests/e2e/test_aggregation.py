@@ -111,7 +111,8 @@ def metric(a: Aggregated, series: str) -> float:
 
 def condition(a: Aggregated) -> JSON:
     obj = plain(a, "GET", f"/apis/apiregistration.k8s.io/v1/apiservices/{APISERVICE_NAME}")
-    return dict(obj["status"]["conditions"][0])
+    conditions = (obj.get("status") or {}).get("conditions") or [{}]  # none until checked
+    return dict(conditions[0])
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +136,7 @@ def agg(etcd: EtcdCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator
             plain(a, "POST", f"/api/v1/namespaces/{NS}/pods", pod)
             plain(a, "PATCH", f"/api/v1/namespaces/{NS}/pods/{name}/status",
                   {"status": {"phase": "Running"}})  # fmt: skip
-        eventually(lambda: condition(a)["status"] == "True")
+        eventually(lambda: condition(a).get("status") == "True")
         yield a
         a.extension.stop()
     finally:
@@ -213,6 +214,14 @@ def test_kubectl_get_podmetrics(agg: Aggregated) -> None:
     missing = kubectl(agg, "get", "podmetrics", "nope", "-n", NS)
     assert missing.returncode == 1
     assert 'podmetrics.metrics.watchcache.dev "nope" not found' in missing.stderr
+    pm = {"apiVersion": "metrics.watchcache.dev/v1beta1", "kind": "PodMetrics",
+          "metadata": {"name": "x", "namespace": NS}}  # fmt: skip
+    created = subprocess.run(
+        # (no client-side validation: the read-only API publishes no POST operation)
+        [str(KUBECTL), f"--kubeconfig={agg.kubeconfig}", "create", "--validate=false", "-f", "-"],
+        input=json.dumps(pm), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert "the server does not allow this method on the requested resource" in created.stderr
     names = kubectl(agg, "get", "pm", "-n", NS, "-o", "name").stdout.split()
     assert names == [f"podmetrics.metrics.watchcache.dev/{n}" for n in ("db", "web")]
 
@@ -377,7 +386,7 @@ def test_ca_bundle_and_insecure_skip_tls_verify(agg: Aggregated) -> None:
     path = f"/apis/apiregistration.k8s.io/v1/apiservices/{APISERVICE_NAME}"
     other = base64.b64encode(new_ca("not-the-extensions-ca").cert_pem).decode()
     plain(agg, "PATCH", path, {"spec": {"caBundle": other}})
-    eventually(lambda: condition(agg)["status"] == "False")
+    eventually(lambda: condition(agg).get("status") == "False")
     cond = condition(agg)
     assert cond["reason"] == "FailedDiscoveryCheck"
     assert cond["message"].endswith(
@@ -386,11 +395,11 @@ def test_ca_bundle_and_insecure_skip_tls_verify(agg: Aggregated) -> None:
     ctx = agg.pki.ssl_context(ADMIN[0])
     assert secure(agg, f"{GV}/namespaces/{NS}/podmetrics", ctx)[0] == 503
     plain(agg, "PATCH", path, {"spec": {"caBundle": None, "insecureSkipTLSVerify": True}})
-    eventually(lambda: condition(agg)["status"] == "True")
+    eventually(lambda: condition(agg).get("status") == "True")
     assert secure(agg, f"{GV}/namespaces/{NS}/podmetrics", ctx)[0] == 200
     ca = base64.b64encode(agg.ext_pki.ca_bundle).decode()
     plain(agg, "PATCH", path, {"spec": {"caBundle": ca, "insecureSkipTLSVerify": None}})
-    eventually(lambda: condition(agg)["status"] == "True")
+    eventually(lambda: condition(agg).get("status") == "True")
 
 
 # -- the backend goes away (keep last: it stops the extension server) ------------------
@@ -403,7 +412,7 @@ def test_backend_stopped_then_back(agg: Aggregated) -> None:
     port = agg.extension.port
     failures_before = metric(agg, UNAVAILABLE_TOTAL)
     agg.extension.stop()
-    eventually(lambda: condition(agg)["status"] == "False")
+    eventually(lambda: condition(agg).get("status") == "False")
     cond = condition(agg)
     url = f"https://localhost:{port}{GV}"
     assert cond["reason"] == "FailedDiscoveryCheck"
@@ -420,5 +429,5 @@ def test_backend_stopped_then_back(agg: Aggregated) -> None:
     assert groups[-1]["name"] == "metrics.watchcache.dev"
     agg.extension = ExtensionServer(agg.server.url, agg.ext_pki, port=port,
                                     log_path=agg.dir / "extension-2.log").start()  # fmt: skip
-    eventually(lambda: condition(agg)["status"] == "True")
+    eventually(lambda: condition(agg).get("status") == "True")
     assert kubectl(agg, "get", "podmetrics", "-n", NS).returncode == 0
