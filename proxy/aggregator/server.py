@@ -3,7 +3,9 @@
 controllers, the proxy transport, the proxy middleware and the merged discovery.
 
 ``cleanup_ctx`` runs the three tasks (lister, autoregister, availability) for the app's
-lifetime and cancels them, then closes the backend sessions, on shutdown.
+lifetime and cancels them, then closes the backend sessions, on shutdown. With
+``--system-namespaces=false`` (whose promise is that nothing is written at start-up)
+there is no autoregister.
 ``middleware`` sits in the handler chain after authorization (``proxy.server.filters``):
 a request under a remote APIService's ``/apis/<group>/<version>`` is proxied there,
 every other request goes on.
@@ -214,9 +216,14 @@ class Aggregator:
         async def run(app: web.Application) -> AsyncIterator[None]:
             tasks = [
                 asyncio.create_task(self.lister.run(), name="apiservice-lister"),
-                asyncio.create_task(self.autoregister.run(), name="apiservice-autoregister"),
                 asyncio.create_task(self.availability.run(), name="apiservice-availability"),
             ]
+            if self.settings.system_namespaces:
+                tasks.append(
+                    asyncio.create_task(self.autoregister.run(), name="apiservice-autoregister")
+                )
+            else:  # --system-namespaces=false: nothing written at start-up, as promised
+                self.autoregister.ready.set()
             try:
                 yield
             finally:

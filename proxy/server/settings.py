@@ -285,7 +285,7 @@ _FLAG_HELP: dict[str, str] = {
     "shutdown_timeout": "time in-flight requests get to finish on SIGINT/SIGTERM",
     "max_request_body_bytes": "largest request body accepted (413 above)",
     "system_namespaces": "create the default, kube-system, kube-public and kube-node-lease "
-    "namespaces at start-up (false: write nothing until asked)",
+    "namespaces and the local APIServices at start-up (false: write nothing until asked)",
     "lifecycle_controllers": "kubelets, a garbage collector and a namespace controller run "
     "against this server (as in `watchcache lab`): bound pods are deleted gracefully, "
     "propagationPolicy Foreground/Orphan adds its finalizer, a deleted namespace goes "
