@@ -65,7 +65,7 @@ class Aggregator:
         # "apis/<group>/<version>" -> the backend's serverRelativeURL (hash-pinned)
         self.openapi_paths: dict[str, str] = {}
         self._generation = 0
-        self._aggregated: tuple[tuple[int, int], CachedDocument] | None = None
+        self._aggregated: tuple[tuple[str, int], CachedDocument] | None = None
         self.lister.on_change(self._changed)
 
     def _changed(self) -> None:
@@ -184,7 +184,7 @@ class Aggregator:
 
     def aggregated_apis(self, local: CachedDocument) -> CachedDocument:
         """The aggregated ``/apis`` with the remote groups (rebuilt when they change)."""
-        key = (id(local), self._generation)
+        key = (local.hash, self._generation)
         if self._aggregated is None or self._aggregated[0] != key:
             merged = discovery.aggregated_group_list(
                 orjson.loads(local.body), self.lister.refs.values(), self.fetched
