@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from lab import demos_auth, demos_crds, seed
+from lab import demos_aggregation, demos_auth, demos_crds, seed
 from lab.apiserver import APIServer
 from lab.control import etcd_start, etcd_stop
 from lab.metrics import Scrape, scrape
@@ -536,6 +536,7 @@ DEMOS: dict[str, tuple[DemoFn, str]] = {
     "rbac": (demos_auth.rbac, "the learner denied, then granted by a RoleBinding"),
     "etcd-down": (etcd_down, "etcd stopped: RV=0 still served, quorum reads fail"),
     "crd": (demos_crds.crd, "a CRD: served in ms, its own watch cache, deleted with its CRs"),
+    "crd-vs-aggregation": (demos_aggregation.crd_vs_aggregation, "a CR vs an aggregated API"),
 }
 
 

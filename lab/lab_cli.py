@@ -31,6 +31,7 @@ from lab import seed
 from lab.apiserver import APIServer, PortTaken
 from lab.control import ControlServer
 from lab.etcd import EtcdCluster, free_port
+from lab.extension.launcher import ExtensionPKI, ExtensionServer, start_extension
 from lab.kubeconfig import secure_kubeconfig, write_kubeconfig
 from lab.observe import Transcript
 from lab.page.server import LabPage
@@ -104,6 +105,7 @@ class Lab:
         self.state: LabState | None = None
         self.sim: Simulation | None = None
         self.page: LabPage | None = None
+        self.extension: ExtensionServer | None = None  # API aggregation's extension server
 
     # -- start ---------------------------------------------------------------------------
 
@@ -140,11 +142,12 @@ class Lab:
         # the plain loopback port for the lab's own tooling (seeding, the simulated
         # cluster, demos, the page, metrics)
         pki = LabPKI.create(self.dir / "pki")
+        ext_pki = ExtensionPKI.create(self.dir / "pki" / "aggregation")  # front proxy
         secure_url = f"https://127.0.0.1:{secure_port}"
         self.server = APIServer(
             endpoints, self.a.etcd_prefix, port=port,
             extra_args=(*lifecycle, f"--secure-port={secure_port}", *pki.server_flags(),
-                        *self.a.server_arg),
+                        *ext_pki.server_flags(), *self.a.server_arg),
             log_path=new_log(self.dir / "server.log"),
         )  # fmt: skip
         self.console.print(f"starting watchcache serve on {secure_url}\n"
@@ -156,6 +159,10 @@ class Lab:
         self._step()
         self.console.print(f"server ready (pid {self.server.pid}); its watch caches start "
                            "at the seeded revision")  # fmt: skip
+        # the extension API server of metrics.watchcache.dev, registered as an APIService
+        self.extension = await asyncio.to_thread(
+            start_extension, self.server.url, ext_pki, new_log(self.dir / "extension.log")
+        )
         if self.a.sim:
             self.sim = Simulation(self.server.url, churn=self.a.churn)
             self.sim.start()
@@ -250,6 +257,8 @@ class Lab:
             await self.page.close()
         if self.sim is not None:
             await self.sim.stop()
+        if self.extension is not None:
+            await asyncio.to_thread(self.extension.stop)
         if self.server is not None:
             await asyncio.to_thread(self.server.stop)
         if self.cluster is not None:
@@ -285,6 +294,7 @@ class Lab:
   kubectl get pods -A --watch                  # a watch, from the cache
   kubectl get leases -n kube-node-lease -w     # the node agents' heartbeats
   kubectl run web --image=nginx && kubectl get pod web -w   # scheduled, Running
+  kubectl get apiservices; kubectl get podmetrics -A   # API aggregation
 
 [bold]curl[/bold] (see where each read is served from, and what it cost):
   curl -si -G {url}/api/v1/pods \\

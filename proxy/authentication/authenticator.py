@@ -64,8 +64,8 @@ class TokenAuthenticator(Protocol):
 
 async def _first_answer(attempts: Iterable[Awaitable[Response | None]]) -> Response | None:
     """The first attempt that answers wins; errors only when none did (upstream's union
-    authenticators). ``attempts`` is lazy (a generator): an authenticator after the one
-that answered is never called."""
+        authenticators). ``attempts`` is lazy (a generator): an authenticator after the one
+    that answered is never called."""
     errors: list[str] = []
     for attempt in attempts:
         try:

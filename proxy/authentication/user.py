@@ -29,6 +29,7 @@ ANONYMOUS = "system:anonymous"
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 SERVICE_ACCOUNTS_GROUP = "system:serviceaccounts"
 
+
 @dataclass(frozen=True, slots=True)
 class UserInfo:
     """An identity: name, uid, groups and extra (key -> values), as kube's DefaultInfo."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from proxy.printers import apps, batch, coordination, core, rbac
+from proxy.printers import apiregistration, apps, batch, coordination, core, rbac
 from proxy.printers.columns import AGE, JSON, NAME, Row, TablePrinter, name_age
 from proxy.registry.served_resource import NamedResource
 
@@ -22,6 +22,7 @@ _BY_GROUP: dict[str, dict[str, TablePrinter]] = {
     "batch": batch.HANDLERS,
     "coordination.k8s.io": coordination.HANDLERS,
     "rbac.authorization.k8s.io": rbac.HANDLERS,
+    "apiregistration.k8s.io": apiregistration.HANDLERS,
 }
 
 HANDLERS: dict[tuple[str, str], TablePrinter] = {

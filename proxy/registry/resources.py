@@ -94,10 +94,12 @@ SERVED: tuple[tuple[str, str, str], ...] = (
     ("resource.k8s.io", "v1", "resourceslices"),
     ("storagemigration.k8s.io", "v1", "storageversionmigrations"),
     ("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
+    # API aggregation (proxy/aggregator): the APIService objects
+    ("apiregistration.k8s.io", "v1", "apiservices"),
 )
 # Not served: virtual resources without storage (bindings, componentstatuses,
-# tokenreviews, *accessreviews, selfsubject*, pods/eviction, serviceaccounts/token),
-# aggregation (apiregistration); custom resources are added and removed at run time
+# tokenreviews, *accessreviews, selfsubject*, pods/eviction, serviceaccounts/token);
+# custom resources are added and removed at run time
 # (``proxy.apiextensions``), alpha and beta versions (off by
 # default in kube-apiserver), and events.k8s.io/v1 events (the core events' storage seen
 # through a conversion this server does not have).

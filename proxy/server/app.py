@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 from aiohttp import web
 
+from proxy.aggregator.server import AGGREGATOR, Aggregator
 from proxy.apiextensions.apiserver import setup_apiextensions
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.endpoints import negotiation, responsewriter
@@ -127,11 +128,15 @@ def build_app(
         if "RBAC" in settings.authorization_mode:
             informer = RBACInformer(lambda plural: _rbac_storage(ctx, plural))
         auth = build_auth(settings, informer)
+    registry = registry or build_registry(SERVED + REVIEWS if secure else SERVED)
+    # API aggregation (proxy/aggregator): APIServices, the proxy, merged discovery
+    aggregator = Aggregator(settings, registry, storages)
     app = web.Application(
         middlewares=handler_chain(
             settings,
             authentication=auth.authentication_filters() if auth else (),
             authorization=auth.authorization_filters() if auth else (),
+            aggregation=[aggregator.middleware()],
         ),
         # bodies are read by the handlers with their own limit (413 as a Status)
         client_max_size=settings.max_request_body_bytes + 1,
@@ -139,7 +144,7 @@ def build_app(
     responsewriter.install(app)
     ctx = APIContext(
         settings=settings,
-        registry=registry or build_registry(SERVED + REVIEWS if secure else SERVED),
+        registry=registry,
         storage_ctx=storage_ctx,
         storages=storages,
         auth=auth,
@@ -167,6 +172,8 @@ def build_app(
     app.cleanup_ctx.append(loop_lag_context())
     app.cleanup_ctx.append(_storages_and_compactor(ctx))
     setup_apiextensions(app, ctx)  # after the storages: its controllers use them
+    app[AGGREGATOR] = ctx.aggregator = aggregator
+    app.cleanup_ctx.append(aggregator.cleanup_ctx())
     if settings.system_namespaces:
         app.cleanup_ctx.append(_system_namespaces_task(ctx))
 

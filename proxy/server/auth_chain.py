@@ -36,6 +36,7 @@ from proxy.authentication.authenticator import (
 from proxy.authentication.bearer_token import BearerToken
 from proxy.authentication.filter import authentication_middleware, is_secure
 from proxy.authentication.impersonation import impersonation_middleware
+from proxy.authentication.request_header import RequestHeaderConfig, front_proxy_authenticators
 from proxy.authentication.service_account import (
     DEFAULT_ISSUER,
     ObjectGetter,
@@ -47,7 +48,6 @@ from proxy.authentication.service_account import (
 )
 from proxy.authentication.token_file import TokenFile, TokenFileError
 from proxy.authentication.user import request_user
-from proxy.authentication.x509 import X509Authenticator
 from proxy.authorization import modes
 from proxy.authorization.filter import authorization_middleware
 from proxy.authorization.rbac.aggregation import AggregationController
@@ -166,6 +166,24 @@ def _authorizer(settings: Settings, informer: RBACInformer | None) -> modes.Unio
     return modes.Union(chain)
 
 
+def _certificate_authenticators(settings: Settings) -> list[RequestAuthenticator]:
+    """Request-header (``--requestheader-*``, the front proxy's) then x509."""
+    config = None
+    if settings.requestheader_client_ca_file:
+        config = RequestHeaderConfig(
+            client_ca_file=settings.requestheader_client_ca_file,
+            allowed_names=settings.requestheader_allowed_names,
+            username_headers=settings.requestheader_username_headers,
+            uid_headers=settings.requestheader_uid_headers,
+            group_headers=settings.requestheader_group_headers,
+            extra_headers_prefix=settings.requestheader_extra_headers_prefix,
+        )
+    try:
+        return front_proxy_authenticators(config, settings.client_ca_file)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"--requestheader-client-ca-file: {e}") from None
+
+
 def build_auth(settings: Settings, informer: RBACInformer | None) -> Auth:
     """Everything but the storage-backed parts (see ``install_auth``)."""
     issuers = settings.service_account_issuer or (DEFAULT_ISSUER,)
@@ -195,7 +213,7 @@ def build_auth(settings: Settings, informer: RBACInformer | None) -> Auth:
     )
     tokens = TokenUnion(token_authenticators)
     chain: RequestAuthenticator = AuthenticatedGroupAdder(
-        Union([X509Authenticator(), BearerToken(tokens)])
+        Union([*_certificate_authenticators(settings), BearerToken(tokens)])
     )
     if settings.anonymous_auth:
         chain = WithAnonymous(chain)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -16,6 +16,9 @@ from proxy.registry.store import Store
 from proxy.server.auth_chain import Auth
 from proxy.server.settings import Settings
 from storage.interfaces import Watcher
+
+if TYPE_CHECKING:
+    from proxy.aggregator.server import Aggregator
 
 __all__ = ["API_CONTEXT", "APIContext"]
 
@@ -46,6 +49,8 @@ class APIContext:
     auth: Auth | None = None
     # the custom resources served now (proxy.apiextensions.serving.CustomResources)
     custom_resources: Any = None
+    # API aggregation (proxy.aggregator); set by build_app
+    aggregator: Aggregator | None = None
 
     def store(self, resource: ResourceInfo) -> Store:
         """The generic store of ``resource`` (the only way handlers reach storage)."""

@@ -18,6 +18,9 @@ pipeline that later issues add goes (each is one middleware inserted at its mark
                              --max-mutating-requests-inflight
        -- priority and fairness (later: replaces 7 when enabled, as upstream)
     8. authorization         proxy.authorization.filter (secure port; 403)
+       -- aggregator proxy   proxy.aggregator: /apis/<g>/<v> of a remote APIService is
+                             proxied to its extension server (upstream's aggregator
+                             is the outermost delegate, after this same chain)
     9. handler errors        with_handler_errors: a StatusError a handler raises is
                              written as its Status (upstream's handlers write their own
                              errors: ``responsewriters.ErrorNegotiated``)
@@ -233,11 +236,13 @@ def handler_chain(
     *,
     authentication: Sequence[Middleware] = (),
     authorization: Sequence[Middleware] = (),
+    aggregation: Sequence[Middleware] = (),
 ) -> list[Middleware]:
     """The middlewares, outermost first (the order of the module docstring).
     ``authentication`` (authentication, then impersonation) and ``authorization`` are
     the secure port's filters (``proxy.server.auth_chain``); they answer with their own
-    Status and pass the plain port's requests through."""
+    Status and pass the plain port's requests through. ``aggregation`` (the
+    aggregator's proxy, ``proxy.aggregator``) comes right after authorization."""
     chain: list[Middleware | None] = [
         with_panic_recovery,
         with_request_info,
@@ -248,6 +253,7 @@ def handler_chain(
         with_max_in_flight(settings),
         # priority and fairness (instead of max in flight) goes here
         *authorization,
+        *aggregation,  # remote APIServices' requests leave here (proxy.aggregator)
         with_handler_errors,
     ]
     return [m for m in chain if m is not None]

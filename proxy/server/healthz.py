@@ -19,6 +19,8 @@ ending ``<name> check failed``; success answers ``ok`` (or the list, ending
   ...``). Caches merely re-listing (after a compaction) or still priming do not fail it.
 - ``poststarthook/rbac/bootstrap-roles`` (readyz only, with RBAC on the secure port):
   fails until the bootstrap policy is reconciled (``proxy.authorization.rbac.reconcile``).
+- ``autoregister-completion`` (readyz only): fails until the local APIServices of the
+  built-in group-versions are stored (``proxy.aggregator.autoregister``), as upstream's.
 - ``shutdown``: fails once shutdown has begun (readyz only), so load balancers drain.
 - livez has no etcd check: restarting this server does not bring etcd back, and it
   recovers by itself when etcd returns.
@@ -83,6 +85,11 @@ async def _rbac_bootstrap(ctx: APIContext) -> None:
         raise RuntimeError("the bootstrap RBAC policy is not reconciled yet")
 
 
+async def _autoregister(ctx: APIContext) -> None:
+    if ctx.aggregator is not None and not ctx.aggregator.autoregister.ready.is_set():
+        raise RuntimeError("the local APIServices are not registered yet")
+
+
 SYSTEM_NAMESPACES_CHECK = "poststarthook/start-system-namespaces-controller"
 STORAGE_READINESS_CHECK = "poststarthook/storage-readiness"
 RBAC_BOOTSTRAP_CHECK = "poststarthook/rbac/bootstrap-roles"
@@ -98,6 +105,7 @@ CHECKS: dict[str, list[tuple[str, Check]]] = {
         (STORAGE_READINESS_CHECK, _storage_readiness),
         ("watch-cache", _watch_caches),
         (RBAC_BOOTSTRAP_CHECK, _rbac_bootstrap),
+        ("autoregister-completion", _autoregister),  # proxy.aggregator.autoregister
         ("shutdown", _shutdown),
     ],
 }

@@ -95,13 +95,15 @@ def server_ssl_context(settings: Settings) -> ssl.SSLContext:
         ciphers = _ciphers(settings.tls_cipher_suites)
         if ciphers:
             ctx.set_ciphers(ciphers)
-    if settings.client_ca_file:
-        try:
-            ctx.load_verify_locations(cafile=settings.client_ca_file)
-        except (OSError, ssl.SSLError) as e:
-            raise ConfigError(
-                f"unable to load client CA file {settings.client_ca_file}: {e}"
-            ) from None
+    # the client CA and the front proxy's (--requestheader-client-ca-file): each
+    # authenticator then checks which one signed the certificate
+    ca_files = [f for f in (settings.client_ca_file, settings.requestheader_client_ca_file) if f]
+    if ca_files:
+        for ca_file in ca_files:
+            try:
+                ctx.load_verify_locations(cafile=ca_file)
+            except (OSError, ssl.SSLError) as e:
+                raise ConfigError(f"unable to load client CA file {ca_file}: {e}") from None
         # requested, not required: bearer tokens and anonymous requests carry none
         ctx.verify_mode = ssl.CERT_OPTIONAL
     else:

@@ -169,6 +169,20 @@ class Settings:
     log_level: str = "info"
     # kube-apiserver's --storage-media-type (its default, protobuf); reads accept all three
     storage_media_type: str = "application/vnd.kubernetes.protobuf"
+    # --- API aggregation and the front proxy (proxy/aggregator, docs/aggregation.md) ---
+    # requests whose client certificate a requestheader CA signed (and, when names are
+    # given, whose CN is one of them) are authenticated by their X-Remote-* headers
+    requestheader_client_ca_file: str = ""
+    requestheader_allowed_names: tuple[str, ...] = ()
+    requestheader_username_headers: tuple[str, ...] = ()
+    requestheader_uid_headers: tuple[str, ...] = ()
+    requestheader_group_headers: tuple[str, ...] = ()
+    requestheader_extra_headers_prefix: tuple[str, ...] = ()
+    # the client certificate the aggregator presents to extension API servers
+    proxy_client_cert_file: str = ""
+    proxy_client_key_file: str = ""
+    # route to a Service's endpoints instead of its cluster IP
+    enable_aggregator_routing: bool = False
 
 
 _STORAGE_MEDIA_TYPES = (
@@ -214,6 +228,12 @@ _CONVERTERS: dict[str, Any] = {
     "max_request_body_bytes": int,
     "max_requests_inflight": int,
     "max_mutating_requests_inflight": int,
+    "requestheader_allowed_names": _parse_servers,
+    "requestheader_username_headers": _parse_servers,
+    "requestheader_uid_headers": _parse_servers,
+    "requestheader_group_headers": _parse_servers,
+    "requestheader_extra_headers_prefix": _parse_servers,
+    "enable_aggregator_routing": _parse_bool,
 }
 
 _FLAG_HELP: dict[str, str] = {
@@ -265,7 +285,7 @@ _FLAG_HELP: dict[str, str] = {
     "shutdown_timeout": "time in-flight requests get to finish on SIGINT/SIGTERM",
     "max_request_body_bytes": "largest request body accepted (413 above)",
     "system_namespaces": "create the default, kube-system, kube-public and kube-node-lease "
-    "namespaces at start-up (false: write nothing until asked)",
+    "namespaces and the local APIServices at start-up (false: write nothing until asked)",
     "lifecycle_controllers": "kubelets, a garbage collector and a namespace controller run "
     "against this server (as in `watchcache lab`): bound pods are deleted gracefully, "
     "propagationPolicy Foreground/Orphan adds its finalizer, a deleted namespace goes "
@@ -274,6 +294,21 @@ _FLAG_HELP: dict[str, str] = {
     "storage_media_type": "media type of the values written to etcd: "
     "application/vnd.kubernetes.protobuf (default), application/json or application/yaml "
     "(reads accept all three)",
+    "requestheader_client_ca_file": "CA bundle that signs the front proxy's client "
+    "certificates; such requests are authenticated by their --requestheader-* headers",
+    "requestheader_allowed_names": "common names a front-proxy certificate may have "
+    "(comma-separated; empty: any the CA signed)",
+    "requestheader_username_headers": "headers holding the user name, first non-empty "
+    "wins (usually X-Remote-User)",
+    "requestheader_uid_headers": "headers holding the user's UID (usually X-Remote-Uid)",
+    "requestheader_group_headers": "headers holding the groups (usually X-Remote-Group)",
+    "requestheader_extra_headers_prefix": "header prefixes of the user's extra values "
+    "(usually X-Remote-Extra-)",
+    "proxy_client_cert_file": "client certificate the aggregator presents to extension "
+    "API servers (with the X-Remote-* identity headers)",
+    "proxy_client_key_file": "its private key",
+    "enable_aggregator_routing": "proxy to a Service's endpoint addresses instead of its "
+    "cluster IP (no kube-proxy on this host)",
 }
 
 

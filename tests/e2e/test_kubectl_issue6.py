@@ -139,8 +139,11 @@ def test_api_resources_and_versions(kc: Path) -> None:
     ]
     assert rows["flowschemas"][1:] == ["flowcontrol.apiserver.k8s.io/v1", "false", "FlowSchema"]
     assert {"policy/v1", "networking.k8s.io/v1", "node.k8s.io/v1"} <= set(versions)
-    for virtual in ("bindings", "componentstatuses", "tokenreviews", "apiservices"):
+    for virtual in ("bindings", "componentstatuses", "tokenreviews"):
         assert virtual not in rows
+    # API aggregation's APIServices (proxy/aggregator), as kube-apiserver lists them
+    apiservices = ["apiservices", "apiregistration.k8s.io/v1", "false", "APIService"]
+    assert rows["apiservices"] == apiservices
 
 
 def test_podtemplates_generic_table(kc: Path) -> None:

@@ -6,8 +6,8 @@ the order of kube-apiserver's ``rest.BeforeCreate`` / ``rest.BeforeUpdate``:
   the kind's name rule), then ObjectMeta with ``ValidatePathSegmentName``;
 - :func:`validate_update`: the common fields (ObjectMeta, path-segment name, and the
   metadata update rules), then the kind's ``strategy.ValidateUpdate`` (``/status``
-  writes: the metadata update rules only), after the kind's update preparation (a
-  Service keeps its allocated clusterIP).
+  writes: the metadata update rules, and the kind's status rules where it has them),
+  after the kind's update preparation (a Service keeps its allocated clusterIP).
 
 Every violation of one write is reported together in one 422 Invalid
 (``errors.NewInvalid``): causes keep duplicates, the message lists each error once.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.validation import apps, batch, core, event, field, names, pod
+from proxy.registry.validation import apiregistration, apps, batch, core, event, field, names, pod
 from proxy.registry.validation.field import ErrorList
 from proxy.registry.validation.object_meta import (
     validate_object_meta,
@@ -48,6 +48,8 @@ class KindStrategy:
     validate_update: Callable[[JSON, JSON], ErrorList]
     prepare_create: Callable[[JSON], None] | None = None
     prepare_update: Callable[[JSON, JSON], None] | None = None
+    # the ``/status`` writes' own rules (``ValidateXStatusUpdate``), where a kind has them
+    validate_status_update: Callable[[JSON, JSON], ErrorList] | None = None
 
 
 _STRATEGIES: dict[tuple[str, str], KindStrategy] = {
@@ -74,6 +76,14 @@ _STRATEGIES: dict[tuple[str, str], KindStrategy] = {
         batch.validate_job, batch.validate_job_update, prepare_create=batch.prepare_job_for_create
     ),
     ("batch", "CronJob"): KindStrategy(batch.validate_cron_job, batch.validate_cron_job_update),
+    # API aggregation (proxy/aggregator)
+    ("apiregistration.k8s.io", "APIService"): KindStrategy(
+        apiregistration.validate,
+        apiregistration.validate_update,
+        prepare_create=apiregistration.prepare_create,
+        prepare_update=apiregistration.prepare_update,
+        validate_status_update=apiregistration.validate_status_update,
+    ),
 }
 
 
@@ -150,6 +160,8 @@ def validate_update(new: JSON, old: JSON, resource: ResourceInfo, subresource: s
     errs += validate_object_meta_update(new_meta, old_meta, core=False)
     if strategy is None or subresource:
         errs += validate_object_meta_update(new_meta, old_meta)
+        if subresource == "status" and strategy is not None and strategy.validate_status_update:
+            errs += strategy.validate_status_update(new, old)
     else:
         errs += strategy.validate_update(new, old)
     _raise_if(errs, resource, new)
