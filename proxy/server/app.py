@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 from aiohttp import web
 
+from proxy.admission import install as admission
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.endpoints import negotiation, responsewriter
 from proxy.endpoints.discovery.legacy import setup_discovery_routes
@@ -165,6 +166,7 @@ def build_app(
 
     app.cleanup_ctx.append(loop_lag_context())
     app.cleanup_ctx.append(_storages_and_compactor(ctx))
+    admission.install(app, ctx)  # the chain, its Warning headers, its configurations
     if settings.system_namespaces:
         app.cleanup_ctx.append(_system_namespaces_task(ctx))
 

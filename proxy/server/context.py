@@ -44,6 +44,8 @@ class APIContext:
     system_namespaces_ready: asyncio.Event | None = None
     # authentication and authorization (the secure port's); None: plain port only
     auth: Auth | None = None
+    # the admission chain (proxy.admission.chain.AdmissionChain); None: no admission
+    admission: Any = None
 
     def store(self, resource: ResourceInfo) -> Store:
         """The generic store of ``resource`` (the only way handlers reach storage)."""
