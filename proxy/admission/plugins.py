@@ -4,5 +4,6 @@
 from __future__ import annotations
 
 from proxy.admission import always, namespace_lifecycle
+from proxy.admission.webhook import dispatcher
 
-__all__ = ["always", "namespace_lifecycle"]
+__all__ = ["always", "dispatcher", "namespace_lifecycle"]
