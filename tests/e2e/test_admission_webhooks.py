@@ -89,8 +89,9 @@ def _configure(api: client.ApiClient, kind: str, name: str, client_config: dict[
         "namespaceSelector": {"matchLabels": {"webhook-tests": "yes"}},
         "objectSelector": {"matchLabels": {"hook": name}}, **extra,
     }
-    body: Any = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": f"{kind}WebhookConfiguration",
-            "metadata": {"name": name}, "webhooks": [hook]}
+    body: Any = {"apiVersion": "admissionregistration.k8s.io/v1",
+                 "kind": f"{kind}WebhookConfiguration", "metadata": {"name": name},
+                 "webhooks": [hook]}
     api_group = client.AdmissionregistrationV1Api(api)
     if kind == "Mutating":
         api_group.create_mutating_webhook_configuration(body)
