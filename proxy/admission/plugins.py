@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from proxy.admission import always, namespace_lifecycle
+from proxy.admission.pod_security import plugin as pod_security
 from proxy.admission.webhook import dispatcher
 
-__all__ = ["always", "dispatcher", "namespace_lifecycle"]
+__all__ = ["always", "dispatcher", "namespace_lifecycle", "pod_security"]
