@@ -29,6 +29,10 @@ class ObjectLookup(Protocol):
 
     async def list(self, group: str, plural: str, namespace: str) -> list[JSON]: ...
 
+    def resource_for_kind(self, group: str, kind: str) -> tuple[str, bool] | None:
+        """(plural, namespaced) of a served kind, None when not served."""
+        ...
+
     async def write_status(self, group: str, plural: str, obj: JSON) -> bool:
         """Write ``obj``'s status if its resourceVersion is still current (False:
         conflict, read again)."""

@@ -52,6 +52,12 @@ class StoreLookup:
         listed = await self.ctx.store(resource).list(namespace, ListOptions(resource_version="0"))
         return [item.copy() for item in listed.items]
 
+    def resource_for_kind(self, group: str, kind: str) -> tuple[str, bool] | None:
+        for resource in self.ctx.registry:
+            if resource.group == group and resource.kind == kind:
+                return resource.plural, resource.namespaced
+        return None
+
     async def write_status(self, group: str, plural: str, obj: JSON) -> bool:
         resource = self._resource(group, plural)
         if resource is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from proxy.admission import always, namespace_lifecycle
 from proxy.admission.pod_security import plugin as pod_security
+from proxy.admission.policy import validating as validating_policy
 from proxy.admission.webhook import dispatcher
 
-__all__ = ["always", "dispatcher", "namespace_lifecycle", "pod_security"]
+__all__ = ["always", "dispatcher", "namespace_lifecycle", "pod_security", "validating_policy"]
