@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from tests.e2e.admission_support import eventually
 from tests.e2e.conftest import KUBECTL
 from tests.integration.conftest import ServerProcess
 
@@ -66,17 +66,6 @@ def _kubectl(
                           capture_output=True, text=True, timeout=60)
 
 
-def _eventually(attempt: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            return attempt()
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-
-
 @pytest.fixture(scope="module")
 def api(e2e_server: ServerProcess) -> Iterator[client.ApiClient]:
     with client.ApiClient(client.Configuration(host=e2e_server.url)) as api_client:
@@ -108,8 +97,8 @@ def test_validating_policy(api: client.ApiClient, kubeconfig: Path) -> None:
             return e
         raise AssertionError("admitted")
 
-    e = _eventually(no_params)
-    assert (e.status, json.loads(e.body)["message"]) == (422, (
+    e = eventually(no_params)
+    assert (e.status, json.loads(e.body or "{}")["message"]) == (422, (
         f'deployments.apps "d1" is forbidden: {PREFIX}failed to configure binding: no params '
         "found for policy binding with `Deny` parameterNotFoundAction"))
     core.create_namespaced_config_map("vap", client.V1ConfigMap(
@@ -125,7 +114,7 @@ def test_validating_policy(api: client.ApiClient, kubeconfig: Path) -> None:
                 assert "failed to configure binding" not in body["message"]
                 return e.status, body
             raise AssertionError("admitted")
-        result: tuple[int, dict[str, Any]] = _eventually(attempt)
+        result: tuple[int, dict[str, Any]] = eventually(attempt)
         return result
 
     code, body = denied("d1", 7)

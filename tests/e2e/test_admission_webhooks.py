@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from kubernetes.client.exceptions import ApiException
 
 from lab.admission_webhook import DENY_MESSAGE, MUTATED_LABEL, ca_bundle, generate_pki
 from lab.etcd import free_port
+from tests.e2e.admission_support import eventually
 from tests.e2e.conftest import KUBECTL
 from tests.integration.conftest import REPO, ServerProcess
 
@@ -107,18 +108,6 @@ def _configmap(name: str, hook: str) -> client.V1ConfigMap:
     return client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name, labels={"hook": hook}))
 
 
-def _eventually(attempt: Callable[[], Any]) -> Any:
-    """The configurations reach the server through its watch: retry until they did."""
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            return attempt()
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-
-
 def _create_fails(api: client.ApiClient, name: str, hook: str, **kwargs: Any) -> ApiException:
     core = client.CoreV1Api(api)
 
@@ -130,7 +119,7 @@ def _create_fails(api: client.ApiClient, name: str, hook: str, **kwargs: Any) ->
         core.delete_namespaced_config_map(name, NS)
         raise AssertionError("created")
 
-    result: ApiException = _eventually(attempt)
+    result: ApiException = eventually(attempt)
     return result
 
 
@@ -150,7 +139,7 @@ def test_denial_with_kubectl(api: client.ApiClient, webhook: Webhook, e2e_server
         assert out.returncode != 0, out.stdout
         return out.stderr
 
-    stderr = _eventually(attempt)
+    stderr = eventually(attempt)
     assert ('Error from server (Forbidden): error when creating "STDIN": admission webhook '
             f'"deny.webhooks.test" denied the request: {DENY_MESSAGE}') in stderr
 
@@ -174,7 +163,7 @@ def test_mutation_warning_and_annotation(api: client.ApiClient, webhook: Webhook
         assert created.metadata.labels.get(MUTATED_LABEL) == "true", created.metadata.labels
         return created
 
-    _eventually(attempt)
+    eventually(attempt)
     _configure(api, "Validating", "allow", _url(webhook, "/allow"))
     manifest = (f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: warned\n  namespace: {NS}\n"
                 "  labels: {hook: allow}\n")
@@ -189,7 +178,7 @@ def test_mutation_warning_and_annotation(api: client.ApiClient, webhook: Webhook
         assert "Warning: admission-demo: looked at this object" in out.stderr, out.stderr
         return out.stderr
 
-    _eventually(warned)
+    eventually(warned)
 
 
 def test_slow_webhook_fails_at_its_timeout(api: client.ApiClient, webhook: Webhook) -> None:
