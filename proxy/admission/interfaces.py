@@ -27,7 +27,9 @@ class ObjectLookup(Protocol):
         self, group: str, plural: str, namespace: str, name: str, *, fresh: bool = False
     ) -> JSON | None: ...
 
-    async def list(self, group: str, plural: str, namespace: str) -> list[JSON]: ...
+    async def list(
+        self, group: str, plural: str, namespace: str, *, fresh: bool = False
+    ) -> list[JSON]: ...
 
     def resource_for_kind(self, group: str, kind: str) -> tuple[str, bool] | None:
         """(plural, namespaced) of a served kind, None when not served."""

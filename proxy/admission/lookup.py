@@ -45,11 +45,14 @@ class StoreLookup:
             raise
         return stored.copy()
 
-    async def list(self, group: str, plural: str, namespace: str) -> list[JSON]:
+    async def list(
+        self, group: str, plural: str, namespace: str, *, fresh: bool = False
+    ) -> list[JSON]:
         resource = self._resource(group, plural)
         if resource is None:
             return []
-        listed = await self.ctx.store(resource).list(namespace, ListOptions(resource_version="0"))
+        opts = ListOptions(resource_version="" if fresh else "0")
+        listed = await self.ctx.store(resource).list(namespace, opts)
         return [item.copy() for item in listed.items]
 
     def resource_for_kind(self, group: str, kind: str) -> tuple[str, bool] | None:

@@ -1,0 +1,67 @@
+"""The built-in admission plugins end to end (kubectl and the Python client, cached and
+uncached): ResourceQuota, the plugin flags. Expected texts are kube-apiserver's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from tests.e2e.conftest import KUBECTL
+from tests.integration.conftest import ServerProcess
+
+pytestmark = pytest.mark.etcd
+
+
+@pytest.fixture(scope="module")
+def core(e2e_server: ServerProcess) -> Iterator[client.CoreV1Api]:
+    with client.ApiClient(client.Configuration(host=e2e_server.url)) as api_client:
+        yield client.CoreV1Api(api_client)
+
+
+def _pod(name: str, resources: Any = None) -> client.V1Pod:
+    return client.V1Pod(metadata=client.V1ObjectMeta(name=name), spec=client.V1PodSpec(
+        containers=[client.V1Container(name=name, image="busybox", resources=resources)]))
+
+
+def _forbidden(call: Any, *args: Any) -> str:
+    with pytest.raises(ApiException) as caught:
+        call(*args)
+    assert caught.value.status == 403
+    return str(json.loads(caught.value.body or "{}")["message"])
+
+
+def test_resource_quota(core: client.CoreV1Api, kubeconfig: Path) -> None:
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="quota")))
+    for name, hard in (("q1", {"pods": "1", "count/secrets": "1"}),
+                       ("q2", {"requests.cpu": "1", "limits.memory": "1Gi"})):
+        core.create_namespaced_resource_quota("quota", client.V1ResourceQuota(
+            metadata=client.V1ObjectMeta(name=name), spec=client.V1ResourceQuotaSpec(hard=hard)))
+    assert _forbidden(core.create_namespaced_pod, "quota", _pod("p1")) == (
+        'pods "p1" is forbidden: failed quota: q2: must specify limits.memory for: p1; '
+        "requests.cpu for: p1")
+    sized = {"requests": {"cpu": "500m"}, "limits": {"memory": "512Mi"}}
+    core.create_namespaced_pod("quota", _pod("p1", sized))
+    assert _forbidden(core.create_namespaced_pod, "quota", _pod("p2", sized)) == (
+        'pods "p2" is forbidden: exceeded quota: q1, requested: pods=1, used: pods=1, '
+        "limited: pods=1")
+    out = subprocess.run([str(KUBECTL), f"--kubeconfig={kubeconfig}", "create", "secret",
+                          "generic", "s1", "-n", "quota"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    out = subprocess.run([str(KUBECTL), f"--kubeconfig={kubeconfig}", "create", "secret",
+                          "generic", "s2", "-n", "quota"], capture_output=True, text=True,
+                         timeout=60)
+    assert ('secrets "s2" is forbidden: exceeded quota: q1, requested: count/secrets=1, used: '
+            "count/secrets=1, limited: count/secrets=1") in out.stderr
+    q2: Any = core.read_namespaced_resource_quota("q2", "quota")
+    assert q2.status.used == {"limits.memory": "512Mi", "requests.cpu": "500m"}
+    assert q2.status.hard == {"limits.memory": "1Gi", "requests.cpu": "1"}
+    core.delete_namespaced_pod("p1", "quota")  # usage is counted again at the next write
+    core.create_namespaced_pod("quota", _pod("p3", sized), dry_run="All")
