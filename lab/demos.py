@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from lab import demos_auth, seed
+from lab import demos_admission, demos_auth, seed
 from lab.apiserver import APIServer
 from lab.control import etcd_start, etcd_stop
 from lab.metrics import Scrape, scrape
@@ -535,6 +535,9 @@ DEMOS: dict[str, tuple[DemoFn, str]] = {
     "authn": (demos_auth.authn, "who am I: anonymous, token, cert, service account"),
     "rbac": (demos_auth.rbac, "the learner denied, then granted by a RoleBinding"),
     "etcd-down": (etcd_down, "etcd stopped: RV=0 still served, quorum reads fail"),
+    "admission-webhook": (demos_admission.admission_webhook, "webhook: mutated, denied"),
+    "validating-policy": (demos_admission.validating_policy, "a CEL rule refuses 10 replicas"),
+    "pod-security": (demos_admission.pod_security, "a privileged Pod warned, then rejected"),
 }
 
 
