@@ -4,12 +4,15 @@ cleanup context that keeps the webhook and policy configurations current."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from proxy.admission import handler
+from proxy.admission.bootstrap import bootstrap_priority_classes
 from proxy.admission.chain import AdmissionChain, PluginDeps, enabled_plugins
 from proxy.admission.configuration import ADMISSION_GROUP, ConfigurationSource
 from proxy.admission.lookup import StoreLookup
@@ -35,7 +38,14 @@ def install(app: web.Application, ctx: APIContext) -> None:
     app.on_response_prepare.append(handler.on_response_prepare)
 
     async def run(app: web.Application) -> AsyncIterator[None]:
+        task = None
+        if settings.system_namespaces and "Priority" in names:
+            task = asyncio.create_task(bootstrap_priority_classes(ctx), name="priority-classes")
         async with source.running():
             yield
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     app.cleanup_ctx.append(run)

@@ -3,10 +3,19 @@
 
 from __future__ import annotations
 
-from proxy.admission import always, namespace_lifecycle, resource_quota
+from proxy.admission import (
+    always,
+    default_toleration_seconds,
+    limit_ranger,
+    namespace_lifecycle,
+    priority,
+    resource_quota,
+    service_account,
+)
 from proxy.admission.pod_security import plugin as pod_security
 from proxy.admission.policy import validating as validating_policy
 from proxy.admission.webhook import dispatcher
 
-__all__ = ["always", "dispatcher", "namespace_lifecycle", "pod_security", "resource_quota",
-           "validating_policy"]
+__all__ = ["always", "default_toleration_seconds", "dispatcher", "limit_ranger",
+           "namespace_lifecycle",
+           "pod_security", "priority", "resource_quota", "service_account", "validating_policy"]
