@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from proxy import apierrors
 from proxy.admission.attributes import Attributes
-from proxy.admission.chain import PluginDeps, register
+from proxy.admission.chain import register
 from proxy.admission.interfaces import Plugin
 
 __all__ = ["AlwaysAdmit", "AlwaysDeny"]
@@ -15,9 +15,6 @@ class AlwaysAdmit(Plugin):
     mutating = True
     validating = True
 
-    def __init__(self, deps: PluginDeps) -> None:
-        pass
-
 
 class AlwaysDeny(Plugin):
     """Rejects every write: 403 ``... is forbidden: admission control is denying all
@@ -26,9 +23,6 @@ class AlwaysDeny(Plugin):
     name = "AlwaysDeny"
     mutating = True
     validating = True
-
-    def __init__(self, deps: PluginDeps) -> None:
-        pass
 
     async def admit(self, attrs: Attributes) -> None:
         raise forbidden(attrs, "admission control is denying all modifications")

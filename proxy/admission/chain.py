@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
 from proxy.admission.attributes import Attributes
-from proxy.admission.interfaces import ObjectLookup, Plugin
+from proxy.admission.interfaces import Plugin, PluginDeps
 
 __all__ = [
     "DEFAULT_ON",
@@ -85,15 +84,6 @@ DEFAULT_ON: frozenset[str] = frozenset({
     "MutatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy",
     "ValidatingAdmissionWebhook", "ResourceQuota",
 })  # fmt: skip
-
-
-@dataclass
-class PluginDeps:
-    """What plugin factories are given (kube's plugin initializers)."""
-
-    lookup: ObjectLookup
-    # the webhook and policy configurations, kept current by watching them
-    sources: object | None = None
 
 
 Factory = Callable[[PluginDeps], Plugin]

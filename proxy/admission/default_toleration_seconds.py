@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from proxy.admission.attributes import CREATE, Attributes
-from proxy.admission.chain import PluginDeps, register
+from proxy.admission.chain import register
 from proxy.admission.interfaces import Plugin
 
 __all__ = ["DEFAULT_SECONDS", "DefaultTolerationSeconds"]
@@ -31,9 +31,6 @@ class DefaultTolerationSeconds(Plugin):
     name = "DefaultTolerationSeconds"
     operations = frozenset({CREATE})
     mutating = True
-
-    def __init__(self, deps: PluginDeps) -> None:
-        pass
 
     async def admit(self, attrs: Attributes) -> None:
         if not attrs.is_pod() or attrs.subresource or attrs.object is None:

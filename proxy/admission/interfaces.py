@@ -8,11 +8,12 @@ a bug and becomes a 500 through the handler-errors filter.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from proxy.admission.attributes import CONNECT, CREATE, DELETE, UPDATE, Attributes
 
-__all__ = ["ALL_OPERATIONS", "JSON", "ObjectLookup", "Plugin"]
+__all__ = ["ALL_OPERATIONS", "JSON", "ObjectLookup", "Plugin", "PluginDeps"]
 
 JSON = dict[str, Any]
 
@@ -41,6 +42,15 @@ class ObjectLookup(Protocol):
         ...
 
 
+@dataclass
+class PluginDeps:
+    """What plugins are built with (kube's plugin initializers)."""
+
+    lookup: ObjectLookup
+    # the webhook and policy configurations, kept current by watching them
+    sources: object | None = None
+
+
 class Plugin:
     """An admission plugin. ``mutating`` plugins implement ``admit`` (run in the
     mutating phase, may change ``attrs.object``); ``validating`` ones ``validate``.
@@ -50,6 +60,9 @@ class Plugin:
     operations: ClassVar[frozenset[str]] = ALL_OPERATIONS
     mutating: ClassVar[bool] = False
     validating: ClassVar[bool] = False
+
+    def __init__(self, deps: PluginDeps) -> None:
+        self.lookup = deps.lookup
 
     def handles(self, operation: str) -> bool:
         return operation in self.operations

@@ -18,7 +18,7 @@ from typing import Any
 
 from proxy import apierrors
 from proxy.admission.attributes import CREATE, UPDATE, Attributes
-from proxy.admission.chain import PluginDeps, register
+from proxy.admission.chain import register
 from proxy.admission.interfaces import Plugin
 from proxy.registry.validation import quantity as kq
 
@@ -122,9 +122,6 @@ class LimitRanger(Plugin):
     operations = frozenset({CREATE, UPDATE})
     mutating = True
     validating = True
-
-    def __init__(self, deps: PluginDeps) -> None:
-        self.lookup = deps.lookup
 
     async def _ranges(self, attrs: Attributes) -> list[JSON]:
         if not attrs.namespace or attrs.subresource or attrs.object is None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from proxy import apierrors
 from proxy.admission.attributes import CREATE, DELETE, Attributes
-from proxy.admission.chain import PluginDeps, register
+from proxy.admission.chain import register
 from proxy.admission.interfaces import Plugin
 from proxy.registry.resources import ResourceInfo
 from storage.interfaces import ListOptions
@@ -84,9 +84,6 @@ class NamespaceLifecycle(Plugin):
     name = "NamespaceLifecycle"
     operations = frozenset({CREATE, DELETE})
     mutating = True
-
-    def __init__(self, deps: PluginDeps) -> None:
-        self.lookup = deps.lookup
 
     async def admit(self, attrs: Attributes) -> None:
         if is_namespaces(attrs.resource):

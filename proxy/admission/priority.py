@@ -16,7 +16,7 @@ from typing import Any
 
 from proxy import apierrors
 from proxy.admission.attributes import CREATE, UPDATE, Attributes
-from proxy.admission.chain import PluginDeps, register
+from proxy.admission.chain import register
 from proxy.admission.interfaces import Plugin
 
 __all__ = ["SYSTEM_PRIORITY_CLASSES", "Priority"]
@@ -41,9 +41,6 @@ class Priority(Plugin):
     operations = frozenset({CREATE, UPDATE})
     mutating = True
     validating = True
-
-    def __init__(self, deps: PluginDeps) -> None:
-        self.lookup = deps.lookup
 
     async def admit(self, attrs: Attributes) -> None:
         if attrs.operation != CREATE or not attrs.is_pod() or attrs.subresource:

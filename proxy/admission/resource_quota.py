@@ -24,8 +24,8 @@ from typing import Any
 
 from proxy import apierrors
 from proxy.admission.attributes import CREATE, UPDATE, Attributes
-from proxy.admission.chain import PluginDeps, register
-from proxy.admission.interfaces import ObjectLookup, Plugin
+from proxy.admission.chain import register
+from proxy.admission.interfaces import Plugin
 from proxy.registry.validation import quantity as kq
 
 __all__ = ["ResourceQuota", "usage"]
@@ -137,8 +137,6 @@ class ResourceQuota(Plugin):
     operations = frozenset({CREATE, UPDATE})
     validating = True
 
-    def __init__(self, deps: PluginDeps) -> None:
-        self.lookup: ObjectLookup = deps.lookup
 
     async def validate(self, attrs: Attributes) -> None:
         if not attrs.namespace or attrs.subresource or attrs.object is None:

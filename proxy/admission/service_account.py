@@ -23,7 +23,7 @@ from typing import Any
 
 from proxy import apierrors
 from proxy.admission.attributes import CREATE, Attributes
-from proxy.admission.chain import PluginDeps, register
+from proxy.admission.chain import register
 from proxy.admission.interfaces import Plugin
 
 __all__ = ["MOUNT_PATH", "ServiceAccount", "token_volume"]
@@ -49,9 +49,6 @@ class ServiceAccount(Plugin):
     name = "ServiceAccount"
     operations = frozenset({CREATE})
     mutating = True
-
-    def __init__(self, deps: PluginDeps) -> None:
-        self.lookup = deps.lookup
 
     async def _account(self, namespace: str, name: str) -> JSON | None:
         """From the cache, else from etcd (a service account created just before)."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from proxy import apierrors
 from proxy.admission.attributes import CREATE, UPDATE, Attributes
-from proxy.admission.chain import PluginDeps, register
+from proxy.admission.chain import register
 from proxy.admission.interfaces import Plugin
 from proxy.admission.pod_security.checks import LEVELS, evaluate
 
@@ -69,9 +69,6 @@ class PodSecurity(Plugin):
     name = "PodSecurity"
     operations = frozenset({CREATE, UPDATE})
     validating = True
-
-    def __init__(self, deps: PluginDeps) -> None:
-        self.lookup = deps.lookup
 
     async def validate(self, attrs: Attributes) -> None:
         if attrs.subresource or attrs.object is None:

@@ -67,7 +67,7 @@ class ValidatingAdmissionPolicy(Plugin):
     validating = True
 
     def __init__(self, deps: PluginDeps) -> None:
-        self.lookup = deps.lookup
+        super().__init__(deps)
         assert isinstance(deps.sources, ConfigurationSource)
         self.source = deps.sources
 

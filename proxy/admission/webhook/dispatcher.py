@@ -94,7 +94,7 @@ class _WebhookPlugin(Plugin):
     kind_word = ""
 
     def __init__(self, deps: PluginDeps) -> None:
-        self.lookup = deps.lookup
+        super().__init__(deps)
         assert isinstance(deps.sources, ConfigurationSource)
         self.source = deps.sources
 
