@@ -31,7 +31,7 @@ def _resource_matches(patterns: Any, resource: str, subresource: str) -> bool:
             return True
         if not sub and res in ("*", resource) and not subresource:
             return True
-        if sub and res in ("*", resource) and sub in ("*", subresource):
+        if sub and subresource and res in ("*", resource) and sub in ("*", subresource):
             return True
     return False
 
