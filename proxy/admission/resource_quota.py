@@ -135,7 +135,19 @@ def _pretty(values: Usage, names: list[str]) -> str:
 class ResourceQuota(Plugin):
     name = "ResourceQuota"
     operations = frozenset({CREATE, UPDATE})
+    mutating = True
     validating = True
+
+    async def admit(self, attrs: Attributes) -> None:
+        """A new ResourceQuota starts with its status filled (upstream's quota controller
+        does it a moment later): ``hard`` from the spec, ``used`` counted now."""
+        if (attrs.operation != CREATE or attrs.subresource or attrs.object is None or
+                (attrs.resource.group, attrs.resource.plural) != ("", "resourcequotas")):
+            return
+        hard: JSON = (attrs.object.get("spec") or {}).get("hard") or {}
+        used = await self._used(attrs.namespace, hard)
+        attrs.object["status"] = {"hard": dict(hard),
+                                  "used": {n: str(used.get(n, ZERO)) for n in hard}}
 
 
     async def validate(self, attrs: Attributes) -> None:

@@ -43,6 +43,9 @@ def test_resource_quota(core: client.CoreV1Api, kubeconfig: Path) -> None:
                        ("q2", {"requests.cpu": "1", "limits.memory": "1Gi"})):
         core.create_namespaced_resource_quota("quota", client.V1ResourceQuota(
             metadata=client.V1ObjectMeta(name=name), spec=client.V1ResourceQuotaSpec(hard=hard)))
+    fresh: Any = core.read_namespaced_resource_quota("q1", "quota")
+    assert (fresh.status.hard, fresh.status.used) == (
+        {"pods": "1", "count/secrets": "1"}, {"pods": "0", "count/secrets": "0"})
     assert _forbidden(core.create_namespaced_pod, "quota", _pod("p1")) == (
         'pods "p1" is forbidden: failed quota: q2: must specify limits.memory for: p1; '
         "requests.cpu for: p1")
