@@ -244,3 +244,28 @@ def test_service_reference_through_endpoints(api: client.ApiClient, webhook: Web
     assert e.status == 403
     assert _message(e) == (
         f'admission webhook "svc.webhooks.test" denied the request: {DENY_MESSAGE}')
+
+
+def test_scale_subresource_is_admitted(api: client.ApiClient, webhook: Webhook,
+                                       kubeconfig: Path) -> None:
+    rules = [{"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
+              "resources": ["deployments/scale"]}]
+    _configure(api, "Validating", "scale", _url(webhook, "/deny"), rules=rules,
+               objectSelector={})
+    labels = {"app": "scaled"}
+    client.AppsV1Api(api).create_namespaced_deployment(NS, client.V1Deployment(
+        metadata=client.V1ObjectMeta(name="scaled"), spec=client.V1DeploymentSpec(
+            replicas=1, selector=client.V1LabelSelector(match_labels=labels),
+            template=client.V1PodTemplateSpec(
+                metadata=client.V1ObjectMeta(labels=labels),
+                spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="x")])))))
+
+    def attempt() -> str:
+        out = subprocess.run([str(KUBECTL), f"--kubeconfig={kubeconfig}", "scale", "-n", NS,
+                              "deployment/scaled", "--replicas=3"], capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode != 0, out.stdout
+        return out.stderr
+
+    assert ('admission webhook "scale.webhooks.test" denied the request: '
+            f"{DENY_MESSAGE}") in eventually(attempt)
