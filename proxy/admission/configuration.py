@@ -1,6 +1,6 @@
 """The admission configuration objects kept in memory by watching them (kube's
 ``configuration`` package and its informers): MutatingWebhookConfigurations,
-ValidatingWebhookConfigurations, ValidatingAdmissionPolicies and their bindings.
+ValidatingWebhookConfigurations, Validating- and MutatingAdmissionPolicies and their bindings.
 
 ``ConfigurationSource`` lists each resource from the watch cache, then follows its
 watch; on an error or a closed watch it lists again. Readers take ``items(plural)``,
@@ -36,6 +36,8 @@ CONFIGURATION_RESOURCES = (
     "validatingwebhookconfigurations",
     "validatingadmissionpolicies",
     "validatingadmissionpolicybindings",
+    "mutatingadmissionpolicies",
+    "mutatingadmissionpolicybindings",
 )
 RETRY_SECONDS = 1.0
 

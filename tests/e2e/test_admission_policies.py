@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -178,3 +179,46 @@ def test_pod_security_warns_then_rejects(api: client.ApiClient, kubeconfig: Path
     assert ('The Namespace "psa" is invalid: metadata.labels[pod-security.kubernetes.io/enforce]:'
             ' Invalid value: "bogus": must be one of privileged, baseline, restricted'
             ) in out.stderr
+
+
+MUTATING_POLICY = """\
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: owner}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE],
+                     resources: [configmaps]}]
+  variables: [{name: owner, expression: "'team-' + object.metadata.name"}]
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'owner': variables.owner}}}"
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: "[JSONPatch{op: 'add', path: '/data/added', value: 'yes'}]"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: owner}
+spec:
+  policyName: owner
+  matchResources: {namespaceSelector: {matchLabels: {map: "yes"}}}
+"""
+
+
+def test_mutating_policy(api: client.ApiClient, kubeconfig: Path) -> None:
+    core = client.CoreV1Api(api)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(
+        name="map", labels={"map": "yes"})))
+    assert _kubectl(kubeconfig, "apply", "-f", "-", stdin=MUTATING_POLICY).returncode == 0
+
+    def attempt() -> Any:
+        name = f"c{time.monotonic_ns()}"
+        created: Any = core.create_namespaced_config_map("map", client.V1ConfigMap(
+            metadata=client.V1ObjectMeta(name=name), data={"k": "v"}))
+        assert created.metadata.labels == {"owner": f"team-{name}"}, created.metadata.labels
+        return created
+
+    created = eventually(attempt)
+    assert created.data == {"k": "v", "added": "yes"}

@@ -5,14 +5,16 @@ selectors, matchPolicy); and the params a binding names (``paramRef``)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from proxy.admission.attributes import Attributes
+from proxy.admission.configuration import ConfigurationSource
 from proxy.admission.interfaces import ObjectLookup
 from proxy.admission.webhook import rules
 from proxy.authorization.rbac.label_selector import selector_matches
 
-__all__ = ["ParamsNotFound", "match_resources", "params_for"]
+__all__ = ["ParamsNotFound", "applicable", "match_resources", "params_for"]
 
 JSON = dict[str, Any]
 
@@ -73,3 +75,28 @@ async def params_for(policy: JSON, binding: JSON, attrs: Attributes,
     if not found and ref.get("parameterNotFoundAction") == "Deny":
         raise ParamsNotFound()
     return found
+
+
+async def applicable(
+    source: ConfigurationSource, kind: str, attrs: Attributes, lookup: ObjectLookup
+) -> AsyncIterator[tuple[JSON, JSON, JSON | None]]:
+    """(policy, binding, namespace object) of every binding, by name, of ``kind``
+    (``validatingadmissionpolicies`` or ``mutatingadmissionpolicies``) whose policy
+    exists and matches the request with the binding's own match."""
+    bindings = source.items(kind.replace("policies", "policybindings"))
+    if not bindings:
+        return
+    namespace = None
+    if attrs.namespace:
+        namespace = await lookup.get("", "namespaces", "", attrs.namespace)
+    for binding in bindings:
+        spec = binding.get("spec") or {}
+        policy = source.get(kind, str(spec.get("policyName")))
+        if policy is None:
+            continue
+        constraints = (policy.get("spec") or {}).get("matchConstraints")
+        if not match_resources(constraints, attrs, namespace, default_all=False):
+            continue
+        if not match_resources(spec.get("matchResources"), attrs, namespace, default_all=True):
+            continue
+        yield policy, binding, namespace

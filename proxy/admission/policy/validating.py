@@ -33,7 +33,7 @@ from proxy.admission.chain import PluginDeps, register
 from proxy.admission.configuration import ConfigurationSource
 from proxy.admission.interfaces import Plugin
 from proxy.admission.policy.activation import Activation, evaluate
-from proxy.admission.policy.matching import ParamsNotFound, match_resources, params_for
+from proxy.admission.policy.matching import ParamsNotFound, applicable, params_for
 
 __all__ = ["ValidatingAdmissionPolicy"]
 
@@ -72,24 +72,8 @@ class ValidatingAdmissionPolicy(Plugin):
         self.source = deps.sources
 
     async def validate(self, attrs: Attributes) -> None:
-        bindings = self.source.items("validatingadmissionpolicybindings")
-        if not bindings:
-            return
-        namespace = None
-        if attrs.namespace:
-            namespace = await self.lookup.get("", "namespaces", "", attrs.namespace)
-        for binding in bindings:
-            spec = binding.get("spec") or {}
-            policy = self.source.get("validatingadmissionpolicies", str(spec.get("policyName")))
-            if policy is None:
-                continue
-            pspec = policy.get("spec") or {}
-            if not match_resources(pspec.get("matchConstraints"), attrs, namespace,
-                                   default_all=False):
-                continue
-            if not match_resources(spec.get("matchResources"), attrs, namespace,
-                                   default_all=True):
-                continue
+        async for policy, binding, namespace in applicable(
+                self.source, "validatingadmissionpolicies", attrs, self.lookup):  # fmt: skip
             await self._apply(policy, binding, attrs, namespace)
 
     async def _apply(self, policy: JSON, binding: JSON, attrs: Attributes,
