@@ -269,3 +269,21 @@ def test_scale_subresource_is_admitted(api: client.ApiClient, webhook: Webhook,
 
     assert ('admission webhook "scale.webhooks.test" denied the request: '
             f"{DENY_MESSAGE}") in eventually(attempt)
+
+
+def test_match_conditions_choose_the_calls(api: client.ApiClient, webhook: Webhook) -> None:
+    conditions = [{"name": "prefixed", "expression": "object.metadata.name.startsWith('no-')"}]
+    _configure(api, "Validating", "cond", _url(webhook, "/deny"), matchConditions=conditions)
+    e = _create_fails(api, "no-thanks", "cond")
+    assert _message(e) == (
+        f'admission webhook "cond.webhooks.test" denied the request: {DENY_MESSAGE}')
+    core = client.CoreV1Api(api)
+    created: Any = core.create_namespaced_config_map(NS, _configmap("yes-please", "cond"))
+    assert created.metadata.name == "yes-please"  # the condition is false: not called
+    broken = [{"name": "broken", "expression": "object.nosuch == 1"}]
+    _configure(api, "Validating", "condbroken", _url(webhook, "/allow"), matchConditions=broken)
+    e = _create_fails(api, "broken", "condbroken")
+    assert e.status == 500
+    assert _message(e).startswith(
+        'Internal error occurred: failed calling webhook "condbroken.webhooks.test": failed to '
+        "evaluate match conditions: broken: ")
