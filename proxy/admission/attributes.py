@@ -97,8 +97,6 @@ class Attributes:
     request: web.Request | None = None
     # the served kind of a subresource differs (pods/binding is a Binding, .../scale a Scale)
     kind_override: tuple[str, str, str] | None = None
-    # set by the handler: the operation as the client asked (PATCH is an UPDATE)
-    reinvoke: bool = False
 
     @property
     def kind(self) -> tuple[str, str, str]:
