@@ -123,6 +123,7 @@ def test_limit_ranger(core: client.CoreV1Api) -> None:
     resources = pod.spec.containers[0].resources
     assert (resources.requests, resources.limits) == (
         {"cpu": "100m", "memory": "256Mi"}, {"cpu": "500m", "memory": "256Mi"})
+    assert pod.status.qos_class == "Burstable"  # of the resources LimitRanger set
     both = {"limits": {"cpu": "2"}, "requests": {"memory": "10Mi"}}
     assert _forbidden(core.create_namespaced_pod, "limits", _pod("b", both)) == (
         'pods "b" is forbidden: [minimum memory usage per Container is 64Mi, but request is '

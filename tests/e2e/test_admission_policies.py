@@ -5,6 +5,7 @@ answers to the same objects."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -173,6 +174,14 @@ def test_pod_security_warns_then_rejects(api: client.ApiClient, kubeconfig: Path
     assert caught.value.status == 403
     assert json.loads(caught.value.body or "{}")["message"] == (
         f'pods "wild2" is forbidden: violates PodSecurity "baseline:latest": {violations}')
+    generated = client.V1Pod(metadata=client.V1ObjectMeta(generate_name="wild-"),
+                             spec=client.V1PodSpec(host_network=True, containers=[
+                                 client.V1Container(name="c", image="busybox")]))
+    with pytest.raises(ApiException) as caught:
+        core.create_namespaced_pod("psa", generated)
+    message = json.loads(caught.value.body or "{}")["message"]
+    assert re.fullmatch(r'pods "wild-[a-z0-9]{5}" is forbidden: violates PodSecurity '
+                        r'"baseline:latest": host namespaces \(hostNetwork=true\)', message)
     out = _kubectl(kubeconfig, "label", "ns", "psa", "--overwrite",
                    "pod-security.kubernetes.io/enforce=bogus")
     assert out.returncode != 0

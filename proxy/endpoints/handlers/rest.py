@@ -131,15 +131,16 @@ async def create_object(
     resource = store.resource
     media, dry_run, obj, warnings = await _write_request(request, ctx, store, "CreateOptions")
     namespace = _namespace(info, resource)
-    object_meta.prepare_for_create(obj, resource, namespace)
-    name = str(obj["metadata"].get("name") or "")
+    object_meta.ensure_namespace(obj, resource, namespace)
+    name = str(obj["metadata"].get("name") or "")  # ("" with generateName, as upstream)
     attrs = admission.attributes(request, resource, CREATE, namespace, name, obj=obj,
                                  dry_run=dry_run, options_kind="CreateOptions")
     await admission.admit(ctx, attrs)  # mutating admission, then validation, then validating
-    obj = attrs.object or obj
+    obj = object_meta.prepare_for_create(attrs.object or obj, resource, namespace)
     validation.validate_create(obj, resource)
-    await admission.validate(ctx, attrs)
     name = str(obj["metadata"]["name"])
+    attrs.object, attrs.name = obj, name  # (validating admission sees the generated name)
+    await admission.validate(ctx, attrs)
     _admit_rbac_write(request, ctx, resource, namespace, name, obj)
     stored = await store.create(namespace, name, obj, dry_run=dry_run)
     return negotiation.object_response(
@@ -217,11 +218,12 @@ async def update_object(
                 raise serr.NotFound(key)
             fresh = copy.deepcopy(new)
             fresh["metadata"].pop("resourceVersion", None)
-            object_meta.prepare_for_create(fresh, resource, namespace)
+            object_meta.ensure_namespace(fresh, resource, namespace)
             attrs = admission.attributes(request, resource, CREATE, namespace, info.name,
                                          obj=fresh, dry_run=dry_run, options_kind="CreateOptions")
             await admission.admit(ctx, attrs)
-            fresh = attrs.object or fresh
+            fresh = object_meta.prepare_for_create(attrs.object or fresh, resource, namespace)
+            attrs.object = fresh
             validation.validate_create(fresh, resource)
             await admission.validate(ctx, attrs)
             outcome.created = True
