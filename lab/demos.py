@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from lab import demos_aggregation, demos_auth, demos_crds, seed
+from lab import demos_admission, demos_aggregation, demos_auth, demos_crds, seed
 from lab.apiserver import APIServer
 from lab.control import etcd_start, etcd_stop
 from lab.metrics import Scrape, scrape
@@ -537,6 +537,9 @@ DEMOS: dict[str, tuple[DemoFn, str]] = {
     "etcd-down": (etcd_down, "etcd stopped: RV=0 still served, quorum reads fail"),
     "crd": (demos_crds.crd, "a CRD: served in ms, its own watch cache, deleted with its CRs"),
     "crd-vs-aggregation": (demos_aggregation.crd_vs_aggregation, "a CR vs an aggregated API"),
+    "admission-webhook": (demos_admission.admission_webhook, "webhook: mutated, denied"),
+    "validating-policy": (demos_admission.validating_policy, "a CEL rule refuses 10 replicas"),
+    "pod-security": (demos_admission.pod_security, "a privileged Pod warned, then rejected"),
 }
 
 

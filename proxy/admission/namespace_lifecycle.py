@@ -17,15 +17,20 @@ controller make it look to a client:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proxy import apierrors
+from proxy.admission.attributes import CREATE, DELETE, Attributes
+from proxy.admission.chain import register
+from proxy.admission.interfaces import Plugin
 from proxy.registry.resources import ResourceInfo
-from proxy.server.context import APIContext
 from storage.interfaces import ListOptions
 
-__all__ = ["IMMORTAL_NAMESPACES", "check_deletable", "check_not_terminating", "delete_contents",
-           "is_namespaces"]
+if TYPE_CHECKING:
+    from proxy.server.context import APIContext
+
+__all__ = ["IMMORTAL_NAMESPACES", "NamespaceLifecycle", "check_deletable",
+           "check_not_terminating", "delete_contents", "is_namespaces"]
 
 log = logging.getLogger("watchcache.proxy")
 
@@ -68,3 +73,31 @@ async def delete_contents(ctx: APIContext, namespace: str) -> int:
     if deleted:
         log.info("namespace %s: deleted %d objects with it", namespace, deleted)
     return deleted
+
+
+class NamespaceLifecycle(Plugin):
+    """The NamespaceLifecycle plugin (mutating phase, as upstream's ``Admit``): immortal
+    namespaces cannot be deleted; a create in a namespace that does not exist is 404
+    ``namespaces "x" not found`` (read from etcd when the cache does not have it yet),
+    in one being terminated 403."""
+
+    name = "NamespaceLifecycle"
+    operations = frozenset({CREATE, DELETE})
+    mutating = True
+
+    async def admit(self, attrs: Attributes) -> None:
+        if is_namespaces(attrs.resource):
+            if attrs.operation == DELETE:
+                check_deletable(attrs.name)
+            return
+        if attrs.operation != CREATE or not attrs.resource.namespaced or attrs.subresource:
+            return
+        namespace = await self.lookup.get("", "namespaces", "", attrs.namespace)
+        if namespace is None:
+            namespace = await self.lookup.get("", "namespaces", "", attrs.namespace, fresh=True)
+        if namespace is None:
+            raise apierrors.not_found("namespaces", attrs.namespace)
+        check_not_terminating(namespace, attrs.resource, attrs.name)
+
+
+register(NamespaceLifecycle.name, NamespaceLifecycle)

@@ -21,6 +21,7 @@ from storage.interfaces import JSONObject
 
 __all__ = [
     "check_name_matches_url",
+    "ensure_namespace",
     "generate_name",
     "now_rfc3339",
     "prepare_for_create",
@@ -62,6 +63,24 @@ def _parsed_resource_version(value: object) -> int:
     return parsed if parsed < 1 << 64 else 0
 
 
+def ensure_namespace(obj: JSONObject, resource: ResourceInfo, namespace: str) -> JSONObject:
+    """Set the request's namespace on a namespaced object (400 for a conflicting one
+    in the body; upstream's ``EnsureObjectNamespaceMatchesRequestNamespace``, before
+    admission), clear it on a cluster-scoped one; returns the metadata."""
+    meta = _metadata(obj)
+    body_ns = meta.get("namespace") or ""
+    if resource.namespaced:
+        if body_ns and body_ns != namespace:
+            raise apierrors.bad_request(
+                "the namespace of the provided object does not match the namespace sent "
+                "on the request"
+            )
+        meta["namespace"] = namespace
+    else:
+        meta.pop("namespace", None)
+    return meta
+
+
 def prepare_for_create(
     obj: JSONObject,
     resource: ResourceInfo,
@@ -78,17 +97,7 @@ def prepare_for_create(
     resource with a status subresource is kept as sent (upstream strategies reset some,
     we keep what the client wrote so tests and seeders can create complete objects).
     """
-    meta = _metadata(obj)
-    body_ns = meta.get("namespace") or ""
-    if resource.namespaced:
-        if body_ns and body_ns != namespace:
-            raise apierrors.bad_request(
-                "the namespace of the provided object does not match the namespace sent "
-                "on the request"
-            )
-        meta["namespace"] = namespace
-    else:
-        meta.pop("namespace", None)
+    meta = ensure_namespace(obj, resource, namespace)
     if _parsed_resource_version(meta.pop("resourceVersion", None)):
         # upstream's etcd3 store returns a plain error here: 500, no reason
         raise apierrors.unknown_error("resourceVersion should not be set on objects to be created")

@@ -23,6 +23,8 @@ from typing import Any
 from aiohttp import web
 
 from proxy import apierrors
+from proxy.admission import handler as admission
+from proxy.admission.attributes import UPDATE
 from proxy.apierrors import FieldError
 from proxy.endpoints import negotiation
 from proxy.endpoints.request_info import RequestInfo
@@ -136,6 +138,7 @@ def _scaled(
 
 async def _write(
     request: web.Request,
+    ctx: APIContext,
     info: RequestInfo,
     store: Store,
     options_kind: str,
@@ -153,7 +156,17 @@ async def _write(
             scale = patch.apply_patch(media_type, from_object(current, paths), body, SCALE)
         else:
             scale = negotiation.decode_object(body, media_type or negotiation.JSON_TYPE, SCALE)
-        return _scaled(current, scale, store, info, paths)
+        # admission sees the Scale (kind autoscaling/v1 Scale, subresource "scale")
+        attrs = admission.attributes(
+            request, store.resource, UPDATE, info.namespace, info.name, obj=scale,
+            old=from_object(current, paths), subresource="scale", dry_run=dry_run,
+            options_kind=options_kind)  # fmt: skip
+        attrs.kind_override = (SCALE.group, SCALE.version, SCALE.kind)
+        await admission.admit(ctx, attrs)
+        updated = _scaled(current, attrs.object or scale, store, info, paths)
+        attrs.object = from_object(updated, paths)
+        await admission.validate(ctx, attrs)
+        return updated
 
     stored = await store.update(info.namespace, info.name, try_update, dry_run=dry_run)
     return negotiation.json_response(from_object(stored.obj, paths))
@@ -175,4 +188,4 @@ async def handle_scale(
         patch.check_patch_type(negotiation.media_type_of(request, default=""))
     options_kind = "PatchOptions" if info.verb == "patch" else "UpdateOptions"
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    return await _write(request, info, store, options_kind, body, paths)
+    return await _write(request, ctx, info, store, options_kind, body, paths)

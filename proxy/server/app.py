@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 from aiohttp import web
 
+from proxy.admission import install as admission
 from proxy.aggregator.server import AGGREGATOR, Aggregator
 from proxy.apiextensions.apiserver import setup_apiextensions
 from proxy.authorization.rbac.informer import RBACInformer
@@ -174,6 +175,7 @@ def build_app(
     setup_apiextensions(app, ctx)  # after the storages: its controllers use them
     app[AGGREGATOR] = ctx.aggregator = aggregator
     app.cleanup_ctx.append(aggregator.cleanup_ctx())
+    admission.install(app, ctx)  # the chain, its Warning headers, its configurations
     if settings.system_namespaces:
         app.cleanup_ctx.append(_system_namespaces_task(ctx))
 

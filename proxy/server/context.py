@@ -51,6 +51,8 @@ class APIContext:
     custom_resources: Any = None
     # API aggregation (proxy.aggregator); set by build_app
     aggregator: Aggregator | None = None
+    # the admission chain (proxy.admission.chain.AdmissionChain); None: no admission
+    admission: Any = None
 
     def store(self, resource: ResourceInfo) -> Store:
         """The generic store of ``resource`` (the only way handlers reach storage)."""

@@ -90,6 +90,16 @@ def _parse_servers(value: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(s.strip() for s in items if s and s.strip())
 
 
+def _parse_admission_plugins(value: str | Sequence[str], which: str) -> tuple[str, ...]:
+    from proxy.admission.chain import ORDERED_PLUGINS  # (the admission package's table)
+
+    names = _parse_servers(value)
+    for name in names:
+        if name not in ORDERED_PLUGINS:
+            raise ValueError(f'{which}-admission-plugins plugin "{name}" is unknown')
+    return names
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every setting of ``watchcache serve``. Durations are seconds."""
@@ -167,6 +177,9 @@ class Settings:
     # proxy/registry/deletion.py). Finalizers already on an object are honoured either way.
     lifecycle_controllers: bool = False
     log_level: str = "info"
+    # kube-apiserver's admission flags (proxy.admission.chain: default-on set, order)
+    enable_admission_plugins: tuple[str, ...] = ()
+    disable_admission_plugins: tuple[str, ...] = ()
     # kube-apiserver's --storage-media-type (its default, protobuf); reads accept all three
     storage_media_type: str = "application/vnd.kubernetes.protobuf"
     # --- API aggregation and the front proxy (proxy/aggregator, docs/aggregation.md) ---
@@ -226,6 +239,8 @@ _CONVERTERS: dict[str, Any] = {
     "service_account_max_token_expiration": _parse_duration,
     "service_account_lookup": _parse_bool,
     "max_request_body_bytes": int,
+    "enable_admission_plugins": lambda v: _parse_admission_plugins(v, "enable"),
+    "disable_admission_plugins": lambda v: _parse_admission_plugins(v, "disable"),
     "max_requests_inflight": int,
     "max_mutating_requests_inflight": int,
     "requestheader_allowed_names": _parse_servers,
@@ -291,6 +306,9 @@ _FLAG_HELP: dict[str, str] = {
     "propagationPolicy Foreground/Orphan adds its finalizer, a deleted namespace goes "
     "Terminating; false (default): deletes are immediate",
     "log_level": "debug, info, warning or error",
+    "enable_admission_plugins": "admission plugins to enable besides the default-on ones "
+    "(comma-separated; they run in kube-apiserver's order, see docs/admission.md)",
+    "disable_admission_plugins": "default-on admission plugins to disable (comma-separated)",
     "storage_media_type": "media type of the values written to etcd: "
     "application/vnd.kubernetes.protobuf (default), application/json or application/yaml "
     "(reads accept all three)",

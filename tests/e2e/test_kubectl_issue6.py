@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import urllib.error
 import urllib.request
@@ -279,8 +280,10 @@ def test_describe_pod(kc: Path) -> None:
     ns = namespace(kc, "e6-describe")
     ok(kc, "apply", "-f", "-", stdin=pod_manifest("web", ns))
     out = ok(kc, "describe", "pod", "web", "-n", ns)
-    assert "Name:         web" in out and f"Namespace:    {ns}" in out
-    assert "Status:       Pending" in out
+    # (the column width follows the longest label: admission adds "Service Account:")
+    assert re.search(r"^Name: +web$", out, re.M) and re.search(rf"^Namespace: +{ns}$", out, re.M)
+    assert re.search(r"^Status: +Pending$", out, re.M)
+    assert re.search(r"^Service Account: +default$", out, re.M)
     assert "  main:" in out and "Image:" in out and "nginx:1.25" in out
     assert "app=web" in out
 
@@ -455,7 +458,11 @@ def test_server_dry_run_on_every_write(kc: Path) -> None:
     assert "(server dry run)" in ok(kc, "label", *dry, "pod", "keep", "-n", ns, "x=1")
     assert "(server dry run)" in ok(kc, "annotate", *dry, "pod", "keep", "-n", ns, "x=1")
     ok(kc, "patch", *dry, "pod", "keep", "-n", ns, "-p", '{"metadata":{"labels":{"p":"1"}}}')
-    ok(kc, "replace", *dry, "-f", "-", stdin=pod_manifest("keep", ns, image="nginx:9"))
+    # (replace the object as stored: admission added fields a pod update may not remove,
+    # as kube-apiserver's does)
+    replaced = json.loads(json.dumps(before))
+    replaced["spec"]["containers"][0]["image"] = "nginx:9"
+    ok(kc, "replace", *dry, "-f", "-", stdin=json.dumps(replaced))
     assert "(server dry run)" in ok(kc, "delete", *dry, "pod", "keep", "-n", ns)
     assert "(server dry run)" in ok(kc, "delete", *dry, "pods", "-n", ns, "--all")
     assert names(ok(kc, "get", "pods", "-n", ns)) == ["keep"]

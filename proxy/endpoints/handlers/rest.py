@@ -15,7 +15,9 @@ import copy
 from aiohttp import web
 
 from proxy import apierrors
+from proxy.admission import handler as admission
 from proxy.admission import namespace_lifecycle
+from proxy.admission.attributes import CREATE, DELETE, UPDATE
 from proxy.apiextensions.handler import custom_version, handle_custom
 from proxy.endpoints import negotiation, restful_route
 from proxy.endpoints.handlers import collection
@@ -135,11 +137,16 @@ async def create_object(
     resource = store.resource
     media, dry_run, obj, warnings = await _write_request(request, ctx, store, "CreateOptions")
     namespace = _namespace(info, resource)
-    object_meta.prepare_for_create(obj, resource, namespace)
-    if resource.namespaced:  # admission (NamespaceLifecycle) before validation
-        await ensure_namespace(ctx, namespace, resource, str(obj["metadata"].get("name") or ""))
+    object_meta.ensure_namespace(obj, resource, namespace)
+    name = str(obj["metadata"].get("name") or "")  # ("" with generateName, as upstream)
+    attrs = admission.attributes(request, resource, CREATE, namespace, name, obj=obj,
+                                 dry_run=dry_run, options_kind="CreateOptions")
+    await admission.admit(ctx, attrs)  # mutating admission, then validation, then validating
+    obj = object_meta.prepare_for_create(attrs.object or obj, resource, namespace)
     validation.validate_create(obj, resource)
     name = str(obj["metadata"]["name"])
+    attrs.object, attrs.name = obj, name  # (validating admission sees the generated name)
+    await admission.validate(ctx, attrs)
     _admit_rbac_write(request, ctx, resource, namespace, name, obj)
     stored = await store.create(namespace, name, obj, dry_run=dry_run)
     return negotiation.object_response(
@@ -217,18 +224,21 @@ async def update_object(
                 raise serr.NotFound(key)
             fresh = copy.deepcopy(new)
             fresh["metadata"].pop("resourceVersion", None)
-            object_meta.prepare_for_create(fresh, resource, namespace)
+            object_meta.ensure_namespace(fresh, resource, namespace)
+            attrs = admission.attributes(request, resource, CREATE, namespace, info.name,
+                                         obj=fresh, dry_run=dry_run, options_kind="CreateOptions")
+            await admission.admit(ctx, attrs)
+            fresh = object_meta.prepare_for_create(attrs.object or fresh, resource, namespace)
+            attrs.object = fresh
             validation.validate_create(fresh, resource)
+            await admission.validate(ctx, attrs)
             outcome.created = True
             return fresh
         outcome.created = False
         if expected_rv and expected_rv != _current_rv(current):
             raise serr.Conflict(key)
-        updated = object_meta.prepare_for_update(
-            copy.deepcopy(new), current, resource, info.subresource
-        )
-        validation.validate_update(updated, current, resource, info.subresource)
-        return _unchanged_or(current, updated)
+        return await _admitted_update(request, ctx, info, resource, copy.deepcopy(new), current,
+                                      dry_run, "UpdateOptions")
 
     if resource.create_on_update and not info.subresource and resource.namespaced:
         await ensure_namespace(ctx, namespace)
@@ -243,6 +253,32 @@ async def update_object(
         request, resource, stored.data, 201 if outcome.created else 200, fmt=media,
         warnings=warnings, stored=stored,
     )  # fmt: skip
+
+
+async def _admitted_update(
+    request: web.Request,
+    ctx: APIContext,
+    info: RequestInfo,
+    resource: ResourceInfo,
+    new: JSONObject,
+    current: JSONObject,
+    dry_run: bool,
+    options_kind: str,
+) -> JSONObject:
+    """An update (or patch) through admission: mutating, then the strategy's preparation
+    and validation, then validating (inside the retry loop, as upstream)."""
+    attrs = admission.attributes(
+        request, resource, UPDATE, _namespace(info, resource), info.name, obj=new,
+        old=current, subresource=info.subresource, dry_run=dry_run, options_kind=options_kind,
+    )  # fmt: skip
+    await admission.admit(ctx, attrs)
+    updated = object_meta.prepare_for_update(
+        attrs.object or new, current, resource, info.subresource
+    )
+    validation.validate_update(updated, current, resource, info.subresource)
+    attrs.object = updated
+    await admission.validate(ctx, attrs)
+    return _unchanged_or(current, updated)
 
 
 def _without_rv(obj: JSONObject) -> JSONObject:
@@ -285,9 +321,8 @@ async def patch_object(
         )
         warnings[:] = found
         _admit_rbac_write(request, ctx, resource, namespace, info.name, patched)
-        updated = object_meta.prepare_for_update(patched, current, resource, info.subresource)
-        validation.validate_update(updated, current, resource, info.subresource)
-        return _unchanged_or(current, updated)
+        return await _admitted_update(request, ctx, info, resource, patched, current, dry_run,
+                                      "PatchOptions")
 
     stored = await store.update(namespace, info.name, try_update, dry_run=dry_run)
     return negotiation.object_response(
@@ -307,6 +342,7 @@ async def delete_object(
         unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
     )  # fmt: skip
     namespace = _namespace(info, store.resource)
+    await _admit_delete(request, ctx, info, store, namespace, opts.dry_run)
     if opts.ignore_store_read_error:  # the unsafe delete of a corrupt value
         await store.delete(namespace, info.name, dry_run=opts.dry_run, ignore_store_read_error=True)
         details = {"name": info.name, "kind": store.resource.kind}
@@ -316,7 +352,8 @@ async def delete_object(
             status, media_type=negotiation.PROTOBUF_TYPE if pb else negotiation.JSON_TYPE
         )
     if namespace_lifecycle.is_namespaces(store.resource):
-        namespace_lifecycle.check_deletable(info.name)
+        if ctx.admission is None:
+            namespace_lifecycle.check_deletable(info.name)
         current = await store.get(namespace, info.name)  # 404 before its contents go
         before_delete.check_preconditions(store.resource, opts.preconditions, current.obj)
         if not opts.dry_run and not ctx.settings.lifecycle_controllers:
@@ -330,6 +367,27 @@ async def delete_object(
     return negotiation.object_response(
         request, store.resource, stored.data, code, fmt=media, stored=stored
     )
+
+
+async def _admit_delete(
+    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store, namespace: str,
+    dry_run: bool,
+) -> None:
+    """Admission of a DELETE: the mutating phase without objects, then the validating
+    phase with the object being deleted as ``oldObject`` (read from etcd first; upstream
+    runs it inside the delete's precondition check)."""
+    if ctx.admission is None:
+        return
+    attrs = admission.attributes(request, store.resource, DELETE, namespace, info.name,
+                                 dry_run=dry_run, options_kind="DeleteOptions")
+    await admission.admit(ctx, attrs)
+    try:
+        attrs.old_object = (await store.get(namespace, info.name)).copy()
+    except apierrors.StatusError as e:
+        if e.code == 404:
+            return  # the delete answers 404 itself
+        raise
+    await admission.validate(ctx, attrs)
 
 
 _HANDLERS = {

@@ -1,0 +1,86 @@
+"""``ObjectLookup`` over the server's storages (what kube's plugin initializers give
+plugins as informers and clients)."""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from proxy import apierrors
+from storage import errors as serr
+from storage.interfaces import GetOptions, ListOptions
+
+if TYPE_CHECKING:
+    from proxy.registry.resources import ResourceInfo
+    from proxy.server.context import APIContext
+
+__all__ = ["StoreLookup"]
+
+JSON = dict[str, Any]
+
+
+class StoreLookup:
+    """Reads from the watch cache (resourceVersion 0) or etcd (``fresh``); a resource
+    this server does not serve reads as absent."""
+
+    def __init__(self, ctx: APIContext) -> None:
+        self.ctx = ctx
+
+    def _resource(self, group: str, plural: str) -> ResourceInfo | None:
+        return self.ctx.registry.lookup(group, plural)
+
+    async def get(
+        self, group: str, plural: str, namespace: str, name: str, *, fresh: bool = False
+    ) -> JSON | None:
+        resource = self._resource(group, plural)
+        if resource is None:
+            return None
+        try:  # (the generic store turns storage errors into Status errors)
+            stored = await self.ctx.store(resource).get(
+                namespace, name, GetOptions("" if fresh else "0")
+            )
+        except apierrors.StatusError as e:
+            if e.code == 404:
+                return None
+            raise
+        return stored.copy()
+
+    async def list(
+        self, group: str, plural: str, namespace: str, *, fresh: bool = False
+    ) -> list[JSON]:
+        resource = self._resource(group, plural)
+        if resource is None:
+            return []
+        opts = ListOptions(resource_version="" if fresh else "0")
+        listed = await self.ctx.store(resource).list(namespace, opts)
+        return [item.copy() for item in listed.items]
+
+    def resource_for_kind(self, group: str, kind: str) -> tuple[str, bool] | None:
+        for resource in self.ctx.registry:
+            if resource.group == group and resource.kind == kind:
+                return resource.plural, resource.namespaced
+        return None
+
+    async def write_status(self, group: str, plural: str, obj: JSON) -> bool:
+        resource = self._resource(group, plural)
+        if resource is None:
+            return False
+        meta = obj.get("metadata") or {}
+        expected = str(meta.get("resourceVersion") or "")
+        store = self.ctx.store(resource)
+        key = store.object_key(str(meta.get("namespace") or ""), str(meta.get("name")))
+
+        async def put_status(current: JSON) -> JSON:
+            if str((current.get("metadata") or {}).get("resourceVersion")) != expected:
+                raise serr.Conflict(key)
+            updated = copy.deepcopy(current)
+            updated["status"] = obj.get("status") or {}
+            return updated
+
+        try:
+            await store.update(str(meta.get("namespace") or ""), str(meta.get("name")), put_status)
+        except apierrors.StatusError as e:
+            if e.code in (404, 409):
+                return False
+            raise
+        return True

@@ -1,0 +1,1 @@
+"""The PodSecurity admission plugin (k8s.io/pod-security-admission)."""

@@ -1,0 +1,1 @@
+"""ValidatingAdmissionPolicy (k8s.io/apiserver/pkg/admission/plugin/policy)."""

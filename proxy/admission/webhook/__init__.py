@@ -1,0 +1,2 @@
+"""MutatingAdmissionWebhook and ValidatingAdmissionWebhook
+(k8s.io/apiserver/pkg/admission/plugin/webhook)."""
