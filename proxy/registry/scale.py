@@ -23,6 +23,7 @@ from proxy import apierrors
 from proxy.apierrors import FieldError
 from proxy.endpoints import negotiation
 from proxy.endpoints.request_info import RequestInfo
+from proxy.fieldmanager import wiring as managed
 from proxy.patch import patcher as patch
 from proxy.printers.columns import format_label_selector
 from proxy.registry import object_meta, validation
@@ -102,14 +103,26 @@ async def _write(
     media_type = negotiation.media_type_of(request, default="")
     key = store.object_key(info.namespace, info.name)
 
+    applying = media_type == managed.APPLY_PATCH
+    config = managed.decode_apply_body(body) if applying else {}
+
     async def try_update(current: JSONObject) -> JSONObject:
         if not current:
             raise serr.NotFound(key)
+        if applying:  # the Scale's replicas applied as the object's spec.replicas
+            parent = managed.scale_config(config, current)
+            applied = managed.apply(request, store.resource, "scale", current, parent)
+            replicas = (applied.get("spec") or {}).get("replicas")
+            scale = {"metadata": {}, "spec": {"replicas": replicas}}
+            updated = _scaled(current, scale, store, info)
+            entries = managed.sent_managed_fields(applied)
+            return managed.set_managed_fields(updated, entries)
         if info.verb == "patch":
             scale = patch.apply_patch(media_type, from_object(current), body, SCALE)
         else:
             scale = negotiation.decode_object(body, media_type or negotiation.JSON_TYPE, SCALE)
-        return _scaled(current, scale, store, info)
+        updated = _scaled(current, scale, store, info)
+        return managed.record_update(request, store.resource, "scale", current, updated, None)
 
     stored = await store.update(info.namespace, info.name, try_update, dry_run=dry_run)
     return negotiation.json_response(from_object(stored.obj))
@@ -124,7 +137,9 @@ async def handle_scale(
         stored = await store.get(info.namespace, info.name, opts)
         return negotiation.json_response(from_object(stored.obj))
     if info.verb == "patch":
-        patch.check_patch_type(negotiation.media_type_of(request, default=""))
+        patch_type = negotiation.media_type_of(request, default="")
+        patch.check_patch_type(patch_type)
+        managed.check_patch_options(request.query, patch_type)
     options_kind = "PatchOptions" if info.verb == "patch" else "UpdateOptions"
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     return await _write(request, info, store, options_kind, body)

@@ -21,6 +21,7 @@ from proxy.endpoints.handlers import collection
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.media_types import AcceptedFormat
 from proxy.endpoints.request_info import RequestInfo, request_info_of
+from proxy.fieldmanager import wiring as managed
 from proxy.patch import patcher as patch
 from proxy.registry import before_delete, deletion, object_meta, pods, scale, validation
 from proxy.registry.dry_run import is_dry_run
@@ -135,6 +136,7 @@ async def create_object(
     validation.validate_create(obj, resource)
     name = str(obj["metadata"]["name"])
     _admit_rbac_write(request, ctx, resource, namespace, name, obj)
+    managed.record_update(request, resource, "", None, obj, managed.sent_managed_fields(obj))
     stored = await store.create(namespace, name, obj, dry_run=dry_run)
     return negotiation.object_response(
         request, resource, stored.data, 201, fmt=media, warnings=warnings, stored=stored
@@ -204,6 +206,7 @@ async def update_object(
     key = store.object_key(namespace, info.name)
     outcome = _Outcome()
     _admit_rbac_write(request, ctx, resource, namespace, info.name, new)
+    sent = managed.sent_managed_fields(new)
 
     async def try_update(current: JSONObject) -> JSONObject:
         if not current:  # absent and the resource allows create-on-update
@@ -214,7 +217,7 @@ async def update_object(
             object_meta.prepare_for_create(fresh, resource, namespace)
             validation.validate_create(fresh, resource)
             outcome.created = True
-            return fresh
+            return managed.record_update(request, resource, "", None, fresh, sent)
         outcome.created = False
         if expected_rv and expected_rv != _current_rv(current):
             raise serr.Conflict(key)
@@ -222,6 +225,7 @@ async def update_object(
             copy.deepcopy(new), current, resource, info.subresource
         )
         validation.validate_update(updated, current, resource, info.subresource)
+        managed.record_update(request, resource, info.subresource, current, updated, sent)
         return _unchanged_or(current, updated)
 
     if resource.create_on_update and not info.subresource and resource.namespaced:
@@ -256,17 +260,26 @@ async def patch_object(
     media = _response_type(request, resource)
     patch_type = negotiation.media_type_of(request, default="")
     patch.check_patch_type(patch_type)
+    managed.check_patch_options(request.query, patch_type)
     mode = validation.field_mode(request.query, "PatchOptions")
     dry_run = is_dry_run(request.query, "PatchOptions")
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     warnings: list[str] = []
     namespace = _namespace(info, resource)
     key = store.object_key(namespace, info.name)
+    applying = patch_type == managed.APPLY_PATCH
+    config = managed.decode_apply_body(body) if applying else {}
+    outcome = _Outcome()
 
     async def try_update(current: JSONObject) -> JSONObject:
-        if not current:
+        if not current and not applying:
             raise serr.NotFound(key)
-        patched = patch.apply_patch(patch_type, copy.deepcopy(current), body, resource, mode)
+        if applying:  # server-side apply (create-on-apply when absent)
+            patched = managed.apply(request, resource, info.subresource, current or None, config)
+            if not current:
+                return _applied_create(patched, resource, namespace, info, outcome)
+        else:
+            patched = patch.apply_patch(patch_type, copy.deepcopy(current), body, resource, mode)
         if not isinstance(patched.get("metadata"), dict):
             patched["metadata"] = {}
         negotiation.check_kind(patched, resource)
@@ -274,19 +287,47 @@ async def patch_object(
         rv = str(patched["metadata"].get("resourceVersion") or "")
         if rv and rv != _current_rv(current):
             raise serr.Conflict(key)
+        sent = managed.sent_managed_fields(patched)
         patched, found = validation.validate_patched(
-            patched, patch.decoded_patch(body), resource, mode
+            patched, config if applying else patch.decoded_patch(body), resource, mode
         )
         warnings[:] = found
         _admit_rbac_write(request, ctx, resource, namespace, info.name, patched)
+        applied_fields = managed.sent_managed_fields(patched) if applying else None
         updated = object_meta.prepare_for_update(patched, current, resource, info.subresource)
         validation.validate_update(updated, current, resource, info.subresource)
+        if applying:
+            managed.set_managed_fields(updated, applied_fields)
+        else:
+            managed.record_update(request, resource, info.subresource, current, updated, sent)
         return _unchanged_or(current, updated)
 
-    stored = await store.update(namespace, info.name, try_update, dry_run=dry_run)
+    if applying and resource.namespaced and not info.subresource:
+        await ensure_namespace(ctx, namespace)
+    stored = await store.update(
+        namespace, info.name, try_update, ignore_not_found=applying and not info.subresource,
+        dry_run=dry_run,
+    )  # fmt: skip
     return negotiation.object_response(
-        request, resource, stored.data, fmt=media, warnings=warnings, stored=stored
-    )
+        request, resource, stored.data, 201 if outcome.created else 200, fmt=media,
+        warnings=warnings, stored=stored,
+    )  # fmt: skip
+
+
+def _applied_create(
+    obj: JSONObject, resource: ResourceInfo, namespace: str, info: RequestInfo, outcome: _Outcome
+) -> JSONObject:
+    """The object a create-on-apply stores (201), validated as a create."""
+    if info.subresource:
+        raise serr.NotFound(info.name)
+    applied_fields = managed.sent_managed_fields(obj)
+    negotiation.check_kind(obj, resource)
+    object_meta.check_name_matches_url(obj, info.name, namespace, resource)
+    object_meta.prepare_for_create(obj, resource, namespace)
+    validation.validate_create(obj, resource)
+    managed.set_managed_fields(obj, applied_fields)
+    outcome.created = True
+    return obj
 
 
 async def delete_object(
