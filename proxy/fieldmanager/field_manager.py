@@ -98,7 +98,7 @@ class ApplyConflict(Exception):
             )
         lines: list[str] = []
         for manager in sorted({m for m, _ in self.conflicts}):
-            lines.append(f"conflicts with {_print_manager(manager)}")
+            lines.append(f"conflicts with {_print_manager(manager)}:")
             lines.extend(f"- {path_string(p)}" for m, p in self.conflicts if m == manager)
         return f"Apply failed with {len(self.conflicts)} conflicts: " + "\n".join(lines)
 
@@ -368,5 +368,6 @@ def _sync_last_applied(result: JSONObject, config: JSONObject) -> None:
     else:
         cfg_meta.pop("annotations", None)
     annotations = dict(annotations)
-    annotations[LAST_APPLIED] = go_json({**config, "metadata": cfg_meta})
+    # (upstream encodes it with a JSON encoder: a trailing newline)
+    annotations[LAST_APPLIED] = go_json({**config, "metadata": cfg_meta}) + "\n"
     result["metadata"] = {**meta, "annotations": annotations}

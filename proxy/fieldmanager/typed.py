@@ -164,7 +164,12 @@ class _RootNode(SchemaNode):
     def field(self, name: str) -> SchemaNode | None:
         if name == "metadata":
             return schemas.node_for_definition(_OBJECT_META)
+        if name in ("apiVersion", "kind"):
+            return _STRING
         return super().field(name)
+
+
+_STRING = SchemaNode({"type": "string"})
 
 
 def register_schema(
