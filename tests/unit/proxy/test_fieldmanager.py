@@ -177,12 +177,18 @@ def test_update_on_create_marks_added_maps_and_items_as_upstream() -> None:
 # -- apply: conflicts, force, shared ownership, removal ------------------------------------
 
 
-def test_conflict_with_an_updater_names_its_subresource_and_version() -> None:
+def applied_then_scaled() -> Obj:
+    """kubectl apply --server-side, then kubectl scale --replicas=3."""
     o = Obj("apps", "v1", "Deployment")
     live = o.apply(deployment(), "kubectl")
     scaled = json.loads(json.dumps(live))
     scaled["spec"]["replicas"] = 3
     o.update(scaled, "kubectl", sub="scale")
+    return o
+
+
+def test_conflict_with_an_updater_names_its_subresource_and_version() -> None:
+    o = applied_then_scaled()
     with pytest.raises(apierrors.StatusError) as exc:
         o.apply(deployment(replicas=4), "kubectl")
     body = status_error(exc)
@@ -211,11 +217,7 @@ def test_conflicts_with_several_managers_are_listed_by_manager() -> None:
 
 
 def test_force_takes_the_fields_and_drops_emptied_managers() -> None:
-    o = Obj("apps", "v1", "Deployment")
-    live = o.apply(deployment(), "kubectl")
-    scaled = json.loads(json.dumps(live))
-    scaled["spec"]["replicas"] = 3
-    o.update(scaled, "kubectl", sub="scale")
+    o = applied_then_scaled()
     o.apply(deployment(replicas=4), "x", force=True)
     assert o.live is not None and o.live["spec"]["replicas"] == 4
     assert set(o.managers()) == {"kubectl/Apply", "x/Apply"}  # the scale entry is gone
