@@ -10,9 +10,10 @@ against the object it retries on.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+import yaml
 from aiohttp import web
 
 from proxy import apierrors
@@ -21,6 +22,7 @@ from proxy.fieldmanager.field_manager import FieldManager, manager_or_user_agent
 from proxy.fieldmanager.fieldpath import PathElement, Set
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.validation import field
+from proxy.registry.validation import field_validation as fv
 from storage.interfaces import JSONObject
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "field_manager",
     "manager_of",
     "record_update",
+    "strict_decoding",
 ]
 
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -169,3 +172,36 @@ def scale_config(scale: JSONObject, parent: JSONObject) -> JSONObject:
     if isinstance(spec, dict) and "replicas" in spec:
         config["spec"] = {"replicas": spec["replicas"]}
     return config
+
+
+def _duplicate_keys(node: yaml.Node) -> Iterator[str]:
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            text = str(key.value)
+            if text in seen:
+                yield f'line {key.start_mark.line + 1}: key "{text}" already set in map'
+            seen.add(text)
+            yield from _duplicate_keys(value)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            yield from _duplicate_keys(item)
+
+
+def strict_decoding(body: bytes, mode: str) -> list[str]:
+    """The apply patcher's check after a successful apply (upstream's
+    ``yaml.UnmarshalStrict``): duplicate keys are 400 ``error strict decoding YAML``
+    under fieldValidation=Strict, Warning headers under Warn, nothing under Ignore."""
+    if mode == "Ignore":
+        return []
+    try:
+        root = yaml.compose(body, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return []
+    found = list(_duplicate_keys(root)) if root is not None else []
+    if found and mode == "Strict":
+        raise apierrors.bad_request(
+            "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal "
+            "errors:\n  " + "\n  ".join(found)
+        )
+    return [fv.warning_header(w) for w in found]

@@ -277,6 +277,7 @@ async def patch_object(
         if applying:  # server-side apply (create-on-apply when absent)
             patched = managed.apply(request, resource, info.subresource, current or None, config)
             if not current:
+                warnings[:] = managed.strict_decoding(body, mode)
                 return _applied_create(patched, resource, namespace, info, outcome)
         else:
             patched = patch.apply_patch(patch_type, copy.deepcopy(current), body, resource, mode)
@@ -291,7 +292,7 @@ async def patch_object(
         patched, found = validation.validate_patched(
             patched, config if applying else patch.decoded_patch(body), resource, mode
         )
-        warnings[:] = found
+        warnings[:] = found + (managed.strict_decoding(body, mode) if applying else [])
         _admit_rbac_write(request, ctx, resource, namespace, info.name, patched)
         applied_fields = managed.sent_managed_fields(patched) if applying else None
         updated = object_meta.prepare_for_update(patched, current, resource, info.subresource)
