@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from lab import demos_auth, seed
+from lab import demos_auth, demos_ssa, seed
 from lab.apiserver import APIServer
 from lab.control import etcd_start, etcd_stop
 from lab.metrics import Scrape, scrape
@@ -534,6 +534,7 @@ DEMOS: dict[str, tuple[DemoFn, str]] = {
     "too-old": (too_old, "compaction, then 410 too old resource version"),
     "authn": (demos_auth.authn, "who am I: anonymous, token, cert, service account"),
     "rbac": (demos_auth.rbac, "the learner denied, then granted by a RoleBinding"),
+    "ssa": (demos_ssa.ssa, "server-side apply: two managers, a conflict, --force-conflicts"),
     "etcd-down": (etcd_down, "etcd stopped: RV=0 still served, quorum reads fail"),
 }
 
