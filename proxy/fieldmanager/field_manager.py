@@ -180,9 +180,8 @@ class FieldManager:
     def _update(
         self, live: JSONObject | None, new: JSONObject, managed: Managed, ident: str
     ) -> None:
-        before = tv.go_shape(_without_managed_fields(live or {}), self.atom)
-        after = tv.go_shape(_without_managed_fields(new), self.atom)
-        comparison = self._compare(before, after)
+        before = _without_managed_fields(live or {})
+        comparison = self._compare(before, _without_managed_fields(new))
         self._take_from_others(managed, comparison, _CURRENT, force=True)
         changed = comparison.changed().difference(STRIPPED)
         if changed.empty():
@@ -269,7 +268,7 @@ class FieldManager:
         managed.fields[ident] = VersionedSet(owned, self.api_version, True)
         if last is not None and not last.set.empty():
             merged = self._prune(merged, managed, last.set)
-        comparison = self._compare(tv.go_shape(base, self.atom), tv.go_shape(merged, self.atom))
+        comparison = self._compare(base, merged)
         self._take_from_others(managed, comparison, ident, force)
         if managed.fields[ident].set.empty():
             del managed.fields[ident]

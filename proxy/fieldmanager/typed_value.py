@@ -24,7 +24,6 @@ __all__ = [
     "TypedError",
     "compare",
     "ensure_named_fields_are_members",
-    "go_shape",
     "merge",
     "remove_items",
     "to_field_set",
@@ -131,8 +130,10 @@ class Comparison:
 
 
 def compare(lhs: Any, rhs: Any, atom: Atom) -> Comparison:
-    """Upstream's ``TypedValue.Compare``: leaves added, modified or removed, and
-    non-leaf positions (maps, list items) added or removed."""
+    """Upstream's ``TypedValue.Compare`` of two whole objects as a Go typed round trip
+    shapes them (see :data:`NON_POINTER_STRUCTS`): leaves added, modified or removed,
+    and non-leaf positions (maps, list items) added or removed. Equal subtrees are
+    skipped after one (C-speed) equality test."""
     c = Comparison()
     _compare(lhs, rhs, atom, (), c)
     return c
@@ -146,6 +147,8 @@ def _index(atom: Atom, items: Any) -> dict[PathElement, Any]:
 
 
 def _compare(lhs: Any, rhs: Any, atom: Atom, path: Path, c: Comparison) -> None:
+    if lhs is not MISSING and rhs is not MISSING and _equal(lhs, rhs):
+        return
     shape = _shape(atom, rhs if rhs is not MISSING else lhs)
     if shape != "leaf" and lhs is not MISSING and _shape(atom, lhs) != shape:
         shape = "leaf"  # the value changed type: replaced whole
@@ -170,12 +173,16 @@ def _compare(lhs: Any, rhs: Any, atom: Atom, path: Path, c: Comparison) -> None:
     else:
         left_map = lhs if isinstance(lhs, dict) else {}
         right_map = rhs if isinstance(rhs, dict) else {}
-        for key in {**left_map, **right_map}:
+        zeros = _zero_fields(atom, root=not path)
+        for key in {**left_map, **right_map, **zeros}:
+            left, right = left_map.get(key, MISSING), right_map.get(key, MISSING)
+            if key in zeros:  # absent in JSON, present in Go's typed value
+                left = zeros[key] if left is MISSING and isinstance(lhs, dict) else left
+                right = zeros[key] if right is MISSING and isinstance(rhs, dict) else right
+                if left is MISSING and right is MISSING:
+                    continue
             child_atom = atom.child(key) or DEDUCED
-            _compare(
-                left_map.get(key, MISSING), right_map.get(key, MISSING), child_atom,
-                (*path, PathElement.field(key)), c,
-            )  # fmt: skip
+            _compare(left, right, child_atom, (*path, PathElement.field(key)), c)
     if lhs is MISSING:
         c.added.insert(path)
     elif rhs is MISSING:
@@ -324,44 +331,35 @@ NON_POINTER_STRUCTS: Mapping[str, tuple[str, ...]] = {
 }
 _ROOT_STRUCTS = ("metadata", "spec", "status")
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_ZEROS: dict[tuple[int, bool], tuple[Atom, Mapping[str, Any]]] = {}
 
 
-def go_shape(obj: Mapping[str, Any], atom: Atom) -> dict[str, Any]:
-    """A copy of a whole object with the struct fields Go's typed round trip adds
-    (see :data:`NON_POINTER_STRUCTS`); used only to decide what a write changed."""
-    out = dict(obj)
-    for name in _ROOT_STRUCTS:
-        child = atom.field(name)
-        if child is not None and child.kind == "map" and not child.atomic and name not in out:
-            out[name] = {}
-    shaped = _go_shape(out, atom)
-    return shaped if isinstance(shaped, dict) else out
+def _zero_fields(atom: Atom, root: bool) -> Mapping[str, Any]:
+    """The members Go's zero value of this struct has that JSON may omit: non-pointer
+    structs (``{}``), required slices and maps (``null``), ObjectMeta's
+    ``creationTimestamp`` (``null``); cached per atom."""
+    cached = _ZEROS.get((id(atom), root))
+    if cached is not None and cached[0] is atom:
+        return cached[1]
+    zeros: dict[str, Any] = {}
+    if atom.kind == "map" and not atom.atomic and atom.node is not None:
+        for name in _ROOT_STRUCTS if root else ():
+            child = atom.field(name)
+            if child is not None and child.kind == "map" and not child.atomic:
+                zeros[name] = {}
+        if atom.definition == _OBJECT_META:
+            zeros["creationTimestamp"] = None
+        for name in NON_POINTER_STRUCTS.get(atom.definition or "", ()):
+            zeros[name] = {}
+        for name in atom.node.required:
+            child = atom.field(name)  # a required slice or map has no omitempty: null
+            if child is not None and _is_collection(child):
+                zeros.setdefault(name, None)
+    _ZEROS[(id(atom), root)] = (atom, zeros)
+    return zeros
 
 
 def _is_collection(atom: Atom) -> bool:
     if atom.kind == "list":
         return True
     return atom.kind == "map" and atom.node is not None and not atom.node.is_struct
-
-
-def _go_shape(value: Any, atom: Atom) -> Any:
-    if atom.kind == "list" and isinstance(value, list) and not atom.atomic:
-        elem = atom.elem() or DEDUCED
-        return [_go_shape(v, elem) for v in value]
-    if atom.kind != "map" or atom.atomic or not isinstance(value, dict):
-        return value
-    out = dict(value)
-    if atom.definition == _OBJECT_META:
-        out.setdefault("creationTimestamp", None)
-    for name in NON_POINTER_STRUCTS.get(atom.definition or "", ()):
-        out.setdefault(name, {})
-    for name in atom.node.required if atom.node is not None else ():
-        child = atom.field(name)  # a required slice or map has no omitempty: null
-        if child is not None and name not in out and _is_collection(child):
-            out[name] = None
-    for key, item in out.items():
-        if isinstance(item, dict | list):
-            child = atom.field(key)
-            if child is not None:
-                out[key] = _go_shape(item, child)
-    return out
