@@ -192,3 +192,17 @@ async def test_noop_patch_of_a_pod_template_writes_nothing(
     assert code == 200
     assert again["metadata"]["generation"] == obj["metadata"]["generation"] == 1
     assert again["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+
+
+async def test_strict_field_validation_of_a_json_apply(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    """A JSON body (what kubectl sends) is checked like YAML: JSON is YAML upstream."""
+    cm = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dupj"},"data":{"a":"1","a":"2"}}'
+    url = f"/api/v1/namespaces/{namespace}/configmaps/dupj?fieldManager=m&fieldValidation=Strict"
+    code, status, _ = await patch(http, url, cm)
+    assert (code, status["message"]) == (
+        400,
+        "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n"
+        '  line 1: key "a" already set in map',
+    )
