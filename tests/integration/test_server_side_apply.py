@@ -198,7 +198,8 @@ async def test_strict_field_validation_of_a_json_apply(
     http: aiohttp.ClientSession, namespace: str
 ) -> None:
     """A JSON body (what kubectl sends) is checked like YAML: JSON is YAML upstream."""
-    cm = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dupj"},"data":{"a":"1","a":"2"}}'
+    cm = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dupj"},'
+    cm += b'"data":{"a":"1","a":"2"}}'
     url = f"/api/v1/namespaces/{namespace}/configmaps/dupj?fieldManager=m&fieldValidation=Strict"
     code, status, _ = await patch(http, url, cm)
     assert (code, status["message"]) == (
