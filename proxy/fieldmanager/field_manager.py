@@ -316,19 +316,22 @@ class FieldManager:
         )
 
     def _csa_allows(self, live: JSONObject, conflict: ApplyConflict) -> bool:
-        """Whether every conflict is a field the client-side apply annotation lists
-        (upstream's ``lastAppliedManager``: kubectl's CSA→SSA upgrade)."""
+        """Whether every conflict is a field the client-side apply annotation lists with
+        the value the object still has (upstream's ``lastAppliedManager``: kubectl's
+        CSA→SSA upgrade)."""
         annotations = (live.get("metadata") or {}).get("annotations") or {}
         text = annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None
         if not text:
             return False
         try:
             last_applied = orjson.loads(text)
-            allowed = tv.to_field_set(last_applied, self.atom).intersection(
-                tv.to_field_set(_without_managed_fields(live), self.atom)
-            )
+            listed = tv.to_field_set(last_applied, self.atom)
+            # what the live object no longer holds as last applied is not kubectl's
+            drift = tv.compare(last_applied, _without_managed_fields(live), self.atom)
         except (orjson.JSONDecodeError, tv.TypedError):
             return False
+        allowed = listed.difference(drift.modified).difference(drift.added)
+        allowed = allowed.difference(drift.removed)
         return all(allowed.has(path) for _, path in conflict.conflicts)
 
 

@@ -457,3 +457,18 @@ def test_identifiers_as_upstream() -> None:
     assert mf.identifier("k", "Update", "v1", "status") == (
         '{"manager":"k","operation":"Update","apiVersion":"v1","subresource":"status"}'
     )
+
+
+def test_kubectl_may_not_take_a_field_that_drifted_from_last_applied() -> None:
+    """kubectl apply (client-side), kubectl scale, kubectl apply --server-side: the
+    replicas differ from the annotation, so they are the scaler's: 409 (kube-apiserver)."""
+    last = '{"apiVersion":"v1","data":{"a":"1"},"kind":"ConfigMap","metadata":{"name":"cm"}}\n'
+    o = Obj("", "v1", "ConfigMap")
+    ann = {"kubectl.kubernetes.io/last-applied-configuration": last}
+    live = o.update(configmap({"a": "1"}, annotations=ann), "kubectl-client-side-apply")
+    o.update({**live, "data": {"a": "5"}}, "kubectl-edit")
+    with pytest.raises(apierrors.StatusError) as exc:
+        o.apply(configmap({"a": "2"}), "kubectl")
+    assert status_error(exc)["message"] == (
+        'Apply failed with 1 conflict: conflict with "kubectl-edit" using v1: .data.a'
+    )
