@@ -53,6 +53,9 @@ def field_manager(
         reset.insert((PathElement.field("spec"),))
     elif has_status and not subresource:
         reset.insert((PathElement.field("status"),))
+    if (group, kind, subresource) == ("", "Namespace", ""):
+        # the namespace strategy sets spec.finalizers (only /finalize changes them)
+        reset.insert((PathElement.field("spec"), PathElement.field("finalizers")))
     return FieldManager(group, version, kind, subresource, reset)
 
 
