@@ -33,6 +33,7 @@ __all__ = [
     "check_patch_options",
     "decode_apply_body",
     "field_manager",
+    "keep_times_of_noop",
     "manager_of",
     "record_update",
     "strict_decoding",
@@ -95,6 +96,31 @@ def set_managed_fields(obj: JSONObject, entries: Any) -> JSONObject:
     else:
         meta.pop("managedFields", None)
     return obj
+
+
+def _without(obj: Mapping[str, Any], *keys: str) -> dict[str, Any]:
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in keys}
+    return {**obj, "metadata": meta}
+
+
+def _untimed(entries: Any) -> Any:
+    if not isinstance(entries, list):
+        return entries
+    return [{k: v for k, v in e.items() if k != "time"} if isinstance(e, dict) else e
+            for e in entries]  # fmt: skip
+
+
+def keep_times_of_noop(current: JSONObject, updated: JSONObject) -> None:
+    """Upstream's ``IgnoreManagedFieldsTimestampsTransformer``: when a write changes
+    nothing but managedFields times, ``updated`` keeps the stored managedFields (so the
+    write is a no-op and nothing is written)."""
+    old = (current.get("metadata") or {}).get("managedFields")
+    new = (updated.get("metadata") or {}).get("managedFields")
+    if old is None or new is None or old == new or _untimed(old) != _untimed(new):
+        return
+    ignored = ("managedFields", "resourceVersion")
+    if _without(current, *ignored) == _without(updated, *ignored):
+        updated["metadata"]["managedFields"] = old
 
 
 def sent_managed_fields(obj: Mapping[str, Any]) -> Any:

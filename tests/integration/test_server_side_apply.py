@@ -207,3 +207,17 @@ async def test_strict_field_validation_of_a_json_apply(
         "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n"
         '  line 1: key "a" already set in map',
     )
+
+
+async def test_apply_changing_only_reset_fields_writes_nothing(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    """The main resource ignores status: an apply that only changes it leaves the object
+    and its managedFields times as they were (upstream's timestamp transformer)."""
+    url = path(namespace) + "?fieldManager=m"
+    code, obj, _ = await patch(http, url, {**deployment(namespace), "status": {"replicas": 7}})
+    assert code == 201
+    code, again, _ = await patch(http, url, {**deployment(namespace), "status": {"replicas": 8}})
+    assert code == 200
+    assert again["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+    assert again["metadata"]["managedFields"] == obj["metadata"]["managedFields"]

@@ -249,7 +249,9 @@ def _without_rv(obj: JSONObject) -> JSONObject:
 
 
 def _unchanged_or(current: JSONObject, updated: JSONObject) -> JSONObject:
-    """``current`` itself when ``updated`` is the same object: a no-op writes nothing."""
+    """``current`` itself when ``updated`` is the same object (managedFields times
+    aside, as upstream's IgnoreManagedFieldsTimestampsTransformer): a no-op writes nothing."""
+    managed.keep_times_of_noop(current, updated)
     return current if _without_rv(current) == _without_rv(updated) else updated
 
 

@@ -472,3 +472,19 @@ def test_kubectl_may_not_take_a_field_that_drifted_from_last_applied() -> None:
     assert status_error(exc)["message"] == (
         'Apply failed with 1 conflict: conflict with "kubectl-edit" using v1: .data.a'
     )
+
+
+def test_a_write_changing_only_managed_fields_times_keeps_the_stored_ones() -> None:
+    from proxy.fieldmanager.wiring import keep_times_of_noop
+
+    entry = {"manager": "m", "operation": "Apply", "apiVersion": "v1",
+             "time": "2026-01-01T00:00:01Z", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:data": {}}}  # fmt: skip
+    current = configmap({"a": "1"}, managedFields=[entry], resourceVersion="5")
+    later = {**entry, "time": "2026-01-01T00:00:09Z"}
+    updated = configmap({"a": "1"}, managedFields=[later])
+    keep_times_of_noop(current, updated)
+    assert updated["metadata"]["managedFields"] == [entry]  # nothing else changed: no write
+    changed = configmap({"a": "2"}, managedFields=[later])
+    keep_times_of_noop(current, changed)
+    assert changed["metadata"]["managedFields"] == [later]
