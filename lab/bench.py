@@ -36,8 +36,8 @@ import aiohttp
 import orjson
 import psutil  # type: ignore[import-untyped]
 
+from lab import bench_managed_fields, seed
 from lab import bench_report as report
-from lab import seed
 from lab.apiserver import APIServer, cli_command
 from lab.etcd import EtcdCluster, free_port
 from lab.process import stop_process
@@ -67,6 +67,7 @@ class BenchConfig:
     scenarios: list[str] = field(default_factory=list)  # only these (all when empty)
     machine: str = ""
     quiet: bool = False
+    managed_fields: bool = True  # also measure what managedFields cost (not in --quick)
 
 
 def source_revision(root: Path | None = None) -> str:
@@ -368,6 +369,11 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
                 runs.append({"pods": n, "scenarios": report.stats_dicts(stats),
                              "targets": report.target_dicts(report.targets(stats)),
                              "raw": raw})  # fmt: skip
+                if cfg.managed_fields and (not cfg.scenarios or "managed_fields" in cfg.scenarios):
+                    few = max(10, min(50, n // 20))
+                    mf = asyncio.run(bench_managed_fields.measure(topo.main, few, rounds=2))
+                    runs[-1]["managed_fields"] = mf
+                    topo.notes.append(f"At {n} pods: {bench_managed_fields.describe(mf)}")
             pod_bytes = asyncio.run(_pod_bytes(topo.etcd_endpoints)) if topo.etcd_endpoints else 0
         finally:
             topo.stop()
@@ -444,7 +450,7 @@ def main(argv: list[str]) -> int:
     cfg = BenchConfig(
         pods=a.pods or (300 if quick else 10_000), nodes=a.nodes or (10 if quick else 100),
         namespaces=a.namespaces, runs=a.runs or (3 if quick else 10), out=a.out,
-        server=a.server, machine=a.machine, quiet=a.quiet,
+        server=a.server, machine=a.machine, quiet=a.quiet, managed_fields=not quick,
         etcd_servers=[u for u in a.etcd_servers.split(",") if u],
         sweep=[int(x) for x in a.sweep.split(",") if x.strip()],
         scenarios=[x.strip() for x in a.scenarios.split(",") if x.strip()],

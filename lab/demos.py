@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from lab import demos_admission, demos_aggregation, demos_auth, demos_crds, seed
+from lab import demos_admission, demos_aggregation, demos_auth, demos_crds, demos_ssa, seed
 from lab.apiserver import APIServer
 from lab.control import etcd_start, etcd_stop
 from lab.metrics import Scrape, scrape
@@ -534,12 +534,13 @@ DEMOS: dict[str, tuple[DemoFn, str]] = {
     "too-old": (too_old, "compaction, then 410 too old resource version"),
     "authn": (demos_auth.authn, "who am I: anonymous, token, cert, service account"),
     "rbac": (demos_auth.rbac, "the learner denied, then granted by a RoleBinding"),
-    "etcd-down": (etcd_down, "etcd stopped: RV=0 still served, quorum reads fail"),
+    "ssa": (demos_ssa.ssa, "server-side apply: two managers, a conflict, --force-conflicts"),
     "crd": (demos_crds.crd, "a CRD: served in ms, its own watch cache, deleted with its CRs"),
     "crd-vs-aggregation": (demos_aggregation.crd_vs_aggregation, "a CR vs an aggregated API"),
     "admission-webhook": (demos_admission.admission_webhook, "webhook: mutated, denied"),
     "validating-policy": (demos_admission.validating_policy, "a CEL rule refuses 10 replicas"),
     "pod-security": (demos_admission.pod_security, "a privileged Pod warned, then rejected"),
+    "etcd-down": (etcd_down, "etcd stopped: RV=0 still served, quorum reads fail"),
 }
 
 

@@ -12,9 +12,12 @@ Two halves, kept apart so the first is unit-tested without a network:
 - :func:`seed` POSTs a plan with bounded concurrency. It is idempotent: a 409
   AlreadyExists counts as "existing", not as a failure.
 
-Pods: kube-apiserver resets ``status`` on create (the pod strategy), so when the
-created pod comes back without the status we sent, the status is written through the
-``/status`` subresource, as the kubelet would.
+The server records who wrote what (managedFields) as the writes of a real cluster
+leave it: pods are server-side applied by ``kube-controller-manager`` (create-on-apply)
+and their status applied through ``/status`` by ``kubelet``; configmaps are applied by
+``kubectl``; nodes are created by ``kubelet``, namespaces by ``kubectl-create``. The
+generators' own ``managedFields`` (what kube-apiserver shows for such a pod) are not
+sent: the server writes its own.
 """
 
 from __future__ import annotations
@@ -368,18 +371,40 @@ class SeedResult:
 Progress = Callable[[Item], None]
 
 
+APPLY = "application/apply-patch+yaml"
+# who writes each kind of seeded object in a real cluster (its managedFields manager)
+CREATORS = {"namespaces": "kubectl-create", "nodes": "kubelet"}
+APPLIERS = {"pods": "kube-controller-manager", "configmaps": "kubectl"}
+
+
+def _request(item: Item) -> tuple[str, str, bytes, dict[str, str]]:
+    """(method, path, body, headers) of the write that seeds ``item``."""
+    import orjson
+
+    body = {k: v for k, v in item.body.items() if k != "status" or item.resource != "pods"}
+    body["metadata"] = {k: v for k, v in body["metadata"].items() if k != "managedFields"}
+    manager = APPLIERS.get(item.resource)
+    if manager is None:
+        creator = CREATORS.get(item.resource, "watchcache-seed")
+        return "POST", f"{item.path}?fieldManager={creator}", orjson.dumps(body), {}
+    path = f"{item.path}/{body['metadata']['name']}?fieldManager={manager}"
+    return "PATCH", path, orjson.dumps(body), {"Content-Type": APPLY}
+
+
 async def _create(
     session: aiohttp.ClientSession, base: str, item: Item, result: SeedResult, retries: int = 5
 ) -> None:
+    method, path, data, headers = _request(item)
+    headers.setdefault("Content-Type", "application/json")
     for attempt in range(retries):
-        async with session.post(base + item.path, json=item.body) as r:
+        async with session.request(method, base + path, data=data, headers=headers) as r:
             body = await r.read()
-            if r.status in (200, 201, 202):
+            if r.status == 201 or (r.status in (200, 202) and method == "POST"):
                 result.count(result.created, item.resource)
                 if item.resource == "pods":
-                    await _ensure_pod_status(session, base, item, body, result)
+                    await _apply_pod_status(session, base, item, result)
                 return
-            if r.status == 409:
+            if r.status in (200, 409):  # an apply of an existing object, or AlreadyExists
                 result.count(result.existing, item.resource)
                 return
             retry_after = r.headers.get("Retry-After")
@@ -392,25 +417,23 @@ async def _create(
             return
 
 
-async def _ensure_pod_status(
-    session: aiohttp.ClientSession, base: str, item: Item, created: bytes, result: SeedResult
+async def _apply_pod_status(
+    session: aiohttp.ClientSession, base: str, item: Item, result: SeedResult
 ) -> None:
-    """Write the pod's status through /status when the create reset it."""
+    """The kubelet's write: the pod's status applied through /status."""
     import orjson
 
-    obj = orjson.loads(created)
-    if obj.get("status", {}).get("podIP") == item.body["status"]["podIP"]:
-        return
-    obj["status"] = item.body["status"]
     meta = item.body["metadata"]
-    url = f"{base}{item.path}/{meta['name']}/status"
-    async with session.put(url, data=orjson.dumps(obj),
-                           headers={"Content-Type": "application/json"}) as r:
+    config = {"apiVersion": "v1", "kind": "Pod", "status": item.body["status"],
+              "metadata": {"name": meta["name"], "namespace": meta["namespace"]}}  # fmt: skip
+    url = f"{base}{item.path}/{meta['name']}/status?fieldManager=kubelet"
+    async with session.patch(url, data=orjson.dumps(config),
+                             headers={"Content-Type": APPLY}) as r:  # fmt: skip
         await r.read()
         if r.status == 200:
             result.status_writes += 1
         elif len(result.errors) < 5:
-            result.errors.append(f"PUT {url} -> {r.status} (status kept as created)")
+            result.errors.append(f"PATCH {url} -> {r.status} (status kept as created)")
 
 
 async def seed(

@@ -24,6 +24,7 @@ from proxy.apiextensions.conversion import Converter, NoneConverter, VersionedSt
 from proxy.apiextensions.custom_resource import CustomResourceVersion
 from proxy.apiextensions.openapi import CustomKind, custom_kind
 from proxy.apiextensions.webhook_converter import WebhookConverter
+from proxy.fieldmanager import register_schema, unregister_schema
 from proxy.openapi.schemas import register_kind_schema
 from proxy.printers.handlers import HANDLERS as PRINTERS
 from proxy.registry.resources import ResourceInfo
@@ -136,6 +137,8 @@ class CustomResources:
             self._versions[key] = cr
             self.ctx.storage_ctx.custom_attrs[key] = cr_mod.attrs_func(cr)
             register_kind_schema(info.group, info.version, info.kind, cr_mod.request_schema(cr))
+            if isinstance(cr.schema, dict):  # server-side apply merges by the CRD's schema
+                register_schema(info.group, info.version, info.kind, cr.schema)
             view = VersionedStorage(
                 store, info.api_version, storage_api_version, converter, read_defaults
             )
@@ -173,6 +176,7 @@ class CustomResources:
             self.ctx.storage_ctx.custom_attrs.pop(key, None)
             self.ctx.storages.remove_view(info)
             register_kind_schema(info.group, info.version, info.kind, None)
+            unregister_schema(info.group, info.version, info.kind)
         if _key(served.base) not in keep:
             self.ctx.storage_ctx.custom_attrs.pop(_key(served.base), None)
         info0 = served.resources[0][0]

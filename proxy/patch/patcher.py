@@ -7,7 +7,8 @@
   replaces).
 - ``application/strategic-merge-patch+json``: ``proxy.patch.strategic`` with the
   kind's schema (patch merge keys and strategies) from ``proxy.openapi.schemas``.
-- ``application/apply-patch+yaml`` (server-side apply): 415 for now.
+- ``application/apply-patch+yaml`` (server-side apply): not a patch of the object but
+  a configuration merged by ``proxy.fieldmanager`` (the handlers dispatch it there).
 
 The patched object then goes through the same update path as a PUT.
 """
@@ -65,6 +66,7 @@ def supported_patch_types() -> list[str]:
     types = [JSON_PATCH, MERGE_PATCH]
     if _strategic() is not None:
         types.append(STRATEGIC_MERGE_PATCH)
+    types.append(APPLY_PATCH)
     return types
 
 

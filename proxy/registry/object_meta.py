@@ -201,8 +201,22 @@ def check_name_matches_url(
 
 
 def _spec_part(obj: JSONObject) -> JSONObject:
-    """Everything generation tracks: all but metadata, status, kind, apiVersion."""
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
+    """Everything generation tracks: all but metadata, status, kind, apiVersion; a
+    null member is the same as an absent one (a Go typed round trip writes a zero
+    ``creationTimestamp`` of a pod template as null, a decoded patch result may omit it)."""
+    return {
+        k: _without_nulls(v)
+        for k, v in obj.items()
+        if k not in ("metadata", "status", "kind", "apiVersion")
+    }
+
+
+def _without_nulls(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def prepare_for_update(

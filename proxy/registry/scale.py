@@ -28,6 +28,7 @@ from proxy.admission.attributes import UPDATE
 from proxy.apierrors import FieldError
 from proxy.endpoints import negotiation
 from proxy.endpoints.request_info import RequestInfo
+from proxy.fieldmanager import wiring as managed
 from proxy.patch import patcher as patch
 from proxy.printers.columns import format_label_selector
 from proxy.registry import object_meta, validation
@@ -149,10 +150,20 @@ async def _write(
     media_type = negotiation.media_type_of(request, default="")
     key = store.object_key(info.namespace, info.name)
 
+    applying = media_type == managed.APPLY_PATCH
+    config = managed.decode_apply_body(body) if applying else {}
+
     async def try_update(current: JSONObject) -> JSONObject:
         if not current:
             raise serr.NotFound(key)
-        if info.verb == "patch":
+        entries: object = None
+        if applying:  # the Scale's replicas applied as the object's spec.replicas
+            parent = managed.scale_config(config, current)
+            applied = managed.apply(request, store.resource, "scale", current, parent)
+            replicas = (applied.get("spec") or {}).get("replicas")
+            scale: JSONObject = {"metadata": {}, "spec": {"replicas": replicas}}
+            entries = managed.sent_managed_fields(applied)
+        elif info.verb == "patch":
             scale = patch.apply_patch(media_type, from_object(current, paths), body, SCALE)
         else:
             scale = negotiation.decode_object(body, media_type or negotiation.JSON_TYPE, SCALE)
@@ -164,6 +175,12 @@ async def _write(
         attrs.kind_override = (SCALE.group, SCALE.version, SCALE.kind)
         await admission.admit(ctx, attrs)
         updated = _scaled(current, attrs.object or scale, store, info, paths)
+        if applying:
+            updated = managed.set_managed_fields(updated, entries)
+        else:
+            updated = managed.record_update(
+                request, store.resource, "scale", current, updated, None
+            )
         attrs.object = from_object(updated, paths)
         await admission.validate(ctx, attrs)
         return updated
@@ -185,7 +202,9 @@ async def handle_scale(
         stored = await store.get(info.namespace, info.name, opts)
         return negotiation.json_response(from_object(stored.obj, paths))
     if info.verb == "patch":
-        patch.check_patch_type(negotiation.media_type_of(request, default=""))
+        patch_type = negotiation.media_type_of(request, default="")
+        patch.check_patch_type(patch_type)
+        managed.check_patch_options(request.query, patch_type)
     options_kind = "PatchOptions" if info.verb == "patch" else "UpdateOptions"
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     return await _write(request, ctx, info, store, options_kind, body, paths)

@@ -362,12 +362,14 @@ async def test_strategic_merge_patch_merges_containers(
     assert sorted(c["name"] for c in obj["template"]["spec"]["containers"]) == ["c", "side"]
 
 
-async def test_unsupported_patch_type_is_415(http: aiohttp.ClientSession, namespace: str) -> None:
+async def test_apply_patch_of_another_kind_is_400(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
     await create(http, pods(namespace), pod_body("ptype"))
-    code, status = await _patch(http, pods(namespace, "ptype"), {}, "application/apply-patch+yaml")
-    assert code == 415
-    assert status["reason"] == "UnsupportedMediaType"
-    assert "application/json-patch+json" in status["message"]
+    path = pods(namespace, "ptype") + "?fieldManager=m"
+    code, status = await _patch(http, path, {}, "application/apply-patch+yaml")
+    assert code == 400  # kube-apiserver's version check of the applied configuration
+    assert status["message"] == "invalid object type: /, Kind="
 
 
 # -- delete --------------------------------------------------------------------------

@@ -11,6 +11,7 @@ Handlers reach storage only through the resource's generic store
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 from aiohttp import web
 
@@ -24,6 +25,7 @@ from proxy.endpoints.handlers import collection
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.media_types import AcceptedFormat
 from proxy.endpoints.request_info import RequestInfo, request_info_of
+from proxy.fieldmanager import wiring as managed
 from proxy.patch import patcher as patch
 from proxy.registry import before_delete, deletion, object_meta, pods, scale, validation
 from proxy.registry.dry_run import is_dry_run
@@ -148,6 +150,7 @@ async def create_object(
     attrs.object, attrs.name = obj, name  # (validating admission sees the generated name)
     await admission.validate(ctx, attrs)
     _admit_rbac_write(request, ctx, resource, namespace, name, obj)
+    managed.record_update(request, resource, "", None, obj, managed.sent_managed_fields(obj))
     stored = await store.create(namespace, name, obj, dry_run=dry_run)
     return negotiation.object_response(
         request, resource, stored.data, 201, fmt=media, warnings=warnings, stored=stored
@@ -217,6 +220,7 @@ async def update_object(
     key = store.object_key(namespace, info.name)
     outcome = _Outcome()
     _admit_rbac_write(request, ctx, resource, namespace, info.name, new)
+    sent = managed.sent_managed_fields(new)
 
     async def try_update(current: JSONObject) -> JSONObject:
         if not current:  # absent and the resource allows create-on-update
@@ -233,12 +237,16 @@ async def update_object(
             validation.validate_create(fresh, resource)
             await admission.validate(ctx, attrs)
             outcome.created = True
-            return fresh
+            return managed.record_update(request, resource, "", None, fresh, sent)
         outcome.created = False
         if expected_rv and expected_rv != _current_rv(current):
             raise serr.Conflict(key)
-        return await _admitted_update(request, ctx, info, resource, copy.deepcopy(new), current,
-                                      dry_run, "UpdateOptions")
+        return await _admitted_update(
+            request, ctx, info, resource, copy.deepcopy(new), current, dry_run, "UpdateOptions",
+            lambda updated: managed.record_update(
+                request, resource, info.subresource, current, updated, sent
+            ),
+        )
 
     if resource.create_on_update and not info.subresource and resource.namespaced:
         await ensure_namespace(ctx, namespace)
@@ -264,9 +272,12 @@ async def _admitted_update(
     current: JSONObject,
     dry_run: bool,
     options_kind: str,
+    track: Callable[[JSONObject], JSONObject],
 ) -> JSONObject:
     """An update (or patch) through admission: mutating, then the strategy's preparation
-    and validation, then validating (inside the retry loop, as upstream)."""
+    and validation, then validating (inside the retry loop, as upstream). ``track``
+    records the write's managedFields on the prepared object, before validating
+    admission sees it."""
     attrs = admission.attributes(
         request, resource, UPDATE, _namespace(info, resource), info.name, obj=new,
         old=current, subresource=info.subresource, dry_run=dry_run, options_kind=options_kind,
@@ -276,7 +287,7 @@ async def _admitted_update(
         attrs.object or new, current, resource, info.subresource
     )
     validation.validate_update(updated, current, resource, info.subresource)
-    attrs.object = updated
+    attrs.object = updated = track(updated)
     await admission.validate(ctx, attrs)
     return _unchanged_or(current, updated)
 
@@ -287,7 +298,9 @@ def _without_rv(obj: JSONObject) -> JSONObject:
 
 
 def _unchanged_or(current: JSONObject, updated: JSONObject) -> JSONObject:
-    """``current`` itself when ``updated`` is the same object: a no-op writes nothing."""
+    """``current`` itself when ``updated`` is the same object (managedFields times
+    aside, as upstream's IgnoreManagedFieldsTimestampsTransformer): a no-op writes nothing."""
+    managed.keep_times_of_noop(current, updated)
     return current if _without_rv(current) == _without_rv(updated) else updated
 
 
@@ -298,17 +311,29 @@ async def patch_object(
     media = _response_type(request, resource)
     patch_type = negotiation.media_type_of(request, default="")
     patch.check_patch_type(patch_type)
+    managed.check_patch_options(request.query, patch_type)
     mode = validation.field_mode(request.query, "PatchOptions")
     dry_run = is_dry_run(request.query, "PatchOptions")
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     warnings: list[str] = []
     namespace = _namespace(info, resource)
     key = store.object_key(namespace, info.name)
+    applying = patch_type == managed.APPLY_PATCH
+    config = managed.decode_apply_body(body) if applying else {}
+    outcome = _Outcome()
 
     async def try_update(current: JSONObject) -> JSONObject:
-        if not current:
+        if not current and not applying:
             raise serr.NotFound(key)
-        patched = patch.apply_patch(patch_type, copy.deepcopy(current), body, resource, mode)
+        if applying:  # server-side apply (create-on-apply when absent)
+            patched = managed.apply(request, resource, info.subresource, current or None, config)
+            if not current:
+                warnings[:] = managed.strict_decoding(body, mode)
+                return await _applied_create(
+                    request, ctx, patched, resource, namespace, info, outcome, dry_run
+                )
+        else:
+            patched = patch.apply_patch(patch_type, copy.deepcopy(current), body, resource, mode)
         if not isinstance(patched.get("metadata"), dict):
             patched["metadata"] = {}
         negotiation.check_kind(patched, resource)
@@ -316,18 +341,65 @@ async def patch_object(
         rv = str(patched["metadata"].get("resourceVersion") or "")
         if rv and rv != _current_rv(current):
             raise serr.Conflict(key)
+        sent = managed.sent_managed_fields(patched)
         patched, found = validation.validate_patched(
-            patched, patch.decoded_patch(body), resource, mode
+            patched, config if applying else patch.decoded_patch(body), resource, mode
         )
-        warnings[:] = found
+        warnings[:] = found + (managed.strict_decoding(body, mode) if applying else [])
         _admit_rbac_write(request, ctx, resource, namespace, info.name, patched)
-        return await _admitted_update(request, ctx, info, resource, patched, current, dry_run,
-                                      "PatchOptions")
+        applied_fields = managed.sent_managed_fields(patched) if applying else None
 
-    stored = await store.update(namespace, info.name, try_update, dry_run=dry_run)
+        def track(updated: JSONObject) -> JSONObject:
+            if applying:
+                return managed.set_managed_fields(updated, applied_fields)
+            return managed.record_update(
+                request, resource, info.subresource, current, updated, sent
+            )
+
+        return await _admitted_update(
+            request, ctx, info, resource, patched, current, dry_run, "PatchOptions", track
+        )
+
+    if applying and resource.namespaced and not info.subresource:
+        await ensure_namespace(ctx, namespace)
+    stored = await store.update(
+        namespace, info.name, try_update, ignore_not_found=applying and not info.subresource,
+        dry_run=dry_run,
+    )  # fmt: skip
     return negotiation.object_response(
-        request, resource, stored.data, fmt=media, warnings=warnings, stored=stored
-    )
+        request, resource, stored.data, 201 if outcome.created else 200, fmt=media,
+        warnings=warnings, stored=stored,
+    )  # fmt: skip
+
+
+async def _applied_create(
+    request: web.Request,
+    ctx: APIContext,
+    obj: JSONObject,
+    resource: ResourceInfo,
+    namespace: str,
+    info: RequestInfo,
+    outcome: _Outcome,
+    dry_run: bool,
+) -> JSONObject:
+    """The object a create-on-apply stores (201): admitted and validated as a create
+    (upstream's patcher turns the PatchOptions into CreateOptions for admission)."""
+    if info.subresource:
+        raise serr.NotFound(info.name)
+    applied_fields = managed.sent_managed_fields(obj)
+    negotiation.check_kind(obj, resource)
+    object_meta.check_name_matches_url(obj, info.name, namespace, resource)
+    object_meta.ensure_namespace(obj, resource, namespace)
+    attrs = admission.attributes(request, resource, CREATE, namespace, info.name, obj=obj,
+                                 dry_run=dry_run, options_kind="CreateOptions")
+    await admission.admit(ctx, attrs)
+    obj = object_meta.prepare_for_create(attrs.object or obj, resource, namespace)
+    validation.validate_create(obj, resource)
+    attrs.object = obj
+    await admission.validate(ctx, attrs)
+    managed.set_managed_fields(obj, applied_fields)
+    outcome.created = True
+    return obj
 
 
 async def delete_object(
