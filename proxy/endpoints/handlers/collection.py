@@ -99,9 +99,9 @@ async def write_list(
             chunks = encoders.protobuf_chunks(encoder, encoded)
             return await _stream(request, headers, protobuf.MEDIA_TYPE, chunks)
         # members protobuf cannot carry: the list goes as JSON, as one object would
-        fallback = encoders.list_chunks(encoder.fallback, (item.data for item in items))
+        fallback = encoders.list_chunks(encoder.fallback, items)
         return await _stream(request, headers, negotiation.JSON_TYPE, fallback)
-    chunks = encoders.list_chunks(encoder, (item.data for item in items))
+    chunks = encoders.list_chunks(encoder, items)
     return await _stream(request, headers, fmt.content_type, chunks)
 
 
