@@ -109,6 +109,7 @@ class ListEncoder:
     tail: bytes
     separator: bytes = b","
     empty: bytes | None = None
+    joins_stored: bool = False  # ``item`` is the stored bytes: pieces may be kept per version
 
 
 def list_chunks(
@@ -155,7 +156,7 @@ def _open(document: dict[str, Any], key: str) -> bytes:
 def json_list(list_kind: str, api_version: str, metadata: dict[str, Any]) -> ListEncoder:
     """The resource's own List, from the items' stored bytes (no re-encoding)."""
     head = {"kind": list_kind, "apiVersion": api_version, "metadata": metadata}
-    return ListEncoder(_open(head, "items"), _as_is, b"]}")
+    return ListEncoder(_open(head, "items"), _as_is, b"]}", joins_stored=True)
 
 
 def _as_is(stored: StoredObject) -> bytes:

@@ -34,6 +34,7 @@ from aiohttp import web
 
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.endpoints import negotiation, responsewriter
+from proxy.endpoints.compression import COMPRESSION_ENABLED
 from proxy.endpoints.discovery.legacy import setup_discovery_routes
 from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
@@ -136,6 +137,7 @@ def build_app(
         client_max_size=settings.max_request_body_bytes + 1,
     )
     responsewriter.install(app)
+    app[COMPRESSION_ENABLED] = settings.feature_gates.get("APIResponseCompression", True)
     ctx = APIContext(
         settings=settings,
         registry=registry or build_registry(SERVED + REVIEWS if secure else SERVED),

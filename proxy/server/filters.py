@@ -43,6 +43,7 @@ from aiohttp.typedefs import Handler, Middleware
 
 from proxy import apierrors
 from proxy.endpoints import negotiation
+from proxy.endpoints.compression import with_compression
 from proxy.endpoints.metrics import with_metrics
 from proxy.endpoints.request_info import REQUEST_INFO, RequestInfo, parse_request_info
 from proxy.endpoints.responsewriter import end_started_response, response_started
@@ -248,6 +249,7 @@ def handler_chain(
         with_max_in_flight(settings),
         # priority and fairness (instead of max in flight) goes here
         *authorization,
+        with_compression,  # APIResponseCompression (streamed lists compress themselves)
         with_handler_errors,
     ]
     return [m for m in chain if m is not None]
