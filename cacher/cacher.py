@@ -32,6 +32,7 @@ from cacher.progress import ProgressRequester
 from cacher.ready import Ready
 from cacher.reflector import Reflector
 from cacher.watch_cache import CacheList, WatchCache, exact_match
+from storage import known_versions
 from storage.errors import CorruptObject, NotReady, StorageError
 from storage.interfaces import (
     AttrsFunc,
@@ -127,6 +128,7 @@ class Cacher:
         self._supervisor = asyncio.get_running_loop().create_task(
             self._supervise(), name=f"cacher-{self.resource}-supervisor"
         )
+        known_versions.register(self.resource_prefix, self.cache.version_at)
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(coro, name=f"cacher-{self.resource}-{name}")
@@ -191,6 +193,7 @@ class Cacher:
         raise NotReady(f"watch cache of {self.resource} is {why}", failure=self.failure)
 
     async def close(self) -> None:
+        known_versions.unregister(self.resource_prefix, self.cache.version_at)
         self.ready.stop()
         self.dispatcher.terminate_all(CloseReason.STOPPED)
         supervisor, self._supervisor = self._supervisor, None
