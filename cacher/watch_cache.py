@@ -187,6 +187,11 @@ class WatchCache:
         obj: CachedObject | None = self._store.get(key)
         return obj
 
+    def objects(self) -> Iterable[CachedObject]:
+        """Every object held now (read it before the loop moves on)."""
+        objects: Iterable[CachedObject] = self._store.values()
+        return objects
+
     def version_at(self, key: str, resource_version: int) -> StoredObject | None:
         """The version of ``key`` held now if its resourceVersion is
         ``resource_version`` (``storage.known_versions``' lookup)."""

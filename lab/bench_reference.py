@@ -407,11 +407,37 @@ async def _measure(cfg: ReferenceConfig, eps: list[Endpoint], ns: str, console: 
     return {"reads": reads, "load": load, "fanout": fanout}
 
 
+async def cache_memory(ep: Endpoint) -> dict[str, Any]:
+    """The pods cache's JSON bytes and held bytes (``/debug/watchcache?memory=1``), and
+    the garbage collector's pauses so far (``watchcache_gc_pause_seconds``)."""
+    async with ep.session() as s:
+        async with s.get(f"{ep.url}/debug/watchcache?memory=1") as r:
+            caches = (await r.json())["caches"]
+        async with s.get(f"{ep.url}/metrics") as r:
+            metrics = await r.text()
+    pods = next(c for c in caches if c["resource"].split(".")[0] == "pods")
+    out: dict[str, Any] = {"json_bytes": pods["jsonBytes"], "held_bytes": pods["heldBytes"],
+                           "held_ratio": pods["heldBytes"] / max(pods["jsonBytes"], 1)}
+    pauses = {"count": 0.0, "sum": 0.0, "over_50ms": 0.0}
+    for line in metrics.splitlines():
+        if line.startswith("watchcache_gc_pause_seconds_count"):
+            pauses["count"] += float(line.split()[-1])
+        elif line.startswith("watchcache_gc_pause_seconds_sum"):
+            pauses["sum"] += float(line.split()[-1])
+        elif line.startswith('watchcache_gc_pause_seconds_bucket') and 'le="0.05"' in line:
+            pauses["over_50ms"] -= float(line.split()[-1])
+    pauses["over_50ms"] += pauses["count"]
+    out["gc_pauses"] = pauses
+    return out
+
+
 def _memory(cfg: ReferenceConfig, server: APIServer, cluster: EtcdCluster, own: Endpoint,
             ref: Endpoint, ns: str, tmp: str) -> dict[str, Any]:  # fmt: skip
-    """watchcache's RSS filled by writes, then after a restart (primed by its LIST)."""
+    """watchcache's RSS and pods cache filled by writes, then after a restart (primed by
+    its LIST)."""
     json_bytes = asyncio.run(_json_bytes(own, ns))
     after_writes = _rss(server.pid)
+    held_writes = asyncio.run(cache_memory(own))
     server.stop()
     fresh = APIServer(cluster.endpoints, log_path=Path(tmp) / "server2.log").start()
     own.url, own.pid = fresh.url, fresh.pid
@@ -419,4 +445,6 @@ def _memory(cfg: ReferenceConfig, server: APIServer, cluster: EtcdCluster, own: 
     time.sleep(1)
     return {"json_bytes": json_bytes, "watchcache_rss_after_writes": after_writes,
             "watchcache_rss_after_restart": _rss(fresh.pid),
+            "cache_after_writes": held_writes,
+            "cache_after_restart": asyncio.run(cache_memory(own)),
             "reference_rss": _rss(ref.pid), "_server": fresh}  # fmt: skip

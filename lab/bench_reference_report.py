@@ -65,6 +65,15 @@ def markdown(result: dict[str, Any]) -> str:
         f"LIST); the reference's RSS {_size(m['reference_rss'])} (its whole process: "
         "every cache it holds, not only these pods).",
     ]
+    for when in ("after_writes", "after_restart"):
+        c = m.get(f"cache_{when}")
+        if c:
+            g = c["gc_pauses"]
+            lines.append(
+                f"- pods cache {when.replace('_', ' ')}: holds {_size(c['held_bytes'])} for "
+                f"{_size(c['json_bytes'])} of JSON ({c['held_ratio']:.2f}x); GC pauses so "
+                f"far: {g['count']:.0f}, {g['sum'] * 1000:.0f} ms in all, "
+                f"{g['over_50ms']:.0f} over 50 ms.")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

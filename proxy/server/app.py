@@ -28,7 +28,7 @@ import signal
 import ssl
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from aiohttp import web
 
@@ -41,7 +41,7 @@ from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
-from proxy.server import http_errors
+from proxy.server import gc_pauses, http_errors
 from proxy.server.auth_chain import AUTH, Auth, auth_cleanup_ctx, build_auth
 from proxy.server.context import API_CONTEXT, APIContext
 from proxy.server.debug import setup_debug_routes
@@ -112,6 +112,13 @@ def _set_storage_media_type(media_type: str) -> None:
         codec.set_storage_media_type("application/json")
 
 
+def _stop_gc_timing(stop: Callable[[], None]) -> Callable[[web.Application], Awaitable[None]]:
+    async def cleanup(app: web.Application) -> None:
+        stop()
+
+    return cleanup
+
+
 def build_app(
     settings: Settings, storage_ctx: StorageContext, registry: Registry | None = None
 ) -> web.Application:
@@ -166,6 +173,7 @@ def build_app(
     app.router.add_route("*", "/apis/{tail:.+}", handle_resource)
 
     app.cleanup_ctx.append(loop_lag_context())
+    app.on_cleanup.append(_stop_gc_timing(gc_pauses.install()))
     app.cleanup_ctx.append(_storages_and_compactor(ctx))
     if settings.system_namespaces:
         app.cleanup_ctx.append(_system_namespaces_task(ctx))
