@@ -69,15 +69,19 @@ class RowTemplate:
         return data[start:end]
 
 
+_UNTEMPLATED = RowTemplate((b"",), b"")  # kept for a version printed directly
+
+
 def template_of(stored: StoredObject, key: str, printer: Printer) -> RowTemplate | None:
     """The version's row template for ``printer`` (kept with the version under
     ``key``, made at most once), or None when the object cannot be templated."""
-    if _MARK in stored.data:
-        return None
-    return stored.derived(key, lambda s: _make(s, printer))
+    found = stored.derived(key, lambda s: _make(s, printer))
+    return found if found is not _UNTEMPLATED else None
 
 
 def _make(stored: StoredObject, printer: Printer) -> RowTemplate:
+    if _MARK in stored.data:  # searched once per version, with the row (not per request)
+        return _UNTEMPLATED
     obj = stored.decoded()
     cells, conditions = printer(obj, SYMBOLIC_NOW)
     row: dict[str, JSON] = {"cells": cells}

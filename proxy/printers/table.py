@@ -144,8 +144,8 @@ class TableConvertor:
         if self.include_object == "None":
             return head + b"null}"
         if self.include_object == "Object":
-            return head + stored.data + b"}"
-        return head + self._partial_head + template.metadata_json(stored.data) + b"}}"
+            return b"".join((head, stored.data, b"}"))
+        return b"".join((head, self._partial_head, template.metadata_json(stored.data), b"}}"))
 
 
 def _row_object(obj: dict[str, JSON], include_object: IncludeObject, table_version: str) -> JSON:
