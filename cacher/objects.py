@@ -135,8 +135,16 @@ def held_bytes(obj: CachedObject) -> tuple[int, int]:
     objects holding them; interned strings shared by many versions are not counted)."""
     stored = obj.stored
     size = sys.getsizeof(obj) + sys.getsizeof(stored) + len(stored.data)
-    size += _size(stored._encodings) + _size(obj.labels) + _size(obj.fields)
+    size += _size(stored._encodings) + _attrs_size(obj.labels) + _attrs_size(obj.fields)
     return len(stored.data), size
+
+
+def _attrs_size(m: Mapping[str, str]) -> int:
+    """A selector-attribute map: its dict, and the values no other version shares (one
+    reference from the map, one from the intern table; getrefcount adds its own)."""
+    if m is _EMPTY:
+        return 0
+    return sys.getsizeof(m) + sum(sys.getsizeof(v) for v in m.values() if sys.getrefcount(v) <= 3)
 
 
 def _size(value: object) -> int:

@@ -65,7 +65,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"LIST); the reference's RSS {_size(m['reference_rss'])} (its whole process: "
         "every cache it holds, not only these pods).",
     ]
-    for when in ("after_writes", "after_restart"):
+    for when in ("after_writes", "after_reads", "after_restart"):
         c = m.get(f"cache_{when}")
         if c:
             g = c["gc_pauses"]
