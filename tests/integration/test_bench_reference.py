@@ -46,9 +46,10 @@ def test_a_short_reference_run_against_a_second_watchcache(
         assert result["fanout"][side]["events"] == 4  # 2 watchers x 2 writes, all seen
     memory = result["memory"]
     assert memory["reference_rss"] and memory["watchcache_rss_after_restart"]
-    for filled in ("cache_after_writes", "cache_after_restart"):  # the same 12 pods held
-        assert memory[filled]["json_bytes"] == memory["json_bytes"]
-        assert memory[filled]["held_bytes"] > memory["json_bytes"]
+    assert memory["cache_after_writes"]["json_bytes"] == memory["json_bytes"]  # the 12 pods
+    for filled in ("cache_after_writes", "cache_after_reads", "cache_after_restart"):
+        # (the fan-out's label patches made one pod a little larger after the writes)
+        assert memory[filled]["held_bytes"] > memory[filled]["json_bytes"] >= memory["json_bytes"]
     assert result["meta"]["reference_version"]["gitVersion"]
     for name in ("reference.json", "reference.md", "reference-reads.png"):
         assert (tmp_path / "out" / name).stat().st_size > 0
