@@ -28,7 +28,7 @@ from proxy.printers.columns import JSON, Printer, object_meta
 from proxy.printers.duration import AGE_MARK, SYMBOLIC_NOW, human_duration
 from storage.interfaces import StoredObject
 
-__all__ = ["RowTemplate", "template_of"]
+__all__ = ["RowTemplate", "metadata_json", "template_of"]
 
 _MARK = orjson.dumps(AGE_MARK)[1:-1]  # the mark as it appears inside encoded JSON
 _NUL = orjson.dumps("\0")[1:-1]
@@ -38,14 +38,12 @@ _METADATA_KEY = b'"metadata":'
 class RowTemplate:
     """One version's encoded row without its object: ``parts`` alternates encoded
     bytes and the start (epoch microseconds) of a duration up to now, beginning and
-    ending with bytes; ``metadata`` is the object's metadata JSON, as ``(start, end)``
-    offsets into the version's stored bytes or as its own copy."""
+    ending with bytes."""
 
-    __slots__ = ("metadata", "parts")
+    __slots__ = ("parts",)
 
-    def __init__(self, parts: tuple[bytes | int, ...], metadata: tuple[int, int] | bytes):
+    def __init__(self, parts: tuple[bytes | int, ...]):
         self.parts = parts
-        self.metadata = metadata
 
     def head(self, now_us: int) -> bytes:
         """``{"cells":[...],...,"object":`` with every age rendered at ``now_us``."""
@@ -61,15 +59,8 @@ class RowTemplate:
                 out.append(human_duration(delta).encode())
         return b"".join(out)
 
-    def metadata_json(self, data: bytes) -> bytes:
-        """The object's metadata JSON (``data``: the version's stored bytes)."""
-        if isinstance(self.metadata, bytes):
-            return self.metadata
-        start, end = self.metadata
-        return data[start:end]
 
-
-_UNTEMPLATED = RowTemplate((b"",), b"")  # kept for a version printed directly
+_UNTEMPLATED = RowTemplate((b"",))  # kept for a version printed directly
 
 
 def template_of(stored: StoredObject, key: str, printer: Printer) -> RowTemplate | None:
@@ -88,7 +79,7 @@ def _make(stored: StoredObject, printer: Printer) -> RowTemplate:
     if conditions:
         row["conditions"] = conditions
     encoded = orjson.dumps(row)[:-1] + b',"object":'
-    return RowTemplate(_split(encoded), _metadata(stored.data, object_meta(obj)))
+    return RowTemplate(_split(encoded))
 
 
 def _split(encoded: bytes) -> tuple[bytes | int, ...]:
@@ -98,6 +89,16 @@ def _split(encoded: bytes) -> tuple[bytes | int, ...]:
         start, _, rest = piece.partition(_NUL)
         parts += [int(start), rest]
     return tuple(parts)
+
+
+def metadata_json(stored: StoredObject) -> bytes:
+    """The version's ``metadata`` as JSON (what a PartialObjectMetadata carries): where
+    it appears verbatim in the stored bytes (found once per version, kept as offsets),
+    else its own encoding."""
+    where = stored.derived("metadata-json", lambda s: _metadata(s.data, object_meta(s.decoded())))
+    if isinstance(where, bytes):
+        return where
+    return stored.data[where[0] : where[1]]
 
 
 def _metadata(data: bytes, meta: Mapping[str, JSON]) -> tuple[int, int] | bytes:

@@ -33,7 +33,7 @@ import orjson
 from proxy.printers.columns import CREATED_AT, JSON, NAME, object_meta
 from proxy.printers.duration import epoch_microseconds, human_duration
 from proxy.printers.handlers import printer_for
-from proxy.printers.row_template import template_of
+from proxy.printers.row_template import metadata_json, template_of
 from proxy.registry.served_resource import NamedResource
 from storage.interfaces import StoredObject
 
@@ -145,7 +145,7 @@ class TableConvertor:
             return head + b"null}"
         if self.include_object == "Object":
             return b"".join((head, stored.data, b"}"))
-        return b"".join((head, self._partial_head, template.metadata_json(stored.data), b"}}"))
+        return b"".join((head, self._partial_head, metadata_json(stored), b"}}"))
 
 
 def _row_object(obj: dict[str, JSON], include_object: IncludeObject, table_version: str) -> JSON:
