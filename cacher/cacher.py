@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from collections.abc import Coroutine, Iterable, Iterator, Sequence
 from typing import Any
@@ -32,6 +33,7 @@ from cacher.progress import ProgressRequester
 from cacher.ready import Ready
 from cacher.reflector import Reflector
 from cacher.watch_cache import CacheList, WatchCache, exact_match
+from storage import known_versions
 from storage.errors import CorruptObject, NotReady, StorageError
 from storage.interfaces import (
     AttrsFunc,
@@ -127,6 +129,7 @@ class Cacher:
         self._supervisor = asyncio.get_running_loop().create_task(
             self._supervise(), name=f"cacher-{self.resource}-supervisor"
         )
+        known_versions.register(self.resource_prefix, self.cache.version_at)
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(coro, name=f"cacher-{self.resource}-{name}")
@@ -179,6 +182,10 @@ class Cacher:
     def _initialized(self) -> None:
         self.failure = ""
         metrics.INITIALIZATIONS.labels(self.resource).inc()
+        # The primed objects live until replaced: out of the cyclic collector's walks
+        # (a full pass over 10,000 cached pods held the loop 100-300 ms); they hold no
+        # cycles, so reference counting still frees them (proxy.server.gc_pauses).
+        gc.freeze()
 
     def _corrupt(self, err: CorruptObject) -> None:
         metrics.DECODE_ERRORS.labels(self.resource).inc()
@@ -191,6 +198,7 @@ class Cacher:
         raise NotReady(f"watch cache of {self.resource} is {why}", failure=self.failure)
 
     async def close(self) -> None:
+        known_versions.unregister(self.resource_prefix, self.cache.version_at)
         self.ready.stop()
         self.dispatcher.terminate_all(CloseReason.STOPPED)
         supervisor, self._supervisor = self._supervisor, None

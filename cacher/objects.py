@@ -7,6 +7,7 @@ the cache. The decoded dict is never kept: memory per object stays close to its 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Literal
 
@@ -126,3 +127,34 @@ class WatchCacheEvent:
 
     def __repr__(self) -> str:
         return f"WatchCacheEvent({self.type}, {self.key!r}, rv={self.resource_version})"
+
+
+def held_bytes(obj: CachedObject) -> tuple[int, int]:
+    """What the cache holds for one version: (its JSON bytes, everything it keeps —
+    the JSON, other encodings, Table row, gzip segments, selector attributes and the
+    objects holding them; interned strings shared by many versions are not counted)."""
+    stored = obj.stored
+    size = sys.getsizeof(obj) + sys.getsizeof(stored) + len(stored.data)
+    size += _size(stored._encodings) + _attrs_size(obj.labels) + _attrs_size(obj.fields)
+    return len(stored.data), size
+
+
+def _attrs_size(m: Mapping[str, str]) -> int:
+    """A selector-attribute map: its dict, and the values no other version shares (one
+    reference from the map, one from the intern table; getrefcount adds its own)."""
+    if m is _EMPTY:
+        return 0
+    return sys.getsizeof(m) + sum(sys.getsizeof(v) for v in m.values() if sys.getrefcount(v) <= 3)
+
+
+def _size(value: object) -> int:
+    if value is None or value is _EMPTY:
+        return 0
+    if isinstance(value, bytes | str):
+        return sys.getsizeof(value)
+    if isinstance(value, dict):
+        return sys.getsizeof(value) + sum(_size(v) for v in value.values())
+    if isinstance(value, tuple | list):
+        return sys.getsizeof(value) + sum(_size(v) for v in value)
+    slots = getattr(type(value), "__slots__", ())
+    return sys.getsizeof(value) + sum(_size(getattr(value, s, None)) for s in slots)

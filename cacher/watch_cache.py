@@ -187,6 +187,19 @@ class WatchCache:
         obj: CachedObject | None = self._store.get(key)
         return obj
 
+    def objects(self) -> Iterable[CachedObject]:
+        """Every object held now (read it before the loop moves on)."""
+        objects: Iterable[CachedObject] = self._store.values()
+        return objects
+
+    def version_at(self, key: str, resource_version: int) -> StoredObject | None:
+        """The version of ``key`` held now if its resourceVersion is
+        ``resource_version`` (``storage.known_versions``' lookup)."""
+        obj: CachedObject | None = self._store.get(key)
+        if obj is None or obj.resource_version != resource_version:
+            return None
+        return obj.stored
+
     def list_objects(
         self, key: str, pred: SelectionPredicate, *, recursive: bool = True
     ) -> CacheList:

@@ -3,6 +3,7 @@
     watchcache bench [--pods 10000 --nodes 100] [--runs K] [--out DIR]
                      [--server URL --etcd-servers URLS] [--sweep 1000,10000,50000] [--quick]
                      [--scenarios table_cache,yaml_cache,...]
+    watchcache bench --reference URL [--kubeconfig F] [--pods 2000] [--out DIR]
 
 Self-contained unless ``--server`` is given: starts a real etcd and three servers on it
 (the default one; one with ``ConsistentListFromCache``; one whose watch cache has no
@@ -13,7 +14,8 @@ floor, then runs every scenario K times, interleaved, from a separate client pro
 at each size. ``--quick`` is a small run for CI (well under a minute). ``--scenarios``
 measures only the named ones. Every scenario reports the server's event-loop lag while
 it ran (``watchcache_event_loop_lag_seconds``); the Table, metadata-only and YAML LISTs
-also how long a concurrent ``/readyz`` waited.
+also how long a concurrent ``/readyz`` waited. ``--reference`` instead runs the same
+reads side by side with any kube-apiserver (:mod:`lab.bench_reference`).
 """
 
 from __future__ import annotations
@@ -296,14 +298,28 @@ def _scenarios(topo: Topology, cfg: BenchConfig, pod: dict[str, Any]) -> list[di
         ("table_etcd", "http", f"{m}/api/v1/pods", "server"),
         ("metadata_cache", "http", f"{m}/api/v1/pods?resourceVersion=0", "server"),
         ("yaml_cache", "http", f"{m}/api/v1/pods?resourceVersion=0", "server"),
+        # what a Go client (kubectl) gets: it asks for gzip (APIResponseCompression)
+        ("list_cache_gzip", "http", f"{m}/api/v1/pods?resourceVersion=0", "server"),
+        ("list_etcd_gzip", "http", f"{m}/api/v1/pods", "server"),
+        ("table_cache_gzip", "http", f"{m}/api/v1/pods?resourceVersion=0", "server"),
     ]  # fmt: skip
     converted = {"table_cache": TABLE_ACCEPT, "table_etcd": TABLE_ACCEPT,
                  "metadata_cache": METADATA_ACCEPT, "yaml_cache": "application/yaml"}
-    accept = {**converted, **{n: PROTOBUF for n, *_ in sc if n.endswith("_protobuf")}}
+    accept = {**converted, **{n: PROTOBUF for n, *_ in sc if n.endswith("_protobuf")},
+              "table_cache_gzip": TABLE_ACCEPT}  # fmt: skip
     return [{"name": n, "kind": k, "target": t, "serving": p, "churn": n == "list_consistent",
-             "headers": {"Accept": accept[n]} if n in accept else {}, "readyz": n in converted}
+             "headers": request_headers(n, accept.get(n)), "readyz": n in converted}
             for n, k, t, p in sc
             if n not in topo.unavailable and (not cfg.scenarios or n in cfg.scenarios)]  # fmt: skip
+
+
+def request_headers(name: str, accept: str | None) -> dict[str, str]:
+    """A scenario's headers: its ``Accept``, and ``Accept-Encoding`` gzip for the
+    ``*_gzip`` scenarios, identity for the others (aiohttp would ask for gzip)."""
+    headers = {"Accept-Encoding": "gzip" if name.endswith("_gzip") else "identity"}
+    if accept:
+        headers["Accept"] = accept
+    return headers
 
 
 def _measure(topo: Topology, cfg: BenchConfig, scenarios: list[dict[str, Any]],
@@ -440,13 +456,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenarios", default="", help="comma-separated scenario names (all)")
     p.add_argument("--machine", default="", help="label for the report (default: detected)")
     p.add_argument("--quiet", action="store_true")
+    ref = p.add_argument_group("side by side with a kube-apiserver (lab.bench_reference)")
+    ref.add_argument("--reference", default=None, metavar="URL",
+                     help="compare with this kube-apiserver ('' with --kubeconfig: its server)")
+    ref.add_argument("--kubeconfig", type=Path, default=None,
+                     help="credentials and TLS for --reference (current context)")
+    ref.add_argument("--reference-pid", type=int, default=None,
+                     help="the reference's process, for its CPU and RSS (default: found "
+                     "by its port when local)")
+    ref.add_argument("--connections", type=int, default=16, help="load: connections (16)")
+    ref.add_argument("--load-seconds", type=float, default=5.0, help="load: seconds (5)")
+    ref.add_argument("--watchers", type=int, default=20, help="fan-out: watchers (20)")
+    ref.add_argument("--writes", type=int, default=20, help="fan-out: writes (20)")
     return p
+
+
+def _run_reference(a: argparse.Namespace, quick: bool) -> int:
+    from lab.bench_reference import ReferenceConfig, run_reference
+
+    run_reference(ReferenceConfig(
+        reference=a.reference, kubeconfig=a.kubeconfig, reference_pid=a.reference_pid,
+        pods=a.pods or (100 if quick else 2000), nodes=a.nodes or (5 if quick else 20),
+        runs=a.runs or (2 if quick else 5), connections=a.connections,
+        load_seconds=1.0 if quick else a.load_seconds, watchers=a.watchers, writes=a.writes,
+        out=a.out, quiet=a.quiet,
+    ))  # fmt: skip
+    return 0
 
 
 def main(argv: list[str]) -> int:
     p = build_parser()
     a = p.parse_args(argv)
     quick = a.quick
+    if a.reference is not None:
+        return _run_reference(a, quick)
     cfg = BenchConfig(
         pods=a.pods or (300 if quick else 10_000), nodes=a.nodes or (10 if quick else 100),
         namespaces=a.namespaces, runs=a.runs or (3 if quick else 10), out=a.out,

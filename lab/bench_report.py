@@ -41,6 +41,9 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "list_cache_protobuf": ("protobuf", "LIST all, RV=0, as protobuf (pre-encoded items)"),
     "field_cache_indexed_protobuf": ("protobuf", "spec.nodeName=X, RV=0, as protobuf"),
     "floor_bytes_protobuf": ("protobuf", "same bytes as the protobuf cached LIST, trivially"),
+    "list_cache_gzip": ("gzip", "LIST all, RV=0, Accept-Encoding: gzip (kept deflate segments)"),
+    "list_etcd_gzip": ("gzip", "LIST all, RV unset, Accept-Encoding: gzip"),
+    "table_cache_gzip": ("gzip", "kubectl get's Table with gzip (as kubectl asks), RV=0"),
 }
 
 
@@ -229,6 +232,16 @@ def targets(stats: list[ScenarioStats]) -> list[Target]:
                _ratio(p.get("list_cache_protobuf"), p.get("floor_bytes_protobuf")), 1.5, False),
         Target("protobuf_bytes", "protobuf LIST bytes <= 0.75x JSON's",
                _ratio(_bytes(stats, "list_cache_protobuf"), _bytes(stats, "list_cache")), 0.75,
+               False),
+        # issue 18's: Table and gzip LISTs at the speed of the JSON LIST
+        Target("table_cache", "Table LIST from the cache within 2x of the JSON LIST (p50)",
+               _ratio(p.get("table_cache"), p.get("list_cache")), 2, False),
+        Target("table_etcd", "Table LIST from etcd within 1.3x of the JSON LIST from etcd",
+               _ratio(p.get("table_etcd"), p.get("list_etcd")), 1.3, False),
+        Target("gzip_cache", "gzip LIST from the cache within 2x of the plain one (p50)",
+               _ratio(p.get("list_cache_gzip"), p.get("list_cache")), 2, False),
+        Target("gzip_bytes", "gzip LIST bytes <= 0.15x the plain LIST's",
+               _ratio(_bytes(stats, "list_cache_gzip"), _bytes(stats, "list_cache")), 0.15,
                False),
     ]  # fmt: skip
 

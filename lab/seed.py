@@ -26,7 +26,7 @@ import argparse
 import asyncio
 import hashlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -545,3 +545,13 @@ def main(argv: list[str]) -> int:
     for err in result.errors:
         print(f"  {err}", file=sys.stderr)
     return 0 if result.ok else 1
+
+
+async def create_items(
+    session: aiohttp.ClientSession, server: str, items: Iterable[Item], *, concurrency: int = 32
+) -> SeedResult:
+    """POST ``items`` through an open ``session`` (its credentials and TLS: a reference
+    kube-apiserver's), at most ``concurrency`` in flight; pods get their status too."""
+    result = SeedResult()
+    await _run(session, server.rstrip("/"), iter(items), result, concurrency, None)
+    return result

@@ -39,7 +39,7 @@ from typing import Any
 
 import orjson
 
-from storage import media_types
+from storage import known_versions, media_types
 from storage.errors import CorruptObject
 from storage.interfaces import JSONObject, StoredObject
 
@@ -124,6 +124,11 @@ def decode(
     dict (resourceVersion set) is kept on the StoredObject. CorruptObject if a
     value that must be parsed is not a JSON object.
     """
+    known = known_versions.find(key, resource_version)
+    if known is not None:  # the version a watch cache holds: its bytes, decoded once
+        if keep_obj:
+            _ = known.obj  # the copy's own dict
+        return known
     if value.startswith(PROTOBUF_MAGIC):  # protobuf: its canonical JSON, decoded once
         canonical = media_types.canonical_json(key, value, _encode_json, resource_version)
         stored = decode(key, canonical, resource_version, keep_obj=keep_obj)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import orjson
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 # number, bool or null: a field's value, a patch).
 JSONObject = dict[str, Any]
 JSONValue = Any
+_T = TypeVar("_T")
 
 
 class StoredObject:
@@ -45,19 +46,33 @@ class StoredObject:
         self.data = data
         self.resource_version = resource_version
         self._obj = obj
-        self._encodings: dict[str, bytes] | None = None
+        self._encodings: dict[str, Any] | None = None  # bytes, or what ``derived`` made
 
     def encoded(self, media_type: str, encode: Callable[[StoredObject], bytes]) -> bytes:
         """This version in another encoding (protobuf), made by ``encode`` at most once
         and kept with the version (serialize once: a LIST from the watch cache joins
         these bytes, as it joins ``data`` for JSON)."""
+        return self.derived(media_type, encode)
+
+    def derived(self, name: str, make: Callable[[StoredObject], _T]) -> _T:
+        """What ``make`` derives from this version (a Table row's cells), made at most
+        once and kept with the version, as ``encoded`` keeps other encodings."""
         encodings = self._encodings
         if encodings is None:
             encodings = self._encodings = {}
-        found = encodings.get(media_type)
+        found: _T | None = encodings.get(name)
         if found is None:
-            found = encodings[media_type] = encode(self)
+            found = encodings[name] = make(self)
         return found
+
+    def decoded(self) -> JSONObject:
+        """The decoded object, read-only: the one already decoded if any, else a
+        transient decode that is not kept (unlike ``obj``: a cached version keeps bytes
+        only)."""
+        if self._obj is not None:
+            return self._obj
+        decoded: JSONObject = orjson.loads(self.data)
+        return decoded
 
     def remember(self, name: str, data: bytes) -> None:
         """Keep ``data`` with this version (the storage value it was read from, so that

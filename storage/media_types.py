@@ -24,6 +24,7 @@ from collections.abc import Callable
 import orjson
 import yaml
 
+from storage import known_versions
 from storage.errors import CorruptObject
 from storage.interfaces import JSONObject
 from storage.protobuf.converter import ConversionError, Report
@@ -134,6 +135,8 @@ def canonical_json(
         _decoded.move_to_end(value)
         return found
     found = encode_json(_decode_protobuf(key, value, resource_version))
+    if known_versions.holds_prefix(key):
+        return found  # a watch cache keeps this version: no second copy here
     _decoded[value] = found
     _decoded_bytes += len(value) + len(found)
     while _decoded_bytes > DECODED_CACHE_BYTES and _decoded:

@@ -12,8 +12,11 @@ crosses either bound), and its caller gives the loop back between steps
 comes). The budget the project holds: no loop step over ~20 ms at 10,000 pods.
 
 - JSON: the items' stored bytes as they are (final, resourceVersion set), joined.
-- Table, PartialObjectMetadataList: each item decoded, converted and encoded on its
-  own (``orjson``); the document's last key (``rows``/``items``) is left open.
+- Table: each version's row is printed once and kept with the version
+  (:mod:`proxy.printers.row_template`); a request renders its ages and joins bytes.
+- PartialObjectMetadataList: each item's ``metadata`` sliced from its stored bytes
+  (located once per version); the document's last key (``rows``/``items``) is left
+  open.
 - YAML (the resource's List, a Table or a PartialObjectMetadataList): libyaml's C
   emitter (``yaml.CSafeDumper``) where PyYAML has it, the pure Python one otherwise.
   Each item is dumped as a one-element block sequence, which is exactly the text of
@@ -43,6 +46,7 @@ import orjson
 import yaml
 
 from proxy.endpoints import protobuf
+from proxy.printers.row_template import metadata_json
 from proxy.printers.table import (
     TableConvertor,
     as_partial_object_metadata,
@@ -98,26 +102,27 @@ def dump_yaml(obj: Any) -> bytes:
 class ListEncoder:
     """How one list response is encoded, item by item.
 
-    ``item`` turns one item's stored JSON bytes into its piece of the body; ``empty``
+    ``item`` turns one item (its stored version) into its piece of the body; ``empty``
     is the whole body of a list without items, when that is not ``head + tail``.
     """
 
     head: bytes
-    item: Callable[[bytes], bytes]
+    item: Callable[[StoredObject], bytes]
     tail: bytes
     separator: bytes = b","
     empty: bytes | None = None
+    joins_stored: bool = False  # ``item`` is the stored bytes: pieces may be kept per version
 
 
 def list_chunks(
     encoder: ListEncoder,
-    items: Iterable[bytes],
+    items: Iterable[StoredObject],
     *,
     chunk_bytes: int = CHUNK_BYTES,
     step_seconds: float = STEP_SECONDS,
     clock: Callable[[], float] = time.perf_counter,
 ) -> Iterator[bytes]:
-    """The body of the list of ``items`` (stored JSON bytes) in pieces; producing each
+    """The body of the list of ``items`` (stored versions) in pieces; producing each
     piece takes at most ``step_seconds`` (by ``clock``) plus one item's work, and a
     piece holds at most about ``chunk_bytes`` plus one item. The time between pieces
     (the caller's writes) is not counted. Errors of ``encoder.item`` propagate."""
@@ -125,13 +130,13 @@ def list_chunks(
     size = 0
     started = clock()
     seen = False
-    for data in items:
+    for stored in items:
         if seen:
             buffer.append(encoder.separator)
         else:
             buffer.append(encoder.head)
             seen = True
-        piece = encoder.item(data)
+        piece = encoder.item(stored)
         buffer.append(piece)
         size += len(piece)
         if size >= chunk_bytes or clock() - started >= step_seconds:
@@ -153,26 +158,27 @@ def _open(document: dict[str, Any], key: str) -> bytes:
 def json_list(list_kind: str, api_version: str, metadata: dict[str, Any]) -> ListEncoder:
     """The resource's own List, from the items' stored bytes (no re-encoding)."""
     head = {"kind": list_kind, "apiVersion": api_version, "metadata": metadata}
-    return ListEncoder(_open(head, "items"), _as_is, b"]}")
+    return ListEncoder(_open(head, "items"), _as_is, b"]}", joins_stored=True)
 
 
-def _as_is(data: bytes) -> bytes:
-    return data
+def _as_is(stored: StoredObject) -> bytes:
+    return stored.data
 
 
 def table_list(
     convertor: TableConvertor, metadata: dict[str, Any], yaml_media: bool = False
 ) -> ListEncoder:
     """A ``meta.k8s.io`` Table, one row per item (``metadata`` is the Table's), as JSON
-    or (``yaml_media``) YAML."""
+    (each version's row printed once and kept with it: ``TableConvertor.row_json``) or
+    (``yaml_media``) YAML."""
 
-    def row(data: bytes) -> Any:
-        return convertor.row(orjson.loads(data))
+    def row(stored: StoredObject) -> Any:
+        return convertor.row(stored.decoded())
 
     header = convertor.header(metadata)
     if yaml_media:
         return _yaml_document(header, "rows", row)
-    return ListEncoder(_open(header, "rows"), lambda data: orjson.dumps(row(data)), b"]}")
+    return ListEncoder(_open(header, "rows"), convertor.row_json, b"]}")
 
 
 def partial_object_metadata_list(
@@ -181,13 +187,18 @@ def partial_object_metadata_list(
     """A PartialObjectMetadataList (``meta.k8s.io/<version>``) of the items, as JSON or
     (``yaml_media``) YAML."""
 
-    def item(data: bytes) -> dict[str, Any]:
-        return as_partial_object_metadata(orjson.loads(data), version)
+    def item(stored: StoredObject) -> dict[str, Any]:
+        return as_partial_object_metadata(stored.decoded(), version)
 
     header = partial_object_metadata_list_header(metadata, version)
     if yaml_media:
         return _yaml_document(header, "items", item)
-    return ListEncoder(_open(header, "items"), lambda data: orjson.dumps(item(data)), b"]}")
+    head = b'{"kind":"PartialObjectMetadata","apiVersion":"' + header["apiVersion"].encode()
+
+    def sliced(stored: StoredObject) -> bytes:  # the stored metadata, found once a version
+        return b"".join((head, b'","metadata":', metadata_json(stored), b"}"))
+
+    return ListEncoder(_open(header, "items"), sliced, b"]}")
 
 
 def partial_object_metadata_protobuf_list(
@@ -210,15 +221,17 @@ def yaml_list(list_kind: str, api_version: str, metadata: dict[str, Any]) -> Lis
     """The resource's own List as one YAML document, as ``dump_yaml`` of the whole list
     would write it."""
     head = {"kind": list_kind, "apiVersion": api_version, "metadata": metadata}
-    return _yaml_document(head, "items", orjson.loads)
+    return _yaml_document(head, "items", StoredObject.decoded)
 
 
-def _yaml_document(head: dict[str, Any], key: str, item: Callable[[bytes], Any]) -> ListEncoder:
+def _yaml_document(
+    head: dict[str, Any], key: str, item: Callable[[StoredObject], Any]
+) -> ListEncoder:
     """``head`` with a last key ``key`` listing ``item`` of each item, as ``dump_yaml``
     of the whole document would write it."""
 
-    def piece(data: bytes) -> bytes:
-        return dump_yaml([item(data)])
+    def piece(stored: StoredObject) -> bytes:
+        return dump_yaml([item(stored)])
 
     empty = dump_yaml({**head, key: []})
     return ListEncoder(dump_yaml(head) + key.encode() + b":\n", piece, b"", b"", empty)

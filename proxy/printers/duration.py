@@ -6,11 +6,49 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-__all__ = ["human_duration", "parse_time", "since"]
+__all__ = [
+    "AGE_MARK", "SYMBOLIC_NOW", "epoch_microseconds", "human_duration", "parse_time", "since",
+]
+
+# A row printed at SYMBOLIC_NOW carries, where a duration up to "now" would be, the mark
+# AGE_MARK + <microseconds since the epoch of the start> + "\0" instead of the text.
+# proxy.printers.row_template keeps such a row once per object version and renders
+# the marks at each request's now (a row's cells are computed once, its ages per
+# request). Only ``now - t`` is symbolic; a duration between two fixed times is text.
+AGE_MARK = "\0age:"
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MICROSECOND = dt.timedelta(microseconds=1)
+
+
+class _Since(dt.timedelta):
+    """``SYMBOLIC_NOW - start``: a duration whose end is the request's now."""
+
+    start: dt.datetime
+
+
+class _SymbolicNow(dt.datetime):
+    def __sub__(self, other: Any) -> Any:
+        if isinstance(other, dt.datetime):
+            since_start = _Since(0)
+            since_start.start = other
+            return since_start
+        return super().__sub__(other)
+
+
+SYMBOLIC_NOW: dt.datetime = _SymbolicNow(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def epoch_microseconds(when: dt.datetime) -> int:
+    """``when`` as whole microseconds since the epoch (exact, unlike floats)."""
+    aware = when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+    return (aware - _EPOCH) // _MICROSECOND
 
 
 def human_duration(delta: dt.timedelta) -> str:
-    """apimachinery's ``duration.HumanDuration``: ``45s``, ``5m3s``, ``3h10m``, ``2d4h``, ``3y``."""
+    """apimachinery's ``duration.HumanDuration``: ``45s``, ``5m3s``, ``3h10m``, ``2d4h``, ``3y``.
+    (A duration up to SYMBOLIC_NOW is its mark, rendered later.)"""
+    if type(delta) is _Since:
+        return f"{AGE_MARK}{epoch_microseconds(delta.start)}\0"
     seconds = int(delta.total_seconds())
     if seconds < -1:
         return "<invalid>"

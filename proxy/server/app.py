@@ -28,7 +28,7 @@ import signal
 import ssl
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from aiohttp import web
 
@@ -37,13 +37,14 @@ from proxy.aggregator.server import AGGREGATOR, Aggregator
 from proxy.apiextensions.apiserver import setup_apiextensions
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.endpoints import negotiation, responsewriter
+from proxy.endpoints.compression import COMPRESSION_ENABLED
 from proxy.endpoints.discovery.legacy import setup_discovery_routes
 from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
-from proxy.server import http_errors
+from proxy.server import gc_pauses, http_errors
 from proxy.server.auth_chain import AUTH, Auth, auth_cleanup_ctx, build_auth
 from proxy.server.context import API_CONTEXT, APIContext
 from proxy.server.debug import setup_debug_routes
@@ -114,6 +115,13 @@ def _set_storage_media_type(media_type: str) -> None:
         codec.set_storage_media_type("application/json")
 
 
+def _stop_gc_timing(stop: Callable[[], None]) -> Callable[[web.Application], Awaitable[None]]:
+    async def cleanup(app: web.Application) -> None:
+        stop()
+
+    return cleanup
+
+
 def build_app(
     settings: Settings, storage_ctx: StorageContext, registry: Registry | None = None
 ) -> web.Application:
@@ -143,6 +151,7 @@ def build_app(
         client_max_size=settings.max_request_body_bytes + 1,
     )
     responsewriter.install(app)
+    app[COMPRESSION_ENABLED] = settings.feature_gates.get("APIResponseCompression", True)
     ctx = APIContext(
         settings=settings,
         registry=registry,
@@ -171,6 +180,7 @@ def build_app(
     app.router.add_route("*", "/apis/{tail:.+}", handle_resource)
 
     app.cleanup_ctx.append(loop_lag_context())
+    app.on_cleanup.append(_stop_gc_timing(gc_pauses.install()))
     app.cleanup_ctx.append(_storages_and_compactor(ctx))
     setup_apiextensions(app, ctx)  # after the storages: its controllers use them
     app[AGGREGATOR] = ctx.aggregator = aggregator

@@ -46,6 +46,7 @@ from aiohttp.typedefs import Handler, Middleware
 
 from proxy import apierrors
 from proxy.endpoints import negotiation
+from proxy.endpoints.compression import with_compression
 from proxy.endpoints.metrics import with_metrics
 from proxy.endpoints.request_info import REQUEST_INFO, RequestInfo, parse_request_info
 from proxy.endpoints.responsewriter import end_started_response, response_started
@@ -254,6 +255,7 @@ def handler_chain(
         # priority and fairness (instead of max in flight) goes here
         *authorization,
         *aggregation,  # remote APIServices' requests leave here (proxy.aggregator)
+        with_compression,  # APIResponseCompression (streamed lists compress themselves)
         with_handler_errors,
     ]
     return [m for m in chain if m is not None]

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from etcdclient import EtcdClient, prefix_end
 from etcdclient import errors as etcd_errors
 from etcdclient.types import RangeResult
-from storage import codec
+from storage import codec, known_versions
 from storage.continue_token import decode_continue, encode_continue
 from storage.errors import (
     CorruptObject,
@@ -319,11 +319,12 @@ def _take_one(page: _Page, key: str, value: bytes, rev: int, pred: SelectionPred
     if pred.empty:
         page.items.append(codec.decode(key, value, rev))
         return
-    # Parse once to match; only a match pays for its final bytes.
-    obj = codec.decode_object(key, value, rev)
+    # Parse once to match; only a match pays for its final bytes (none if cached).
+    known = known_versions.find(key, rev)
+    obj = known.obj if known is not None else codec.decode_object(key, value, rev)
     try:
         matched = pred.matches(obj)
     except (TypeError, AttributeError, ValueError) as err:  # labels/fields of the wrong type
         raise CorruptObject(key, f"unreadable attributes: {err}", rev) from err
     if matched:
-        page.items.append(codec.from_parsed(key, value, rev, obj))
+        page.items.append(known or codec.from_parsed(key, value, rev, obj))

@@ -76,9 +76,15 @@ def test_scenarios_measure_what_they_claim(results: tuple[Path, dict[str, Any]])
     assert s["list_cache_protobuf"]["nbytes"] < s["list_cache"]["nbytes"]
     assert s["list_cache_protobuf"]["served_from"] == "cache"
     assert s["list_etcd_protobuf"]["served_from"] == "etcd"
+    # gzip (as Go clients ask): the same items, far fewer bytes; the others plain
+    for name in ("list_cache_gzip", "list_etcd_gzip", "table_cache_gzip"):
+        assert s[name]["items"] == PODS, name
+    assert s["list_cache_gzip"]["nbytes"] < 0.15 * s["list_cache"]["nbytes"]
+    assert s["table_cache_gzip"]["nbytes"] < 0.5 * s["table_cache"]["nbytes"]
     assert {t["name"] for t in results[1]["runs"][0]["targets"]} == {
         "rv0_speedup", "index_speedup", "cache_vs_bytes_floor", "etcd_vs_range_floor",
-        "protobuf_vs_bytes_floor", "protobuf_bytes"}
+        "protobuf_vs_bytes_floor", "protobuf_bytes", "table_cache", "table_etcd",
+        "gzip_cache", "gzip_bytes"}
 
 
 def test_loop_lag_is_reported_per_scenario(results: tuple[Path, dict[str, Any]]) -> None:

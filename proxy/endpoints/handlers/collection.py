@@ -27,14 +27,14 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import orjson
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.endpoints import encoders, metrics, negotiation, protobuf
+from proxy.endpoints import compression, encoders, metrics, negotiation, protobuf
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.handlers.list_options import (
     parse_list_query,
@@ -91,6 +91,10 @@ async def write_list(
     connection, it never becomes a Status."""
     fmt = negotiation.response_format(request, is_list=True, resource=rs.resource)
     encoder = negotiation.list_encoder(fmt, rs.resource, metadata, request)
+    if isinstance(encoder, encoders.ListEncoder) and compression.accepts_gzip(request):
+        kept = compressed_list(encoder, items)  # each version compressed at most once
+        if kept is not None:
+            return await _stream(request, headers, fmt.content_type, kept, compressed=True)
     if isinstance(encoder, encoders.ProtobufListEncoder):
         encoded: list[bytes] = []
         for _ in encoders.encode_items(encoder.item, items, encoded):
@@ -99,19 +103,45 @@ async def write_list(
             chunks = encoders.protobuf_chunks(encoder, encoded)
             return await _stream(request, headers, protobuf.MEDIA_TYPE, chunks)
         # members protobuf cannot carry: the list goes as JSON, as one object would
-        fallback = encoders.list_chunks(encoder.fallback, (item.data for item in items))
+        fallback = encoders.list_chunks(encoder.fallback, items)
         return await _stream(request, headers, negotiation.JSON_TYPE, fallback)
-    chunks = encoders.list_chunks(encoder, (item.data for item in items))
+    chunks = encoders.list_chunks(encoder, items)
     return await _stream(request, headers, fmt.content_type, chunks)
 
 
+def compressed_list(
+    encoder: encoders.ListEncoder, items: Sequence[StoredObject]
+) -> Iterator[bytes] | None:
+    """The gzip body of a list that joins stored bytes and is over the threshold, from
+    each version's kept segment (``compression.gzip_joined_list``); None otherwise."""
+    if not encoder.joins_stored or not items:
+        return None
+    size = len(encoder.head) + len(encoder.tail) + sum(len(i.data) + 1 for i in items)
+    if size <= compression.GZIP_THRESHOLD:
+        return None
+    return compression.gzip_joined_list(
+        encoder.head, items, encoder.separator, encoder.tail,
+        chunk_bytes=encoders.CHUNK_BYTES // 4, step_seconds=encoders.STEP_SECONDS,
+    )  # fmt: skip
+
+
 async def _stream(
-    request: web.Request, headers: dict[str, str], content_type: str, chunks: Iterable[bytes]
+    request: web.Request,
+    headers: dict[str, str],
+    content_type: str,
+    chunks: Iterable[bytes],
+    compressed: bool = False,
 ) -> web.StreamResponse:
     """A chunked response of ``chunks``, each written as it is produced; the handler
-    yields to the loop after each one (producing one is a bounded step)."""
+    yields to the loop after each one (producing one is a bounded step). Gzip when the
+    client accepts it and the body is over the threshold (``compressed``: ``chunks``
+    already are)."""
+    if not compressed and compression.accepts_gzip(request):
+        compressed, chunks = compression.compress_if_large(chunks)
     response = web.StreamResponse(status=200, headers=headers)
     response.headers["Content-Type"] = content_type
+    if compressed:
+        compression.mark_compressed(response)
     response.enable_chunked_encoding()
     await response.prepare(request)
     for chunk in chunks:

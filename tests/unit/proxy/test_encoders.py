@@ -64,8 +64,9 @@ def pods(count: int) -> list[dict[str, Any]]:
     return out
 
 
-def stored(objects: list[dict[str, Any]]) -> list[bytes]:
-    return [orjson.dumps(o) for o in objects]
+def stored(objects: list[dict[str, Any]]) -> list[StoredObject]:
+    return [StoredObject(f"/registry/pods/{i}", orjson.dumps(o), i + 1)
+            for i, o in enumerate(objects)]  # fmt: skip
 
 
 def ticking(step: float = 1.0) -> Callable[[], float]:
@@ -82,7 +83,7 @@ CHUNKINGS = [
 ]
 
 
-def joined(encoder: ListEncoder, items: list[bytes], **chunking: Any) -> bytes:
+def joined(encoder: ListEncoder, items: list[StoredObject], **chunking: Any) -> bytes:
     return b"".join(list_chunks(encoder, items, **chunking))
 
 
@@ -227,7 +228,7 @@ def test_an_item_protobuf_cannot_carry_sends_the_list_as_json() -> None:
     assert len(encoded) == 2 and encoded[-1] == b""  # stopped at the odd one
     whole = {"kind": "PodList", "apiVersion": "v1", "metadata": META,
              "items": [i.copy() for i in items]}  # fmt: skip
-    assert joined(encoder.fallback, [i.data for i in items]) == orjson.dumps(whole)
+    assert joined(encoder.fallback, items) == orjson.dumps(whole)
 
 
 def test_items_are_encoded_in_bounded_steps() -> None:

@@ -1,0 +1,456 @@
+"""``watchcache bench --reference URL [--kubeconfig F]``: the same reads against any
+kube-apiserver, side by side with a watchcache of the bench's own.
+
+The bench starts its own etcd and ``watchcache serve``, then seeds the same pods
+(:func:`lab.seed.pod`, N of them on ``--nodes`` nodes) into a namespace of its own,
+``watchcache-bench-<random>``, on both servers (on the reference: first its ``default``
+ServiceAccount, which pod admission needs when no controller manager makes it). Every
+read scenario is then timed on both, interleaved (each round a new order of scenarios
+and, within each, of the two servers), the body read in full and not parsed. Then:
+
+- **load**: N connections asking one GET (RV=0) back to back for a fixed time:
+  requests per second, p50/p99, and the server's CPU (when its process is on this
+  machine: given by ``--reference-pid`` or found by its listening port);
+- **watch fan-out**: W watchers of the namespace's pods, then K label patches one after
+  the other: from the write's response to the event at each watcher, p50/p99;
+- **memory**: watchcache's RSS after it was filled by the seeding writes, and after a
+  restart (the cache primed by its LIST); the reference's RSS when its process is known.
+
+Finally the namespace is emptied (pods deleted with ``gracePeriodSeconds=0``: no
+kubelet confirms anything) and deleted, finalized by hand when no namespace controller
+runs. Output: ``reference.json``, ``reference.md`` and ``reference-reads.png`` in
+``--out``, with the reference's ``/version``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import datetime as dt
+import os
+import random
+import ssl
+import statistics
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+import orjson
+import psutil  # type: ignore[import-untyped]
+import yaml
+
+from lab import seed
+from lab.apiserver import APIServer
+from lab.bench_report import percentile
+from lab.etcd import EtcdCluster
+
+__all__ = ["Endpoint", "ReferenceConfig", "reference_endpoint", "run_reference"]
+
+TABLE = ("application/json;as=Table;v=v1;g=meta.k8s.io,"
+         "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")  # kubectl's
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+
+@dataclass
+class ReferenceConfig:
+    reference: str  # URL ("" = the kubeconfig's server)
+    kubeconfig: Path | None = None
+    reference_pid: int | None = None
+    pods: int = 2000
+    nodes: int = 20
+    runs: int = 5
+    warmup: int = 1
+    connections: int = 16
+    load_seconds: float = 5.0
+    watchers: int = 20
+    writes: int = 20
+    out: Path = Path("bench-results")
+    quiet: bool = False
+
+
+@dataclass
+class Endpoint:
+    """One server under test: how to reach it, and its process when known."""
+
+    name: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    ssl: ssl.SSLContext | bool = True
+    pid: int | None = None
+
+    def session(self, **kw: Any) -> aiohttp.ClientSession:
+        connector = aiohttp.TCPConnector(ssl=self.ssl, limit=kw.pop("limit", 100))
+        timeout = aiohttp.ClientTimeout(total=kw.pop("total", 600))
+        return aiohttp.ClientSession(connector=connector, headers=self.headers,
+                                     timeout=timeout, **kw)  # fmt: skip
+
+
+def _file(data_b64: str | None, path: str | None, tmp: Path, name: str) -> str | None:
+    if data_b64:
+        out = tmp / name
+        out.write_bytes(base64.b64decode(data_b64))
+        return str(out)
+    return path
+
+
+def reference_endpoint(url: str, kubeconfig: Path | None, tmp: Path) -> Endpoint:
+    """The reference from ``url`` and the current context of ``kubeconfig`` (its
+    server when ``url`` is empty; token, token file or client certificate; CA or
+    ``insecure-skip-tls-verify``). ``tmp`` receives certificate data as files."""
+    if kubeconfig is None:
+        return Endpoint("reference", url.rstrip("/"))
+    doc = yaml.safe_load(kubeconfig.read_text())
+    current = doc.get("current-context")
+    ctx = next(c["context"] for c in doc["contexts"] if c["name"] == current)
+    cluster = next(c["cluster"] for c in doc["clusters"] if c["name"] == ctx["cluster"])
+    users = doc.get("users") or []
+    user: dict[str, Any] = next((u["user"] for u in users if u["name"] == ctx.get("user")), {})
+    server = (url or cluster["server"]).rstrip("/")
+    headers: dict[str, str] = {}
+    token = user.get("token")
+    if not token and user.get("tokenFile"):
+        token = Path(user["tokenFile"]).read_text().strip()
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    context: ssl.SSLContext | bool = True
+    if server.startswith("https"):
+        ca = _file(cluster.get("certificate-authority-data"),
+                   cluster.get("certificate-authority"), tmp, "ca.crt")  # fmt: skip
+        context = ssl.create_default_context(cafile=ca)
+        if cluster.get("insecure-skip-tls-verify"):
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        cert = _file(user.get("client-certificate-data"), user.get("client-certificate"),
+                     tmp, "client.crt")  # fmt: skip
+        key = _file(user.get("client-key-data"), user.get("client-key"), tmp, "client.key")
+        if cert and key:
+            context.load_cert_chain(cert, key)
+    return Endpoint("reference", server, headers, context)
+
+
+def listening_pid(url: str) -> int | None:
+    """The local process listening on ``url``'s port, if it is on this machine."""
+    parts = urlsplit(url)
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    with contextlib.suppress(psutil.Error, OSError):
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+                return int(conn.pid) if conn.pid else None
+    return None
+
+
+def _pod(i: int, ns: str, nodes: int) -> dict[str, Any]:
+    body = seed.pod(i, nodes, 1)
+    body["metadata"]["namespace"] = ns
+    return body
+
+
+async def _seed(ep: Endpoint, ns: str, cfg: ReferenceConfig) -> None:
+    async with ep.session() as s:
+        for path, body in (("/api/v1/namespaces", {"metadata": {"name": ns}}),
+                           (f"/api/v1/namespaces/{ns}/serviceaccounts",
+                            {"metadata": {"name": "default"}})):  # fmt: skip
+            async with s.post(ep.url + path, json=body) as r:
+                if r.status not in (201, 409):
+                    raise RuntimeError(f"{ep.name}: POST {path}: {r.status} {await r.text()}")
+        items = (seed.Item("pods", f"/api/v1/namespaces/{ns}/pods", _pod(i, ns, cfg.nodes))
+                 for i in range(cfg.pods))  # fmt: skip
+        result = await seed.create_items(s, ep.url, items, concurrency=16)
+        if not result.ok:
+            raise RuntimeError(f"{ep.name}: seeding failed: {result.summary()} {result.errors}")
+
+
+async def _cleanup(ep: Endpoint, ns: str) -> None:
+    """Delete the pods at once (no kubelet), then the namespace; finalize it by hand
+    when no namespace controller does (a bare kube-apiserver)."""
+    async with ep.session() as s:
+        base = f"{ep.url}/api/v1/namespaces/{ns}"
+        async with s.delete(f"{base}/pods?gracePeriodSeconds=0") as r:
+            await r.read()
+        async with s.delete(base) as r:
+            await r.read()
+        for _ in range(50):
+            async with s.get(base) as r:
+                if r.status == 404:
+                    return
+                doc = await r.json()
+            doc["spec"] = {"finalizers": []}
+            async with s.put(f"{base}/finalize", json=doc) as r:
+                await r.read()
+            await asyncio.sleep(0.2)
+
+
+def _reads(ns: str, pod: str) -> list[tuple[str, str, dict[str, str]]]:
+    """(name, path, headers) of each read scenario, all within the bench namespace."""
+    pods = f"/api/v1/namespaces/{ns}/pods"
+    plain = {"Accept-Encoding": "identity"}
+    gz = {"Accept-Encoding": "gzip"}
+    return [
+        ("list_cache", f"{pods}?resourceVersion=0", plain),
+        ("list_etcd", pods, plain),
+        ("table_cache", f"{pods}?resourceVersion=0", {**plain, "Accept": TABLE}),
+        ("table_etcd", pods, {**plain, "Accept": TABLE}),
+        ("list_cache_gzip", f"{pods}?resourceVersion=0", gz),
+        ("table_gzip_kubectl", pods, {**gz, "Accept": TABLE}),  # what `kubectl get` asks
+        ("list_cache_protobuf", f"{pods}?resourceVersion=0", {**plain, "Accept": PROTOBUF}),
+        ("field_cache", f"{pods}?fieldSelector=spec.nodeName%3D{seed.node_name(1)}"
+                        "&resourceVersion=0", plain),
+        ("get_etcd", f"{pods}/{pod}", plain),
+        ("get_cache", f"{pods}/{pod}?resourceVersion=0", plain),
+    ]  # fmt: skip
+
+
+async def _time(s: aiohttp.ClientSession, url: str, headers: dict[str, str]) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    async with s.get(url, headers=headers) as r:
+        body = await r.read()
+        if r.status != 200:
+            raise RuntimeError(f"GET {url}: {r.status} {body[:200]!r}")
+    return time.perf_counter() - t0, len(body)
+
+
+async def measure_reads(eps: list[Endpoint], ns: str, cfg: ReferenceConfig) -> list[dict[str, Any]]:
+    """Every read scenario on every endpoint, interleaved; p50/p99 and bytes."""
+    scenarios = _reads(ns, seed.pod_name(0))
+    samples: dict[tuple[str, str], list[float]] = {}
+    sizes: dict[tuple[str, str], int] = {}
+    sessions = {ep.name: ep.session(auto_decompress=False) for ep in eps}
+    try:
+        for rnd in range(cfg.warmup + cfg.runs):
+            order = random.Random(rnd)
+            for name, path, headers in order.sample(scenarios, len(scenarios)):
+                for ep in order.sample(eps, len(eps)):
+                    seconds, n = await _time(sessions[ep.name], ep.url + path, headers)
+                    if rnd >= cfg.warmup:
+                        samples.setdefault((name, ep.name), []).append(seconds)
+                        sizes[(name, ep.name)] = n
+    finally:
+        for s in sessions.values():
+            await s.close()
+    rows = []
+    for name, _, _ in scenarios:
+        row: dict[str, Any] = {"name": name}
+        for ep in eps:
+            xs = samples[(name, ep.name)]
+            row[ep.name] = {"p50": statistics.median(xs), "p99": percentile(xs, 99),
+                            "bytes": sizes[(name, ep.name)]}  # fmt: skip
+        row["ratio"] = row["watchcache"]["p50"] / row["reference"]["p50"]
+        rows.append(row)
+    return rows
+
+
+def _cpu(pid: int | None) -> float | None:
+    if pid is None:
+        return None
+    with contextlib.suppress(psutil.Error):
+        t = psutil.Process(pid).cpu_times()
+        return float(t.user + t.system)
+    return None
+
+
+async def measure_load(ep: Endpoint, path: str, cfg: ReferenceConfig) -> dict[str, Any]:
+    """``cfg.connections`` clients, each GETting ``path`` back to back for
+    ``cfg.load_seconds``: req/s, p50/p99 latency, server CPU (cores) if known."""
+    latencies: list[float] = []
+    deadline = time.perf_counter() + cfg.load_seconds
+
+    async def client(s: aiohttp.ClientSession) -> None:
+        while time.perf_counter() < deadline:
+            seconds, _ = await _time(s, ep.url + path, {"Accept-Encoding": "identity"})
+            latencies.append(seconds)
+
+    cpu0, t0 = _cpu(ep.pid), time.perf_counter()
+    async with ep.session(limit=cfg.connections) as s:
+        await asyncio.gather(*(client(s) for _ in range(cfg.connections)))
+    elapsed, cpu1 = time.perf_counter() - t0, _cpu(ep.pid)
+    cores = (cpu1 - cpu0) / elapsed if cpu0 is not None and cpu1 is not None else None
+    return {"connections": cfg.connections, "seconds": round(elapsed, 2),
+            "rps": len(latencies) / elapsed, "p50": statistics.median(latencies),
+            "p99": percentile(latencies, 99), "server_cpu_cores": cores}  # fmt: skip
+
+
+async def measure_fanout(ep: Endpoint, ns: str, cfg: ReferenceConfig) -> dict[str, Any]:
+    """From each patch's response to its event at each of ``cfg.watchers`` watchers."""
+    pods = f"{ep.url}/api/v1/namespaces/{ns}/pods"
+    target = seed.pod_name(1)
+    acked: dict[str, float] = {}
+    received: list[tuple[str, float]] = []
+    async with ep.session(limit=cfg.watchers + 4, total=None) as s:
+        async with s.get(f"{pods}?limit=1") as r:
+            rv = (await r.json())["metadata"]["resourceVersion"]
+        ready, everything = asyncio.Event(), asyncio.Event()
+        opened = 0
+
+        async def watcher() -> None:
+            nonlocal opened
+            url = f"{pods}?watch=1&resourceVersion={rv}&fieldSelector=metadata.name%3D{target}"
+            async with s.get(url, headers={"Accept-Encoding": "identity"}) as r:
+                opened += 1
+                if opened == cfg.watchers:
+                    ready.set()
+                async for line in r.content:
+                    event = orjson.loads(line)
+                    if event.get("type") == "MODIFIED":
+                        got = event["object"]["metadata"]["resourceVersion"]
+                        received.append((got, time.perf_counter()))
+                        if len(received) >= cfg.watchers * cfg.writes:
+                            everything.set()
+
+        tasks = [asyncio.create_task(watcher()) for _ in range(cfg.watchers)]
+        try:
+            await asyncio.wait_for(ready.wait(), 30)
+            await asyncio.sleep(0.5)  # the watches are registered server-side
+            for k in range(cfg.writes):
+                patch = {"metadata": {"labels": {"bench-write": str(k)}}}
+                async with s.patch(f"{pods}/{target}", data=orjson.dumps(patch),
+                                   headers={"Content-Type": "application/merge-patch+json"}
+                                   ) as r:  # fmt: skip
+                    doc = await r.json()
+                acked[doc["metadata"]["resourceVersion"]] = time.perf_counter()
+                await asyncio.sleep(0.05)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(everything.wait(), 10)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    lat = [t - acked[v] for v, t in received if v in acked]
+    return {"watchers": cfg.watchers, "writes": cfg.writes, "events": len(lat),
+            "expected": cfg.watchers * cfg.writes,
+            "p50": statistics.median(lat) if lat else None,
+            "p99": percentile(lat, 99) if lat else None}  # fmt: skip
+
+
+def _rss(pid: int | None) -> float | None:
+    if pid is None:
+        return None
+    with contextlib.suppress(psutil.Error):
+        return float(psutil.Process(pid).memory_info().rss)
+    return None
+
+
+async def _json_bytes(ep: Endpoint, ns: str) -> int:
+    async with ep.session() as s, s.get(f"{ep.url}/api/v1/namespaces/{ns}/pods?resourceVersion=0",
+                                        headers={"Accept-Encoding": "identity"}) as r:  # fmt: skip
+        doc = orjson.loads(await r.read())
+    return sum(len(orjson.dumps(i)) for i in doc["items"])
+
+
+def run_reference(cfg: ReferenceConfig) -> dict[str, Any]:
+    """The whole comparison (see the module docstring); results also written to
+    ``cfg.out``."""
+    from rich.console import Console
+
+    from lab import bench_reference_report as report
+
+    console = Console(highlight=False, quiet=cfg.quiet)
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    ns = f"watchcache-bench-{uuid.uuid4().hex[:6]}"
+    t_start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="watchcache-bench-ref-") as tmp:
+        ref = reference_endpoint(cfg.reference, cfg.kubeconfig, Path(tmp))
+        ref.pid = cfg.reference_pid or listening_pid(ref.url)
+        cluster = EtcdCluster(size=1).start()
+        server = APIServer(cluster.endpoints, log_path=Path(tmp) / "server.log").start()
+        own = Endpoint("watchcache", server.url, pid=server.pid)
+        try:
+            version = asyncio.run(_version(ref))
+            console.print(f"reference {ref.url}: {version.get('gitVersion')}; namespace {ns}; "
+                          f"seeding {cfg.pods} pods on each ...")  # fmt: skip
+            asyncio.run(_seed(own, ns, cfg))
+            asyncio.run(_seed(ref, ns, cfg))
+            filled = _filled_by_writes(server, own, ns)
+            result = asyncio.run(_measure(cfg, [own, ref], ns, console))
+            result["memory"] = {**filled, **_memory(cfg, server, cluster, own, ref, ns, tmp)}
+            server = result["memory"].pop("_server")
+        finally:
+            with contextlib.suppress(Exception):
+                asyncio.run(_cleanup(ref, ns))
+            server.stop()
+            cluster.stop()
+    result["meta"] = {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "reference_url": ref.url, "reference_version": version, "namespace": ns,
+        "pods": cfg.pods, "nodes": cfg.nodes, "runs": cfg.runs, "warmup": cfg.warmup,
+        "cpus": os.cpu_count(), "elapsed_s": round(time.monotonic() - t_start, 1),
+        "reference_pid_known": ref.pid is not None,
+    }  # fmt: skip
+    report.write(result, cfg.out)
+    console.print(report.markdown(result))
+    return result
+
+
+async def _version(ep: Endpoint) -> dict[str, Any]:
+    async with ep.session() as s, s.get(ep.url + "/version") as r:
+        version: dict[str, Any] = await r.json()
+        return version
+
+
+async def _measure(cfg: ReferenceConfig, eps: list[Endpoint], ns: str, console: Any
+                   ) -> dict[str, Any]:  # fmt: skip
+    console.print(f"reads: {len(_reads(ns, ''))} scenarios x {cfg.runs} runs, interleaved ...")
+    reads = await measure_reads(eps, ns, cfg)
+    get = f"/api/v1/namespaces/{ns}/pods/{seed.pod_name(0)}?resourceVersion=0"
+    load = {}
+    fanout = {}
+    for ep in eps:
+        console.print(f"load and watch fan-out on {ep.name} ...")
+        load[ep.name] = await measure_load(ep, get, cfg)
+        fanout[ep.name] = await measure_fanout(ep, ns, cfg)
+    return {"reads": reads, "load": load, "fanout": fanout}
+
+
+async def cache_memory(ep: Endpoint) -> dict[str, Any]:
+    """The pods cache's JSON bytes and held bytes (``/debug/watchcache?memory=1``), and
+    the garbage collector's pauses so far (``watchcache_gc_pause_seconds``)."""
+    async with ep.session() as s:
+        async with s.get(f"{ep.url}/debug/watchcache?memory=1") as r:
+            caches = (await r.json())["caches"]
+        async with s.get(f"{ep.url}/metrics") as r:
+            metrics = await r.text()
+    pods = next(c for c in caches if c["resource"].split(".")[0] == "pods")
+    out: dict[str, Any] = {"json_bytes": pods["jsonBytes"], "held_bytes": pods["heldBytes"],
+                           "held_ratio": pods["heldBytes"] / max(pods["jsonBytes"], 1)}
+    pauses = {"count": 0.0, "sum": 0.0, "over_50ms": 0.0}
+    for line in metrics.splitlines():
+        if line.startswith("watchcache_gc_pause_seconds_count"):
+            pauses["count"] += float(line.split()[-1])
+        elif line.startswith("watchcache_gc_pause_seconds_sum"):
+            pauses["sum"] += float(line.split()[-1])
+        elif line.startswith('watchcache_gc_pause_seconds_bucket') and 'le="0.05"' in line:
+            pauses["over_50ms"] -= float(line.split()[-1])
+    pauses["over_50ms"] += pauses["count"]
+    out["gc_pauses"] = pauses
+    return out
+
+
+def _filled_by_writes(server: APIServer, own: Endpoint, ns: str) -> dict[str, Any]:
+    """watchcache's RSS and pods cache right after the seeding writes (before any read
+    made Table rows, gzip segments or protobuf bytes)."""
+    return {"json_bytes": asyncio.run(_json_bytes(own, ns)),
+            "watchcache_rss_after_writes": _rss(server.pid),
+            "cache_after_writes": asyncio.run(cache_memory(own))}  # fmt: skip
+
+
+def _memory(cfg: ReferenceConfig, server: APIServer, cluster: EtcdCluster, own: Endpoint,
+            ref: Endpoint, ns: str, tmp: str) -> dict[str, Any]:  # fmt: skip
+    """watchcache's pods cache after the reads, then RSS and cache after a restart
+    (primed by its LIST, then one JSON LIST)."""
+    after_reads = asyncio.run(cache_memory(own))
+    server.stop()
+    fresh = APIServer(cluster.endpoints, log_path=Path(tmp) / "server2.log").start()
+    own.url, own.pid = fresh.url, fresh.pid
+    asyncio.run(_json_bytes(own, ns))  # the cache is primed; a LIST answered from it
+    time.sleep(1)
+    return {"watchcache_rss_after_restart": _rss(fresh.pid),
+            "cache_after_reads": after_reads,
+            "cache_after_restart": asyncio.run(cache_memory(own)),
+            "reference_rss": _rss(ref.pid), "_server": fresh}  # fmt: skip

@@ -1,0 +1,73 @@
+"""``watchcache bench --reference``, against a second watchcache standing in for a
+kube-apiserver (reached through a kubeconfig): a short
+run yields every scenario on both servers with ratios, the outputs are written, and the
+reference is left as it was (the bench namespace is gone)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from lab.bench_reference import ReferenceConfig, reference_endpoint, run_reference
+from lab.kubeconfig import write_kubeconfig
+from tests.integration.conftest import ServerFactory
+
+pytestmark = pytest.mark.etcd
+
+
+async def _namespaces(url: str) -> list[str]:
+    async with aiohttp.ClientSession() as s, s.get(f"{url}/api/v1/namespaces") as r:
+        return [n["metadata"]["name"] for n in (await r.json())["items"]]
+
+
+def test_a_short_reference_run_against_a_second_watchcache(
+    server_factory: ServerFactory, tmp_path: Path
+) -> None:
+    reference = server_factory("--watch-cache=true")
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", reference.url)
+    cfg = ReferenceConfig(reference="", kubeconfig=kubeconfig, reference_pid=reference.pid,
+                          pods=12, nodes=3, runs=1, warmup=0, connections=2, load_seconds=0.3,
+                          watchers=2, writes=2, out=tmp_path / "out", quiet=True)  # fmt: skip
+    result = run_reference(cfg)
+
+    names = {row["name"] for row in result["reads"]}
+    assert {"list_cache", "list_etcd", "table_cache", "table_etcd", "list_cache_gzip",
+            "table_gzip_kubectl", "get_etcd", "get_cache"} <= names  # fmt: skip
+    for row in result["reads"]:
+        assert row["ratio"] > 0 and row["reference"]["bytes"] > 0
+    list_bytes = next(r for r in result["reads"] if r["name"] == "list_cache")
+    assert list_bytes["reference"]["bytes"] == list_bytes["watchcache"]["bytes"]  # same pods
+    for side in ("watchcache", "reference"):
+        assert result["load"][side]["rps"] > 0
+        assert result["load"][side]["server_cpu_cores"] is not None
+        assert result["fanout"][side]["events"] == 4  # 2 watchers x 2 writes, all seen
+    memory = result["memory"]
+    assert memory["reference_rss"] and memory["watchcache_rss_after_restart"]
+    assert memory["cache_after_writes"]["json_bytes"] == memory["json_bytes"]  # the 12 pods
+    for filled in ("cache_after_writes", "cache_after_reads", "cache_after_restart"):
+        # (the fan-out's label patches made one pod a little larger after the writes)
+        assert memory[filled]["held_bytes"] > memory[filled]["json_bytes"] >= memory["json_bytes"]
+    assert result["meta"]["reference_version"]["gitVersion"]
+    for name in ("reference.json", "reference.md", "reference-reads.png"):
+        assert (tmp_path / "out" / name).stat().st_size > 0
+    # the reference is left as it was
+    assert result["meta"]["namespace"] not in asyncio.run(_namespaces(reference.url))
+
+
+def test_the_kubeconfig_gives_server_token_and_tls(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: a\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443/', "
+        "insecure-skip-tls-verify: true}}]\n"
+        "users: [{name: u, user: {token: secret}}]\n"
+        "contexts: [{name: a, context: {cluster: c, user: u}}]\n"
+    )
+    ep = reference_endpoint("", path, tmp_path)
+    assert ep.url == "https://127.0.0.1:6443"
+    assert ep.headers == {"Authorization": "Bearer secret"}
+    assert not isinstance(ep.ssl, bool) and not ep.ssl.check_hostname
+    assert reference_endpoint("http://other:8080", path, tmp_path).url == "http://other:8080"
