@@ -86,7 +86,7 @@ def _time(data: bytes, report: Report) -> str | None:
         seconds -= 1 << 64
     if seconds == ref._ZERO_TIME:
         return None
-    text = ref._format_time(seconds, None)
+    text = _format_seconds(seconds)
     if end == len(data):  # nanos (dropped) would make a new key per value: not kept
         if len(_times) >= _TIMES_KEPT:
             _times.clear()
@@ -96,6 +96,21 @@ def _time(data: bytes, report: Report) -> str | None:
 
 _TIMES_KEPT = 8192
 _times: dict[bytes, str] = {}
+_days: dict[int, str] = {}
+
+
+def _format_seconds(seconds: int) -> str:
+    """``converter._format_time(seconds, None)``, the date made once per day."""
+    day, rest = divmod(seconds, 86400)
+    date = _days.get(day)
+    if date is None:
+        date = ref._format_time(day * 86400, None)[:10]
+        if len(_days) >= _TIMES_KEPT:
+            _days.clear()
+        _days[day] = date
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{date}T{hours:02d}:{minutes:02d}:{secs:02d}Z"
 
 
 def _raw(data: bytes, report: Report) -> Any:
@@ -223,20 +238,15 @@ class Compiler:
             "        t = data[pos]",
             "        if t < 128:",
             "            pos += 1",
+            "        elif data[pos + 1] < 128:  # field numbers 16-2047",
+            "            t = (t & 127) | (data[pos + 1] << 7)",
+            "            pos += 2",
             "        else:",
             "            t, pos = rv(data, pos)",
         ]
-        first = True
-        for f in msg.fields:
-            for tag, body in _parse_cases(f):
-                lines.append(f"        {'if' if first else 'elif'} t == {tag}:")
-                lines += ("            " + line for line in body)
-                first = False
-        lines += [
-            "        else:" if not first else "        if True:",
-            "            pos = other(data, pos, t, end, report, MSG)",
-            "    out = {}",
-        ]
+        cases = sorted(case for f in msg.fields for case in _parse_cases(f))
+        lines += _dispatch(cases, "        ")
+        lines.append("    out = {}")
         for f in msg.fields:
             env[f"F{f.number}"] = f
             lines += ("    " + line for line in _emit(f))
@@ -291,6 +301,9 @@ _LEN = [
     "if b < 128:",
     "    n = b",
     "    pos += 1",
+    "elif data[pos + 1] < 128:",  # 128 to 16 KiB
+    "    n = (b & 127) | (data[pos + 1] << 7)",
+    "    pos += 2",
     "else:",
     "    n, pos = rv(data, pos)",
     "e = pos + n",
@@ -307,6 +320,30 @@ _VAR = [
     "else:",
     "    c, pos = rv(data, pos)",
 ]
+
+
+_CHAIN = 6  # cases tested one after the other; more are split in halves first
+
+
+def _dispatch(cases: list[tuple[int, list[str]]], indent: str) -> list[str]:
+    """Statements running the case whose tag is ``t`` (``cases`` sorted by tag), else
+    ``other``: a binary search over the tags down to short ``if``/``elif`` chains, so
+    that a field late in a big message (PodSpec has 40) costs a few comparisons."""
+    if len(cases) > _CHAIN:
+        mid = len(cases) // 2
+        return [
+            f"{indent}if t < {cases[mid][0]}:",
+            *_dispatch(cases[:mid], indent + "    "),
+            f"{indent}else:",
+            *_dispatch(cases[mid:], indent + "    "),
+        ]
+    lines: list[str] = []
+    for i, (tag, body) in enumerate(cases):
+        lines.append(f"{indent}{'elif' if i else 'if'} t == {tag}:")
+        lines += (f"{indent}    {line}" for line in body)
+    lines += [f"{indent}else:" if cases else f"{indent}if True:",
+              f"{indent}    pos = other(data, pos, t, end, report, MSG)"]  # fmt: skip
+    return lines
 
 
 def _parse_cases(f: Field) -> list[tuple[int, list[str]]]:
