@@ -61,6 +61,7 @@ __all__ = [
     "list_chunks",
     "partial_object_metadata_list",
     "partial_object_metadata_protobuf_list",
+    "protobuf_body",
     "protobuf_chunks",
     "protobuf_list",
     "table_list",
@@ -277,15 +278,10 @@ def protobuf_chunks(
     """The protobuf List of the items' ``encoded`` entries (``encoder.item``'s, from
     :func:`encode_items`), in pieces of about ``chunk_bytes``: the entries are joined
     as they are, never parsed again."""
-    serializer = protobuf.serializer()
-    assert serializer is not None  # protobuf is negotiated only with a schema
-    parts = protobuf.entry_parts(
-        encoder.api_version, encoder.list_kind, encoder.metadata, encoded, serializer,
-        chunk_bytes,
-    )  # fmt: skip
+    body = protobuf_body(encoder, encoded, chunk_bytes=chunk_bytes)
     buffer: list[bytes] = []
     size = 0
-    for part in parts:
+    for part in body:
         buffer.append(part)
         size += len(part)
         if size >= chunk_bytes:
@@ -293,3 +289,18 @@ def protobuf_chunks(
             buffer, size = [], 0
     if buffer:
         yield b"".join(buffer)
+
+
+def protobuf_body(
+    encoder: ProtobufListEncoder, encoded: Sequence[bytes], *, chunk_bytes: int = CHUNK_BYTES
+) -> protobuf.ListBody:
+    """:func:`protobuf_chunks`' body with its ``size`` known before the first byte (a
+    Content-Length: clients read a body of known length faster than a chunked one).
+    Iterated, its pieces are the envelope's head, runs of about ``chunk_bytes`` of
+    entries, and the trailer."""
+    serializer = protobuf.serializer()
+    assert serializer is not None  # protobuf is negotiated only with a schema
+    return protobuf.entry_parts(
+        encoder.api_version, encoder.list_kind, encoder.metadata, encoded, serializer,
+        chunk_bytes,
+    )  # fmt: skip

@@ -96,8 +96,8 @@ async def write_list(
         for _ in encoders.encode_items(encoder.item, items, encoded):
             await asyncio.sleep(0)  # a bounded step is done: let other requests run
         if len(encoded) == len(items) and all(encoded):
-            chunks = encoders.protobuf_chunks(encoder, encoded)
-            return await _stream(request, headers, protobuf.MEDIA_TYPE, chunks)
+            body = encoders.protobuf_body(encoder, encoded)
+            return await _stream(request, headers, protobuf.MEDIA_TYPE, body, length=body.size)
         # members protobuf cannot carry: the list goes as JSON, as one object would
         fallback = encoders.list_chunks(encoder.fallback, (item.data for item in items))
         return await _stream(request, headers, negotiation.JSON_TYPE, fallback)
@@ -106,13 +106,21 @@ async def write_list(
 
 
 async def _stream(
-    request: web.Request, headers: dict[str, str], content_type: str, chunks: Iterable[bytes]
+    request: web.Request,
+    headers: dict[str, str],
+    content_type: str,
+    chunks: Iterable[bytes],
+    length: int | None = None,
 ) -> web.StreamResponse:
-    """A chunked response of ``chunks``, each written as it is produced; the handler
-    yields to the loop after each one (producing one is a bounded step)."""
+    """A chunked response of ``chunks`` (of Content-Length ``length`` when known: a
+    protobuf List), each written as it is produced; the handler yields to the loop
+    after each one (producing one is a bounded step)."""
     response = web.StreamResponse(status=200, headers=headers)
     response.headers["Content-Type"] = content_type
-    response.enable_chunked_encoding()
+    if length is None:
+        response.enable_chunked_encoding()
+    else:
+        response.content_length = length
     await response.prepare(request)
     for chunk in chunks:
         await response.write(chunk)
