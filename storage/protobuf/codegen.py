@@ -160,10 +160,18 @@ def _entry(entry: bytes) -> dict[int, bytes]:
     out: dict[int, bytes] = {}
     pos, end = 0, len(entry)
     while pos < end:
-        tag, pos = read_varint(entry, pos)
+        tag = entry[pos]
+        if tag < 128:  # one-byte tags and lengths inline (keys, label values)
+            pos += 1
+        else:
+            tag, pos = read_varint(entry, pos)
         if tag & 7 != 2:
             raise ConversionError("proto: map entry: unexpected wire type")
-        size, pos = read_varint(entry, pos)
+        size = entry[pos] if pos < end else 128  # 128: read_varint says EOF
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_varint(entry, pos)
         out[tag >> 3] = entry[pos : pos + size]
         pos += size
     return out
