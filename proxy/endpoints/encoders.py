@@ -26,9 +26,9 @@ comes). The budget the project holds: no loop step over ~20 ms at 10,000 pods.
 - Protobuf (the resource's List, a PartialObjectMetadataList): a
   :class:`ProtobufListEncoder`. The envelope carries the length of the whole body, so
   every item's message is made first, in bounded steps (:func:`encode_items`; an
-  object version's protobuf bytes are made at most once and kept on it, see
-  ``proxy.endpoints.protobuf.stored_bytes``), then the list is joined from slices of
-  those bytes (:func:`protobuf_chunks`). An item protobuf cannot carry sends the whole
+  object version's List entry is made at most once and kept on it, see
+  ``proxy.endpoints.protobuf.stored_item``), then the list is joined from those
+  bytes as they are (:func:`protobuf_chunks`). An item protobuf cannot carry sends the whole
   list as the encoder's JSON ``fallback``.
 
 A new format adds an encoder here and a branch in
@@ -65,6 +65,7 @@ __all__ = [
     "list_chunks",
     "partial_object_metadata_list",
     "partial_object_metadata_protobuf_list",
+    "protobuf_body",
     "protobuf_chunks",
     "protobuf_list",
     "table_list",
@@ -208,7 +209,7 @@ def partial_object_metadata_protobuf_list(
 
     def message(stored: StoredObject) -> bytes:
         partial = as_partial_object_metadata(orjson.loads(stored.data), version)
-        return protobuf.encode_object(partial) or b""
+        return protobuf.item_of(protobuf.encode_object(partial) or b"")
 
     header = partial_object_metadata_list_header(metadata, version)
     fallback = partial_object_metadata_list(metadata, version)
@@ -240,8 +241,9 @@ def _yaml_document(
 @dataclass(frozen=True)
 class ProtobufListEncoder:
     """How one list response is encoded as protobuf: the List ``list_kind`` of
-    ``api_version`` with ListMeta ``metadata``, each item's message from ``item`` (its
-    enveloped bytes, ``b""`` if it cannot be protobuf). ``fallback`` encodes the list
+    ``api_version`` with ListMeta ``metadata``, each item from ``item``: its entry of
+    the List's ``items`` (``proxy.endpoints.protobuf.stored_item``), ``b""`` if it
+    cannot be protobuf. ``fallback`` encodes the list
     as JSON when an item cannot be protobuf (a single object goes as JSON likewise)."""
 
     api_version: str
@@ -257,7 +259,7 @@ def protobuf_list(
     """The resource's own List as protobuf, from each version's remembered protobuf
     bytes (serialize once); JSON (the stored bytes) if an item cannot be protobuf."""
     fallback = json_list(list_kind, api_version, metadata)
-    return ProtobufListEncoder(api_version, list_kind, metadata, protobuf.stored_bytes, fallback)
+    return ProtobufListEncoder(api_version, list_kind, metadata, protobuf.stored_item, fallback)
 
 
 def encode_items(
@@ -286,17 +288,13 @@ def encode_items(
 def protobuf_chunks(
     encoder: ProtobufListEncoder, encoded: Sequence[bytes], *, chunk_bytes: int = CHUNK_BYTES
 ) -> Iterator[bytes]:
-    """The protobuf List of the items' ``encoded`` messages (from
-    :func:`encode_items`), in pieces of about ``chunk_bytes``: the items' bytes are
-    sliced and joined, never parsed again."""
-    serializer = protobuf.serializer()
-    assert serializer is not None  # protobuf is negotiated only with a schema
-    parts = protobuf.list_parts(
-        encoder.api_version, encoder.list_kind, encoder.metadata, encoded, serializer
-    )
-    buffer: list[bytes | memoryview] = []
+    """The protobuf List of the items' ``encoded`` entries (``encoder.item``'s, from
+    :func:`encode_items`), in pieces of about ``chunk_bytes``: the entries are joined
+    as they are, never parsed again."""
+    body = protobuf_body(encoder, encoded, chunk_bytes=chunk_bytes)
+    buffer: list[bytes] = []
     size = 0
-    for part in parts:
+    for part in body:
         buffer.append(part)
         size += len(part)
         if size >= chunk_bytes:
@@ -304,3 +302,18 @@ def protobuf_chunks(
             buffer, size = [], 0
     if buffer:
         yield b"".join(buffer)
+
+
+def protobuf_body(
+    encoder: ProtobufListEncoder, encoded: Sequence[bytes], *, chunk_bytes: int = CHUNK_BYTES
+) -> protobuf.ListBody:
+    """:func:`protobuf_chunks`' body with its ``size`` known before the first byte (a
+    Content-Length: clients read a body of known length faster than a chunked one).
+    Iterated, its pieces are the envelope's head, runs of about ``chunk_bytes`` of
+    entries, and the trailer."""
+    serializer = protobuf.serializer()
+    assert serializer is not None  # protobuf is negotiated only with a schema
+    return protobuf.entry_parts(
+        encoder.api_version, encoder.list_kind, encoder.metadata, encoded, serializer,
+        chunk_bytes,
+    )  # fmt: skip

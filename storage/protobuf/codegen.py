@@ -19,6 +19,8 @@ import binascii
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from storage.protobuf import converter as ref
 from storage.protobuf.converter import ConversionError, Report
 from storage.protobuf.plans import BOOL, BYTES, INT32, INT64, MAP, MESSAGE, STRING, Field, Message
@@ -69,17 +71,68 @@ def _b64(b: bytes) -> str:
 
 
 def _time(data: bytes, report: Report) -> str | None:
-    """Time: ``{seconds = 1, nanos = 2}``, RFC 3339 in JSON (nanos dropped, as Go)."""
+    """Time: ``{seconds = 1, nanos = 2}``, RFC 3339 in JSON (nanos dropped, as Go).
+    Remembered by wire bytes: the objects of a cluster share few distinct seconds (a
+    pod's conditions, its containers' start), and formatting one costs ~1 µs."""
+    text = _times.get(data)
+    if text is not None:
+        return text
     if not data:
         return None
     if data[0] != 0x08:
         return ref._decode_special(_TIME, data, report)  # type: ignore[no-any-return]
-    seconds, _ = read_varint(data, 1)
+    seconds, end = read_varint(data, 1)
     if seconds >> 63:
         seconds -= 1 << 64
     if seconds == ref._ZERO_TIME:
         return None
-    return ref._format_time(seconds, None)
+    text = _format_seconds(seconds)
+    if end == len(data):  # nanos (dropped) would make a new key per value: not kept
+        if len(_times) >= _TIMES_KEPT:
+            _times.clear()
+        _times[data] = text
+    return text
+
+
+_TIMES_KEPT = 8192
+_times: dict[bytes, str] = {}
+_days: dict[int, str] = {}
+
+
+def _format_seconds(seconds: int) -> str:
+    """``converter._format_time(seconds, None)``, the date made once per day."""
+    day, rest = divmod(seconds, 86400)
+    date = _days.get(day)
+    if date is None:
+        date = ref._format_time(day * 86400, None)[:10]
+        if len(_days) >= _TIMES_KEPT:
+            _days.clear()
+        _days[day] = date
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{date}T{hours:02d}:{minutes:02d}:{secs:02d}Z"
+
+
+def _raw(data: bytes, report: Report) -> Any:
+    """FieldsV1, RawExtension: ``{raw = 1}`` holding JSON (managedFields carry two)."""
+    if len(data) > 2 and data[0] == 0x0A:
+        size, pos = read_varint(data, 1)
+        if pos + size == len(data):
+            try:
+                return orjson.loads(data[pos:])
+            except orjson.JSONDecodeError:
+                pass  # the interpreter reports it
+    return ref._decode_special(_RAW, data, report)
+
+
+def _map_sq(entries: list[bytes], report: Report) -> dict[str, str]:
+    """A map of Quantity values (a container's requests and limits)."""
+    out: dict[str, str] = {}
+    for entry in entries:
+        fields = _entry(entry)
+        key = fields.get(1, b"").decode("utf-8", "replace")
+        out[key] = _quantity(fields.get(2, b""), report)
+    return out
 
 
 def _quantity(data: bytes, report: Report) -> str:
@@ -90,7 +143,8 @@ def _quantity(data: bytes, report: Report) -> str:
 
 _TIME = Message("k8s.io.apimachinery.pkg.apis.meta.v1.Time", "time")
 _QUANTITY = Message("k8s.io.apimachinery.pkg.api.resource.Quantity", "quantity")
-_FAST_SPECIAL: dict[str, Decoder] = {"time": _time, "quantity": _quantity}
+_RAW = Message("k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1", "raw")
+_FAST_SPECIAL: dict[str, Decoder] = {"time": _time, "quantity": _quantity, "raw": _raw}
 
 
 def _map_ss(entries: list[bytes]) -> dict[str, str]:
@@ -106,10 +160,18 @@ def _entry(entry: bytes) -> dict[int, bytes]:
     out: dict[int, bytes] = {}
     pos, end = 0, len(entry)
     while pos < end:
-        tag, pos = read_varint(entry, pos)
+        tag = entry[pos]
+        if tag < 128:  # one-byte tags and lengths inline (keys, label values)
+            pos += 1
+        else:
+            tag, pos = read_varint(entry, pos)
         if tag & 7 != 2:
             raise ConversionError("proto: map entry: unexpected wire type")
-        size, pos = read_varint(entry, pos)
+        size = entry[pos] if pos < end else 128  # 128: read_varint says EOF
+        if size < 128:
+            pos += 1
+        else:
+            size, pos = read_varint(entry, pos)
         out[tag >> 3] = entry[pos : pos + size]
         pos += size
     return out
@@ -173,7 +235,7 @@ class Compiler:
         env: dict[str, Any] = {
             "rv": read_varint, "CE": ConversionError, "other": _other, "MSG": msg,
             "D": self.decoders, "packed": ref._packed, "i32": _i32, "i64": _i64,
-            "b64": _b64, "map_ss": _map_ss, "ref_map": ref._decode_map,
+            "b64": _b64, "map_ss": _map_ss, "map_sq": _map_sq, "ref_map": ref._decode_map,
         }  # fmt: skip
         lines = [
             "def dec(data, report):",
@@ -184,20 +246,15 @@ class Compiler:
             "        t = data[pos]",
             "        if t < 128:",
             "            pos += 1",
+            "        elif data[pos + 1] < 128:  # field numbers 16-2047",
+            "            t = (t & 127) | (data[pos + 1] << 7)",
+            "            pos += 2",
             "        else:",
             "            t, pos = rv(data, pos)",
         ]
-        first = True
-        for f in msg.fields:
-            for tag, body in _parse_cases(f):
-                lines.append(f"        {'if' if first else 'elif'} t == {tag}:")
-                lines += ("            " + line for line in body)
-                first = False
-        lines += [
-            "        else:" if not first else "        if True:",
-            "            pos = other(data, pos, t, end, report, MSG)",
-            "    out = {}",
-        ]
+        cases = sorted(case for f in msg.fields for case in _parse_cases(f))
+        lines += _dispatch(cases, "        ")
+        lines.append("    out = {}")
         for f in msg.fields:
             env[f"F{f.number}"] = f
             lines += ("    " + line for line in _emit(f))
@@ -252,6 +309,9 @@ _LEN = [
     "if b < 128:",
     "    n = b",
     "    pos += 1",
+    "elif data[pos + 1] < 128:",  # 128 to 16 KiB
+    "    n = (b & 127) | (data[pos + 1] << 7)",
+    "    pos += 2",
     "else:",
     "    n, pos = rv(data, pos)",
     "e = pos + n",
@@ -268,6 +328,30 @@ _VAR = [
     "else:",
     "    c, pos = rv(data, pos)",
 ]
+
+
+_CHAIN = 6  # cases tested one after the other; more are split in halves first
+
+
+def _dispatch(cases: list[tuple[int, list[str]]], indent: str) -> list[str]:
+    """Statements running the case whose tag is ``t`` (``cases`` sorted by tag), else
+    ``other``: a binary search over the tags down to short ``if``/``elif`` chains, so
+    that a field late in a big message (PodSpec has 40) costs a few comparisons."""
+    if len(cases) > _CHAIN:
+        mid = len(cases) // 2
+        return [
+            f"{indent}if t < {cases[mid][0]}:",
+            *_dispatch(cases[:mid], indent + "    "),
+            f"{indent}else:",
+            *_dispatch(cases[mid:], indent + "    "),
+        ]
+    lines: list[str] = []
+    for i, (tag, body) in enumerate(cases):
+        lines.append(f"{indent}{'elif' if i else 'if'} t == {tag}:")
+        lines += (f"{indent}    {line}" for line in body)
+    lines += [f"{indent}else:" if cases else f"{indent}if True:",
+              f"{indent}    pos = other(data, pos, t, end, report, MSG)"]  # fmt: skip
+    return lines
 
 
 def _parse_cases(f: Field) -> list[tuple[int, list[str]]]:
@@ -303,8 +387,11 @@ def _emit(f: Field) -> list[str]:
             return [f"if {v} is not None:", f"    out[{j}] = {sub}({v}, report)"]
         return [f"out[{j}] = {sub}({v} if {v} is not None else b'', report)"]
     if f.kind == MAP:
-        value_kind = f.map_value.kind if f.map_value is not None else STRING
+        value = f.map_value
+        value_kind = value.kind if value is not None else STRING
         conv = f"map_ss({v})" if value_kind == STRING else f"ref_map(F{f.number}, {v}, report)"
+        if value is not None and value.message is not None and value.message.special == "quantity":
+            conv = f"map_sq({v}, report)"
     elif f.repeated:
         item = (
             f"D[{f.type_name!r}](c, report)" if f.kind == MESSAGE else _CONVERT[f.kind].format("c")

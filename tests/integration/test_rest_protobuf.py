@@ -116,7 +116,11 @@ async def test_create_get_list_and_errors_in_protobuf(http: aiohttp.ClientSessio
     for query in ("", f"?resourceVersion={rv}&resourceVersionMatch=NotOlderThan"):
         async with http.get(cms + query, headers={"Accept": f"{PB}, application/json"}) as resp:
             assert resp.headers["Content-Type"] == PB
-            api_version, kind, raw = open_envelope(await resp.read())
+            body = await resp.read()
+            # its size is known before the first byte: no chunked encoding
+            assert "Transfer-Encoding" not in resp.headers
+            assert resp.headers["Content-Length"] == str(len(body))
+            api_version, kind, raw = open_envelope(body)
         listed = ConfigMapList.FromString(raw)
         assert (api_version, kind) == ("v1", "ConfigMapList")
         assert [i.metadata.name for i in listed.items] == ["a"]

@@ -100,8 +100,8 @@ async def write_list(
         for _ in encoders.encode_items(encoder.item, items, encoded):
             await asyncio.sleep(0)  # a bounded step is done: let other requests run
         if len(encoded) == len(items) and all(encoded):
-            chunks = encoders.protobuf_chunks(encoder, encoded)
-            return await _stream(request, headers, protobuf.MEDIA_TYPE, chunks)
+            body = encoders.protobuf_body(encoder, encoded)
+            return await _stream(request, headers, protobuf.MEDIA_TYPE, body, length=body.size)
         # members protobuf cannot carry: the list goes as JSON, as one object would
         fallback = encoders.list_chunks(encoder.fallback, items)
         return await _stream(request, headers, negotiation.JSON_TYPE, fallback)
@@ -131,18 +131,23 @@ async def _stream(
     content_type: str,
     chunks: Iterable[bytes],
     compressed: bool = False,
+    length: int | None = None,
 ) -> web.StreamResponse:
-    """A chunked response of ``chunks``, each written as it is produced; the handler
-    yields to the loop after each one (producing one is a bounded step). Gzip when the
-    client accepts it and the body is over the threshold (``compressed``: ``chunks``
-    already are)."""
+    """A response of ``chunks``, each written as it is produced; the handler yields to
+    the loop after each one (producing one is a bounded step). Gzip when the client
+    accepts it and the body is over the threshold (``compressed``: ``chunks`` already
+    are); otherwise of Content-Length ``length`` when known (a protobuf List), chunked
+    when not."""
     if not compressed and compression.accepts_gzip(request):
         compressed, chunks = compression.compress_if_large(chunks)
     response = web.StreamResponse(status=200, headers=headers)
     response.headers["Content-Type"] = content_type
     if compressed:
         compression.mark_compressed(response)
-    response.enable_chunked_encoding()
+    if length is None or compressed:
+        response.enable_chunked_encoding()
+    else:
+        response.content_length = length
     await response.prepare(request)
     for chunk in chunks:
         await response.write(chunk)

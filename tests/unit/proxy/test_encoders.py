@@ -206,7 +206,7 @@ def test_protobuf_list_is_the_whole_list_encoded(count: int, chunk_bytes: int) -
     body = protobuf_body(protobuf_list("PodList", "v1", META), items, chunk_bytes=chunk_bytes)
     assert body == protobuf.encode_object(whole)
     # serialize once: the items' bytes are the ones kept on each version
-    assert all(protobuf.stored_bytes(i) is protobuf.stored_bytes(i) for i in items)
+    assert all(protobuf.stored_item(i) is protobuf.stored_item(i) for i in items)
 
 
 @pytest.mark.parametrize("count", [0, 1, 7])

@@ -3,25 +3,49 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from lab import seed
 from proxy.endpoints import protobuf as front
 from storage import codec
-from storage.interfaces import StoredObject
 
 
-def test_each_version_is_encoded_at_most_once() -> None:
+def test_each_version_is_encoded_at_most_once(monkeypatch: pytest.MonkeyPatch) -> None:
     stored = codec.decode("/registry/pods/a/b", codec.encode(seed.pod(1, 1, 1)), 7)
     calls: list[int] = []
+    encode_object = front.encode_object
 
-    def encode(st: StoredObject) -> bytes:
+    def counted(obj: dict[str, Any]) -> bytes | None:
         calls.append(1)
-        return front.encode_object(st.copy()) or b""
+        return encode_object(obj)
 
-    first = stored.encoded(front.MEDIA_TYPE, encode)
-    assert stored.encoded(front.MEDIA_TYPE, encode) is first and len(calls) == 1
-    assert front.stored_bytes(stored) is first  # the LIST path finds the same bytes
-    assert front.object_bytes(stored.data) == first
-    assert front.object_bytes(stored.data) is front.object_bytes(stored.data)  # GET, watch
+    monkeypatch.setattr(front, "encode_object", counted)
+    entry = front.stored_item(stored)  # the LIST path
+    assert front.stored_item(stored) is entry and len(calls) == 1
+    whole = front.stored_bytes(stored)  # GET, watch: head + the same entry + trailer
+    assert front.stored_bytes(stored) == whole and len(calls) == 1
+    assert whole == encode_object(stored.copy())
+    assert front.item_of(whole) == entry
+    assert front.object_bytes(stored.data) == whole
+    assert front.object_bytes(stored.data) is front.object_bytes(stored.data)
+
+
+def test_versions_of_a_kind_share_their_envelope_head() -> None:
+    a, b = (codec.decode("/registry/pods/a/b", codec.encode(seed.pod(i, 1, 1)), 7 + i)
+            for i in range(2))  # fmt: skip
+    assert front.stored_item(a) and front.stored_item(b)
+    assert a.remembered(front.MEDIA_TYPE + ";head") is b.remembered(front.MEDIA_TYPE + ";head")
+
+
+def test_a_value_with_its_own_content_type_is_answered_in_upstreams_layout() -> None:
+    pod = codec.decode_object("/k", codec.encode(seed.pod(3, 1, 1)))
+    standard = front.encode_object(pod)
+    assert standard is not None and standard.endswith(b"\x1a\x00\x22\x00")
+    own = standard[:-4] + b"\x22" + bytes((len(front.MEDIA_TYPE),)) + front.MEDIA_TYPE.encode()
+    stored = codec.decode("/registry/pods/a/b", own, 11)
+    assert front.stored_bytes(stored) == front.encode_object(stored.copy())
 
 
 def test_a_version_read_from_protobuf_is_answered_from_its_value() -> None:

@@ -17,7 +17,7 @@ from google.protobuf.message import Message as PbMessage
 from lab import seed
 from storage import codec
 from storage.errors import CorruptObject
-from storage.protobuf import converter
+from storage.protobuf import codegen, converter
 from storage.protobuf.converter import (
     ConversionError,
     Report,
@@ -34,6 +34,7 @@ from storage.protobuf.serializer import (
     with_resource_version,
     wrap,
 )
+from storage.protobuf.wire import WireError
 
 JSON = dict[str, Any]
 TIME = "2024-05-06T07:08:09Z"
@@ -410,3 +411,30 @@ def test_a_write_reads_back_as_protobuf_normalises_it() -> None:
     # what protobuf cannot carry stays JSON, whole
     obj["spec"]["fieldFrom137"] = True
     assert codec.encode(obj).startswith(b"{")
+
+
+@pytest.mark.parametrize(
+    "seconds",
+    [0, 59, 86399, 86400, 1_700_000_000, 951_782_400, -1, -86401, -62_135_596_800 + 1,
+     253_402_300_799],
+)  # fmt: skip
+def test_compiled_time_formatting_is_the_interpreters(seconds: int) -> None:
+    assert codegen._format_seconds(seconds) == converter._format_time(seconds, None)
+
+
+def test_every_truncation_of_a_pod_is_a_conversion_error_or_the_references_answer(
+    pb: Serializer,
+) -> None:
+    # the compiled decoder reads one- and two-byte tags and lengths inline
+    msg = pb.message("v1", "Pod")
+    raw = pb.encode_raw("v1", "Pod", {k: v for k, v in seed.pod(4, 3, 2).items()
+                                      if k not in ("apiVersion", "kind")})  # fmt: skip
+    for n in range(len(raw)):
+        try:
+            got = pb.decode_raw("v1", "Pod", raw[:n])
+        except ConversionError:
+            with pytest.raises((ConversionError, WireError, IndexError, ValueError)):
+                converter.decode(msg, raw[:n], Report())
+            continue
+        assert got == {"apiVersion": "v1", "kind": "Pod",
+                       **converter.decode(msg, raw[:n], Report())}  # fmt: skip
