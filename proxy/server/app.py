@@ -38,6 +38,7 @@ from proxy.endpoints.discovery.legacy import setup_discovery_routes
 from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
+from proxy.flowcontrol.server import FlowControl
 from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.server import http_errors
@@ -126,11 +127,13 @@ def build_app(
         if "RBAC" in settings.authorization_mode:
             informer = RBACInformer(lambda plural: _rbac_storage(ctx, plural))
         auth = build_auth(settings, informer)
+    flow_control = FlowControl.build(settings)
     app = web.Application(
         middlewares=handler_chain(
             settings,
             authentication=auth.authentication_filters() if auth else (),
             authorization=auth.authorization_filters() if auth else (),
+            flowcontrol=flow_control.middleware() if flow_control else None,
         ),
         # bodies are read by the handlers with their own limit (413 as a Status)
         client_max_size=settings.max_request_body_bytes + 1,
@@ -154,6 +157,8 @@ def build_app(
         app[AUTH] = auth
         setup_auth_routes(app)
         app.cleanup_ctx.append(auth_cleanup_ctx(auth, lambda plural: _rbac_storage(ctx, plural)))
+    if flow_control is not None:
+        flow_control.install(app, lambda group, plural: _storage_of(ctx, group, plural))
     setup_health_routes(app)
     setup_metrics_routes(app)
     setup_debug_routes(app)
@@ -179,6 +184,11 @@ def build_app(
     app.on_shutdown.append(on_shutdown)
     app.on_cleanup.append(on_cleanup)
     return app
+
+
+def _storage_of(ctx: APIContext, group: str, plural: str) -> ResourceStorage | None:
+    resource = ctx.registry.lookup(group, plural)
+    return ctx.storages.for_resource(resource) if resource is not None else None
 
 
 def _rbac_storage(ctx: APIContext, plural: str) -> ResourceStorage:
