@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 from aiohttp import web
 
+from proxy.audit.server import Audit
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.endpoints import negotiation, responsewriter
 from proxy.endpoints.discovery.legacy import setup_discovery_routes
@@ -128,12 +129,14 @@ def build_app(
             informer = RBACInformer(lambda plural: _rbac_storage(ctx, plural))
         auth = build_auth(settings, informer)
     flow_control = FlowControl.build(settings)
+    audit = Audit.build(settings)
     app = web.Application(
         middlewares=handler_chain(
             settings,
             authentication=auth.authentication_filters() if auth else (),
             authorization=auth.authorization_filters() if auth else (),
             flowcontrol=flow_control.middleware() if flow_control else None,
+            audit=audit.middleware() if audit else None,
         ),
         # bodies are read by the handlers with their own limit (413 as a Status)
         client_max_size=settings.max_request_body_bytes + 1,
@@ -157,6 +160,8 @@ def build_app(
         app[AUTH] = auth
         setup_auth_routes(app)
         app.cleanup_ctx.append(auth_cleanup_ctx(auth, lambda plural: _rbac_storage(ctx, plural)))
+    if audit is not None:
+        audit.install(app)
     if flow_control is not None:
         flow_control.install(app, lambda group, plural: _storage_of(ctx, group, plural))
     setup_health_routes(app)

@@ -1,0 +1,206 @@
+"""Building ``audit.k8s.io/v1`` Events (upstream's ``audit/request.go``): the fields
+in upstream's order, each stage's timestamp, the response status, and the request and
+response objects.
+
+The objects are carried as ``RawObject`` (the bytes the handler read or wrote) and
+turned into JSON only in the writer's thread (``materialize``): the event loop never
+parses a large LIST for the audit log. YAML and protobuf bodies are converted to
+JSON; anything else has no object.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from proxy.authentication.user import UserInfo
+from proxy.endpoints.request_info import RequestInfo
+from storage import codec
+from storage import errors as serr
+from storage.codec import PROTOBUF_MAGIC
+
+__all__ = ["AuditEvent", "RawObject", "materialize", "timestamp"]
+
+JSON = dict[str, Any]
+
+
+def timestamp(now: datetime.datetime | None = None) -> str:
+    """RFC 3339 with microseconds, as upstream's MicroTime."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True)
+class RawObject:
+    """An object's encoded bytes, decoded in the writer's thread."""
+
+    data: bytes
+    content_type: str
+    omit_managed_fields: bool
+
+    def decode(self) -> Any:
+        if self.data.startswith(PROTOBUF_MAGIC):  # kubectl's writes, protobuf answers
+            obj: Any = codec.decode_object("audit", self.data)
+        elif self.content_type.endswith("yaml"):
+            obj = yaml.safe_load(self.data)
+        elif "json" in self.content_type or self.data[:1] in (b"{", b"["):
+            if not self.omit_managed_fields and b"\n" not in self.data:
+                return orjson.Fragment(self.data)  # our own compact JSON: spliced as is
+            obj = orjson.loads(self.data)
+        else:
+            return None
+        if self.omit_managed_fields:
+            _drop_managed_fields(obj)
+        return obj
+
+
+def _drop_managed_fields(obj: Any) -> None:
+    if not isinstance(obj, dict):
+        return
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    for item in obj.get("items") or ():
+        _drop_managed_fields(item)
+
+
+def materialize(event: JSON) -> JSON:
+    """The event with its RawObjects decoded (or left out when undecodable)."""
+    for key in ("requestObject", "responseObject"):
+        raw = event.get(key)
+        if isinstance(raw, RawObject):
+            try:
+                decoded = raw.decode()
+            except (ValueError, yaml.YAMLError, serr.StorageError):
+                decoded = None
+            if decoded is None:
+                del event[key]
+            else:
+                event[key] = decoded
+    return event
+
+
+def _source_ips(request: web.Request) -> list[str]:
+    """X-Forwarded-For, then X-Real-Ip, then the peer, without repeats (upstream's
+    ``utilnet.SourceIPs``)."""
+    ips: list[str] = []
+    for part in request.headers.get("X-Forwarded-For", "").split(","):
+        if part.strip():
+            ips.append(part.strip())
+    real = request.headers.get("X-Real-Ip", "").strip()
+    if real and real not in ips:
+        ips.append(real)
+    peer = request.remote or ""
+    if peer and peer not in ips:
+        ips.append(peer)
+    return ips
+
+
+def _object_ref(info: RequestInfo) -> JSON | None:
+    if not info.is_resource_request:
+        return None
+    ref: JSON = {"resource": info.resource}
+    if info.namespace:
+        ref["namespace"] = info.namespace
+    if info.name:
+        ref["name"] = info.name
+    if info.group:
+        ref["apiGroup"] = info.group
+    if info.version:
+        ref["apiVersion"] = info.version
+    if info.subresource:
+        ref["subresource"] = info.subresource
+    return ref
+
+
+class AuditEvent:
+    """One request's audit record; ``at(stage)`` is the Event for a stage."""
+
+    def __init__(self, request: web.Request, info: RequestInfo, user: UserInfo, level: str,
+                 audit_id: str, omit_managed_fields: bool) -> None:  # fmt: skip
+        self.level = level
+        self.audit_id = audit_id
+        self.request_uri = request.raw_path
+        self.verb = info.verb
+        self.user = user.to_api()
+        self.impersonated: JSON | None = None
+        self.source_ips = _source_ips(request)
+        self.user_agent = request.headers.get("User-Agent", "")
+        self.object_ref = _object_ref(info)
+        self.received = timestamp()
+        self.response_status: JSON | None = None
+        self.request_object: RawObject | None = None
+        self.response_object: RawObject | None = None
+        self.annotations: dict[str, str] = {}
+        self.omit_managed_fields = omit_managed_fields
+
+    def at(self, stage: str) -> JSON:
+        event: JSON = {
+            "kind": "Event",
+            "apiVersion": "audit.k8s.io/v1",
+            "level": self.level,
+            "auditID": self.audit_id,
+            "stage": stage,
+            "requestURI": self.request_uri,
+            "verb": self.verb,
+            "user": self.user,
+        }
+        if self.impersonated is not None:
+            event["impersonatedUser"] = self.impersonated
+        event["sourceIPs"] = self.source_ips
+        if self.user_agent:
+            event["userAgent"] = self.user_agent
+        if self.object_ref is not None:
+            event["objectRef"] = self.object_ref
+        if self.response_status is not None:
+            event["responseStatus"] = self.response_status
+        if self.request_object is not None:
+            event["requestObject"] = self.request_object
+        if self.response_object is not None:
+            event["responseObject"] = self.response_object
+        event["requestReceivedTimestamp"] = self.received
+        event["stageTimestamp"] = timestamp()
+        if self.annotations:
+            event["annotations"] = dict(self.annotations)
+        return event
+
+    def set_status(self, code: int, body: bytes | None, content_type: str) -> None:
+        """``{"metadata":{},"code":N}``, or for a failure the Status the client got
+        (without kind and apiVersion), as upstream."""
+        status: JSON = {"metadata": {}, "code": code}
+        if code >= 300 and body and "json" in content_type and body[:1] == b"{":
+            try:
+                decoded = orjson.loads(body)
+            except ValueError:
+                decoded = None
+            if isinstance(decoded, dict) and decoded.get("kind") == "Status":
+                status = {k: v for k, v in decoded.items() if k not in ("kind", "apiVersion")}
+        self.response_status = status
+
+    def set_request_object(self, body: bytes, content_type: str, info: RequestInfo) -> None:
+        if not body:
+            return
+        self.request_object = RawObject(body, content_type, self.omit_managed_fields)
+        if info.verb == "create" and self.object_ref is not None and "name" not in self.object_ref:
+            self._name_from_body(body, content_type)
+
+    def _name_from_body(self, body: bytes, content_type: str) -> None:
+        """A create's objectRef names the object it creates (upstream fills it in)."""
+        if "json" not in content_type or len(body) > 64 * 1024:
+            return
+        try:
+            obj = orjson.loads(body)
+        except ValueError:
+            return
+        name = ((obj.get("metadata") if isinstance(obj, dict) else None) or {}).get("name")
+        if isinstance(name, str) and name and self.object_ref is not None:
+            ref = dict(self.object_ref)
+            ref["name"] = name
+            # keep upstream's field order: name right after namespace
+            order = ("resource", "namespace", "name", "apiGroup", "apiVersion", "subresource")
+            self.object_ref = {k: ref[k] for k in order if k in ref}
