@@ -69,8 +69,32 @@ def _drop_managed_fields(obj: Any) -> None:
         _drop_managed_fields(item)
 
 
+CREATED_BODY = "_createdBody"  # internal: removed by ``materialize``
+_REF_ORDER = ("resource", "namespace", "name", "apiGroup", "apiVersion", "subresource")
+
+
+def _created_name(raw: RawObject) -> str:
+    try:
+        obj = (
+            codec.decode_object("audit", raw.data)
+            if raw.data[:1] != b"{"
+            else orjson.loads(raw.data)
+        )
+    except (ValueError, serr.StorageError):
+        return ""
+    name = ((obj.get("metadata") if isinstance(obj, dict) else None) or {}).get("name")
+    return name if isinstance(name, str) else ""
+
+
 def materialize(event: JSON) -> JSON:
-    """The event with its RawObjects decoded (or left out when undecodable)."""
+    """The event with its RawObjects decoded (or left out when undecodable), and a
+    create's objectRef completed with the created object's name."""
+    created = event.pop(CREATED_BODY, None)
+    if isinstance(created, RawObject):
+        name = _created_name(created)
+        if name:
+            ref = {**event["objectRef"], "name": name}
+            event["objectRef"] = {k: ref[k] for k in _REF_ORDER if k in ref}
     for key in ("requestObject", "responseObject"):
         raw = event.get(key)
         if isinstance(raw, RawObject):
@@ -138,6 +162,7 @@ class AuditEvent:
         self.response_object: RawObject | None = None
         self.annotations: dict[str, str] = {}
         self.omit_managed_fields = omit_managed_fields
+        self.created_body: RawObject | None = None
 
     def at(self, stage: str) -> JSON:
         event: JSON = {
@@ -163,6 +188,8 @@ class AuditEvent:
             event["requestObject"] = self.request_object
         if self.response_object is not None:
             event["responseObject"] = self.response_object
+        if self.created_body is not None and stage != "RequestReceived":
+            event[CREATED_BODY] = self.created_body
         event["requestReceivedTimestamp"] = self.received
         event["stageTimestamp"] = timestamp()
         if self.annotations:
@@ -183,24 +210,12 @@ class AuditEvent:
         self.response_status = status
 
     def set_request_object(self, body: bytes, content_type: str, info: RequestInfo) -> None:
-        if not body:
-            return
-        self.request_object = RawObject(body, content_type, self.omit_managed_fields)
-        if info.verb == "create" and self.object_ref is not None and "name" not in self.object_ref:
-            self._name_from_body(body, content_type)
+        """The body as ``requestObject`` (Request and RequestResponse levels)."""
+        if body:
+            self.request_object = RawObject(body, content_type, self.omit_managed_fields)
 
-    def _name_from_body(self, body: bytes, content_type: str) -> None:
-        """A create's objectRef names the object it creates (upstream fills it in)."""
-        if "json" not in content_type or len(body) > 64 * 1024:
-            return
-        try:
-            obj = orjson.loads(body)
-        except ValueError:
-            return
-        name = ((obj.get("metadata") if isinstance(obj, dict) else None) or {}).get("name")
-        if isinstance(name, str) and name and self.object_ref is not None:
-            ref = dict(self.object_ref)
-            ref["name"] = name
-            # keep upstream's field order: name right after namespace
-            order = ("resource", "namespace", "name", "apiGroup", "apiVersion", "subresource")
-            self.object_ref = {k: ref[k] for k in order if k in ref}
+    def name_created_object(self, body: bytes, content_type: str) -> None:
+        """A create's objectRef names the object it creates (upstream fills it in from
+        the decoded object): the name is read from the body in the writer's thread."""
+        if body and self.object_ref is not None and "name" not in self.object_ref:
+            self.created_body = RawObject(body, content_type, False)

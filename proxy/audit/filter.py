@@ -68,10 +68,11 @@ def _complete(request: web.Request, event: AuditEvent, level: str,
     raw = body if isinstance(body, bytes) else None
     event.set_status(response.status, raw, response.content_type)
     info = request[REQUEST_INFO]
-    if level in _AT_LEAST_REQUEST:
-        sent = request.get(REQUEST_BODY)
-        if sent:
-            event.set_request_object(sent, request.content_type, info)
+    sent = request.get(REQUEST_BODY)
+    if sent and level in _AT_LEAST_REQUEST:
+        event.set_request_object(sent, request.content_type, info)
+    if sent and info.verb == "create":
+        event.name_created_object(sent, request.content_type)
     if level == "RequestResponse" and not info.is_watch:
         chunks = request.get(RESPONSE_CHUNKS)
         data = b"".join(chunks) if chunks else raw

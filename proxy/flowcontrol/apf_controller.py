@@ -100,6 +100,11 @@ def _queuing(spec: JSON) -> QueuingConfig | None:
     )
 
 
+def _go_round(x: float) -> int:
+    """Go's math.Round: halves away from zero (Python's round() goes to even)."""
+    return math.floor(x + 0.5)
+
+
 def allocate(total: int, bounds: list[tuple[float, float, float]]) -> list[float]:
     """Share ``total`` seats by one fair fraction f of each (lower, upper, target):
     ``clamp(f x target, lower, upper)`` summing to ``total`` when the bounds allow."""
@@ -200,11 +205,11 @@ class APFController:
             share, lendable_pct, borrow_pct = shares[name]
             old_nominal = level.nominal
             level.nominal = math.ceil(self.total_seats * share / total_shares)
-            level.lower = level.nominal - round(level.nominal * lendable_pct / 100)
+            level.lower = level.nominal - _go_round(level.nominal * lendable_pct / 100)
             level.upper = (
                 self.total_seats
                 if borrow_pct is None
-                else level.nominal + round(level.nominal * borrow_pct / 100)
+                else level.nominal + _go_round(level.nominal * borrow_pct / 100)
             )
             if level.nominal != old_nominal or not level.current:
                 level.current = level.nominal  # until the next borrowing round
@@ -225,7 +230,7 @@ class APFController:
         exempt_seats = sum(lv.nominal for lv in self.levels.values() if lv.exempt)
         shares = allocate(max(self.total_seats - exempt_seats, 0), bounds)
         for level, seats in zip(limited, shares, strict=True):
-            level.current = max(level.lower, round(seats), 1)
+            level.current = max(level.lower, _go_round(seats), 1)
             level.queue_set.set_limit(level.current)
             metrics.set_current_limit(level.name, level.current)
 
