@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from lab import demos_auth, seed
+from lab import demos_apf_audit, demos_auth, seed
 from lab.apiserver import APIServer
 from lab.control import etcd_start, etcd_stop
 from lab.metrics import Scrape, scrape
@@ -534,6 +534,8 @@ DEMOS: dict[str, tuple[DemoFn, str]] = {
     "too-old": (too_old, "compaction, then 410 too old resource version"),
     "authn": (demos_auth.authn, "who am I: anonymous, token, cert, service account"),
     "rbac": (demos_auth.rbac, "the learner denied, then granted by a RoleBinding"),
+    "apf": (demos_apf_audit.apf, "one flow floods: 429s for it only, metrics show queueing"),
+    "audit": (demos_apf_audit.audit, "the audit trail of one request, stage by stage"),
     "etcd-down": (etcd_down, "etcd stopped: RV=0 still served, quorum reads fail"),
 }
 

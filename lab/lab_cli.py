@@ -30,6 +30,7 @@ from rich.console import Console
 from lab import seed
 from lab.apiserver import APIServer, PortTaken
 from lab.control import ControlServer
+from lab.demos_apf_audit import audit_flags
 from lab.etcd import EtcdCluster, free_port
 from lab.kubeconfig import secure_kubeconfig, write_kubeconfig
 from lab.observe import Transcript
@@ -144,7 +145,7 @@ class Lab:
         self.server = APIServer(
             endpoints, self.a.etcd_prefix, port=port,
             extra_args=(*lifecycle, f"--secure-port={secure_port}", *pki.server_flags(),
-                        *self.a.server_arg),
+                        *audit_flags(self.dir), *self.a.server_arg),
             log_path=new_log(self.dir / "server.log"),
         )  # fmt: skip
         self.console.print(f"starting watchcache serve on {secure_url}\n"
