@@ -11,6 +11,7 @@ JSON; anything else has no object.
 from __future__ import annotations
 
 import datetime
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,10 +30,18 @@ __all__ = ["AuditEvent", "RawObject", "materialize", "timestamp"]
 JSON = dict[str, Any]
 
 
-def timestamp(now: datetime.datetime | None = None) -> str:
-    """RFC 3339 with microseconds, as upstream's MicroTime."""
-    now = now or datetime.datetime.now(datetime.UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+_second: list[Any] = [-1, ""]  # the last whole second formatted, and its text
+
+
+def timestamp(now: float | None = None) -> str:
+    """RFC 3339 with microseconds (UTC), as upstream's MicroTime; the date part is
+    formatted once a second (strftime costs more than the rest of an event)."""
+    now = time.time() if now is None else now
+    second = int(now)
+    if second != _second[0]:
+        text = datetime.datetime.fromtimestamp(second, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _second[:] = [second, text]
+    return f"{_second[1]}.{int((now - second) * 1e6):06d}Z"
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ JSON = dict[str, Any]
 ADJUST_SECONDS = 10.0
 RETRY_SECONDS = 1.0
 DEMAND_DECAY = 0.977
+CLASSIFY_CACHE_SIZE = 10_000
 RESOURCES = ("prioritylevelconfigurations", "flowschemas")
 _REFERS = "This FlowSchema references the PriorityLevelConfiguration object named"
 
@@ -151,6 +152,9 @@ class APFController:
     synced: asyncio.Event = field(default_factory=asyncio.Event)
     _status_wanted: asyncio.Event = field(default_factory=asyncio.Event)
     _listed: set[str] = field(default_factory=set)
+    _classified: dict[tuple[Any, ...], tuple[FlowSchemaSpec, PriorityLevel]] = field(
+        default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         for plural in RESOURCES:
@@ -160,7 +164,18 @@ class APFController:
     # ------------------------------------------------------------------ classification
 
     def classify(self, user: UserInfo, info: RequestInfo) -> tuple[FlowSchemaSpec, PriorityLevel]:
-        """The first matching FlowSchema with an existing level; catch-all otherwise."""
+        """The first matching FlowSchema with an existing level; catch-all otherwise.
+        Answers are cached per (user, request shape) until the configuration changes."""
+        key = (user.name, user.groups, info.verb, info.group, info.resource, info.subresource,
+               info.namespace, "" if info.is_resource_request else info.path)  # fmt: skip
+        found = self._classified.get(key)
+        if found is None:
+            if len(self._classified) >= CLASSIFY_CACHE_SIZE:
+                self._classified.clear()
+            found = self._classified[key] = self._classify(user, info)
+        return found
+
+    def _classify(self, user: UserInfo, info: RequestInfo) -> tuple[FlowSchemaSpec, PriorityLevel]:
         for schema in self.schemas:
             level = self.levels.get(schema.level)
             if level is not None and matches(schema, user, info):
@@ -193,6 +208,7 @@ class APFController:
                 levels[name] = PriorityLevel(name, uid, spec, qs)
         self.levels = levels
         self._set_nominal()
+        self._classified.clear()
         self.schemas = sort_schemas(
             [parse_flow_schema(o) for o in self.objects["flowschemas"].values()]
         )

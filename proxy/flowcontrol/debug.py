@@ -71,10 +71,10 @@ def _request_row(level: str, item: Request, queue: int, index: int, details: boo
     arrive, start = _go_time(item.arrive_wall), _go_time(item.start_wall)
     row = [level, item.flow_schema, str(queue), str(index), item.distinguisher, arrive,
            str(item.seats), "0", "0s", start]  # fmt: skip
-    if details:
-        d = item.details
-        row += [d.get(k, "") for k in ("user", "verb", "path", "namespace", "name",
-                                       "apiVersion", "resource", "subresource")]  # fmt: skip
+    if details and item.details is not None:
+        user, info = item.details
+        row += [user.name, info.verb, info.path, info.namespace, info.name, info.version,
+                info.resource, info.subresource]  # fmt: skip
     return row
 
 

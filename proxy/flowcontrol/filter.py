@@ -46,19 +46,6 @@ RELEASE = web.RequestKey("watchcache_apf_release", object)
 SeatEstimator = Callable[[RequestInfo, Mapping[str, str]], int]
 
 
-def _details(user: UserInfo, info: RequestInfo) -> dict[str, str]:
-    return {
-        "user": user.name,
-        "verb": info.verb,
-        "path": info.path,
-        "namespace": info.namespace,
-        "name": info.name,
-        "apiVersion": info.version,
-        "resource": info.resource,
-        "subresource": info.subresource,
-    }
-
-
 def _too_many(schema: FlowSchemaSpec, level: PriorityLevel) -> web.Response:
     return web.Response(
         status=429,
@@ -98,27 +85,35 @@ def apf_middleware(
         schema, level = controller.classify(user, info)
         request[CLASSIFIED] = (schema.uid, level.uid)
         fs, pl = schema.name, level.name
+        m = metrics.for_flow(fs, pl)
         seats = estimate(info, request.query)
         item = Request(fs, distinguisher(schema, user, info), seats, time.monotonic(), time.time(),
-                       _details(user, info))  # fmt: skip
+                       (user, info))  # fmt: skip
         qs = level.queue_set
-        metrics.track_inqueue(fs, pl, seats, 1)
+        queued = False
+
+        def on_queued() -> None:  # the in-queue gauges move only for requests that wait
+            nonlocal queued
+            queued = True
+            m.track_inqueue(seats, 1)
+
         try:
-            await qs.acquire(item, wait_limit)
+            await qs.acquire(item, wait_limit, on_queued)
         except Rejected as r:
-            metrics.observe_reject(fs, pl, r.reason, time.monotonic() - item.arrive)
+            m.observe_reject(r.reason, time.monotonic() - item.arrive)
             return _too_many(schema, level)
         finally:
-            metrics.track_inqueue(fs, pl, seats, -1)
-        metrics.observe_dispatch(fs, pl, seats, (item.start or item.arrive) - item.arrive)
-        metrics.track_executing(fs, pl, seats, 1)
+            if queued:
+                m.track_inqueue(seats, -1)
+        m.observe_dispatch(seats, (item.start or item.arrive) - item.arrive)
+        m.track_executing(seats, 1)
 
         def release() -> None:
             if not item.released:
                 qs.release(item)
-                metrics.track_executing(fs, pl, seats, -1)
+                m.track_executing(seats, -1)
                 ran = time.monotonic() - (item.start or item.arrive)
-                metrics.observe_execution(fs, pl, "watch" if watch else "regular", ran)
+                m.observe_execution("watch" if watch else "regular", ran)
 
         if watch:
             request[RELEASE] = release

@@ -9,15 +9,7 @@ from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
 
-__all__ = [
-    "observe_dispatch",
-    "observe_execution",
-    "observe_reject",
-    "set_current_limit",
-    "set_level_limits",
-    "track_executing",
-    "track_inqueue",
-]
+__all__ = ["FlowMetrics", "for_flow", "set_current_limit", "set_level_limits"]
 
 FS_PL = ("flow_schema", "priority_level")
 
@@ -126,26 +118,47 @@ def set_current_limit(level: str, current: int) -> None:
     _child(CURRENT, level).set(current)
 
 
-def track_inqueue(fs: str, pl: str, seats: int, delta: int) -> None:
-    _child(INQUEUE, fs, pl).inc(delta)
-    _child(INQUEUE_SEATS, fs, pl).inc(delta * seats)
+class FlowMetrics:
+    """One (flow schema, priority level) pair's labelled children, looked up once."""
+
+    def __init__(self, fs: str, pl: str) -> None:
+        self.dispatched = DISPATCHED.labels(pl, fs)
+        self.waited = WAIT.labels(fs, pl, "true")
+        self.rejected_wait = WAIT.labels(fs, pl, "false")
+        self.seats = SEATS.labels(pl, fs)
+        self.inqueue = INQUEUE.labels(fs, pl)
+        self.inqueue_seats = INQUEUE_SEATS.labels(fs, pl)
+        self.executing = EXECUTING.labels(fs, pl)
+        self.executing_seats = EXECUTING_SEATS.labels(fs, pl)
+        self.execution = {k: EXECUTION.labels(pl, fs, k) for k in ("regular", "watch")}
+        self.fs, self.pl = fs, pl
+
+    def track_inqueue(self, seats: int, delta: int) -> None:
+        self.inqueue.inc(delta)
+        self.inqueue_seats.inc(delta * seats)
+
+    def track_executing(self, seats: int, delta: int) -> None:
+        self.executing.inc(delta)
+        self.executing_seats.inc(delta * seats)
+
+    def observe_dispatch(self, seats: int, waited: float) -> None:
+        self.dispatched.inc()
+        self.waited.observe(waited)
+        self.seats.observe(seats)
+
+    def observe_reject(self, reason: str, waited: float) -> None:
+        _child(REJECTED, self.pl, self.fs, reason).inc()
+        self.rejected_wait.observe(waited)
+
+    def observe_execution(self, kind: str, seconds: float) -> None:
+        self.execution[kind].observe(seconds)
 
 
-def track_executing(fs: str, pl: str, seats: int, delta: int) -> None:
-    _child(EXECUTING, fs, pl).inc(delta)
-    _child(EXECUTING_SEATS, fs, pl).inc(delta * seats)
+_flows: dict[tuple[str, str], FlowMetrics] = {}
 
 
-def observe_dispatch(fs: str, pl: str, seats: int, waited: float) -> None:
-    _child(DISPATCHED, pl, fs).inc()
-    _child(WAIT, fs, pl, "true").observe(waited)
-    _child(SEATS, pl, fs).observe(seats)
-
-
-def observe_reject(fs: str, pl: str, reason: str, waited: float) -> None:
-    _child(REJECTED, pl, fs, reason).inc()
-    _child(WAIT, fs, pl, "false").observe(waited)
-
-
-def observe_execution(fs: str, pl: str, kind: str, seconds: float) -> None:
-    _child(EXECUTION, pl, fs, kind).observe(seconds)
+def for_flow(fs: str, pl: str) -> FlowMetrics:
+    found = _flows.get((fs, pl))
+    if found is None:
+        found = _flows[(fs, pl)] = FlowMetrics(fs, pl)
+    return found

@@ -62,7 +62,7 @@ class Request:
     seats: int
     arrive: float  # monotonic
     arrive_wall: float  # time.time()
-    details: dict[str, Any] = field(default_factory=dict)
+    details: Any = None  # (user, request info) for dump_requests, read only there
     queue: Queue | None = None
     start: float | None = None
     start_wall: float | None = None
@@ -113,6 +113,7 @@ class QueueSet:
         self.waiting_count = 0
         self.waiting_seats = 0
         self.current_r = 0.0
+        self.active_count = 0  # queues with requests waiting or executing
         self._last_real = clock()
         self.dispatched = 0
         self.rejected = 0
@@ -134,6 +135,7 @@ class QueueSet:
             for q in old:  # keep active queues' state reachable by index when possible
                 if q.index < count:
                     self.queues[q.index] = q
+            self.active_count = sum(1 for q in self.queues if q.active())
         self._dispatch()
 
     def set_limit(self, limit: int) -> None:
@@ -145,16 +147,19 @@ class QueueSet:
     def _advance(self) -> None:
         now = self.clock()
         elapsed, self._last_real = now - self._last_real, now
-        active = sum(1 for q in self.queues if q.active())
+        active = self.active_count
         if active and elapsed > 0:
             wanted = self.seats_in_use + self.waiting_seats
             self.current_r += elapsed * min(wanted, max(self.limit, 1)) / active
 
     # ------------------------------------------------------------------ entering
 
-    async def acquire(self, request: Request, wait_limit: float) -> None:
+    async def acquire(
+        self, request: Request, wait_limit: float, on_queued: Callable[[], None] | None = None
+    ) -> None:
         """Return once ``request`` may execute (its seats are then taken until
-        ``release``); ``Rejected`` when it may not; CancelledError passes through."""
+        ``release``); ``Rejected`` when it may not; CancelledError passes through.
+        ``on_queued`` is called when the request has to wait."""
         if self.exempt:
             self._start(request)
             return
@@ -174,6 +179,8 @@ class QueueSet:
         if request.start is not None:
             return
         request.future = asyncio.get_running_loop().create_future()
+        if on_queued is not None:
+            on_queued()
         try:
             async with asyncio.timeout(wait_limit):
                 await asyncio.shield(request.future)
@@ -202,6 +209,7 @@ class QueueSet:
 
     def _enqueue(self, queue: Queue, request: Request) -> None:
         if not queue.active():
+            self.active_count += 1
             queue.next_dispatch_r = max(queue.next_dispatch_r, self.current_r)
         queue.waiting.append(request)
         queue.waiting_seats += request.seats
@@ -215,6 +223,8 @@ class QueueSet:
         if queue is not None and request in queue.waiting:
             queue.waiting.remove(request)
             queue.waiting_seats -= request.seats
+            if not queue.active():
+                self.active_count -= 1
             self.waiting_count -= 1
             self.waiting_seats -= request.seats
 
@@ -262,6 +272,8 @@ class QueueSet:
             self._advance()
             queue.executing -= 1
             queue.seats_in_use -= request.seats
+            if not queue.active():
+                self.active_count -= 1
             used = (self.clock() - request.start) * request.seats
             queue.next_dispatch_r -= max(0.0, request.work - used)
         self._dispatch()
@@ -277,7 +289,7 @@ class QueueSet:
         return peak
 
     def active_queues(self) -> int:
-        return sum(1 for q in self.queues if q.active())
+        return self.active_count
 
     def is_idle(self) -> bool:
         return not self.executing and not self.waiting_count
