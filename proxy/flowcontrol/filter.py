@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from proxy.authentication.user import ALL_UNAUTHENTICATED, ANONYMOUS, UserInfo, request_user
+from proxy.authentication.filter import PLAIN_PORT_USER
+from proxy.authentication.user import request_user
 from proxy.endpoints.request_info import REQUEST_INFO, RequestInfo
 from proxy.flowcontrol import metrics
 from proxy.flowcontrol.apf_controller import APFController, PriorityLevel
@@ -36,7 +37,6 @@ __all__ = [
 FLOW_SCHEMA_UID_HEADER = "X-Kubernetes-PF-FlowSchema-UID"
 PRIORITY_LEVEL_UID_HEADER = "X-Kubernetes-PF-PriorityLevel-UID"
 MAX_WAIT_SECONDS = 15.0
-_NOBODY = UserInfo(name=ANONYMOUS, groups=(ALL_UNAUTHENTICATED,))
 
 # (flow schema uid, priority level uid), for the response headers
 CLASSIFIED = web.RequestKey("watchcache_apf_classified", tuple)
@@ -81,7 +81,9 @@ def apf_middleware(
         watch = info.verb == "watch"
         if is_long_running(info) and not watch:
             return await handler(request)
-        user = request_user(request) or _NOBODY
+        # no user: no authentication filter (a plain-port-only server), whose requests
+        # are system:masters' (exempt), as upstream's insecure port's were
+        user = request_user(request) or PLAIN_PORT_USER
         schema, level = controller.classify(user, info)
         request[CLASSIFIED] = (schema.uid, level.uid)
         fs, pl = schema.name, level.name
