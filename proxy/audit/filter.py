@@ -15,7 +15,6 @@ user, is ``impersonatedUser``.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +22,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from proxy.audit.context import REQUEST_BODY, RESPONSE_CHUNKS, audit_annotations
-from proxy.audit.event import AuditEvent, RawObject
+from proxy.audit.event import AuditEvent, RawObject, new_audit_id
 from proxy.audit.log_backend import LEVELS
 from proxy.audit.policy import Decision, Policy
 from proxy.authentication.filter import PLAIN_PORT_USER
@@ -100,7 +99,7 @@ async def on_response_prepare(request: web.Request, response: web.StreamResponse
 def audit_middleware(policy: Policy, emit: Emit) -> Middleware:
     @web.middleware
     async def audit(request: web.Request, handler: Handler) -> web.StreamResponse:
-        audit_id = request.headers.get("Audit-ID") or str(uuid.uuid4())
+        audit_id = request.headers.get("Audit-ID") or new_audit_id()
         request[AUDIT_ID] = audit_id
         info = request[REQUEST_INFO]
         user = request_user(request) or PLAIN_PORT_USER

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from pathlib import Path
 
 import pytest
 import yaml
 
-from proxy.audit.event import RawObject, materialize
+from proxy.audit.event import RawObject, materialize, new_audit_id, timestamp
 from proxy.audit.log_backend import LogBackend, RotatingFile, encode_event
 from proxy.audit.policy import PolicyError, parse_policy
 from proxy.authentication.user import UserInfo
@@ -96,7 +97,7 @@ async def test_a_full_buffer_drops_events_instead_of_blocking(tmp_path: Path) ->
         backend.process({"n": i})  # returns at once even with no writer running
     assert backend.dropped == 3
     task = asyncio.create_task(backend.run())
-    await asyncio.sleep(0)  # the writer takes its batch; cancelling flushes the rest
+    await asyncio.sleep(0)  # the writer starts; cancelling flushes what is buffered
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     assert [json.loads(x)["n"] for x in (tmp_path / "audit.log").read_text().splitlines()] == [0, 1]
@@ -110,3 +111,10 @@ def test_rotation_keeps_max_backups(tmp_path: Path) -> None:
     f.close()
     assert len(f.backups()) == 2
     assert (tmp_path / "audit.log").stat().st_size <= 1024 * 1024
+
+
+def test_audit_ids_are_version_4_uuids_and_timestamps_microseconds() -> None:
+    ids = {new_audit_id() for _ in range(1000)}
+    assert len(ids) == 1000
+    assert all(uuid.UUID(i).version == 4 and str(uuid.UUID(i)) == i for i in ids)
+    assert timestamp(1_796_066_543_123_456_789) == "2026-11-30T19:22:23.123456Z"
