@@ -41,6 +41,8 @@ class FlowControl:
     counts: dict[tuple[str, str], int] = field(default_factory=dict)
     wanted: set[tuple[str, str]] = field(default_factory=set)
     ensurer: BootstrapEnsurer | None = None
+    # set once the bootstrap objects are written, or at once when none will be (readyz)
+    config_ready: asyncio.Event = field(default_factory=asyncio.Event)
 
     @classmethod
     def build(cls, settings: Settings) -> FlowControl | None:
@@ -109,8 +111,10 @@ class FlowControl:
             if len(storages) == len(plurals):
                 self.controller.storages = storages
                 if self.settings.system_namespaces:
-                    self.ensurer = BootstrapEnsurer(storages)
+                    self.ensurer = BootstrapEnsurer(storages, ready=self.config_ready)
                     tasks.append(asyncio.create_task(self.ensurer.run(), name="apf-bootstrap"))
+            if self.ensurer is None:
+                self.config_ready.set()
             tasks.append(asyncio.create_task(self.controller.run(), name="apf-controller"))
             yield
             await cancel_all(tasks)

@@ -35,6 +35,7 @@ from proxy.flowcontrol.fairqueuing.shufflesharding import deal, flow_hash
 __all__ = ["SERVICE_SECONDS", "Queue", "QueueSet", "QueuingConfig", "Rejected", "Request"]
 
 SERVICE_SECONDS = 3.0  # G: upstream's estimated service duration of a request
+HAND_CACHE_SIZE = 10_000
 
 
 class Rejected(Exception):
@@ -114,6 +115,8 @@ class QueueSet:
         self.waiting_seats = 0
         self.current_r = 0.0
         self.active_count = 0  # queues with requests waiting or executing
+        self._waiting_queues: set[Queue] = set()  # queues with requests waiting
+        self._hands: dict[tuple[str, str], list[int]] = {}  # flow -> its queues
         self._last_real = clock()
         self.dispatched = 0
         self.rejected = 0
@@ -128,6 +131,7 @@ class QueueSet:
         requests stay where they are (upstream quiesces old queues likewise)."""
         self.limit, self.exempt = limit, exempt
         if queuing != self.queuing:
+            self._hands.clear()
             old = [q for q in self.queues if q.active()]
             self.queuing = queuing
             count = queuing.queues if queuing else 0
@@ -136,6 +140,7 @@ class QueueSet:
                 if q.index < count:
                     self.queues[q.index] = q
             self.active_count = sum(1 for q in self.queues if q.active())
+            self._waiting_queues = {q for q in self.queues if q.waiting}
         self._dispatch()
 
     def set_limit(self, limit: int) -> None:
@@ -200,11 +205,14 @@ class QueueSet:
 
     def _choose_queue(self, request: Request) -> Queue:
         assert self.queuing is not None
-        hand = deal(
-            flow_hash(request.flow_schema, request.distinguisher),
-            len(self.queues),
-            min(self.queuing.hand_size, len(self.queues)),
-        )
+        flow = (request.flow_schema, request.distinguisher)
+        hand = self._hands.get(flow)
+        if hand is None:  # dealt once per flow (hashing costs more than the rest)
+            if len(self._hands) >= HAND_CACHE_SIZE:
+                self._hands.clear()
+            hand = self._hands[flow] = deal(
+                flow_hash(*flow), len(self.queues), min(self.queuing.hand_size, len(self.queues))
+            )
         return min((self.queues[i] for i in hand), key=lambda q: q.waiting_seats + q.seats_in_use)
 
     def _enqueue(self, queue: Queue, request: Request) -> None:
@@ -212,6 +220,7 @@ class QueueSet:
             self.active_count += 1
             queue.next_dispatch_r = max(queue.next_dispatch_r, self.current_r)
         queue.waiting.append(request)
+        self._waiting_queues.add(queue)
         queue.waiting_seats += request.seats
         request.queue = queue
         self.waiting_count += 1
@@ -222,6 +231,8 @@ class QueueSet:
         queue = request.queue
         if queue is not None and request in queue.waiting:
             queue.waiting.remove(request)
+            if not queue.waiting:
+                self._waiting_queues.discard(queue)
             queue.waiting_seats -= request.seats
             if not queue.active():
                 self.active_count -= 1
@@ -236,11 +247,13 @@ class QueueSet:
             return
         self._advance()
         while self.waiting_count:
-            queue = min((q for q in self.queues if q.waiting), key=lambda q: q.next_dispatch_r)
+            queue = min(self._waiting_queues, key=lambda q: (q.next_dispatch_r, q.index))
             head = queue.waiting[0]
             if self.seats_in_use and self.seats_in_use + head.seats > self.limit:
                 return
             queue.waiting.popleft()
+            if not queue.waiting:
+                self._waiting_queues.discard(queue)
             queue.waiting_seats -= head.seats
             self.waiting_count -= 1
             self.waiting_seats -= head.seats
