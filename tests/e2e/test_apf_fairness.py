@@ -144,7 +144,7 @@ def test_a_flood_from_one_user_does_not_starve_another(apf_server: ServerProcess
     assert rejected > 0, "the flooding user is rejected"
     # generous: a machine shared by many processes; fair queuing keeps it near one
     # flood request's service time, not the flood's queue length
-    assert loaded_p99 < max(50 * base_p99, 2.0)
+    assert loaded_p99 < max(50 * base_p99, 5.0)
     with __import__("urllib.request").request.urlopen(apf_server.url + "/metrics", timeout=10) as r:
         metrics = r.read().decode()
     assert (
