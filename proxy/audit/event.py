@@ -23,7 +23,6 @@ from aiohttp import web
 from proxy.authentication.user import UserInfo
 from proxy.endpoints.request_info import RequestInfo
 from storage import codec
-from storage import errors as serr
 from storage.codec import PROTOBUF_MAGIC
 
 __all__ = ["AuditEvent", "RawObject", "materialize", "new_audit_id", "timestamp"]
@@ -96,7 +95,7 @@ def _created_name(raw: RawObject) -> str:
             if raw.data[:1] != b"{"
             else orjson.loads(raw.data)
         )
-    except (ValueError, serr.StorageError):
+    except Exception:  # undecodable: the objectRef stays without a name
         return ""
     name = ((obj.get("metadata") if isinstance(obj, dict) else None) or {}).get("name")
     return name if isinstance(name, str) else ""
@@ -116,7 +115,7 @@ def materialize(event: JSON) -> JSON:
         if isinstance(raw, RawObject):
             try:
                 decoded = raw.decode()
-            except (ValueError, yaml.YAMLError, serr.StorageError):
+            except Exception:  # any undecodable body (a protobuf List...): left out
                 decoded = None
             if decoded is None:
                 del event[key]

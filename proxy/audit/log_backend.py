@@ -190,7 +190,7 @@ class LogBackend:
                 writing = asyncio.ensure_future(asyncio.to_thread(self._write_batch, batch))
                 try:
                     await asyncio.shield(writing)
-                except OSError as e:
+                except Exception as e:  # a full disk, a bug: the writer keeps going
                     _LOG_ERRORS.inc(len(batch))
                     log.error("writing audit events: %s", e)
         finally:
