@@ -41,6 +41,10 @@ log = logging.getLogger("watchcache.audit")
 
 BUFFER_SIZE = 10_000
 BATCH_SIZE = 400
+# the most fields an event without request/response objects has (kind, apiVersion,
+# level, auditID, stage, requestURI, verb, user, impersonatedUser, sourceIPs,
+# userAgent, objectRef, responseStatus, the two timestamps, annotations)
+_PLAIN_FIELDS = 16
 BATCH_WAIT = 0.05  # seconds an event may wait for others to share its write
 WARN_EVERY = 60.0
 
@@ -168,9 +172,22 @@ class LogBackend:
             self._warned = now
             log.warning("audit buffer full: dropping events (%d so far)", self.dropped)
 
-    def _write_batch(self, batch: list[dict[str, Any]]) -> None:
+    def _encode(self, batch: list[dict[str, Any]]) -> bytes:
         EVENTS.inc(len(batch))  # counted here, off the request path
-        self.sink.write(b"".join(encode_event(materialize(e)) for e in batch))
+        return b"".join(encode_event(materialize(e)) for e in batch)
+
+    def _write_batch(self, batch: list[dict[str, Any]]) -> None:
+        self.sink.write(self._encode(batch))
+
+    async def _write(self, batch: list[dict[str, Any]]) -> None:
+        """Encode on the loop when no object needs decoding (Metadata events: a few
+        microseconds each; a thread holding the GIL for them would stall the loop
+        longer), else in the thread; the file write itself always in the thread."""
+        if any(len(e) > _PLAIN_FIELDS for e in batch):
+            data = await asyncio.to_thread(self._encode, batch)
+        else:
+            data = self._encode(batch)
+        await asyncio.to_thread(self.sink.write, data)
 
     def _take_batch(self) -> list[dict[str, Any]]:
         count = min(len(self.buffer), BATCH_SIZE)
@@ -183,11 +200,13 @@ class LogBackend:
                 if not self.buffer:
                     self._wakeup.clear()
                     await self._wakeup.wait()
+                if len(self.buffer) < BATCH_SIZE:
                     # gather what arrives meanwhile: one hand-off to the thread per
-                    # batch, not per event (each costs more CPU than writing the event)
+                    # batch, not per event (a hand-off wakes the loop through its
+                    # self-pipe: more CPU than writing the event)
                     await asyncio.sleep(BATCH_WAIT)
                 batch = self._take_batch()
-                writing = asyncio.ensure_future(asyncio.to_thread(self._write_batch, batch))
+                writing = asyncio.ensure_future(self._write(batch))
                 try:
                     await asyncio.shield(writing)
                 except Exception as e:  # a full disk, a bug: the writer keeps going
