@@ -5,49 +5,41 @@ costs microseconds)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 __all__ = ["FlowMetrics", "for_flow", "set_current_limit", "set_level_limits"]
 
 FS_PL = ("flow_schema", "priority_level")
 
-DISPATCHED = Counter(
-    "apiserver_flowcontrol_dispatched_requests",
-    "[BETA] Number of requests executed by API Priority and Fairness subsystem",
-    ("priority_level", "flow_schema"),
-)
 REJECTED = Counter(
     "apiserver_flowcontrol_rejected_requests",
     "[BETA] Number of requests rejected by API Priority and Fairness subsystem",
     ("priority_level", "flow_schema", "reason"),
 )
-INQUEUE = Gauge(
-    "apiserver_flowcontrol_current_inqueue_requests",
-    "[BETA] Number of requests currently pending in queues of the API Priority and "
-    "Fairness subsystem",
-    FS_PL,
-)
-INQUEUE_SEATS = Gauge(
-    "apiserver_flowcontrol_current_inqueue_seats",
-    "[ALPHA] Number of seats currently pending in queues of the API Priority and Fairness "
-    "subsystem",
-    FS_PL,
-)
-EXECUTING = Gauge(
-    "apiserver_flowcontrol_current_executing_requests",
-    "[BETA] Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution "
-    "stage in the API Priority and Fairness subsystem",
-    FS_PL,
-)
-EXECUTING_SEATS = Gauge(
-    "apiserver_flowcontrol_current_executing_seats",
-    "[BETA] Concurrency (number of seats) occupied by the currently executing (initial "
-    "stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness "
-    "subsystem",
-    FS_PL,
-)
+# per-flow counts kept as plain ints by FlowMetrics and exported at scrape time by
+# _FlowCollector (a labelled Gauge/Counter update costs more than the rest of the filter)
+_SCRAPED = (
+    ("dispatched", "counter", "apiserver_flowcontrol_dispatched_requests",
+     "[BETA] Number of requests executed by API Priority and Fairness subsystem"),
+    ("inqueue", "gauge", "apiserver_flowcontrol_current_inqueue_requests",
+     "[BETA] Number of requests currently pending in queues of the API Priority and "
+     "Fairness subsystem"),
+    ("inqueue_seats", "gauge", "apiserver_flowcontrol_current_inqueue_seats",
+     "[ALPHA] Number of seats currently pending in queues of the API Priority and Fairness "
+     "subsystem"),
+    ("executing", "gauge", "apiserver_flowcontrol_current_executing_requests",
+     "[BETA] Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution "
+     "stage in the API Priority and Fairness subsystem"),
+    ("executing_seats", "gauge", "apiserver_flowcontrol_current_executing_seats",
+     "[BETA] Concurrency (number of seats) occupied by the currently executing (initial "
+     "stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness "
+     "subsystem"),
+)  # fmt: skip
 _WAIT_BUCKETS = (0.0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30)
 WAIT = Histogram(
     "apiserver_flowcontrol_request_wait_duration_seconds",
@@ -119,30 +111,29 @@ def set_current_limit(level: str, current: int) -> None:
 
 
 class FlowMetrics:
-    """One (flow schema, priority level) pair's labelled children, looked up once."""
+    """One (flow schema, priority level) pair's counts and labelled children. The
+    counts are changed on the event loop only and read by the scrape."""
 
     def __init__(self, fs: str, pl: str) -> None:
-        self.dispatched = DISPATCHED.labels(pl, fs)
+        self.dispatched = 0
+        self.inqueue = self.inqueue_seats = 0
+        self.executing = self.executing_seats = 0
         self.waited = WAIT.labels(fs, pl, "true")
         self.rejected_wait = WAIT.labels(fs, pl, "false")
         self.seats = SEATS.labels(pl, fs)
-        self.inqueue = INQUEUE.labels(fs, pl)
-        self.inqueue_seats = INQUEUE_SEATS.labels(fs, pl)
-        self.executing = EXECUTING.labels(fs, pl)
-        self.executing_seats = EXECUTING_SEATS.labels(fs, pl)
         self.execution = {k: EXECUTION.labels(pl, fs, k) for k in ("regular", "watch")}
         self.fs, self.pl = fs, pl
 
     def track_inqueue(self, seats: int, delta: int) -> None:
-        self.inqueue.inc(delta)
-        self.inqueue_seats.inc(delta * seats)
+        self.inqueue += delta
+        self.inqueue_seats += delta * seats
 
     def track_executing(self, seats: int, delta: int) -> None:
-        self.executing.inc(delta)
-        self.executing_seats.inc(delta * seats)
+        self.executing += delta
+        self.executing_seats += delta * seats
 
     def observe_dispatch(self, seats: int, waited: float) -> None:
-        self.dispatched.inc()
+        self.dispatched += 1
         self.waited.observe(waited)
         self.seats.observe(seats)
 
@@ -162,3 +153,24 @@ def for_flow(fs: str, pl: str) -> FlowMetrics:
     if found is None:
         found = _flows[(fs, pl)] = FlowMetrics(fs, pl)
     return found
+
+
+class _FlowCollector(Collector):
+    def collect(self) -> Iterator[Metric]:
+        flows = list(_flows.values())
+        for attr, kind, name, help_text in _SCRAPED:
+            family: CounterMetricFamily | GaugeMetricFamily
+            if kind == "counter":
+                family = CounterMetricFamily(
+                    name, help_text, labels=("priority_level", "flow_schema")
+                )
+                for f in flows:
+                    family.add_metric((f.pl, f.fs), getattr(f, attr))
+            else:
+                family = GaugeMetricFamily(name, help_text, labels=FS_PL)
+                for f in flows:
+                    family.add_metric((f.fs, f.pl), getattr(f, attr))
+            yield family
+
+
+REGISTRY.register(_FlowCollector())
