@@ -41,6 +41,7 @@ class FlowControl:
     counts: dict[tuple[str, str], int] = field(default_factory=dict)
     wanted: set[tuple[str, str]] = field(default_factory=set)
     ensurer: BootstrapEnsurer | None = None
+    _storages: dict[tuple[str, str], ResourceStorage] = field(default_factory=dict)
     # set once the bootstrap objects are written, or at once when none will be (readyz)
     config_ready: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -53,10 +54,19 @@ class FlowControl:
 
     # ------------------------------------------------------------------ seats
 
+    def _storage(self, group: str, resource: str) -> ResourceStorage | None:
+        """The resource's storage, looked up once (storages never change once built)."""
+        found = self._storages.get((group, resource))
+        if found is None and self.storage_of is not None:
+            found = self.storage_of(group, resource)
+            if found is not None:
+                self._storages[(group, resource)] = found
+        return found
+
     def object_count(self, group: str, resource: str) -> int | None:
         """Stored objects of a resource: the watch cache's size, else the last etcd
         count (None until one is known: the estimator then charges the maximum)."""
-        rs = self.storage_of(group, resource) if self.storage_of else None
+        rs = self._storage(group, resource)
         cacher = getattr(rs.store, "cacher", None) if rs is not None else None
         if cacher is not None:
             return len(cacher.cache)
@@ -64,7 +74,7 @@ class FlowControl:
         return self.counts.get((group, resource))
 
     def _from_cache(self, info: RequestInfo, query: Mapping[str, str]) -> bool:
-        rs = self.storage_of(info.group, info.resource) if self.storage_of else None
+        rs = self._storage(info.group, info.resource)
         cached = rs is not None and getattr(rs.store, "cacher", None) is not None
         gates = self.settings.feature_gates
         return served_from_cache(query, cached, gates.get("ConsistentListFromCache", False))
@@ -75,7 +85,7 @@ class FlowControl:
     async def _count_forever(self) -> None:
         while True:
             for group, resource in list(self.wanted):
-                rs = self.storage_of(group, resource) if self.storage_of else None
+                rs = self._storage(group, resource)
                 if rs is None:
                     continue
                 try:

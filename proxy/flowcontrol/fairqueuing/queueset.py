@@ -169,13 +169,21 @@ class QueueSet:
             self._start(request)
             return
         if self.queuing is None:
-            if self.seats_in_use and self.seats_in_use + request.seats > self.limit:
+            if not self._fits(request.seats):
                 self.rejected += 1
                 raise Rejected("concurrency-limit")
             self._start(request)
             return
         self._advance()
         queue = self._choose_queue(request)
+        if not self.waiting_count and self._fits(request.seats):
+            # nothing waits anywhere: it goes at once, charged to its queue as if it had
+            # been dispatched from it (the common case, kept short)
+            if not queue.active():
+                self.active_count += 1
+            request.queue = queue
+            self._dispatch_from(queue, request)
+            return
         if len(queue.waiting) >= self.queuing.queue_length_limit:
             self.rejected += 1
             raise Rejected("queue-full")
@@ -249,7 +257,7 @@ class QueueSet:
         while self.waiting_count:
             queue = min(self._waiting_queues, key=lambda q: (q.next_dispatch_r, q.index))
             head = queue.waiting[0]
-            if self.seats_in_use and self.seats_in_use + head.seats > self.limit:
+            if not self._fits(head.seats):
                 return
             queue.waiting.popleft()
             if not queue.waiting:
@@ -257,12 +265,19 @@ class QueueSet:
             queue.waiting_seats -= head.seats
             self.waiting_count -= 1
             self.waiting_seats -= head.seats
-            queue.next_dispatch_r = max(queue.next_dispatch_r, self.current_r) + head.work
-            queue.executing += 1
-            queue.seats_in_use += head.seats
-            self._start(head)
+            self._dispatch_from(queue, head)
             if head.future is not None and not head.future.done():
                 head.future.set_result(None)
+
+    def _fits(self, seats: int) -> bool:
+        """Seats free for it (a request wider than the limit runs alone)."""
+        return not self.seats_in_use or self.seats_in_use + seats <= self.limit
+
+    def _dispatch_from(self, queue: Queue, request: Request) -> None:
+        queue.next_dispatch_r = max(queue.next_dispatch_r, self.current_r) + request.work
+        queue.executing += 1
+        queue.seats_in_use += request.seats
+        self._start(request)
 
     def _start(self, request: Request) -> None:
         request.start = self.clock()
