@@ -23,6 +23,7 @@ import ssl
 import statistics
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -104,19 +105,21 @@ async def _measure(servers: dict[str, tuple[APIServer, str]], ca: str, requests:
     return out
 
 
-def run(pods: int, requests: int, rounds: int, etcd_servers: list[str]) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix="bench-auth-"))
+def measure_modes(work: Path, modes: Mapping[str, tuple[str, ...]], pods: int, requests: int,
+                  rounds: int, etcd_servers: list[str]) -> dict[str, Any]:  # fmt: skip
+    """One HTTPS server per mode (its extra flags; same token user), seeded alike,
+    measured in alternating rounds (``bench-chain`` uses it too)."""
     (work / "tokens.csv").write_text(f"{TOKEN},bench-user,1,bench\n")
     cluster = None if etcd_servers else EtcdCluster(size=1, data_root=work / "etcd").start()
     endpoints = etcd_servers or (cluster.endpoints if cluster else [])
     servers: dict[str, tuple[APIServer, str]] = {}
     try:
-        for mode in ("AlwaysAllow", "RBAC"):
+        for mode, flags in modes.items():
             port = free_port()
-            server = APIServer(endpoints, f"/bench-auth-{mode}-{port}", extra_args=(
+            server = APIServer(endpoints, f"/bench-{port}", extra_args=(
                 f"--secure-port={port}", f"--cert-dir={work / 'certs'}",
-                f"--token-auth-file={work / 'tokens.csv'}", f"--authorization-mode={mode}",
-                "--log-level=warning"), log_path=work / f"{mode}.log").start()  # fmt: skip
+                f"--token-auth-file={work / 'tokens.csv'}", *flags,
+                "--log-level=warning"), log_path=work / f"{port}.log").start()  # fmt: skip
             servers[mode] = (server, f"https://127.0.0.1:{port}")
 
         async def go() -> dict[str, Any]:
@@ -134,11 +137,17 @@ def run(pods: int, requests: int, rounds: int, etcd_servers: list[str]) -> dict[
             cluster.stop()
 
 
-def _table(results: dict[str, Any]) -> str:
-    lines = ["| request | AlwaysAllow CPU | RBAC CPU | overhead | AlwaysAllow p50 | RBAC p50 |",
+def run(pods: int, requests: int, rounds: int, etcd_servers: list[str]) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="bench-auth-"))
+    modes = {m: (f"--authorization-mode={m}",) for m in ("AlwaysAllow", "RBAC")}
+    return measure_modes(work, modes, pods, requests, rounds, etcd_servers)
+
+
+def table(results: dict[str, Any], base: str = "AlwaysAllow", other: str = "RBAC") -> str:
+    lines = [f"| request | {base} CPU | {other} CPU | overhead | {base} p50 | {other} p50 |",
              "|---|---|---|---|---|---|"]  # fmt: skip
     for name, by_mode in results.items():
-        a, r = by_mode["AlwaysAllow"], by_mode["RBAC"]
+        a, r = by_mode[base], by_mode[other]
         over = 100 * (r["server_cpu_ms"] / a["server_cpu_ms"] - 1) if a["server_cpu_ms"] else 0.0
         lines.append(f"| {name} | {a['server_cpu_ms']:.3f} ms | {r['server_cpu_ms']:.3f} ms | "
                      f"{over:+.1f} % | {a['client_median_ms']:.3f} ms | "
@@ -159,7 +168,7 @@ def main(argv: list[str]) -> int:
         a.pods, a.requests, a.rounds = 40, 20, 1
     endpoints = [u for u in a.etcd_servers.split(",") if u]
     results = run(a.pods, a.requests, a.rounds, endpoints)
-    print(_table(results))
+    print(table(results))
     if a.out is not None:
         a.out.write_text(json.dumps(results, indent=2) + "\n")
     return 0

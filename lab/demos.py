@@ -19,7 +19,15 @@ from typing import Any
 import aiohttp
 import orjson
 
-from lab import demos_admission, demos_aggregation, demos_auth, demos_crds, demos_ssa, seed
+from lab import (
+    demos_admission,
+    demos_aggregation,
+    demos_apf_audit,
+    demos_auth,
+    demos_crds,
+    demos_ssa,
+    seed,
+)
 from lab.apiserver import APIServer
 from lab.control import etcd_start, etcd_stop
 from lab.metrics import Scrape, scrape
@@ -540,6 +548,8 @@ DEMOS: dict[str, tuple[DemoFn, str]] = {
     "admission-webhook": (demos_admission.admission_webhook, "webhook: mutated, denied"),
     "validating-policy": (demos_admission.validating_policy, "a CEL rule refuses 10 replicas"),
     "pod-security": (demos_admission.pod_security, "a privileged Pod warned, then rejected"),
+    "apf": (demos_apf_audit.apf, "one flow floods: 429s for it only, metrics show queueing"),
+    "audit": (demos_apf_audit.audit, "the audit trail of one request, stage by stage"),
     "etcd-down": (etcd_down, "etcd stopped: RV=0 still served, quorum reads fail"),
 }
 

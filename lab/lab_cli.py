@@ -30,6 +30,7 @@ from rich.console import Console
 from lab import seed
 from lab.apiserver import APIServer, PortTaken
 from lab.control import ControlServer
+from lab.demos_apf_audit import audit_flags
 from lab.etcd import EtcdCluster, free_port
 from lab.extension.launcher import ExtensionPKI, ExtensionServer, start_extension
 from lab.kubeconfig import secure_kubeconfig, write_kubeconfig
@@ -147,7 +148,8 @@ class Lab:
         self.server = APIServer(
             endpoints, self.a.etcd_prefix, port=port,
             extra_args=(*lifecycle, f"--secure-port={secure_port}", *pki.server_flags(),
-                        *ext_pki.server_flags(), *self.a.server_arg),
+                        *ext_pki.server_flags(), *audit_flags(self.dir),
+                        *self.a.server_arg),
             log_path=new_log(self.dir / "server.log"),
         )  # fmt: skip
         self.console.print(f"starting watchcache serve on {secure_url}\n"

@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "pki": ("lab.pki", "a CA, certificates and a kubeconfig for a stack of replicas"),
     "bench": ("lab.bench", "cached vs uncached LIST benchmark"),
     "bench-auth": ("lab.bench_auth", "cost of authentication + RBAC on cached reads"),
+    "bench-chain": ("lab.bench_chain", "cost of RBAC + APF + audit on cached reads"),
 }
 
 

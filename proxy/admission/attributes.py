@@ -15,6 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy.audit import context as audit_context
 from proxy.authentication.user import UserInfo
 from proxy.registry.resources import ResourceInfo
 
@@ -40,7 +41,8 @@ DELETE = "DELETE"
 CONNECT = "CONNECT"
 
 # key -> value; written by admission (plugins, webhooks, policies), read by audit
-AUDIT_ANNOTATIONS_KEY = web.RequestKey("watchcache_audit_annotations", dict[str, str])
+# the audit trail's own annotations (proxy.audit.context): admission adds to the same dict
+AUDIT_ANNOTATIONS_KEY = audit_context.AUDIT_ANNOTATIONS
 # Warning texts in order, without duplicates; sent as ``Warning: 299 - "..."`` headers
 WARNINGS_KEY = web.RequestKey("watchcache_admission_warnings", list[str])
 
@@ -48,13 +50,8 @@ WARNINGS_KEY = web.RequestKey("watchcache_admission_warnings", list[str])
 def add_audit_annotation(request: web.Request | None, key: str, value: str) -> None:
     """Record an audit annotation for ``request`` (kube's ``AddAnnotation``: the first
     value of a key wins, a different later value is ignored)."""
-    if request is None:
-        return
-    annotations = request.get(AUDIT_ANNOTATIONS_KEY)
-    if annotations is None:
-        annotations = {}
-        request[AUDIT_ANNOTATIONS_KEY] = annotations
-    annotations.setdefault(key, value)
+    if request is not None:
+        audit_context.add_audit_annotation(request, key, value)
 
 
 def audit_annotations(request: web.Request) -> dict[str, str]:

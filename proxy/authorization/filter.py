@@ -28,6 +28,7 @@ from prometheus_client import Counter, Histogram
 
 from proxy import apierrors
 from proxy.apierrors import go_quote
+from proxy.audit.context import add_audit_annotation
 from proxy.authentication.filter import is_secure, status_response, unauthorized
 from proxy.authentication.user import request_user
 from proxy.authorization.authorizer import Attributes, Decision, attributes_for
@@ -104,6 +105,10 @@ def forbidden(attrs: Attributes, reason: str) -> apierrors.StatusError:
     return apierrors.StatusError(body)
 
 
+DECISION_ANNOTATION = "authorization.k8s.io/decision"
+REASON_ANNOTATION = "authorization.k8s.io/reason"
+_AUDIT_DECISION = {True: "allow", False: "forbid"}
+
 _RESULTS = {Decision.ALLOW: "allowed", Decision.DENY: "denied", Decision.NO_OPINION: "no-opinion"}
 
 
@@ -141,6 +146,11 @@ def authorization_middleware(
             return status_response(request, unauthorized())
         attrs = attributes_for(user, request_info_of(request))
         decision, reason = authorize(authorizer, attrs)
+        # upstream's audit annotations of the decision (proxy.audit reads them)
+        add_audit_annotation(
+            request, DECISION_ANNOTATION, _AUDIT_DECISION[decision is Decision.ALLOW]
+        )
+        add_audit_annotation(request, REASON_ANNOTATION, reason)
         if decision is not Decision.ALLOW:
             return status_response(request, forbidden(attrs, reason))
         return await handler(request)

@@ -23,6 +23,7 @@ import yaml
 from aiohttp import web
 
 from proxy import apierrors
+from proxy.audit.context import REQUEST_BODY
 from proxy.endpoints import encoders, protobuf
 from proxy.endpoints.media_types import AcceptedFormat, NotAcceptableError, parse_accept
 from proxy.endpoints.scheme import check_kind
@@ -111,7 +112,9 @@ async def read_body(request: web.Request, limit: int = MAX_REQUEST_BODY_BYTES) -
         if size > limit:
             raise apierrors.request_entity_too_large(limit)
         chunks.append(chunk)
-    return b"".join(chunks)
+    body = b"".join(chunks)
+    request[REQUEST_BODY] = body  # the audit's requestObject
+    return body
 
 
 def _summarize(data: bytes, max_length: int = 30) -> str:

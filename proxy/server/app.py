@@ -35,6 +35,7 @@ from aiohttp import web
 from proxy.admission import install as admission
 from proxy.aggregator.server import AGGREGATOR, Aggregator
 from proxy.apiextensions.apiserver import setup_apiextensions
+from proxy.audit.server import Audit
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.endpoints import negotiation, responsewriter
 from proxy.endpoints.compression import COMPRESSION_ENABLED
@@ -42,6 +43,7 @@ from proxy.endpoints.discovery.legacy import setup_discovery_routes
 from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
+from proxy.flowcontrol.server import FlowControl
 from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.server import gc_pauses, http_errors
@@ -140,12 +142,16 @@ def build_app(
     registry = registry or build_registry(SERVED + REVIEWS if secure else SERVED)
     # API aggregation (proxy/aggregator): APIServices, the proxy, merged discovery
     aggregator = Aggregator(settings, registry, storages)
+    flow_control = FlowControl.build(settings)
+    audit = Audit.build(settings)
     app = web.Application(
         middlewares=handler_chain(
             settings,
             authentication=auth.authentication_filters() if auth else (),
             authorization=auth.authorization_filters() if auth else (),
             aggregation=[aggregator.middleware()],
+            flowcontrol=flow_control.middleware() if flow_control else None,
+            audit=audit.middleware() if audit else None,
         ),
         # bodies are read by the handlers with their own limit (413 as a Status)
         client_max_size=settings.max_request_body_bytes + 1,
@@ -170,6 +176,11 @@ def build_app(
         app[AUTH] = auth
         setup_auth_routes(app)
         app.cleanup_ctx.append(auth_cleanup_ctx(auth, lambda plural: _rbac_storage(ctx, plural)))
+    if audit is not None:
+        audit.install(app)
+    if flow_control is not None:
+        flow_control.install(app, lambda group, plural: _storage_of(ctx, group, plural))
+        ctx.flowcontrol_config_ready = flow_control.config_ready
     setup_health_routes(app)
     setup_metrics_routes(app)
     setup_debug_routes(app)
@@ -200,6 +211,11 @@ def build_app(
     app.on_shutdown.append(on_shutdown)
     app.on_cleanup.append(on_cleanup)
     return app
+
+
+def _storage_of(ctx: APIContext, group: str, plural: str) -> ResourceStorage | None:
+    resource = ctx.registry.lookup(group, plural)
+    return ctx.storages.for_resource(resource) if resource is not None else None
 
 
 def _rbac_storage(ctx: APIContext, plural: str) -> ResourceStorage:

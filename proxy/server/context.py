@@ -45,6 +45,9 @@ class APIContext:
     shutting_down: bool = False
     # set once the system namespaces (default, kube-system, ...) exist; None: not run
     system_namespaces_ready: asyncio.Event | None = None
+    # set once the bootstrap FlowSchemas and priority levels are written (APF's config
+    # producer); None: APF off
+    flowcontrol_config_ready: asyncio.Event | None = None
     # authentication and authorization (the secure port's); None: plain port only
     auth: Auth | None = None
     # the custom resources served now (proxy.apiextensions.serving.CustomResources)

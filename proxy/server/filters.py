@@ -12,11 +12,12 @@ pipeline that later issues add goes (each is one middleware inserted at its mark
     4. request deadline +    with_timeout: non-long-running requests end at
        timeout                 min(?timeout=, --request-timeout) with 504
     5. authentication        proxy.authentication.filter (secure port; 401)
-       -- audit              (later: pkg/endpoints/filters/audit.go)
+       -- audit              proxy.audit.filter (upstream's WithAudit), when a policy is given
     6. impersonation         proxy.authentication.impersonation (secure port; 403)
     7. max in flight         with_max_in_flight: 429 beyond --max-requests-inflight /
                              --max-mutating-requests-inflight
-       -- priority and fairness (later: replaces 7 when enabled, as upstream)
+       -- priority and fairness proxy.flowcontrol.filter: replaces 7 when
+                             --enable-priority-and-fairness (the default), as upstream
     8. authorization         proxy.authorization.filter (secure port; 403)
        -- aggregator proxy   proxy.aggregator: /apis/<g>/<v> of a remote APIService is
                              proxied to its extension server (upstream's aggregator
@@ -238,6 +239,8 @@ def handler_chain(
     authentication: Sequence[Middleware] = (),
     authorization: Sequence[Middleware] = (),
     aggregation: Sequence[Middleware] = (),
+    audit: Middleware | None = None,
+    flowcontrol: Middleware | None = None,
 ) -> list[Middleware]:
     """The middlewares, outermost first (the order of the module docstring).
     ``authentication`` (authentication, then impersonation) and ``authorization`` are
@@ -249,10 +252,10 @@ def handler_chain(
         with_request_info,
         with_metrics,
         with_timeout(settings),
-        *authentication,
-        # audit goes here (between authentication and impersonation upstream)
-        with_max_in_flight(settings),
-        # priority and fairness (instead of max in flight) goes here
+        *authentication[:1],
+        audit,  # between authentication and impersonation, as upstream
+        *authentication[1:],
+        flowcontrol or with_max_in_flight(settings),
         *authorization,
         *aggregation,  # remote APIServices' requests leave here (proxy.aggregator)
         with_compression,  # APIResponseCompression (streamed lists compress themselves)

@@ -90,6 +90,12 @@ async def _autoregister(ctx: APIContext) -> None:
         raise RuntimeError("the local APIServices are not registered yet")
 
 
+async def _apf_config(ctx: APIContext) -> None:
+    ready = ctx.flowcontrol_config_ready
+    if ready is not None and not ready.is_set():
+        raise RuntimeError("the bootstrap flow-control configuration is not written yet")
+
+
 SYSTEM_NAMESPACES_CHECK = "poststarthook/start-system-namespaces-controller"
 STORAGE_READINESS_CHECK = "poststarthook/storage-readiness"
 RBAC_BOOTSTRAP_CHECK = "poststarthook/rbac/bootstrap-roles"
@@ -106,6 +112,7 @@ CHECKS: dict[str, list[tuple[str, Check]]] = {
         ("watch-cache", _watch_caches),
         (RBAC_BOOTSTRAP_CHECK, _rbac_bootstrap),
         ("autoregister-completion", _autoregister),  # proxy.aggregator.autoregister
+        ("poststarthook/priority-and-fairness-config-producer", _apf_config),
         ("shutdown", _shutdown),
     ],
 }

@@ -165,6 +165,17 @@ class Settings:
     # non-long-running requests served at once before 429 (0: no limit)
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
+    # kube-apiserver's --enable-priority-and-fairness: API Priority and Fairness
+    # (proxy.flowcontrol) instead of the max-in-flight filter; both limits above then
+    # sum to its total seats
+    enable_priority_and_fairness: bool = True
+    # kube-apiserver's audit flags (proxy.audit): no policy file, no audit
+    audit_policy_file: str = ""
+    audit_log_path: str = ""
+    audit_log_maxage: int = 0
+    audit_log_maxbackup: int = 0
+    audit_log_maxsize: int = 0
+    audit_log_format: str = "json"
     shutdown_timeout: float = 5.0
     max_request_body_bytes: int = 3 * 1024 * 1024
     # create default, kube-system, kube-public, kube-node-lease at start-up (as
@@ -249,6 +260,10 @@ _CONVERTERS: dict[str, Any] = {
     "requestheader_group_headers": _parse_servers,
     "requestheader_extra_headers_prefix": _parse_servers,
     "enable_aggregator_routing": _parse_bool,
+    "enable_priority_and_fairness": _parse_bool,
+    "audit_log_maxage": int,
+    "audit_log_maxbackup": int,
+    "audit_log_maxsize": int,
 }
 
 _FLAG_HELP: dict[str, str] = {
@@ -297,6 +312,15 @@ _FLAG_HELP: dict[str, str] = {
     "request_timeout": "bound on the duration of a non-watch request",
     "max_requests_inflight": "read-only requests served at once before 429 (0: no limit)",
     "max_mutating_requests_inflight": "mutating requests served at once before 429 (0: no limit)",
+    "enable_priority_and_fairness": "API Priority and Fairness (FlowSchemas, priority levels, "
+    "fair queuing) instead of the max-in-flight filter; the two max-*-inflight flags sum "
+    "to its total seats",
+    "audit_policy_file": "audit.k8s.io/v1 Policy file; without it nothing is audited",
+    "audit_log_path": "where audit events are written as JSON lines ('-' for stdout)",
+    "audit_log_maxage": "days to keep rotated audit log files (0: no limit)",
+    "audit_log_maxbackup": "rotated audit log files to keep (0: no limit)",
+    "audit_log_maxsize": "megabytes of the audit log before it is rotated (0: never)",
+    "audit_log_format": "format of the audit log: json (legacy is not supported)",
     "shutdown_timeout": "time in-flight requests get to finish on SIGINT/SIGTERM",
     "max_request_body_bytes": "largest request body accepted (413 above)",
     "system_namespaces": "create the default, kube-system, kube-public and kube-node-lease "

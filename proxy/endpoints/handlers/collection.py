@@ -34,6 +34,7 @@ import orjson
 from aiohttp import web
 
 from proxy import apierrors
+from proxy.audit.context import RESPONSE_CHUNKS
 from proxy.endpoints import compression, encoders, metrics, negotiation, protobuf
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.handlers.list_options import (
@@ -149,7 +150,10 @@ async def _stream(
     else:
         response.content_length = length
     await response.prepare(request)
+    audited = request.get(RESPONSE_CHUNKS)  # the audit's responseObject (RequestResponse)
     for chunk in chunks:
+        if audited is not None:
+            audited.append(chunk)
         await response.write(chunk)
         await asyncio.sleep(0)  # a bounded step is done: let other requests run
     await response.write_eof()

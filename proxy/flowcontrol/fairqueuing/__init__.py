@@ -1,0 +1,1 @@
+"""Fair queuing for one priority level (upstream's ``util/flowcontrol/fairqueuing``)."""

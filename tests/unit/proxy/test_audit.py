@@ -1,0 +1,120 @@
+"""Audit pieces without a server: the policy's rule matching, the event encoding (Go's
+escaping, objects decoded in the writer), the log backend's overflow and rotation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from proxy.audit.event import RawObject, materialize, new_audit_id, timestamp
+from proxy.audit.log_backend import LogBackend, RotatingFile, encode_event
+from proxy.audit.policy import PolicyError, parse_policy
+from proxy.authentication.user import UserInfo
+from proxy.endpoints.request_info import parse_request_info
+
+POLICY = yaml.safe_load("""
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+omitManagedFields: true
+rules:
+- level: None
+  users: ["system:kube-proxy"]
+- level: RequestResponse
+  resources: [{group: "", resources: ["pods/status"]}]
+  omitManagedFields: false
+- level: Request
+  resources:
+  - {group: "apps", resources: ["*/scale"]}
+  - {group: "", resources: ["secrets"], resourceNames: ["s1"]}
+  namespaces: ["prod"]
+- level: Metadata
+  nonResourceURLs: ["/apis*"]
+  omitStages: [ResponseComplete]
+- level: Metadata
+  userGroups: ["devs"]
+  verbs: ["get"]
+""")
+
+ALICE = UserInfo("alice", groups=("devs",))
+
+
+def _decide(user: UserInfo, method: str, path: str) -> tuple[str, set[str], bool]:
+    d = parse_policy(POLICY).decide(user, parse_request_info(method, path, {}))
+    return d.level, set(d.omit_stages), d.omit_managed_fields
+
+
+def test_rules_match_in_order_with_upstream_semantics() -> None:
+    assert (
+        _decide(UserInfo("system:kube-proxy", groups=("devs",)), "GET", "/api/v1/pods")[0] == "None"
+    )
+    assert _decide(ALICE, "PUT", "/api/v1/namespaces/a/pods/p/status") == (
+        "RequestResponse", {"RequestReceived"}, False,
+    )  # fmt: skip
+    assert (
+        _decide(ALICE, "GET", "/apis/apps/v1/namespaces/prod/deployments/d/scale")[0] == "Request"
+    )
+    assert _decide(ALICE, "GET", "/api/v1/namespaces/prod/secrets/s1")[0] == "Request"
+    assert _decide(ALICE, "GET", "/api/v1/namespaces/prod/secrets/s2")[0] == "Metadata"  # by group
+    assert _decide(ALICE, "GET", "/api/v1/namespaces/dev/secrets")[0] == "None"
+    level, stages, omit = _decide(UserInfo("bob"), "GET", "/apis")
+    assert (level, stages, omit) == ("Metadata", {"RequestReceived", "ResponseComplete"}, True)
+    assert _decide(UserInfo("bob"), "GET", "/api/v1/pods")[0] == "None"  # no rule: None
+
+
+def test_bad_policies_are_refused() -> None:
+    with pytest.raises(PolicyError, match="0 rules"):
+        parse_policy({"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "rules": []})
+    with pytest.raises(PolicyError, match='Unsupported value: "Loud"'):
+        parse_policy(
+            {"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "rules": [{"level": "Loud"}]}
+        )
+
+
+def test_events_escape_like_go_and_decode_objects_in_the_writer() -> None:
+    event = {
+        "requestURI": "/api?a=1&b=<2>",
+        "requestObject": RawObject(
+            b'{"metadata":{"name":"x","managedFields":[1]}}', "application/json", True
+        ),
+        "responseObject": RawObject(b"\x00\x01", "application/octet-stream", False),
+    }
+    line = encode_event(materialize(event))
+    assert line.endswith(b"\n") and b"\\u0026b=\\u003c2\\u003e" in line
+    decoded = json.loads(line)
+    assert decoded["requestObject"] == {"metadata": {"name": "x"}}  # managedFields omitted
+    assert "responseObject" not in decoded  # undecodable: left out
+
+
+async def test_a_full_buffer_drops_events_instead_of_blocking(tmp_path: Path) -> None:
+    backend = LogBackend(str(tmp_path / "audit.log"), buffer_size=2)
+    for i in range(5):
+        backend.process({"n": i})  # returns at once even with no writer running
+    assert backend.dropped == 3
+    task = asyncio.create_task(backend.run())
+    await asyncio.sleep(0)  # the writer starts; cancelling flushes what is buffered
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert [json.loads(x)["n"] for x in (tmp_path / "audit.log").read_text().splitlines()] == [0, 1]
+
+
+def test_rotation_keeps_max_backups(tmp_path: Path) -> None:
+    f = RotatingFile(str(tmp_path / "audit.log"), max_size_mb=1, max_backups=2, max_age_days=0)
+    line = b"x" * (400 * 1024) + b"\n"
+    for _ in range(12):
+        f.write(line)
+    f.close()
+    assert len(f.backups()) == 2
+    assert (tmp_path / "audit.log").stat().st_size <= 1024 * 1024
+
+
+def test_audit_ids_are_version_4_uuids_and_timestamps_microseconds() -> None:
+    ids = {new_audit_id() for _ in range(1000)}
+    assert len(ids) == 1000
+    assert all(uuid.UUID(i).version == 4 and str(uuid.UUID(i)) == i for i in ids)
+    assert timestamp(1_796_066_543_123_456_789) == "2026-11-30T19:22:23.123456Z"
