@@ -39,7 +39,10 @@ def test_a_short_reference_run_against_a_second_watchcache(
     for row in result["reads"]:
         assert row["ratio"] > 0 and row["reference"]["bytes"] > 0
     list_bytes = next(r for r in result["reads"] if r["name"] == "list_cache")
-    assert list_bytes["reference"]["bytes"] == list_bytes["watchcache"]["bytes"]  # same pods
+    # the same pods: only resourceVersions (each server's etcd has its own revision count)
+    # and timestamps may differ in length
+    ours, theirs = list_bytes["watchcache"]["bytes"], list_bytes["reference"]["bytes"]
+    assert abs(ours - theirs) <= 0.02 * ours
     for side in ("watchcache", "reference"):
         assert result["load"][side]["rps"] > 0
         assert result["load"][side]["server_cpu_cores"] is not None

@@ -18,7 +18,7 @@ from aiohttp import web
 from proxy import apierrors
 from proxy.admission import handler as admission
 from proxy.admission import namespace_lifecycle
-from proxy.admission.attributes import CREATE, DELETE, UPDATE
+from proxy.admission.attributes import CREATE, DELETE, UPDATE, add_audit_annotation
 from proxy.apiextensions.handler import custom_version, handle_custom
 from proxy.endpoints import negotiation, restful_route
 from proxy.endpoints.handlers import collection
@@ -414,8 +414,11 @@ async def delete_object(
         unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
     )  # fmt: skip
     namespace = _namespace(info, store.resource)
-    await _admit_delete(request, ctx, info, store, namespace, opts.dry_run)
+    await _admit_delete(
+        request, ctx, info, store, namespace, opts.dry_run, opts.ignore_store_read_error
+    )
     if opts.ignore_store_read_error:  # the unsafe delete of a corrupt value
+        add_audit_annotation(request, "apiserver.k8s.io/unsafe-delete-ignore-read-error", "")
         await store.delete(namespace, info.name, dry_run=opts.dry_run, ignore_store_read_error=True)
         details = {"name": info.name, "kind": store.resource.kind}
         status = {**apierrors.success_status(details), "code": 200}
@@ -444,15 +447,21 @@ async def delete_object(
 async def _admit_delete(
     request: web.Request, ctx: APIContext, info: RequestInfo, store: Store, namespace: str,
     dry_run: bool,
+    unsafe: bool = False,
 ) -> None:
     """Admission of a DELETE: the mutating phase without objects, then the validating
     phase with the object being deleted as ``oldObject`` (read from etcd first; upstream
-    runs it inside the delete's precondition check)."""
+    runs it inside the delete's precondition check). The unsafe delete of a corrupt
+    value has no object to show: validating admission runs without one, as upstream's
+    corrupt-object deleter keeps admission but cannot decode the object."""
     if ctx.admission is None:
         return
     attrs = admission.attributes(request, store.resource, DELETE, namespace, info.name,
                                  dry_run=dry_run, options_kind="DeleteOptions")
     await admission.admit(ctx, attrs)
+    if unsafe:
+        await admission.validate(ctx, attrs)
+        return
     try:
         attrs.old_object = (await store.get(namespace, info.name)).copy()
     except apierrors.StatusError as e:
