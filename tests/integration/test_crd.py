@@ -372,6 +372,32 @@ async def test_deleting_the_crd_removes_instances_and_stops_serving(
         assert resp.status == 404
 
 
+async def test_a_watch_sees_the_instances_deleted_before_the_crd_goes(
+    api: aiohttp.ClientSession, group: str
+) -> None:
+    """Upstream (crdHandler keeps a CRD's storage while only its status changes; the
+    finalizer deletes the instances through it): a watch open when the CRD is deleted
+    (``kubectl get -w``) gets a DELETED event for every instance, then its stream ends
+    when the CRD is gone. Marking the CRD Terminating must not end it early."""
+    await install_crd(api, crd_body(group))
+    for name in ("one", "two"):
+        async with api.post(widgets(group), json=widget(group, name)) as resp:
+            assert resp.status == 201, await resp.text()
+    events: list[tuple[str, str]] = []
+    async with api.get(widgets(group), params={"watch": "1"}) as watch:
+        async with api.delete(f"{CRDS}/widgets.{group}") as resp:
+            assert resp.status == 200, await resp.text()
+        async with asyncio.timeout(15):
+            async for line in watch.content:
+                event = orjson.loads(line)
+                events.append((event["type"], event["object"]["metadata"]["name"]))
+    assert sorted(e for e in events if e[0] == "DELETED") == [
+        ("DELETED", "one"),
+        ("DELETED", "two"),
+    ], events
+    await wait_gone(api, f"{CRDS}/widgets.{group}")
+
+
 async def test_unknown_fields_and_wrong_types(api: aiohttp.ClientSession, group: str) -> None:
     """Upstream: unknown fields are dropped with `Warning: 299 - "unknown field
     \\"spec.junk\\""` (fieldValidation Warn, the default); Strict is 400 `Widget in version
