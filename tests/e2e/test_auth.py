@@ -227,6 +227,30 @@ def test_escalation_is_prevented(secure: Secure) -> None:
     assert rc == 0, out
 
 
+def test_escalation_is_prevented_on_create_on_apply(secure: Secure) -> None:
+    """Upstream: ``kubectl apply --server-side`` creating a Role passes the same
+    escalation check as a create (the apply is turned into a create)."""
+    bind(secure, "alice-admin", "admin", {"kind": "User", "name": "alice"})
+    assert _eventually(
+        lambda: kubectl(secure, "auth", "can-i", "patch", "roles", user="alice")[1] == "yes"
+    )
+    role: dict[str, Any] = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "node-peek-ssa", "namespace": "default"},
+        "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}],
+    }  # fmt: skip
+    apply = ("apply", "--server-side", "-f", "-")
+    rc, out = kubectl(secure, *apply, stdin=json.dumps(role), user="alice")
+    assert rc != 0, out
+    assert (
+        'roles.rbac.authorization.k8s.io "node-peek-ssa" is forbidden: user "alice" '
+        '(groups=["devs" "system:authenticated"]) is attempting to grant RBAC permissions not '
+        'currently held:\n{APIGroups:[""], Resources:["nodes"], Verbs:["get"]}'
+    ) in out
+    rc, out = kubectl(secure, "get", "role", "node-peek-ssa", "-n", "default")
+    assert rc != 0 and "NotFound" in out, out
+
+
 def test_service_account_token_with_kubectl_and_python_client(secure: Secure) -> None:
     sa = {"apiVersion": "v1", "kind": "ServiceAccount",
           "metadata": {"name": "robot", "namespace": "default"}}  # fmt: skip
