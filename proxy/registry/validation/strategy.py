@@ -20,7 +20,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.validation import apiregistration, apps, batch, core, event, field, names, pod
+from proxy.registry.validation import (
+    admissionregistration,
+    apiregistration,
+    apps,
+    batch,
+    core,
+    event,
+    field,
+    names,
+    pod,
+)
 from proxy.registry.validation.field import ErrorList
 from proxy.registry.validation.object_meta import (
     validate_object_meta,
@@ -76,6 +86,15 @@ _STRATEGIES: dict[tuple[str, str], KindStrategy] = {
         batch.validate_job, batch.validate_job_update, prepare_create=batch.prepare_job_for_create
     ),
     ("batch", "CronJob"): KindStrategy(batch.validate_cron_job, batch.validate_cron_job_update),
+    # admission webhooks (proxy/admission/webhook)
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): KindStrategy(
+        admissionregistration.validate_validating,
+        admissionregistration.validate_validating_update,
+    ),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): KindStrategy(
+        admissionregistration.validate_mutating,
+        admissionregistration.validate_mutating_update,
+    ),
     # API aggregation (proxy/aggregator)
     ("apiregistration.k8s.io", "APIService"): KindStrategy(
         apiregistration.validate,
