@@ -9,6 +9,12 @@ Checked as upstream, in its order: each webhook's fully qualified name, rules
 fragment; a service with name, namespace, a valid port and a ``/``-path), then its
 ``admissionReviewVersions``, then duplicate names. Not checked here: label selectors and
 ``matchConditions`` expressions (a bad expression fails the call per failurePolicy).
+
+ValidatingAdmissionPolicy (``validateValidatingAdmissionPolicySpec``): failurePolicy,
+matchConstraints with resource rules, at least one validation or audit annotation, each
+validation's expression compiled (cel-go's message), messageExpression, reason; its
+binding: policyName, validationActions. Not checked: type checking (an expression of
+the wrong result type is reported when it runs), paramKind, variables.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+from proxy import cel
 from proxy.registry.validation import field
 from proxy.registry.validation.field import ErrorList, GoLiteral
 from proxy.registry.validation.go_values import string_slice
@@ -28,9 +35,13 @@ from proxy.registry.validation.names import (
 from proxy.registry.validation.object_meta import validate_object_meta
 
 __all__ = [
+    "validate_binding",
+    "validate_binding_update",
     "validate_client_config",
     "validate_mutating",
     "validate_mutating_update",
+    "validate_policy",
+    "validate_policy_update",
     "validate_validating",
     "validate_validating_update",
 ]
@@ -261,3 +272,120 @@ def validate_mutating(obj: JSON) -> ErrorList:
 
 def validate_mutating_update(new: JSON, old: JSON) -> ErrorList:
     return _configuration(new, mutating=True)
+
+
+# the variables a policy's expressions may use (the admission plugin's declarations)
+_POLICY_VARIABLES = {
+    name: cel.DYN
+    for name in (
+        "object",
+        "oldObject",
+        "request",
+        "params",
+        "namespaceObject",
+        "variables",
+        "authorizer",
+    )
+}
+_REASONS = ["Forbidden", "Invalid", "RequestEntityTooLarge"]
+_ACTIONS = ["Audit", "Deny", "Warn"]
+
+
+def _compiles(expression: str, path: str) -> ErrorList:
+    try:
+        cel.compile(expression, _POLICY_VARIABLES)
+    except cel.CompileError as e:
+        return [field.invalid(path, expression, f"compilation failed: {e.message}")]
+    return []
+
+
+def _validation(rule: JSON, path: str) -> ErrorList:
+    errs: ErrorList = []
+    expression = str(rule.get("expression") or "")
+    if not expression.strip():
+        errs.append(field.required(field.child(path, "expression"), "expression is not specified"))
+    else:
+        errs += _compiles(expression, field.child(path, "expression"))
+    message_expression = str(rule.get("messageExpression") or "")
+    at = field.child(path, "messageExpression")
+    if message_expression and not message_expression.strip():
+        errs.append(field.invalid(at, message_expression, "must be non-empty if specified"))
+    elif message_expression:
+        errs += _compiles(message_expression, at)
+    errs += _supported(rule, "reason", _REASONS, path)
+    return errs
+
+
+def _policy(obj: JSON) -> ErrorList:
+    errs = validate_object_meta(_dict(obj.get("metadata")), False, name_is_dns_subdomain,
+                                core=False)  # fmt: skip
+    spec = _dict(obj.get("spec"))
+    errs += _supported(spec, "failurePolicy", ["Fail", "Ignore"], "spec")
+    match = spec.get("matchConstraints")
+    if not isinstance(match, dict):
+        errs.append(field.required("spec.matchConstraints"))
+    else:
+        rules = _list(match.get("resourceRules"))
+        for i, rule in enumerate(rules):
+            errs += _rule(_dict(rule), f"spec.matchConstraints.resourceRules[{i}]")
+        if not rules:
+            errs.append(field.required("spec.matchConstraints.resourceRules"))
+    validations = _list(spec.get("validations"))
+    if not validations and not _list(spec.get("auditAnnotations")):
+        for key in ("validations", "auditAnnotations"):
+            errs.append(field.required(f"spec.{key}",
+                                       "validations or auditAnnotations must contain at least "
+                                       "one item"))  # fmt: skip
+    for i, rule in enumerate(validations):
+        errs += _validation(_dict(rule), f"spec.validations[{i}]")
+    return errs
+
+
+def validate_policy(obj: JSON) -> ErrorList:
+    return _policy(obj)
+
+
+def validate_policy_update(new: JSON, old: JSON) -> ErrorList:
+    return _policy(new)
+
+
+def _binding(obj: JSON) -> ErrorList:
+    errs = validate_object_meta(_dict(obj.get("metadata")), False, name_is_dns_subdomain,
+                                core=False)  # fmt: skip
+    spec = _dict(obj.get("spec"))
+    policy = str(spec.get("policyName") or "")
+    if not policy:
+        errs.append(field.required("spec.policyName"))
+    else:
+        errs += [field.invalid("spec.policyName", policy, m)
+                 for m in name_is_dns_subdomain(policy, False)]  # fmt: skip
+    actions = [str(a) for a in _list(spec.get("validationActions"))]
+    seen: set[str] = set()
+    for i, action in enumerate(actions):
+        if action not in _ACTIONS:
+            errs.append(field.not_supported(f"spec.validationActions[{i}]", action, _ACTIONS))
+        if action in seen:
+            errs.append(field.duplicate(f"spec.validationActions[{i}]", action))
+        seen.add(action)
+    if {"Deny", "Warn"} <= seen:
+        literal = GoLiteral(
+            "[]admissionregistration.ValidationAction{"
+            + ", ".join(field.go_quote(a) for a in actions)
+            + "}"
+        )
+        errs.append(field.invalid("spec.validationActions", literal,
+                                  "must not contain both Deny and Warn (repeating the same "
+                                  "validation failure information in the API response and "
+                                  "headers serves no purpose)"))  # fmt: skip
+    if not seen:
+        errs.append(field.required("spec.validationActions",
+                                   "at least one validation action is required"))  # fmt: skip
+    return errs
+
+
+def validate_binding(obj: JSON) -> ErrorList:
+    return _binding(obj)
+
+
+def validate_binding_update(new: JSON, old: JSON) -> ErrorList:
+    return _binding(new)

@@ -95,6 +95,14 @@ _STRATEGIES: dict[tuple[str, str], KindStrategy] = {
         admissionregistration.validate_mutating,
         admissionregistration.validate_mutating_update,
     ),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): KindStrategy(
+        admissionregistration.validate_policy,
+        admissionregistration.validate_policy_update,
+    ),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): KindStrategy(
+        admissionregistration.validate_binding,
+        admissionregistration.validate_binding_update,
+    ),
     # API aggregation (proxy/aggregator)
     ("apiregistration.k8s.io", "APIService"): KindStrategy(
         apiregistration.validate,

@@ -1,5 +1,6 @@
-"""Webhook configurations: their validation with kube-apiserver's 422 messages (each
-compared with a real kube-apiserver for the same object), and a configuration that
+"""Webhook configurations, ValidatingAdmissionPolicies and their bindings: their
+validation with kube-apiserver's 422 messages (each compared with a real
+kube-apiserver for the same object), and a webhook configuration that
 got past validation (stored before it, or written to etcd directly) failing its call
 per failurePolicy instead of crashing the request."""
 
@@ -152,3 +153,66 @@ async def test_a_stored_bad_target_fails_the_call_not_the_server(url: str, ca_bu
     target = await client.resolve({"url": url, "caBundle": ca_bundle}, lookup=None)  # type: ignore[arg-type]
     with pytest.raises(client.WebhookCallError):
         await client.call(target, {"request": {"uid": "u"}}, 1)
+
+
+VAP = ResourceInfo(REG, "v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies",
+                   False, ("create",))  # fmt: skip
+VAPB = ResourceInfo(REG, "v1", "ValidatingAdmissionPolicyBinding",
+                    "validatingadmissionpolicybindings", False, ("create",))  # fmt: skip
+
+
+def policy(kind: str, spec: JSON) -> JSON:
+    return {"apiVersion": f"{REG}/v1", "kind": kind, "metadata": {"name": "rv-bad"},
+            "spec": spec}  # fmt: skip
+
+
+def test_an_empty_policy_as_upstream() -> None:
+    assert message(policy("ValidatingAdmissionPolicy", {}), VAP) == (
+        'ValidatingAdmissionPolicy.admissionregistration.k8s.io "rv-bad" is invalid: ['
+        "spec.matchConstraints: Required value, spec.validations: Required value: validations "
+        "or auditAnnotations must contain at least one item, spec.auditAnnotations: Required "
+        "value: validations or auditAnnotations must contain at least one item]"
+    )
+
+
+def test_policy_expressions_are_compiled_as_upstream() -> None:
+    spec = {"failurePolicy": "Maybe", "matchConstraints": {"resourceRules": [RULE]},
+            "validations": [{"expression": "object.("}, {"expression": "1 +"},
+                            {"expression": "", "reason": "Bogus"}]}  # fmt: skip
+    assert message(policy("ValidatingAdmissionPolicy", spec), VAP) == (
+        'ValidatingAdmissionPolicy.admissionregistration.k8s.io "rv-bad" is invalid: ['
+        'spec.failurePolicy: Unsupported value: "Maybe": supported values: "Fail", "Ignore", '
+        'spec.validations[0].expression: Invalid value: "object.(": compilation failed: ERROR: '
+        "<input>:1:8: Syntax error: no viable alternative at input '.('\n | object.(\n"
+        ' | .......^, spec.validations[1].expression: Invalid value: "1 +": compilation failed: '
+        "ERROR: <input>:1:4: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', "
+        "'.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, "
+        "IDENTIFIER}\n | 1 +\n | ...^, spec.validations[2].expression: Required value: "
+        'expression is not specified, spec.validations[2].reason: Unsupported value: "Bogus": '
+        'supported values: "Forbidden", "Invalid", "RequestEntityTooLarge"]'
+    )
+    good = {"matchConstraints": {"resourceRules": [RULE]},
+            "validations": [{"expression": "object.metadata.name != 'x'",
+                             "messageExpression": "'no ' + object.metadata.name"}]}  # fmt: skip
+    validate_create(policy("ValidatingAdmissionPolicy", good), VAP)
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({}, "[spec.policyName: Required value, spec.validationActions: Required value: at "
+             "least one validation action is required]"),
+        ({"policyName": "x", "validationActions": ["Deny", "Deny", "Boom"]},
+         '[spec.validationActions[1]: Duplicate value: "Deny", spec.validationActions[2]: '
+         'Unsupported value: "Boom": supported values: "Audit", "Deny", "Warn"]'),
+        ({"policyName": "x", "validationActions": ["Deny", "Warn"]},
+         "spec.validationActions: Invalid value: []admissionregistration.ValidationAction"
+         '{"Deny", "Warn"}: must not contain both Deny and Warn (repeating the same validation '
+         "failure information in the API response and headers serves no purpose)"),
+    ],
+)  # fmt: skip
+def test_bindings_as_upstream(spec: JSON, expected: str) -> None:
+    assert message(policy("ValidatingAdmissionPolicyBinding", spec), VAPB) == (
+        'ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io "rv-bad" is invalid: '
+        + expected
+    )
