@@ -35,6 +35,7 @@ from proxy.registry.validation.names import (
 from proxy.registry.validation.object_meta import validate_object_meta
 
 __all__ = [
+    "VALIDATORS",
     "validate_binding",
     "validate_binding_update",
     "validate_client_config",
@@ -389,3 +390,12 @@ def validate_binding(obj: JSON) -> ErrorList:
 
 def validate_binding_update(new: JSON, old: JSON) -> ErrorList:
     return _binding(new)
+
+
+# kind -> (create, update) validation, for the kinds' strategies
+VALIDATORS = {
+    "ValidatingWebhookConfiguration": (validate_validating, validate_validating_update),
+    "MutatingWebhookConfiguration": (validate_mutating, validate_mutating_update),
+    "ValidatingAdmissionPolicy": (validate_policy, validate_policy_update),
+    "ValidatingAdmissionPolicyBinding": (validate_binding, validate_binding_update),
+}

@@ -86,23 +86,11 @@ _STRATEGIES: dict[tuple[str, str], KindStrategy] = {
         batch.validate_job, batch.validate_job_update, prepare_create=batch.prepare_job_for_create
     ),
     ("batch", "CronJob"): KindStrategy(batch.validate_cron_job, batch.validate_cron_job_update),
-    # admission webhooks (proxy/admission/webhook)
-    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): KindStrategy(
-        admissionregistration.validate_validating,
-        admissionregistration.validate_validating_update,
-    ),
-    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): KindStrategy(
-        admissionregistration.validate_mutating,
-        admissionregistration.validate_mutating_update,
-    ),
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): KindStrategy(
-        admissionregistration.validate_policy,
-        admissionregistration.validate_policy_update,
-    ),
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): KindStrategy(
-        admissionregistration.validate_binding,
-        admissionregistration.validate_binding_update,
-    ),
+    # admission webhooks and policies (proxy/admission)
+    **{
+        ("admissionregistration.k8s.io", kind): KindStrategy(create, update)
+        for kind, (create, update) in admissionregistration.VALIDATORS.items()
+    },
     # API aggregation (proxy/aggregator)
     ("apiregistration.k8s.io", "APIService"): KindStrategy(
         apiregistration.validate,
