@@ -7,8 +7,8 @@ Checked as upstream, in its order: each webhook's fully qualified name, rules
 ``reinvocationPolicy`` (mutating), ``sideEffects``, ``timeoutSeconds`` and client config
 (exactly one of ``url`` or ``service``; an https URL with a host and no user, query or
 fragment; a service with name, namespace, a valid port and a ``/``-path), then its
-``admissionReviewVersions``, then duplicate names. Not checked here: label selectors and
-``matchConditions`` expressions (a bad expression fails the call per failurePolicy).
+``admissionReviewVersions``, then duplicate names. Then its ``matchConditions``
+(names, expressions compiled). Not checked here: label selectors.
 
 ValidatingAdmissionPolicy (``validateValidatingAdmissionPolicySpec``): failurePolicy,
 matchConstraints with resource rules, at least one validation or audit annotation, each
@@ -32,7 +32,7 @@ from proxy.registry.validation.names import (
     is_valid_port_num,
     name_is_dns_subdomain,
 )
-from proxy.registry.validation.object_meta import validate_object_meta
+from proxy.registry.validation.object_meta import validate_object_meta, validate_qualified_name
 
 __all__ = [
     "VALIDATORS",
@@ -221,6 +221,8 @@ def _webhook(hook: JSON, path: str, mutating: bool) -> ErrorList:
         )
     errs += validate_client_config(_dict(hook.get("clientConfig")),
                                    field.child(path, "clientConfig"))  # fmt: skip
+    errs += _match_conditions(_list(hook.get("matchConditions")),
+                              field.child(path, "matchConditions"))  # fmt: skip
     return errs
 
 
@@ -292,9 +294,38 @@ _REASONS = ["Forbidden", "Invalid", "RequestEntityTooLarge"]
 _ACTIONS = ["Audit", "Deny", "Warn"]
 
 
-def _compiles(expression: str, path: str) -> ErrorList:
+# a webhook's matchConditions see no params, namespace object or variables
+_WEBHOOK_VARIABLES = {name: cel.DYN for name in ("object", "oldObject", "request", "authorizer")}
+
+
+def _match_conditions(conditions: list[Any], path: str) -> ErrorList:
+    """``validateMatchConditions``: per condition its expression (required, compiled),
+    then its name (required, a qualified name, unique)."""
+    errs: ErrorList = []
+    names: set[str] = set()
+    for i, condition in enumerate(conditions):
+        condition, at = _dict(condition), field.index(path, i)
+        expression = str(condition.get("expression") or "")
+        if not expression:
+            errs.append(field.required(field.child(at, "expression")))
+        else:
+            errs += _compiles(expression, field.child(at, "expression"), _WEBHOOK_VARIABLES)
+        name = str(condition.get("name") or "")
+        if not name:
+            errs.append(field.required(field.child(at, "name")))
+        else:
+            errs += validate_qualified_name(name, field.child(at, "name"))
+        if name and name in names:
+            errs.append(field.duplicate(field.child(at, "name"), name))
+        names.add(name)
+    return errs
+
+
+def _compiles(
+    expression: str, path: str, variables: dict[str, cel.CelType] = _POLICY_VARIABLES
+) -> ErrorList:
     try:
-        cel.compile(expression, _POLICY_VARIABLES)
+        cel.compile(expression, variables)
     except cel.CompileError as e:
         return [field.invalid(path, expression, f"compilation failed: {e.message}")]
     return []

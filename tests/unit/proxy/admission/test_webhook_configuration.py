@@ -216,3 +216,24 @@ def test_bindings_as_upstream(spec: JSON, expected: str) -> None:
         'ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io "rv-bad" is invalid: '
         + expected
     )
+
+
+def test_match_conditions_as_upstream() -> None:
+    conditions = [{"name": "", "expression": ""}, {"name": "x", "expression": "params.x"},
+                  {"name": "x", "expression": "true"},
+                  {"name": "Bad Name", "expression": "object.("}]  # fmt: skip
+    obj = configuration("ValidatingWebhookConfiguration",
+                        {**hook("https://h/x"), "matchConditions": conditions})  # fmt: skip
+    assert message(obj, VWC) == PREFIX + (
+        "[webhooks[0].matchConditions[0].expression: Required value, "
+        "webhooks[0].matchConditions[0].name: Required value, "
+        'webhooks[0].matchConditions[1].expression: Invalid value: "params.x": compilation '
+        "failed: ERROR: <input>:1:1: undeclared reference to 'params' (in container '')\n"
+        " | params.x\n | ^, webhooks[0].matchConditions[2].name: Duplicate value: \"x\", "
+        'webhooks[0].matchConditions[3].expression: Invalid value: "object.(": compilation '
+        "failed: ERROR: <input>:1:8: Syntax error: no viable alternative at input '.('\n"
+        " | object.(\n | .......^, webhooks[0].matchConditions[3].name: Invalid value: "
+        "\"Bad Name\": name part must consist of alphanumeric characters, '-', '_' or '.', and "
+        "must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+        "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')]"
+    )
