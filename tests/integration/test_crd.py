@@ -398,6 +398,27 @@ async def test_a_watch_sees_the_instances_deleted_before_the_crd_goes(
     await wait_gone(api, f"{CRDS}/widgets.{group}")
 
 
+async def test_a_byte_field_that_is_not_base64_is_invalid(
+    api: aiohttp.ClientSession, group: str
+) -> None:
+    """Upstream: a CR is unstructured, so a ``format: byte`` string that is not base64
+    is the schema's 422 (``spec.blob in body must be of type byte``), not a built-in
+    kind's 400 decoding error."""
+    body = crd_body(group)
+    props = body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+    props["spec"]["properties"]["blob"] = {"type": "string", "format": "byte"}
+    await install_crd(api, body)
+    async with api.post(widgets(group), json=widget(group, "b1", blob="!!!")) as resp:
+        status = await _json(resp)
+    assert (resp.status, status["message"]) == (
+        422,
+        f'Widget.{group} "b1" is invalid: spec.blob: Invalid value: "!!!": spec.blob in body '
+        'must be of type byte: "!!!"',
+    ), status
+    async with api.post(widgets(group), json=widget(group, "b2", blob="YQ==")) as resp:
+        assert resp.status == 201, await resp.text()
+
+
 async def test_unknown_fields_and_wrong_types(api: aiohttp.ClientSession, group: str) -> None:
     """Upstream: unknown fields are dropped with `Warning: 299 - "unknown field
     \\"spec.junk\\""` (fieldValidation Warn, the default); Strict is 400 `Widget in version
