@@ -38,6 +38,7 @@ from proxy import apierrors
 from proxy.apiextensions.crd_strategy import CLEANUP_FINALIZER
 from proxy.apiextensions.serving import CustomResources
 from proxy.endpoints.handlers.delete_options import DeleteOptions
+from proxy.fieldmanager.wiring import field_manager, set_managed_fields
 from proxy.registry.store import Store
 from proxy.server.context import APIContext
 from storage.interfaces import JSONObject, ListOptions
@@ -49,6 +50,8 @@ log = logging.getLogger("watchcache.apiextensions")
 JSON = dict[str, Any]
 RETRY_SECONDS = 1.0
 CRD_GROUP, CRD_PLURAL = "apiextensions.k8s.io", "customresourcedefinitions"
+# the manager upstream's in-process controllers write as
+CONTROLLER_MANAGER = "kube-apiserver"
 
 
 def _now() -> str:
@@ -272,7 +275,11 @@ class CRDControllers:
             new = copy.deepcopy(current)
             change(new.setdefault("status", {}))
             changed = new != current
-            return new if changed else current
+            if not changed:
+                return current
+            # recorded as upstream's controllers are: kube-apiserver updating /status
+            status_fm = field_manager(CRD_GROUP, "v1", "CustomResourceDefinition", "status", True)
+            return set_managed_fields(new, status_fm.update(current, new, CONTROLLER_MANAGER))
 
         try:
             stored = await self._crd_store().update("", name, try_update)

@@ -45,6 +45,7 @@ __all__ = [
     "storage_version",
     "strategy",
     "table_printer",
+    "terminating",
     "version_priority",
 ]
 
@@ -119,7 +120,8 @@ def _names(crd: JSON) -> JSON:
     return accepted if accepted.get("plural") else (crd.get("spec") or {}).get("names") or {}
 
 
-def _terminating(crd: JSON) -> bool:
+def terminating(crd: JSON) -> bool:
+    """Whether ``crd``'s Terminating condition is True (it is being deleted)."""
     return any(
         c.get("type") == "Terminating" and c.get("status") == "True"
         for c in (crd.get("status") or {}).get("conditions") or []
@@ -170,7 +172,7 @@ def served_versions(crd: JSON) -> list[tuple[ResourceInfo, CustomResourceVersion
             selectable_fields=tuple(
                 str(f.get("jsonPath", "")).lstrip(".") for f in v.get("selectableFields") or ()
             ),
-            terminating=_terminating(crd),
+            terminating=terminating(crd),
             served=served,
         )
         out.append((info, cr))

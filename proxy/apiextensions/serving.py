@@ -54,17 +54,16 @@ class _Served:
 
 
 def _fingerprint(crd: JSON) -> tuple[Any, ...]:
+    """What the storage is built from: upstream's crdHandler keeps a CRD's storage (and
+    its watches) while neither its spec nor its accepted names change, so a status
+    change such as Terminating must not rebuild it (the finalizer's deletions reach the
+    open watches as DELETED events)."""
     spec = crd.get("spec") or {}
     status = crd.get("status") or {}
-    terminating = any(
-        c.get("type") == "Terminating" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-    )
     return (
         (crd.get("metadata") or {}).get("uid"),
         repr(spec),
         repr(status.get("acceptedNames")),
-        terminating,
     )
 
 
@@ -100,6 +99,7 @@ class CustomResources:
         fingerprint = _fingerprint(crd)
         current = self._by_crd.get(name)
         if current is not None and current.fingerprint == fingerprint:
+            self._set_terminating(current, cr_mod.terminating(crd))
             return
         resources = cr_mod.served_versions(crd)
         keep: set[tuple[str, str, str]] = set()
@@ -147,6 +147,14 @@ class CustomResources:
         register_strategy(info0.group, info0.kind, cr_mod.strategy(versions, info0.namespaced))
         PRINTERS[(info0.group, info0.plural)] = cr_mod.table_printer(cr0)
         return _Served(resources, base, store, fingerprint, converter)
+
+    def _set_terminating(self, served: _Served, terminating: bool) -> None:
+        """Swap in version facts with the CRD's Terminating state (read per request by
+        the handler, as upstream reads the CRD's conditions), keeping the storage."""
+        facts = [(i, dataclasses.replace(c, terminating=terminating)) for i, c in served.resources]
+        served.resources = facts
+        for info, cr in facts:
+            self._versions[_key(info)] = cr
 
     async def stop(self, crd_name: str) -> None:
         """Stop serving ``crd_name``'s resources; their watch cache closes."""

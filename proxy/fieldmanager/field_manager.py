@@ -270,7 +270,8 @@ class FieldManager:
             merged = self._prune(merged, managed, last.set)
         comparison = self._compare(base, merged)
         self._take_from_others(managed, comparison, ident, force)
-        if managed.fields[ident].set.empty():
+        # an applier left owning nothing has already been dropped with the others
+        if ident in managed.fields and managed.fields[ident].set.empty():
             del managed.fields[ident]
         if merged != base:
             managed.times[ident] = mf.rfc3339(self.clock)

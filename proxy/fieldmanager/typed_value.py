@@ -16,7 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.fieldmanager.fieldpath import Path, PathElement, Set, path_string
+import orjson
+
+from proxy.fieldmanager.fieldpath import VALUE, Path, PathElement, Set, path_string
 from proxy.fieldmanager.typed import DEDUCED, KEY_DEFAULTS, Atom
 
 __all__ = [
@@ -70,8 +72,8 @@ def item_element(atom: Atom, index: int, item: Any) -> PathElement:
                 fields[key] = KEY_DEFAULTS[key]
             else:
                 raise TypedError(
-                    f"associative list with keys has an element that omits key field "
-                    f"{key!r} (and doesn't have default value)".replace("'", '"')
+                    "associative list with keys has an element that omits key field "
+                    f'"{key}" (and doesn\'t have default value)'
                 )
         return PathElement.key(fields)
     if atom.relationship in ("set", "map"):
@@ -92,27 +94,53 @@ def _child_atom(atom: Atom, key: str, strict: bool, path: Path) -> Atom:
 
 
 def to_field_set(value: Any, atom: Atom, strict: bool = False) -> Set:
-    """Every field ``value`` sets, as upstream's ``ToFieldSet``."""
+    """Every field ``value`` sets, as upstream's ``ToFieldSet``. ``strict`` (an apply
+    configuration) also refuses undeclared fields and duplicate list keys, every
+    duplicate listed as upstream's validation lists its errors."""
     out = Set()
-    _fields(value, atom, (), out, strict)
+    duplicates: list[str] = []
+    _fields(value, atom, (), out, strict, duplicates)
+    if len(duplicates) == 1:
+        raise TypedError(duplicates[0])
+    if duplicates:
+        raise TypedError("errors:\n" + "\n".join(f"  {d}" for d in duplicates))
     return out
 
 
-def _fields(value: Any, atom: Atom, path: Path, out: Set, strict: bool) -> None:
+def _key_text(element: PathElement) -> str:
+    """A list item's key as upstream's duplicate-entry error prints it."""
+    if element.kind == VALUE:
+        return f"[={element.text}]"
+    fields = orjson.loads(element.text)
+    return "[" + ",".join(f"{k}={orjson.dumps(v).decode()}" for k, v in fields.items()) + "]"
+
+
+def _fields(
+    value: Any, atom: Atom, path: Path, out: Set, strict: bool, duplicates: list[str]
+) -> None:
     shape = _shape(atom, value)
     if shape == "leaf":
         out.insert(path)
     elif shape == "list":
         elem = atom.elem() or DEDUCED
+        seen: set[PathElement] = set()
         for i, item in enumerate(value or ()):
-            child = (*path, item_element(atom, i, item))
-            _fields(item, elem, child, out, strict)
+            try:
+                element = item_element(atom, i, item)
+            except TypedError as e:
+                raise TypedError(f"{path_string(path)}: element {i}: {e}") from None
+            if strict and element in seen:
+                duplicates.append(f"{path_string(path)}: duplicate entries for key "
+                                  f"{_key_text(element)}")  # fmt: skip
+            seen.add(element)
+            child = (*path, element)
+            _fields(item, elem, child, out, strict, duplicates)
             out.insert(child)
     else:
         for key, item in (value or {}).items():
             child_atom = _child_atom(atom, key, strict, path)
             child = (*path, PathElement.field(key))
-            _fields(item, child_atom, child, out, strict)
+            _fields(item, child_atom, child, out, strict, duplicates)
             if item is None or (isinstance(item, dict) and not item) or not atom.declares(key):
                 out.insert(child)
 

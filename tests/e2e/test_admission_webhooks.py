@@ -221,11 +221,18 @@ def test_stopped_webhook_fail_and_ignore(api: client.ApiClient, pki: Path) -> No
     assert created.metadata.name == "ignored"  # down and failurePolicy Ignore: admitted
 
 
-def test_dry_run_needs_side_effects_none(api: client.ApiClient, webhook: Webhook) -> None:
-    _configure(api, "Validating", "effects", _url(webhook, "/allow"), sideEffects="Some")
-    e = _create_fails(api, "dry", "effects", dry_run="All")
-    assert e.status == 400
-    assert _message(e) == 'admission webhook "effects.webhooks.test" does not support dry run'
+def test_side_effects_other_than_none_are_refused(api: client.ApiClient, webhook: Webhook) -> None:
+    """Upstream (v1): a webhook with side effects cannot be configured at all, so a
+    dry run never meets one (the dispatcher's "does not support dry run" is left for
+    configurations written to etcd by other means)."""
+    with pytest.raises(client.ApiException) as exc:
+        _configure(api, "Validating", "effects", _url(webhook, "/allow"), sideEffects="Some")
+    assert exc.value.status == 422
+    assert _message(exc.value) == (
+        'ValidatingWebhookConfiguration.admissionregistration.k8s.io "effects" is invalid: '
+        'webhooks[0].sideEffects: Unsupported value: "Some": supported values: "None", '
+        '"NoneOnDryRun"'
+    )
 
 
 def test_service_reference_through_endpoints(api: client.ApiClient, webhook: Webhook) -> None:

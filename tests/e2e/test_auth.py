@@ -204,26 +204,33 @@ def test_role_binding_grants_and_can_i(secure: Secure) -> None:
     )
 
 
-def test_escalation_is_prevented(secure: Secure) -> None:
+@pytest.mark.parametrize(
+    "apply", [("apply",), ("apply", "--server-side")], ids=["client-side", "create-on-apply"]
+)
+def test_escalation_is_prevented(secure: Secure, apply: tuple[str, ...]) -> None:
+    """Upstream: a Role granting more than its creator holds is 403, whether created by
+    a (client-side) apply or by a server-side apply's create-on-apply."""
     bind(secure, "alice-admin", "admin", {"kind": "User", "name": "alice"})
     assert _eventually(
         lambda: kubectl(secure, "auth", "can-i", "create", "roles", user="alice")[1] == "yes"
     )
+    name = "node-peek" if len(apply) == 1 else "node-peek-ssa"
     role: dict[str, Any] = {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-        "metadata": {"name": "node-peek", "namespace": "default"},
+        "metadata": {"name": name, "namespace": "default"},
         "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
                   {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
     }  # fmt: skip
-    rc, out = kubectl(secure, "apply", "-f", "-", stdin=json.dumps(role), user="alice")
+    rc, out = kubectl(secure, *apply, "-f", "-", stdin=json.dumps(role), user="alice")
     assert rc != 0
     assert (
-        'roles.rbac.authorization.k8s.io "node-peek" is forbidden: user "alice" '
+        f'roles.rbac.authorization.k8s.io "{name}" is forbidden: user "alice" '
         '(groups=["devs" "system:authenticated"]) is attempting to grant RBAC permissions not '
         'currently held:\n{APIGroups:[""], Resources:["nodes"], Verbs:["get"]}'
     ) in out
+    assert "NotFound" in kubectl(secure, "get", "role", name, "-n", "default")[1]
     role["rules"] = role["rules"][1:]
-    rc, out = kubectl(secure, "apply", "-f", "-", stdin=json.dumps(role), user="alice")
+    rc, out = kubectl(secure, *apply, "-f", "-", stdin=json.dumps(role), user="alice")
     assert rc == 0, out
 
 

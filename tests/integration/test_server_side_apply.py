@@ -66,6 +66,21 @@ async def test_create_on_apply_then_noop_reapply(
     assert cached["metadata"]["managedFields"] == obj["metadata"]["managedFields"]
 
 
+async def test_create_on_apply_validates_the_object_as_a_create(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    """A create-on-apply is checked against the kind's schema as a POST is: a
+    ConfigMap whose data is a list is refused (upstream: 500 "failed to create typed
+    patch object ... .data: expected map"; here 422 Invalid) and nothing is stored."""
+    url = f"/api/v1/namespaces/{namespace}/configmaps/bad-data"
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bad-data"},
+            "data": [1]}  # fmt: skip
+    code, status, _ = await patch(http, url + "?fieldManager=m", body)
+    assert code in (422, 500) and status["kind"] == "Status", status
+    async with http.get(url) as resp:
+        assert resp.status == 404
+
+
 async def test_apply_option_errors_as_upstream(http: aiohttp.ClientSession, namespace: str) -> None:
     code, status, _ = await patch(http, path(namespace), deployment(namespace))
     assert (code, status["message"]) == (

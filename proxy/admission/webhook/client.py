@@ -111,10 +111,19 @@ async def call(target: Target, review: JSON, timeout_seconds: float) -> JSON:
     never later than ``timeout_seconds``."""
     sep = "&" if "?" in target.url else "?"
     shown = f"{target.url}{sep}timeout={int(timeout_seconds)}s"
-    parsed = URL(shown)
-    url = URL.build(scheme="https", host=target.connect_host, port=target.connect_port,
-                    path=parsed.path or "/", query_string=parsed.query_string)
-    connector = aiohttp.TCPConnector(ssl=_ssl_context(target.ca_bundle), force_close=True)
+    try:
+        parsed = URL(shown)
+        url = URL.build(scheme="https", host=target.connect_host, port=target.connect_port,
+                        path=parsed.path or "/", query_string=parsed.query_string)
+    except ValueError as e:  # stored before validation refused such URLs (or put in etcd)
+        raise WebhookCallError(f'Post "{shown}": {e}') from None
+    try:
+        context = _ssl_context(target.ca_bundle)
+    except (ValueError, ssl.SSLError):
+        raise WebhookCallError(
+            "unable to load root certificates: unable to parse bytes as PEM block"
+        ) from None
+    connector = aiohttp.TCPConnector(ssl=context, force_close=True)
     body = orjson.dumps(review)
     try:
         async with (

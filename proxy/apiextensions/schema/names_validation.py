@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from proxy.apiextensions.schema.rules import parse_field_path
 from proxy.apiextensions.schema.structural import mapping
 from proxy.registry.validation import field, names
+from proxy.registry.validation.admissionregistration import validate_client_config
 from proxy.registry.validation.field import ErrorList, GoLiteral
 
 __all__ = [
@@ -134,43 +134,8 @@ def validate_conversion(value: Any, path: str) -> ErrorList:
 
 
 def _client_config(client: Mapping[str, Any], path: str) -> ErrorList:
-    errs: ErrorList = []
-    url, service = client.get("url"), client.get("service")
-    if (url is not None and service is not None) or (url is None and service is None):
-        errs.append(field.required(path, "exactly one of url or service is required"))
-    if isinstance(url, str):
-        parts = urlsplit(url)
-        if parts.scheme != "https":
-            errs.append(
-                field.invalid(
-                    field.child(path, "url"),
-                    parts.scheme,
-                    "'https' is the only allowed URL scheme; desired format: https://host[/path]",
-                )
-            )
-        elif not parts.hostname:
-            errs.append(field.invalid(field.child(path, "url"), url, "host must be specified"))
-    if isinstance(service, Mapping):
-        at = field.child(path, "service")
-        if not service.get("name"):
-            errs.append(field.required(field.child(at, "name"), "service name is required"))
-        if not service.get("namespace"):
-            errs.append(
-                field.required(field.child(at, "namespace"), "service namespace is required")
-            )
-        svc_path = service.get("path")
-        if isinstance(svc_path, str) and svc_path and not svc_path.startswith("/"):
-            errs.append(field.invalid(field.child(at, "path"), svc_path, "must start with a '/'"))
-        port = service.get("port")
-        if isinstance(port, int) and not 1 <= port <= 65535:
-            errs.append(
-                field.invalid(
-                    field.child(at, "port"),
-                    port,
-                    "port is not valid: must be between 1 and 65535, inclusive",
-                )
-            )
-    return errs
+    """Upstream checks a conversion webhook's client config as an admission webhook's."""
+    return validate_client_config(dict(client), path)
 
 
 def _shared(versions: list[Mapping[str, Any]], key: str) -> bool:

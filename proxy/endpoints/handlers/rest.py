@@ -330,8 +330,10 @@ async def patch_object(
             if not current:
                 warnings[:] = managed.strict_decoding(body, mode)
                 return await _applied_create(
-                    request, ctx, patched, resource, namespace, info, outcome, dry_run
-                )
+                    request, ctx, patched, resource, namespace, info, outcome, dry_run,
+                    lambda obj: _checked_apply_create(
+                        request, ctx, resource, obj, config, mode, warnings),
+                )  # fmt: skip
         else:
             patched = patch.apply_patch(patch_type, copy.deepcopy(current), body, resource, mode)
         if not isinstance(patched.get("metadata"), dict):
@@ -381,15 +383,18 @@ async def _applied_create(
     info: RequestInfo,
     outcome: _Outcome,
     dry_run: bool,
+    checked: Callable[[JSONObject], JSONObject],
 ) -> JSONObject:
     """The object a create-on-apply stores (201): admitted and validated as a create
-    (upstream's patcher turns the PatchOptions into CreateOptions for admission)."""
+    (upstream's patcher turns the PatchOptions into CreateOptions for admission);
+    ``checked`` is what a create's body gets first (schema, RBAC escalation)."""
     if info.subresource:
         raise serr.NotFound(info.name)
     applied_fields = managed.sent_managed_fields(obj)
     negotiation.check_kind(obj, resource)
     object_meta.check_name_matches_url(obj, info.name, namespace, resource)
     object_meta.ensure_namespace(obj, resource, namespace)
+    obj = checked(obj)
     attrs = admission.attributes(request, resource, CREATE, namespace, info.name, obj=obj,
                                  dry_run=dry_run, options_kind="CreateOptions")
     await admission.admit(ctx, attrs)
@@ -400,6 +405,26 @@ async def _applied_create(
     managed.set_managed_fields(obj, applied_fields)
     outcome.created = True
     return obj
+
+
+def _checked_apply_create(
+    request: web.Request,
+    ctx: APIContext,
+    resource: ResourceInfo,
+    obj: JSONObject,
+    config: JSONObject,
+    mode: Mode,
+    warnings: list[str],
+) -> JSONObject:
+    """A create-on-apply's object checked as the update path checks an applied one:
+    the kind's schema (types, unknown fields; their warnings go first) and RBAC
+    escalation prevention (a Role granting more than its creator holds is 403)."""
+    checked, found = validation.validate_patched(obj, config, resource, mode)
+    warnings[:0] = found
+    meta = checked["metadata"]
+    namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    _admit_rbac_write(request, ctx, resource, namespace, name, checked)
+    return checked
 
 
 async def delete_object(

@@ -22,7 +22,7 @@ from proxy.openapi import schemas
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.validation import field
 from proxy.registry.validation import field_validation as fv
-from proxy.registry.validation.schema import check_schema
+from proxy.registry.validation.schema import check_bytes, check_schema
 from proxy.registry.validation.strategy import has_validation
 
 __all__ = ["check_field_manager", "field_mode", "validate_patched", "validate_written"]
@@ -78,6 +78,7 @@ def validate_written(
         cleaned, warnings = fv.validate_fields(obj, node, mode, raw=raw)
     except fv.StrictDecodingError as e:
         raise apierrors.bad_request(e.for_create(resource.kind, resource.version)) from None
+    check_bytes(cleaned, resource)
     check_schema(cleaned, resource, required=not has_validation(resource))
     return cleaned, _warning_headers(warnings)
 
@@ -97,5 +98,6 @@ def validate_patched(
         raise apierrors.StatusError(
             apierrors.status_body(422, "Invalid", message, details)
         ) from None
+    check_bytes(cleaned, resource)
     check_schema(cleaned, resource, required=not has_validation(resource))
     return cleaned, _warning_headers(warnings)

@@ -17,7 +17,7 @@ from proxy.registry.resources import ResourceInfo
 from proxy.registry.validation import field
 from proxy.registry.validation.field import ErrorList
 
-__all__ = ["check_schema", "schema_violations"]
+__all__ = ["check_bytes", "check_schema", "schema_violations"]
 
 JSON = Any
 
@@ -100,3 +100,59 @@ def check_schema(obj: JSON, resource: ResourceInfo, *, required: bool = True) ->
     if errs:
         name = str((obj.get("metadata") or {}).get("name", ""))
         raise apierrors.invalid(resource.group_kind, name, errs)
+
+
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def base64_error_offset(text: str) -> int | None:
+    """Where Go's ``base64.StdEncoding`` stops decoding ``text`` (the ``N`` of ``illegal
+    base64 data at input byte N``); None when it decodes. Newlines are skipped."""
+    chars = [(i, c) for i, c in enumerate(text) if c not in "\r\n"]
+    for start in range(0, len(chars), 4):
+        quantum = chars[start : start + 4]
+        for k, (i, c) in enumerate(quantum):
+            if c == "=":
+                padded = k >= 2 and all(q == "=" for _, q in quantum[k:])
+                if not padded or len(quantum) < 4:
+                    return i
+                # data after the padding: Go stops at its first byte
+                return chars[start + 4][0] if start + 4 < len(chars) else None
+            if c not in _BASE64:
+                return i
+        if len(quantum) < 4:
+            return quantum[0][0]
+    return None
+
+
+def _byte_error(value: JSON, node: SchemaNode) -> int | None:
+    if isinstance(value, str):
+        if node.resolved.get("format") == "byte":
+            return base64_error_offset(value)
+        return None
+    children: list[tuple[JSON, SchemaNode | None]] = []
+    if isinstance(value, list):
+        elem = node.items()
+        children = [(item, elem) for item in value]
+    elif isinstance(value, dict):
+        children = [(item, node.child(key)) for key, item in value.items()]
+    for item, child in children:
+        if child is not None and (found := _byte_error(item, child)) is not None:
+            return found
+    return None
+
+
+def check_bytes(obj: JSON, resource: ResourceInfo) -> None:
+    """400 as Go's decoder answers a built-in kind's ``format: byte`` field (a
+    Secret's data, a caBundle) that is not base64: ``X in version "v1" cannot be handled as a X:
+    illegal base64 data at input byte N``."""
+    name = schemas.definition_name(resource.group, resource.version, resource.kind)
+    if name is None:
+        return  # a custom resource: its schema's format check answers 422, as upstream
+    node = schemas.node_for_definition(name)
+    if (offset := _byte_error(obj, node)) is None:
+        return
+    raise apierrors.bad_request(
+        f'{resource.kind} in version "{resource.version}" cannot be handled as a '
+        f"{resource.kind}: illegal base64 data at input byte {offset}"
+    )

@@ -20,7 +20,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.validation import apiregistration, apps, batch, core, event, field, names, pod
+from proxy.registry.validation import (
+    admissionregistration,
+    apiregistration,
+    apps,
+    batch,
+    core,
+    event,
+    field,
+    names,
+    pod,
+)
 from proxy.registry.validation.field import ErrorList
 from proxy.registry.validation.object_meta import (
     validate_object_meta,
@@ -76,6 +86,11 @@ _STRATEGIES: dict[tuple[str, str], KindStrategy] = {
         batch.validate_job, batch.validate_job_update, prepare_create=batch.prepare_job_for_create
     ),
     ("batch", "CronJob"): KindStrategy(batch.validate_cron_job, batch.validate_cron_job_update),
+    # admission webhooks and policies (proxy/admission)
+    **{
+        ("admissionregistration.k8s.io", kind): KindStrategy(create, update)
+        for kind, (create, update) in admissionregistration.VALIDATORS.items()
+    },
     # API aggregation (proxy/aggregator)
     ("apiregistration.k8s.io", "APIService"): KindStrategy(
         apiregistration.validate,

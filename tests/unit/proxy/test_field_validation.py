@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+from proxy import apierrors
 from proxy.openapi.schemas import kind_schema
+from proxy.registry.resources import ResourceInfo
 from proxy.registry.validation import field
 from proxy.registry.validation.field_validation import (
     FieldValidationOptionError,
@@ -22,6 +24,7 @@ from proxy.registry.validation.field_validation import (
     validate_yaml_fields,
     warning_header,
 )
+from proxy.registry.validation.request_body import validate_written
 from proxy.registry.validation.schema import schema_violations
 
 DEPLOYMENT = kind_schema("apps", "v1", "Deployment")
@@ -307,3 +310,45 @@ def test_yaml_body_warnings_are_one_per_line() -> None:
     ]
     assert cleaned["metadata"] == {"name": "deployment", "labels": {"app": "nginx"}}
     assert validate_yaml_fields(INVALID_YAML, DEPLOYMENT, "Ignore")[1] == []
+
+
+# -- format: byte (base64) ---------------------------------------------------------------
+
+_SECRET = ResourceInfo("", "v1", "Secret", "secrets", True, ("create",))
+_APISERVICE = ResourceInfo("apiregistration.k8s.io", "v1", "APIService", "apiservices", False,
+                           ("create",))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "offset"),
+    # kube-apiserver's answers for a Secret's data value
+    [("!!!", 0), ("abc", 0), ("YQ", 0), ("abcde", 4), ("a=bc", 1), ("YQ==YQ==", 4),
+     ("YQ=a", 2), ("YQ\nYQ==", 5), ("YQ==", None), ("YWI=", None), ("", None)],
+)  # fmt: skip
+def test_byte_fields_must_be_base64_as_go_decodes_them(text: str, offset: int | None) -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"a": text}}
+    if offset is None:
+        validate_written(secret, None, _SECRET, "Warn")
+        return
+    with pytest.raises(apierrors.StatusError) as exc:
+        validate_written(secret, None, _SECRET, "Warn")
+    assert (exc.value.code, exc.value.body["message"]) == (
+        400,
+        'Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input '
+        f"byte {offset}",
+    )
+
+
+def test_a_ca_bundle_that_is_not_base64_is_400() -> None:
+    """Upstream: APIService (and webhook configurations, CRD conversion webhooks) with
+    a caBundle that is not base64 cannot be decoded: 400, nothing stored."""
+    obj = {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+           "metadata": {"name": "v1.x.example.com"},
+           "spec": {"group": "x.example.com", "version": "v1", "caBundle": "!!notbase64",
+                    "groupPriorityMinimum": 1, "versionPriority": 1}}  # fmt: skip
+    with pytest.raises(apierrors.StatusError) as exc:
+        validate_written(obj, None, _APISERVICE, "Warn")
+    assert exc.value.body["message"] == (
+        'APIService in version "v1" cannot be handled as a APIService: illegal base64 data at '
+        "input byte 0"
+    )

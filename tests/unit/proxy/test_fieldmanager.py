@@ -415,13 +415,42 @@ def test_kubectl_may_take_what_its_last_applied_annotation_lists() -> None:
         ({**configmap(namespace="ns"), "bogus": 1}, 500,
          "failed to create typed patch object (ns/cm; /v1, Kind=ConfigMap): .bogus: "
          "field not declared in schema"),
+        (configmap(finalizers=["a.io/x", "a.io/x"]), 500,
+         "failed to create typed patch object (/cm; /v1, Kind=ConfigMap): .metadata.finalizers: "
+         'duplicate entries for key [="a.io/x"]'),
+        (configmap(finalizers=["a", "a", "b", "b"]), 500,
+         "failed to create typed patch object (/cm; /v1, Kind=ConfigMap): errors:\n"
+         '  .metadata.finalizers: duplicate entries for key [="a"]\n'
+         '  .metadata.finalizers: duplicate entries for key [="b"]'),
+        ({**deployment(), "metadata": {"name": "d"}, "spec": {"template": {"spec": {
+            "containers": [{"name": "web", "image": "i"}, {"name": "web", "image": "j"}]}}}},
+         500, "failed to create typed patch object (/d; apps/v1, Kind=Deployment): "
+         '.spec.template.spec.containers: duplicate entries for key [name="web"]'),
+        ({**deployment(), "metadata": {"name": "d"}, "spec": {"template": {"spec": {
+            "containers": [{"image": "i"}]}}}},
+         500, "failed to create typed patch object (/d; apps/v1, Kind=Deployment): "
+         ".spec.template.spec.containers: element 0: associative list with keys has an "
+         'element that omits key field "name" (and doesn\'t have default value)'),
     ],
 )  # fmt: skip
 def test_apply_refuses_as_upstream(config: JSON, code: int, message: str) -> None:
+    group, _, version = config["apiVersion"].rpartition("/")
+    kind = config["kind"] if config["kind"] in ("ConfigMap", "Deployment") else "ConfigMap"
     with pytest.raises(apierrors.StatusError) as exc:
-        Obj("", "v1", "ConfigMap").apply(config, "m")
+        Obj(group, version if group else "v1", kind).apply(config, "m")
     body = status_error(exc)
     assert (body["code"], body["message"]) == (code, message)
+
+
+def test_an_empty_apply_gives_up_every_field_the_applier_owned() -> None:
+    """Upstream: applying a configuration that sets nothing (kind, apiVersion and name
+    only) removes what the applier alone owned and drops its entry; no error."""
+    o = Obj("", "v1", "ConfigMap")
+    o.apply(configmap({"a": "1"}), "one")
+    o.apply(configmap({"b": "2"}), "two")
+    live = o.apply(configmap(), "one")
+    assert live["data"] == {"b": "2"}
+    assert list(o.managers()) == ["two/Apply"]
 
 
 def test_manager_from_user_agent_as_upstream() -> None:
