@@ -440,7 +440,7 @@ async def delete_object(
     )  # fmt: skip
     namespace = _namespace(info, store.resource)
     await _admit_delete(
-        request, ctx, info, store, namespace, opts.dry_run, opts.ignore_store_read_error
+        request, ctx, info, store, namespace, opts.dry_run, bool(opts.ignore_store_read_error)
     )
     if opts.ignore_store_read_error:  # the unsafe delete of a corrupt value
         add_audit_annotation(request, "apiserver.k8s.io/unsafe-delete-ignore-read-error", "")
