@@ -71,22 +71,18 @@ def test_a_rolebinding_change_is_seen_on_the_very_next_decision() -> None:
     assert rbac.authorize(GET_POD) == (Decision.NO_OPINION, "")
 
 
+def _bind_reader(informer: RBACInformer, kind: str, name: str) -> None:
+    """ClusterRoleBinding "r" of ClusterRole "reader" to one subject."""
+    subject = {"kind": kind, "name": name}
+    binding = _binding("ClusterRoleBinding", "r", "", "ClusterRole", "reader", subject)
+    informer._apply("clusterrolebindings", "ADDED", binding)
+
+
 def test_role_and_cluster_role_changes_and_relists_are_seen() -> None:
     informer = _informer()
     rbac = RBACAuthorizer(informer)
     informer._apply("clusterroles", "ADDED", _role("ClusterRole", "reader", "", ["pods"]))
-    informer._apply(
-        "clusterrolebindings",
-        "ADDED",
-        _binding(
-            "ClusterRoleBinding",
-            "r",
-            "",
-            "ClusterRole",
-            "reader",
-            {"kind": "Group", "name": "devs"},
-        ),
-    )
+    _bind_reader(informer, "Group", "devs")
     assert rbac.authorize(GET_POD)[0] is Decision.ALLOW
     # the role loses the rule
     informer._apply("clusterroles", "MODIFIED", _role("ClusterRole", "reader", "", ["secrets"]))
@@ -97,24 +93,11 @@ def test_role_and_cluster_role_changes_and_relists_are_seen() -> None:
     informer._replace("clusterrolebindings", [])
     assert rbac.authorize(GET_POD) == (Decision.NO_OPINION, "")
     # the role itself deleted while bound: the reason names it
-    informer._apply(
-        "clusterrolebindings",
-        "ADDED",
-        _binding(
-            "ClusterRoleBinding",
-            "r",
-            "",
-            "ClusterRole",
-            "reader",
-            {"kind": "User", "name": "alice"},
-        ),
-    )
+    _bind_reader(informer, "User", "alice")
     assert rbac.authorize(GET_POD)[0] is Decision.ALLOW
     informer._apply("clusterroles", "DELETED", _role("ClusterRole", "reader", "", ["pods"]))
-    assert rbac.authorize(GET_POD) == (
-        Decision.NO_OPINION,
-        'RBAC: clusterrole.rbac.authorization.k8s.io "reader" not found',
-    )
+    missing = 'RBAC: clusterrole.rbac.authorization.k8s.io "reader" not found'
+    assert rbac.authorize(GET_POD) == (Decision.NO_OPINION, missing)
 
 
 def test_the_key_separates_users_groups_and_attributes() -> None:
