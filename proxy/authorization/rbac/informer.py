@@ -82,6 +82,9 @@ class RBACInformer:
         self.synced = asyncio.Event()
         self._listed: set[str] = set()
         self._listeners: list[Callable[[str], None]] = []
+        # bumped before every change is visible: RBACAuthorizer's decision cache is
+        # valid for one generation (rbac.decision_cache)
+        self.generation = 0
 
     # RBACState
     def cluster_role_rules(self, name: str) -> tuple[PolicyRule, ...] | None:
@@ -103,6 +106,7 @@ class RBACInformer:
 
     # maintenance
     def _apply(self, plural: str, kind: str, obj: dict[str, Any]) -> None:
+        self.generation += 1
         namespace, name = _key(obj)
         deleted = kind == "DELETED"
         if plural == "clusterroles":
@@ -126,6 +130,7 @@ class RBACInformer:
             self.bindings.setdefault(namespace, {})[name] = parse_binding(obj)
 
     def _replace(self, plural: str, items: list[dict[str, Any]]) -> None:
+        self.generation += 1
         if plural == "clusterroles":
             self.cluster_roles = {}
         elif plural == "roles":

@@ -27,6 +27,7 @@ from proxy.authorization.authorizer import (
     ResourceRule,
     RulesResult,
 )
+from proxy.authorization.rbac.decision_cache import DecisionCache, decision_key
 from proxy.authorization.rbac.policy_rule import (
     RBAC_GROUP,
     Binding,
@@ -156,12 +157,25 @@ def _aggregate(errors: list[str]) -> str:
 
 class RBACAuthorizer:
     """Allow when a rule that applies to the user allows the request; otherwise no
-    opinion, with the resolution errors as the reason."""
+    opinion, with the resolution errors as the reason. Decisions are memoized when the
+    state has a ``generation`` (``decision_cache``: exact, emptied on any change)."""
 
     def __init__(self, state: RBACState) -> None:
         self.resolver = RuleResolver(state)
+        self.cache = DecisionCache()
 
     def authorize(self, attrs: Attributes) -> tuple[Decision, str]:
+        generation = getattr(self.resolver.state, "generation", None)
+        if not isinstance(generation, int):
+            return self._resolve(attrs)
+        key = decision_key(attrs)
+        cached = self.cache.get(key, generation)
+        if cached is None:
+            cached = self._resolve(attrs)
+            self.cache.put(key, generation, cached)
+        return cached
+
+    def _resolve(self, attrs: Attributes) -> tuple[Decision, str]:
         allowed_by: list[tuple[Binding, Subject]] = []
         errors: list[str] = []
 
