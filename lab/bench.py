@@ -2,7 +2,7 @@
 
     watchcache bench [--pods 10000 --nodes 100] [--runs K] [--out DIR]
                      [--server URL --etcd-servers URLS] [--sweep 1000,10000,50000] [--quick]
-                     [--scenarios table_cache,yaml_cache,...]
+                     [--scenarios table_cache,yaml_cache,...] [--no-custom-resources]
     watchcache bench --reference URL [--kubeconfig F] [--pods 2000] [--out DIR]
 
 Self-contained unless ``--server`` is given: starts a real etcd and three servers on it
@@ -12,9 +12,11 @@ floor, then runs every scenario K times, interleaved, from a separate client pro
 (:mod:`lab.bench_client`). Writes ``results.json``, ``report.md`` and PNG charts into
 ``--out`` and prints a table. ``--sweep`` grows the data set step by step and measures
 at each size. ``--quick`` is a small run for CI (well under a minute). ``--scenarios``
-measures only the named ones. Every scenario reports the server's event-loop lag while
-it ran (``watchcache_event_loop_lag_seconds``); the Table, metadata-only and YAML LISTs
-also how long a concurrent ``/readyz`` waited. ``--reference`` instead runs the same
+measures only the named ones. Unless ``--no-custom-resources``, the LISTs also run on
+as many custom resources as pods (:mod:`lab.bench_crd`, scenarios ``cr_*``). Every
+scenario reports the server's event-loop lag while it ran
+(``watchcache_event_loop_lag_seconds``); the Table, metadata-only and YAML LISTs also
+how long a concurrent ``/readyz`` waited. ``--reference`` instead runs the same
 reads side by side with any kube-apiserver (:mod:`lab.bench_reference`).
 """
 
@@ -38,7 +40,7 @@ import aiohttp
 import orjson
 import psutil  # type: ignore[import-untyped]
 
-from lab import bench_managed_fields, seed
+from lab import bench_crd, bench_managed_fields, seed
 from lab import bench_report as report
 from lab.apiserver import APIServer, cli_command
 from lab.etcd import EtcdCluster, free_port
@@ -70,6 +72,7 @@ class BenchConfig:
     machine: str = ""
     quiet: bool = False
     managed_fields: bool = True  # also measure what managedFields cost (not in --quick)
+    custom_resources: bool = True  # the LISTs on as many widgets (lab.bench_crd) too
 
 
 def source_revision(root: Path | None = None) -> str:
@@ -162,6 +165,8 @@ def _start_own(cfg: BenchConfig, workdir: Path) -> Topology:
             topo.unavailable["field_cache_noindex"] = (
                 f"the server has no {NOINDEX_FLAG.split('=')[0]} flag yet")
         for key, extra in servers:
+            if key == "server" and cfg.custom_resources:
+                extra = bench_crd.server_args(workdir)  # the widgets' spec.color index
             srv = APIServer(cluster.endpoints, extra_args=extra, log_path=workdir / f"{key}.log")
             srv.start()
             topo.stoppers.append(srv.stop)
@@ -305,10 +310,14 @@ def _scenarios(topo: Topology, cfg: BenchConfig, pod: dict[str, Any]) -> list[di
     ]  # fmt: skip
     converted = {"table_cache": TABLE_ACCEPT, "table_etcd": TABLE_ACCEPT,
                  "metadata_cache": METADATA_ACCEPT, "yaml_cache": "application/yaml"}
+    if cfg.custom_resources:
+        sc += bench_crd.scenarios(m, topo.noindex)
+        converted.update(dict.fromkeys(bench_crd.TABLE, TABLE_ACCEPT))
     accept = {**converted, **{n: PROTOBUF for n, *_ in sc if n.endswith("_protobuf")},
               "table_cache_gzip": TABLE_ACCEPT}  # fmt: skip
     return [{"name": n, "kind": k, "target": t, "serving": p, "churn": n == "list_consistent",
-             "headers": request_headers(n, accept.get(n)), "readyz": n in converted}
+             "headers": request_headers(n, accept.get(n)), "readyz": n in converted,
+             "resource": bench_crd.RESOURCE if n in bench_crd.SCENARIOS else "pods"}
             for n, k, t, p in sc
             if n not in topo.unavailable and (not cfg.scenarios or n in cfg.scenarios)]  # fmt: skip
 
@@ -364,6 +373,8 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="watchcache-bench-") as tmp:
         workdir = Path(tmp)
         topo = _start_own(cfg, workdir) if cfg.server is None else _external(cfg)
+        if cfg.custom_resources:
+            topo.unavailable.update(bench_crd.unavailable(topo.unavailable, cfg.server is not None))
         try:
             if cfg.server is not None and cfg.etcd_servers:
                 topo.etcd_version = asyncio.run(_etcd_version(cfg.etcd_servers))
@@ -372,6 +383,10 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
             for n in sizes:
                 console.print(f"seeding pods {done}..{n} ...")
                 facts = asyncio.run(_prepare(topo, cfg, n, done))
+                if cfg.custom_resources:
+                    console.print(f"seeding widgets {done}..{n} ...")
+                    caches = [u for u in (topo.main, topo.noindex) if u]
+                    asyncio.run(bench_crd.prepare(topo.main, caches, n, done, cfg.namespaces))
                 done = n
                 if topo.floor is not None:
                     topo.stoppers.pop()()  # the floor serves fixed bytes: this size's
@@ -454,6 +469,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sweep", default="", help="comma-separated pod counts, e.g. 1000,10000")
     p.add_argument("--quick", action="store_true", help="small and fast, for CI")
     p.add_argument("--scenarios", default="", help="comma-separated scenario names (all)")
+    p.add_argument("--custom-resources", action=argparse.BooleanOptionalAction, default=True,
+                   help="also run the LISTs on as many custom resources (default: on)")
     p.add_argument("--machine", default="", help="label for the report (default: detected)")
     p.add_argument("--quiet", action="store_true")
     ref = p.add_argument_group("side by side with a kube-apiserver (lab.bench_reference)")
@@ -494,6 +511,7 @@ def main(argv: list[str]) -> int:
         pods=a.pods or (300 if quick else 10_000), nodes=a.nodes or (10 if quick else 100),
         namespaces=a.namespaces, runs=a.runs or (3 if quick else 10), out=a.out,
         server=a.server, machine=a.machine, quiet=a.quiet, managed_fields=not quick,
+        custom_resources=a.custom_resources,
         etcd_servers=[u for u in a.etcd_servers.split(",") if u],
         sweep=[int(x) for x in a.sweep.split(",") if x.strip()],
         scenarios=[x.strip() for x in a.scenarios.split(",") if x.strip()],

@@ -60,6 +60,7 @@ class Scenario:
     churn: bool = False  # move etcd's revision (an unrelated key) before each request
     headers: dict[str, str] = field(default_factory=dict)  # sent with each request (Accept)
     readyz: bool = False  # probe /readyz concurrently while the request runs
+    resource: str = "pods"  # the resource label of the /metrics counters it moves
 
 
 @dataclass
@@ -267,7 +268,8 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
                 s.cpu = {p: after[p] - before[p] for p in after}
                 m1 = await _scrape(session, sc.target) if m0 is not None else None
                 if m0 is not None and m1 is not None and rnd == 0:
-                    s.metrics = {k: m1.since(m0, n, resource="pods") for k, n in METRICS.items()}
+                    s.metrics = {k: m1.since(m0, n, resource=sc.resource)
+                                 for k, n in METRICS.items()}  # fmt: skip
                 s.lag_buckets = lag_buckets(m0, m1)
                 acct.sample_rss()
                 if rnd >= warmup or rnd == 0:

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from lab import bench_crd
+
 __all__ = [
     "SCENARIOS", "ScenarioStats", "Target", "bucket_max", "bucket_quantile", "charts",
     "markdown", "merge_buckets", "percentile", "summarize", "table", "targets",
@@ -44,6 +46,7 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "list_cache_gzip": ("gzip", "LIST all, RV=0, Accept-Encoding: gzip (kept deflate segments)"),
     "list_etcd_gzip": ("gzip", "LIST all, RV unset, Accept-Encoding: gzip"),
     "table_cache_gzip": ("gzip", "kubectl get's Table with gzip (as kubectl asks), RV=0"),
+    **bench_crd.SCENARIOS,  # the same LISTs on as many custom resources (cr_*)
 }
 
 

@@ -1,7 +1,9 @@
 """A custom resource to benchmark LISTs on (the hook for ``watchcache bench``): install a
 CRD (``widgets.bench.watchcache.dev``, namespaced, a selectable ``spec.color`` and a
 ``color`` label) and seed N widgets through the API, so the bench's LIST scenarios can
-run on ``/apis/bench.watchcache.dev/v1/widgets`` as they run on pods.
+run on ``/apis/bench.watchcache.dev/v1/widgets`` as they run on pods. A widget is
+about as large as the bench's pods (~3.5 KB of JSON: labels, annotations, a list of
+endpoints, a string map), so the two resources' figures compare like for like.
 
     python -m lab.crd_seed --server URL --count 5000 [--namespaces 10]
 
@@ -17,7 +19,7 @@ from typing import Any
 
 import aiohttp
 
-__all__ = ["BENCH_CRD", "COLLECTION", "install_bench_crd", "seed_widgets"]
+__all__ = ["BENCH_CRD", "COLLECTION", "install_bench_crd", "seed_widgets", "widget"]
 
 GROUP = "bench.watchcache.dev"
 COLLECTION = f"/apis/{GROUP}/v1/widgets"
@@ -49,6 +51,12 @@ BENCH_CRD: dict[str, Any] = {
                             color={"type": "string"},
                             size={"type": "integer"},
                             notes={"type": "string"},
+                            replicas={"type": "integer"},
+                            endpoints={"type": "array", "items": _object(
+                                name={"type": "string"}, host={"type": "string"},
+                                port={"type": "integer"}, path={"type": "string"})},
+                            config={"type": "object",
+                                    "additionalProperties": {"type": "string"}},
                         )
                     )
                 },
@@ -71,11 +79,36 @@ async def install_bench_crd(session: aiohttp.ClientSession, server: str) -> None
             await asyncio.sleep(0.1)
 
 
+def widget(i: int) -> dict[str, Any]:
+    """Widget number ``i`` (its namespace is ``bench-cr-<i mod namespaces>``): ~3.5 KB."""
+    color = COLORS[i % len(COLORS)]
+    name = f"w-{i:06d}"
+    return {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "Widget",
+        "metadata": {
+            "name": name,
+            "labels": {"color": color, "app": "widget", "tier": f"tier-{i % 3}",
+                       "release": f"r{i % 7}"},
+            "annotations": {"bench.watchcache.dev/owner": f"team-{i % 11}",
+                            "bench.watchcache.dev/checksum": f"{i:064x}"},
+        },
+        "spec": {
+            "color": color, "size": i, "replicas": i % 5 + 1, "notes": "x" * 1000,
+            "endpoints": [{"name": f"{name}-ep-{k}", "host": f"{name}.svc-{k}.example.internal",
+                           "port": 8000 + k, "path": f"/api/v{k}/widgets/{name}"}
+                          for k in range(8)],
+            "config": {f"key-{k:02d}": f"value-{k:02d}-" + "v" * 48 for k in range(16)},
+        },
+    }  # fmt: skip
+
+
 async def seed_widgets(
-    session: aiohttp.ClientSession, server: str, count: int, namespaces: int = 10
+    session: aiohttp.ClientSession, server: str, count: int, namespaces: int = 10,
+    start: int = 0,
 ) -> None:
-    """Create ``count`` widgets spread over ``namespaces`` namespaces (created if absent),
-    a few requests at a time."""
+    """Create widgets [``start``, ``count``) spread over ``namespaces`` namespaces
+    (created if absent), a few requests at a time; existing ones (409) are kept."""
     for n in range(namespaces):
         body = {"metadata": {"name": f"bench-cr-{n}"}}
         async with session.post(server + "/api/v1/namespaces", json=body):
@@ -84,20 +117,14 @@ async def seed_widgets(
 
     async def one(i: int) -> None:
         ns = f"bench-cr-{i % namespaces}"
-        color = COLORS[i % len(COLORS)]
-        body = {
-            "apiVersion": f"{GROUP}/v1",
-            "kind": "Widget",
-            "metadata": {"name": f"w-{i:06d}", "labels": {"color": color}},
-            "spec": {"color": color, "size": i, "notes": "x" * 200},
-        }
+        body = widget(i)
         async with semaphore:
             url = f"{server}/apis/{GROUP}/v1/namespaces/{ns}/widgets"
             async with session.post(url, json=body) as resp:
                 if resp.status not in (201, 409):
                     raise RuntimeError(f"creating a widget: {resp.status} {await resp.text()}")
 
-    await asyncio.gather(*(one(i) for i in range(count)))
+    await asyncio.gather(*(one(i) for i in range(start, count)))
 
 
 async def _main(server: str, count: int, namespaces: int) -> None:

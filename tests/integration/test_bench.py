@@ -1,4 +1,5 @@
-"""`watchcache bench --quick`: self-contained run, every scenario in results.json.
+"""`watchcache bench --quick`: self-contained run, every scenario in results.json (the
+custom-resource LISTs included).
 
 Performance itself is never asserted here (the report states the targets); this checks
 that the benchmark measures what it says: each scenario answered 200, was served from
@@ -14,6 +15,7 @@ from typing import Any
 import orjson
 import pytest
 
+from lab import bench_crd, crd_seed
 from lab.apiserver import cli_command
 from lab.bench_report import SCENARIOS
 
@@ -28,7 +30,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
     r = subprocess.run(
         cli_command("bench", "--quick", "--pods", str(PODS), "--nodes", str(NODES),
                     "--out", str(out), "--quiet"),
-        capture_output=True, text=True, timeout=110,
+        capture_output=True, text=True, timeout=150,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
     return out, orjson.loads((out / "results.json").read_bytes())
@@ -46,7 +48,8 @@ def test_every_scenario_is_reported(results: tuple[Path, dict[str, Any]]) -> Non
     notes = " ".join(res["meta"]["notes"])
     for name, s in got.items():
         if not s["available"]:  # only when the server lacks the flag; the report says so
-            assert name in ("list_consistent", "field_cache_noindex") and name in notes
+            assert name in ("list_consistent", "field_cache_noindex", "cr_field_cache_noindex")
+            assert name in notes
             continue
         assert s["status"] == 200 and s["runs"] == 3 and s["p50"] > 0, name
     assert res["meta"]["etcd_version"].count(".") == 2
@@ -97,3 +100,26 @@ def test_loop_lag_is_reported_per_scenario(results: tuple[Path, dict[str, Any]])
     for name in ("table_cache", "table_etcd", "metadata_cache", "yaml_cache"):
         assert s[name]["readyz_max"] > 0, name
     assert "Event loop lag" in (out / "report.md").read_text()
+
+
+def test_custom_resource_lists_are_reported(results: tuple[Path, dict[str, Any]]) -> None:
+    """As many widgets (a CR with a selectable spec.color, one in four red) as pods: the
+    same LISTs, reported next to the pods' and in report.md."""
+    out, res = results
+    s = _scenarios(res)
+    assert [n for n in s if n.startswith("cr_")] == list(bench_crd.SCENARIOS)
+    red = PODS // len(crd_seed.COLORS)
+    for name in ("cr_list_etcd", "cr_list_cache", "cr_table_cache", "cr_table_etcd"):
+        assert s[name]["status"] == 200 and s[name]["items"] == PODS, name
+        assert s[name]["served_from"] == ("etcd" if name.endswith("etcd") else "cache"), name
+    assert s["cr_field_etcd"]["fetched"] == PODS and s["cr_field_etcd"]["returned"] == red
+    idx = s["cr_field_cache_indexed"]
+    assert idx["served_from"] == "cache" and idx["fetched"] == idx["returned"] == red
+    assert idx["metrics"]["cache_returned"] == red  # the widgets' counters, not the pods'
+    if s["cr_field_cache_noindex"]["available"]:
+        assert s["cr_field_cache_noindex"]["fetched"] == PODS
+    # widgets are a few KB each, as pods are
+    assert s["cr_list_cache"]["nbytes"] > 2000 * PODS
+    assert s["cr_table_cache"]["nbytes"] < s["cr_list_cache"]["nbytes"]
+    report = (out / "report.md").read_text()
+    assert all(f"| {n} |" in report for n in bench_crd.SCENARIOS)

@@ -120,3 +120,8 @@ async def test_none_conversion_and_the_bytes_check() -> None:
     assert _already_in(b'{"apiVersion":"g.io/v1","kind":"Widget"}', "g.io/v1")
     # two apiVersions (an embedded reference): decoded, never trusted from the bytes
     assert not _already_in(b'{"apiVersion":"g.io/v2","spec":{"apiVersion":"g.io/v1"}}', "g.io/v1")
+    # managedFields name the version they were written in: the same one is no reason
+    managed = b'{"apiVersion":"g.io/%s","metadata":{"managedFields":[{"apiVersion":"g.io/v1"}]}}'
+    assert _already_in(managed % b"v1", "g.io/v1")
+    assert not _already_in(managed % b"v2", "g.io/v1")
+    assert not _already_in(managed % b"v1", "g.io/v2")
