@@ -44,6 +44,12 @@ async def _seed(url: str) -> None:
                 assert r.status == 201, await r.text()
         async with s.post(f"/api/v1/namespaces/{NS}/configmaps", json=BIG) as r:
             assert r.status == 201, await r.text()
+            last = await r.json()
+        # the watch cache has seen every write before a test reads at resourceVersion=0
+        # (a GET at the last write's resourceVersion waits for it)
+        name, rv = last["metadata"]["name"], last["metadata"]["resourceVersion"]
+        async with s.get(f"/api/v1/namespaces/{NS}/configmaps/{name}?resourceVersion={rv}") as r:
+            assert r.status == 200, await r.text()
 
 
 @pytest.fixture(scope="module")

@@ -71,6 +71,18 @@ async def _json(resp: aiohttp.ClientResponse) -> JSON:
     return body
 
 
+async def cache_params(api: aiohttp.ClientSession, url: str, rv: str, **params: str) -> JSON:
+    """The query of a LIST at ``rv``; for ``"0"`` (the watch cache), at least as new as
+    the latest write: ``resourceVersion=0`` may answer before the cache has seen it
+    (upstream's "any" semantics), ``NotOlderThan`` the latest revision waits for it and
+    is still served from the cache."""
+    if rv != "0":
+        return {**params, "resourceVersion": rv}
+    async with api.get(url, params={"limit": "1"}) as resp:
+        latest = (await _json(resp))["metadata"]["resourceVersion"]
+    return {**params, "resourceVersion": latest, "resourceVersionMatch": "NotOlderThan"}
+
+
 async def test_a_created_crd_is_named_established_and_defaulted(
     api: aiohttp.ClientSession, group: str
 ) -> None:
@@ -214,7 +226,8 @@ async def test_crud_and_cached_reads(api: aiohttp.ClientSession, group: str) -> 
     assert resp.status == 201, created
     assert created["metadata"]["generation"] == 1
     for rv in ("0", ""):
-        async with api.get(widgets(group), params={"resourceVersion": rv}) as resp:
+        params = await cache_params(api, widgets(group), rv)
+        async with api.get(widgets(group), params=params) as resp:
             listed = await _json(resp)
         assert [i["metadata"]["name"] for i in listed["items"]] == ["w1"]
         assert listed["kind"] == "WidgetList"
@@ -267,7 +280,8 @@ async def test_a_deprecated_version_warns_and_converts(
     async with api.get(widgets(group, "w1")) as resp:
         assert (await _json(resp))["apiVersion"] == f"{group}/v1"
         assert "Warning" not in resp.headers
-    async with api.get(widgets(group, version="v1beta1"), params={"resourceVersion": "0"}) as r:
+    params = await cache_params(api, widgets(group, version="v1beta1"), "0")
+    async with api.get(widgets(group, version="v1beta1"), params=params) as r:
         assert [i["apiVersion"] for i in (await _json(r))["items"]] == [f"{group}/v1beta1"]
 
 
@@ -302,7 +316,7 @@ async def test_selectable_fields(api: aiohttp.ClientSession, group: str) -> None
     for name, color in (("a", "red"), ("b", "blue")):
         await api.post(widgets(group), json=widget(group, name, color=color))
     for rv in ("0", ""):
-        params = {"fieldSelector": "spec.color=red", "resourceVersion": rv}
+        params = await cache_params(api, widgets(group), rv, fieldSelector="spec.color=red")
         async with api.get(widgets(group), params=params) as resp:
             assert [i["metadata"]["name"] for i in (await _json(resp))["items"]] == ["a"]
     async with api.get(widgets(group), params={"fieldSelector": "spec.size=1"}) as resp:
@@ -561,7 +575,7 @@ async def test_webhook_conversion(
     assert created["spec"] == {"colour": "red"}
     async with api.get(widgets(group, "c1")) as resp:
         assert (await _json(resp))["spec"] == {"color": "red"}
-    params = {"resourceVersion": "0"}
+    params = await cache_params(api, widgets(group, version="v2"), "0")
     async with api.get(widgets(group, version="v2"), params=params) as resp:
         assert [i["spec"] for i in (await _json(resp))["items"]] == [{"colour": "red"}]
     watch = {"watch": "1", "resourceVersion": created["metadata"]["resourceVersion"]}
@@ -659,6 +673,7 @@ async def test_defaults_are_applied_on_read(api: aiohttp.ClientSession, group: s
                     break
             await asyncio.sleep(0.05)
     for rv in ("0", ""):
-        async with api.get(widgets(group), params={"resourceVersion": rv}) as resp:
+        params = await cache_params(api, widgets(group), rv)
+        async with api.get(widgets(group), params=params) as resp:
             items = (await _json(resp))["items"]
         assert [i["spec"] for i in items] == [{"color": "blue", "replicas": 1}]

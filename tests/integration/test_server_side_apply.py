@@ -61,7 +61,9 @@ async def test_create_on_apply_then_noop_reapply(
     )
     assert code == 200  # nothing changed: nothing written
     assert again["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
-    async with http.get(path(namespace) + "?resourceVersion=0") as resp:  # the watch cache
+    # the watch cache (at least as new as the write: RV=0 could answer before it saw it)
+    rv = obj["metadata"]["resourceVersion"]
+    async with http.get(path(namespace) + f"?resourceVersion={rv}") as resp:
         cached = await resp.json()
     assert cached["metadata"]["managedFields"] == obj["metadata"]["managedFields"]
 
