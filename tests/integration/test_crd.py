@@ -14,7 +14,7 @@ import json
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import aiohttp
@@ -71,16 +71,26 @@ async def _json(resp: aiohttp.ClientResponse) -> JSON:
     return body
 
 
-async def cache_params(api: aiohttp.ClientSession, url: str, rv: str, **params: str) -> JSON:
-    """The query of a LIST at ``rv``; for ``"0"`` (the watch cache), at least as new as
-    the latest write: ``resourceVersion=0`` may answer before the cache has seen it
-    (upstream's "any" semantics), ``NotOlderThan`` the latest revision waits for it and
-    is still served from the cache."""
-    if rv != "0":
-        return {**params, "resourceVersion": rv}
-    async with api.get(url, params={"limit": "1"}) as resp:
-        latest = (await _json(resp))["metadata"]["resourceVersion"]
-    return {**params, "resourceVersion": latest, "resourceVersionMatch": "NotOlderThan"}
+def _names(body: JSON) -> list[str]:
+    return [i["metadata"]["name"] for i in body.get("items") or []]
+
+
+async def list_at(
+    api: aiohttp.ClientSession, url: str, rv: str, check: Callable[[JSON], bool], **params: str
+) -> JSON:
+    """The LIST of ``url`` at ``rv``. At ``"0"`` (the watch cache) it is read again until
+    ``check`` holds, for at most 10 s: ``resourceVersion=0`` is upstream's "any", which
+    may answer before the cache has seen the last write (and ``NotOlderThan`` the latest
+    revision can time out when that revision was another resource's and etcd sends no
+    progress). The caller asserts on what is returned."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while True:
+        async with api.get(url, params={**params, "resourceVersion": rv}) as resp:
+            body = await _json(resp)
+        if rv != "0" or check(body) or loop.time() > deadline:
+            return body
+        await asyncio.sleep(0.05)
 
 
 async def test_a_created_crd_is_named_established_and_defaulted(
@@ -226,10 +236,8 @@ async def test_crud_and_cached_reads(api: aiohttp.ClientSession, group: str) -> 
     assert resp.status == 201, created
     assert created["metadata"]["generation"] == 1
     for rv in ("0", ""):
-        params = await cache_params(api, widgets(group), rv)
-        async with api.get(widgets(group), params=params) as resp:
-            listed = await _json(resp)
-        assert [i["metadata"]["name"] for i in listed["items"]] == ["w1"]
+        listed = await list_at(api, widgets(group), rv, lambda b: _names(b) == ["w1"])
+        assert _names(listed) == ["w1"]
         assert listed["kind"] == "WidgetList"
     body = orjson.dumps({"spec": {"color": "blue"}})
     async with api.patch(widgets(group, "w1"), data=body, headers=MERGE) as resp:
@@ -280,9 +288,9 @@ async def test_a_deprecated_version_warns_and_converts(
     async with api.get(widgets(group, "w1")) as resp:
         assert (await _json(resp))["apiVersion"] == f"{group}/v1"
         assert "Warning" not in resp.headers
-    params = await cache_params(api, widgets(group, version="v1beta1"), "0")
-    async with api.get(widgets(group, version="v1beta1"), params=params) as r:
-        assert [i["apiVersion"] for i in (await _json(r))["items"]] == [f"{group}/v1beta1"]
+    url = widgets(group, version="v1beta1")
+    listed = await list_at(api, url, "0", lambda b: len(b.get("items") or []) == 1)
+    assert [i["apiVersion"] for i in listed["items"]] == [f"{group}/v1beta1"]
 
 
 async def test_status_and_scale_subresources(api: aiohttp.ClientSession, group: str) -> None:
@@ -316,9 +324,10 @@ async def test_selectable_fields(api: aiohttp.ClientSession, group: str) -> None
     for name, color in (("a", "red"), ("b", "blue")):
         await api.post(widgets(group), json=widget(group, name, color=color))
     for rv in ("0", ""):
-        params = await cache_params(api, widgets(group), rv, fieldSelector="spec.color=red")
-        async with api.get(widgets(group), params=params) as resp:
-            assert [i["metadata"]["name"] for i in (await _json(resp))["items"]] == ["a"]
+        listed = await list_at(
+            api, widgets(group), rv, lambda b: _names(b) == ["a"], fieldSelector="spec.color=red"
+        )
+        assert _names(listed) == ["a"]
     async with api.get(widgets(group), params={"fieldSelector": "spec.size=1"}) as resp:
         status = await _json(resp)
     assert resp.status == 400
@@ -575,9 +584,10 @@ async def test_webhook_conversion(
     assert created["spec"] == {"colour": "red"}
     async with api.get(widgets(group, "c1")) as resp:
         assert (await _json(resp))["spec"] == {"color": "red"}
-    params = await cache_params(api, widgets(group, version="v2"), "0")
-    async with api.get(widgets(group, version="v2"), params=params) as resp:
-        assert [i["spec"] for i in (await _json(resp))["items"]] == [{"colour": "red"}]
+    listed = await list_at(
+        api, widgets(group, version="v2"), "0", lambda b: len(b.get("items") or []) == 1
+    )
+    assert [i["spec"] for i in listed["items"]] == [{"colour": "red"}]
     watch = {"watch": "1", "resourceVersion": created["metadata"]["resourceVersion"]}
     async with api.get(widgets(group, version="v2"), params={**watch, "timeoutSeconds": "5"}) as w:
         await api.patch(
@@ -672,8 +682,11 @@ async def test_defaults_are_applied_on_read(api: aiohttp.ClientSession, group: s
                 if (await _json(resp))["spec"].get("color") == "blue":
                     break
             await asyncio.sleep(0.05)
+    want = [{"color": "blue", "replicas": 1}]
+
+    def defaulted(body: JSON) -> bool:
+        return [i["spec"] for i in body.get("items") or []] == want
+
     for rv in ("0", ""):
-        params = await cache_params(api, widgets(group), rv)
-        async with api.get(widgets(group), params=params) as resp:
-            items = (await _json(resp))["items"]
-        assert [i["spec"] for i in items] == [{"color": "blue", "replicas": 1}]
+        listed = await list_at(api, widgets(group), rv, defaulted)
+        assert [i["spec"] for i in listed["items"]] == want
