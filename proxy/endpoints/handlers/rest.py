@@ -141,20 +141,37 @@ async def create_object(
     namespace = _namespace(info, resource)
     object_meta.ensure_namespace(obj, resource, namespace)
     name = str(obj["metadata"].get("name") or "")  # ("" with generateName, as upstream)
-    attrs = admission.attributes(request, resource, CREATE, namespace, name, obj=obj,
-                                 dry_run=dry_run, options_kind="CreateOptions")
-    await admission.admit(ctx, attrs)  # mutating admission, then validation, then validating
-    obj = object_meta.prepare_for_create(attrs.object or obj, resource, namespace)
-    validation.validate_create(obj, resource)
+    obj = await _admitted_create(request, ctx, resource, namespace, name, obj, dry_run)
     name = str(obj["metadata"]["name"])
-    attrs.object, attrs.name = obj, name  # (validating admission sees the generated name)
-    await admission.validate(ctx, attrs)
     _admit_rbac_write(request, ctx, resource, namespace, name, obj)
     managed.record_update(request, resource, "", None, obj, managed.sent_managed_fields(obj))
     stored = await store.create(namespace, name, obj, dry_run=dry_run)
     return negotiation.object_response(
         request, resource, stored.data, 201, fmt=media, warnings=warnings, stored=stored
     )
+
+
+async def _admitted_create(
+    request: web.Request,
+    ctx: APIContext,
+    resource: ResourceInfo,
+    namespace: str,
+    name: str,
+    obj: JSONObject,
+    dry_run: bool,
+) -> JSONObject:
+    """A create through admission, wherever it happens (POST, create-on-update,
+    create-on-apply): mutating admission, then the strategy's preparation and
+    validation, then validating admission, which sees the generated name. Admission
+    takes CreateOptions, as upstream's handlers turn update and patch options into."""
+    attrs = admission.attributes(request, resource, CREATE, namespace, name, obj=obj,
+                                 dry_run=dry_run, options_kind="CreateOptions")
+    await admission.admit(ctx, attrs)
+    obj = object_meta.prepare_for_create(attrs.object or obj, resource, namespace)
+    validation.validate_create(obj, resource)
+    attrs.object, attrs.name = obj, str(obj["metadata"]["name"])
+    await admission.validate(ctx, attrs)
+    return obj
 
 
 async def _write_request(
@@ -229,13 +246,9 @@ async def update_object(
             fresh = copy.deepcopy(new)
             fresh["metadata"].pop("resourceVersion", None)
             object_meta.ensure_namespace(fresh, resource, namespace)
-            attrs = admission.attributes(request, resource, CREATE, namespace, info.name,
-                                         obj=fresh, dry_run=dry_run, options_kind="CreateOptions")
-            await admission.admit(ctx, attrs)
-            fresh = object_meta.prepare_for_create(attrs.object or fresh, resource, namespace)
-            attrs.object = fresh
-            validation.validate_create(fresh, resource)
-            await admission.validate(ctx, attrs)
+            fresh = await _admitted_create(
+                request, ctx, resource, namespace, info.name, fresh, dry_run
+            )
             outcome.created = True
             return managed.record_update(request, resource, "", None, fresh, sent)
         outcome.created = False
@@ -395,13 +408,7 @@ async def _applied_create(
     object_meta.check_name_matches_url(obj, info.name, namespace, resource)
     object_meta.ensure_namespace(obj, resource, namespace)
     obj = checked(obj)
-    attrs = admission.attributes(request, resource, CREATE, namespace, info.name, obj=obj,
-                                 dry_run=dry_run, options_kind="CreateOptions")
-    await admission.admit(ctx, attrs)
-    obj = object_meta.prepare_for_create(attrs.object or obj, resource, namespace)
-    validation.validate_create(obj, resource)
-    attrs.object = obj
-    await admission.validate(ctx, attrs)
+    obj = await _admitted_create(request, ctx, resource, namespace, info.name, obj, dry_run)
     managed.set_managed_fields(obj, applied_fields)
     outcome.created = True
     return obj
