@@ -30,8 +30,8 @@ from proxy.aggregator.apiservice import APIServiceRef
 from proxy.aggregator.service_resolver import ResolveError
 from proxy.aggregator.transport import auth_proxy_headers
 from proxy.authentication.filter import PLAIN_PORT_USER
-from proxy.authentication.user import request_user
 from proxy.endpoints.responsewriter import end_started_response, response_started
+from proxy.request.user import request_user
 
 if TYPE_CHECKING:
     from proxy.aggregator.server import Aggregator

@@ -47,7 +47,6 @@ from proxy.authentication.service_account import (
     load_public_keys,
 )
 from proxy.authentication.token_file import TokenFile, TokenFileError
-from proxy.authentication.user import request_user
 from proxy.authorization import modes
 from proxy.authorization.filter import authorization_middleware
 from proxy.authorization.rbac.aggregation import AggregationController
@@ -58,6 +57,7 @@ from proxy.authorization.rbac.policy_rule import RBAC_GROUP
 from proxy.authorization.rbac.reconcile import BootstrapPolicy
 from proxy.authorization.rbac.rule_resolver import RBACAuthorizer, RuleResolver
 from proxy.registry.storage_factory import ResourceStorage
+from proxy.request.user import request_user
 from proxy.server.certs import new_rsa_key_pem
 from proxy.server.settings import ConfigError, Settings
 from storage import errors as serr

@@ -24,14 +24,14 @@ from proxy.endpoints import negotiation, restful_route
 from proxy.endpoints.handlers import collection
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.media_types import AcceptedFormat
-from proxy.endpoints.request_info import RequestInfo, request_info_of
 from proxy.fieldmanager import wiring as managed
 from proxy.patch import patcher as patch
 from proxy.registry import before_delete, deletion, object_meta, pods, scale, validation
-from proxy.registry.dry_run import is_dry_run
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.store import Store
 from proxy.registry.validation import Mode
+from proxy.request.dry_run import is_dry_run
+from proxy.request.request_info import RequestInfo, request_info_of
 from proxy.server.context import API_CONTEXT, APIContext
 from storage import errors as serr
 from storage.interfaces import GetOptions, JSONObject

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from proxy.authentication.user import UserInfo
 from proxy.authorization.authorizer import Attributes, Decision
 from proxy.authorization.filter import forbidden
 from proxy.authorization.modes import AlwaysDeny, NamedAuthorizer, PrivilegedGroups, Union
@@ -24,6 +23,7 @@ from proxy.authorization.rbac.policy_rule import (
 )
 from proxy.authorization.rbac.reconcile import reconcile_role
 from proxy.authorization.rbac.rule_resolver import RBACAuthorizer
+from proxy.request.user import UserInfo
 
 ALICE = UserInfo("alice", groups=("devs", "system:authenticated"))
 

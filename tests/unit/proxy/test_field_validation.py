@@ -22,10 +22,10 @@ from proxy.registry.validation.field_validation import (
     validate_fields,
     validate_patched,
     validate_yaml_fields,
-    warning_header,
 )
 from proxy.registry.validation.request_body import validate_written
 from proxy.registry.validation.schema import schema_violations
+from proxy.request.warning import warning_header
 
 DEPLOYMENT = kind_schema("apps", "v1", "Deployment")
 POD = kind_schema("", "v1", "Pod")

@@ -22,7 +22,7 @@ from typing import cast
 
 from proxy import apierrors
 from proxy.apierrors import FieldError
-from proxy.endpoints.request_info import query_bool
+from proxy.request.request_info import query_bool
 from storage.interfaces import AttrsFunc, ListOptions, ResourceVersionMatch, SelectionPredicate
 from storage.selectors import (
     FieldSelector,
