@@ -20,7 +20,7 @@ from proxy import apierrors
 from proxy.admission.attributes import CREATE, UPDATE, Attributes
 from proxy.admission.chain import register
 from proxy.admission.interfaces import Plugin
-from proxy.registry.validation import quantity as kq
+from proxy.apimachinery import quantity as kq
 
 __all__ = ["LimitRanger"]
 

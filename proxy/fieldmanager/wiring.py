@@ -19,11 +19,11 @@ import yaml
 from aiohttp import web
 
 from proxy import apierrors
+from proxy.apimachinery.validation import field
 from proxy.endpoints import negotiation
 from proxy.fieldmanager.field_manager import FieldManager, manager_or_user_agent
 from proxy.fieldmanager.fieldpath import PathElement, Set
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.validation import field
 from proxy.request.warning import warning_header
 from storage.interfaces import JSONObject
 

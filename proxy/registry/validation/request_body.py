@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from proxy import apierrors
+from proxy.apimachinery.validation import field
 from proxy.openapi import schemas
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.validation import field
 from proxy.registry.validation import field_validation as fv
 from proxy.registry.validation.schema import check_bytes, check_schema
 from proxy.registry.validation.strategy import has_validation

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from proxy import apierrors
+from proxy.apimachinery.validation import field
 from proxy.openapi.schemas import kind_schema
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.validation import field
 from proxy.registry.validation.field_validation import (
     FieldValidationOptionError,
     StrictDecodingError,

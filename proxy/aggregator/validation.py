@@ -9,17 +9,19 @@ from __future__ import annotations
 from typing import Any
 
 from proxy.aggregator.apiservice import ca_bundle_bytes
-from proxy.registry.validation import field
-from proxy.registry.validation.field import ErrorList
-from proxy.registry.validation.names import (
+from proxy.apimachinery.validation import field
+from proxy.apimachinery.validation.field import ErrorList
+from proxy.apimachinery.validation.names import (
     is_dns1035_label,
     is_dns1123_subdomain,
     is_valid_port_num,
     path_segment_name,
 )
-from proxy.registry.validation.object_meta import validate_object_meta
+from proxy.apimachinery.validation.object_meta import validate_object_meta
+from proxy.registry.validation.strategy import KindStrategy
 
 __all__ = [
+    "STRATEGY",
     "prepare_create",
     "prepare_update",
     "validate",
@@ -160,3 +162,13 @@ def prepare_update(new: JSON, old: JSON) -> None:
         new["status"] = old["status"]
     else:
         new.pop("status", None)
+
+
+# the APIService's strategy, registered by the composition root
+STRATEGY = KindStrategy(
+    validate,
+    validate_update,
+    prepare_create=prepare_create,
+    prepare_update=prepare_update,
+    validate_status_update=validate_status_update,
+)

@@ -19,10 +19,9 @@ import base64
 import binascii
 from typing import Any
 
-from proxy.registry.validation import field, go_values
-from proxy.registry.validation.container import PORT_PROTOCOLS
-from proxy.registry.validation.field import ErrorList
-from proxy.registry.validation.names import (
+from proxy.apimachinery.validation import field, go_values
+from proxy.apimachinery.validation.field import ErrorList
+from proxy.apimachinery.validation.names import (
     is_config_map_key,
     is_dns1123_label,
     is_dns1123_subdomain,
@@ -34,7 +33,7 @@ from proxy.registry.validation.names import (
     name_is_dns_label,
     name_is_dns_subdomain,
 )
-from proxy.registry.validation.object_meta import (
+from proxy.apimachinery.validation.object_meta import (
     FIELD_IMMUTABLE,
     validate_finalizer_name,
     validate_labels,
@@ -42,7 +41,8 @@ from proxy.registry.validation.object_meta import (
     validate_object_meta_update,
     validate_qualified_name,
 )
-from proxy.registry.validation.pod import TAINT_EFFECTS
+from proxy.kube.validation.container import PORT_PROTOCOLS
+from proxy.kube.validation.pod import TAINT_EFFECTS
 
 __all__ = [
     "MAX_SECRET_SIZE",

@@ -22,8 +22,21 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from proxy.registry.validation import field, go_values
-from proxy.registry.validation.container import (
+from proxy.apimachinery.validation import field, go_values
+from proxy.apimachinery.validation.field import ErrorList
+from proxy.apimachinery.validation.names import (
+    inclusive_range_error,
+    is_valid_label_value,
+    name_is_dns_subdomain,
+)
+from proxy.apimachinery.validation.object_meta import (
+    validate_annotations,
+    validate_labels,
+    validate_object_meta,
+    validate_object_meta_update,
+    validate_qualified_name,
+)
+from proxy.kube.validation.container import (
     RESTART_POLICIES,
     as_int,
     as_object,
@@ -33,19 +46,6 @@ from proxy.registry.validation.container import (
     optional_enum,
     validate_containers,
     validate_init_containers,
-)
-from proxy.registry.validation.field import ErrorList
-from proxy.registry.validation.names import (
-    inclusive_range_error,
-    is_valid_label_value,
-    name_is_dns_subdomain,
-)
-from proxy.registry.validation.object_meta import (
-    validate_annotations,
-    validate_labels,
-    validate_object_meta,
-    validate_object_meta_update,
-    validate_qualified_name,
 )
 
 __all__ = [

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.registry.validation import field
-from proxy.registry.validation.field import ErrorList
-from proxy.registry.validation.names import is_dns1123_subdomain
-from proxy.registry.validation.object_meta import validate_qualified_name
+from proxy.apimachinery.validation import field
+from proxy.apimachinery.validation.field import ErrorList
+from proxy.apimachinery.validation.names import is_dns1123_subdomain
+from proxy.apimachinery.validation.object_meta import validate_qualified_name
 
 __all__ = ["validate_event", "validate_event_update"]
 

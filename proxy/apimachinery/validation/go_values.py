@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from proxy.registry.validation.field import GoLiteral, go_quote, go_value
+from proxy.apimachinery.validation.field import GoLiteral, go_quote, go_value
 
 __all__ = [
     "GoLiteral",

@@ -21,16 +21,16 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from proxy.registry.validation import field, go_values
-from proxy.registry.validation.field import ErrorList, GoLiteral
-from proxy.registry.validation.names import (
+from proxy.apimachinery.validation import field, go_values
+from proxy.apimachinery.validation.field import ErrorList, GoLiteral
+from proxy.apimachinery.validation.names import (
     NameFunc,
     is_qualified_name,
     is_valid_label_value,
     name_is_dns_label,
     name_is_dns_subdomain,
 )
-from proxy.registry.validation.object_meta import (
+from proxy.apimachinery.validation.object_meta import (
     validate_annotations,
     validate_immutable,
     validate_label_selector,
@@ -39,7 +39,7 @@ from proxy.registry.validation.object_meta import (
     validate_object_meta,
     validate_object_meta_update,
 )
-from proxy.registry.validation.pod import validate_pod_template_spec
+from proxy.kube.validation.pod import validate_pod_template_spec
 
 __all__ = [
     "selector_matches",

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.registry.validation import field, quantity
-from proxy.registry.validation.field import ErrorList, GoLiteral
-from proxy.registry.validation.names import (
+from proxy.apimachinery import quantity
+from proxy.apimachinery.validation import field
+from proxy.apimachinery.validation.field import ErrorList, GoLiteral
+from proxy.apimachinery.validation.names import (
     is_dns1123_label,
     is_dns1123_subdomain,
     is_qualified_name,
     is_valid_port_name,
     is_valid_port_num,
 )
-from proxy.registry.validation.object_meta import IS_NEGATIVE, validate_nonnegative
+from proxy.apimachinery.validation.object_meta import IS_NEGATIVE, validate_nonnegative
 
 __all__ = [
     "PORT_PROTOCOLS",

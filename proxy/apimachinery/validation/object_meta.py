@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.registry.validation import field, go_values
-from proxy.registry.validation.field import ErrorList
-from proxy.registry.validation.names import (
+from proxy.apimachinery.validation import field, go_values
+from proxy.apimachinery.validation.field import ErrorList
+from proxy.apimachinery.validation.names import (
     NameFunc,
     is_dns1123_label,
     is_qualified_name,

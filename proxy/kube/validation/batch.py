@@ -18,19 +18,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.registry.validation import cron, field, go_values
-from proxy.registry.validation.apps import selector_matches
-from proxy.registry.validation.container import RESTART_POLICIES
-from proxy.registry.validation.field import ErrorList
-from proxy.registry.validation.names import name_is_dns_subdomain
-from proxy.registry.validation.object_meta import (
+from proxy.apimachinery.validation import field, go_values
+from proxy.apimachinery.validation.field import ErrorList
+from proxy.apimachinery.validation.names import name_is_dns_subdomain
+from proxy.apimachinery.validation.object_meta import (
     validate_immutable,
     validate_label_selector,
     validate_nonnegative,
     validate_object_meta,
     validate_object_meta_update,
 )
-from proxy.registry.validation.pod import validate_pod_template_spec
+from proxy.kube.validation import cron
+from proxy.kube.validation.apps import selector_matches
+from proxy.kube.validation.container import RESTART_POLICIES
+from proxy.kube.validation.pod import validate_pod_template_spec
 
 __all__ = [
     "prepare_job_for_create",
