@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from aiohttp import web
 
 from proxy.admission import install as admission
+from proxy.aggregator import printers as apiservice_printers
 from proxy.aggregator import validation as apiservice_validation
 from proxy.aggregator.apiservice import GROUP as APISERVICE_GROUP
 from proxy.aggregator.server import AGGREGATOR, Aggregator
@@ -46,7 +47,9 @@ from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
+from proxy.kube.printers import register_builtin_printers
 from proxy.kube.validation.strategies import register_builtin_strategies
+from proxy.printers.handlers import register_printers
 from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.registry.validation.strategy import register_strategy
@@ -128,11 +131,14 @@ def _stop_gc_timing(stop: Callable[[], None]) -> Callable[[web.Application], Awa
     return cleanup
 
 
-def _register_strategies() -> None:
-    """The validation strategies of kube's built-in kinds and of APIService (the CRD's and
-    custom resources' are registered by the apiextensions server)."""
+def _register_kinds() -> None:
+    """The validation strategies and Table printers of kube's built-in kinds and of
+    APIService (the CRD's and custom resources' are registered by the apiextensions
+    server)."""
     register_builtin_strategies()
     register_strategy(APISERVICE_GROUP, "APIService", apiservice_validation.STRATEGY)
+    register_builtin_printers()
+    register_printers(APISERVICE_GROUP, apiservice_printers.HANDLERS)
 
 
 def build_app(
@@ -142,7 +148,7 @@ def build_app(
     with a secure port, authentication and authorization (``proxy.server.auth_chain``)
     in front of them and the review, TokenRequest and OIDC routes."""
     _set_storage_media_type(settings.storage_media_type)
-    _register_strategies()
+    _register_kinds()
     secure = settings.secure_port is not None
     auth: Auth | None = None
     informer: RBACInformer | None = None
