@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from proxy.admission import handler
-from proxy.admission.bootstrap import bootstrap_priority_classes
 from proxy.admission.chain import AdmissionChain, PluginDeps, enabled_plugins
 from proxy.admission.configuration import ADMISSION_GROUP, ConfigurationSource
 from proxy.admission.lookup import StoreLookup
+from proxy.admission.plugins import Plugins
+from proxy.kube.bootstrap.priority_classes import bootstrap_priority_classes
 
 if TYPE_CHECKING:
     from proxy.registry.storage_factory import ResourceStorage
@@ -24,8 +25,9 @@ if TYPE_CHECKING:
 __all__ = ["install"]
 
 
-def install(app: web.Application, ctx: APIContext) -> None:
-    """Build the chain of ``ctx.settings``' admission flags and run its sources."""
+def install(app: web.Application, ctx: APIContext, plugins: Plugins) -> None:
+    """Build the chain of ``ctx.settings``' admission flags from ``plugins`` and run its
+    sources."""
     settings = ctx.settings
 
     def storage_for(plural: str) -> ResourceStorage | None:
@@ -34,7 +36,7 @@ def install(app: web.Application, ctx: APIContext) -> None:
 
     source = ConfigurationSource(storage_for)
     names = enabled_plugins(settings.enable_admission_plugins, settings.disable_admission_plugins)
-    ctx.admission = AdmissionChain.build(names, PluginDeps(StoreLookup(ctx), source))
+    ctx.admission = AdmissionChain.build(names, PluginDeps(StoreLookup(ctx), source), plugins)
     app.on_response_prepare.append(handler.on_response_prepare)
 
     async def run(app: web.Application) -> AsyncIterator[None]:

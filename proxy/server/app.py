@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from aiohttp import web
 
 from proxy.admission import install as admission
+from proxy.admission.plugins import Plugins
 from proxy.aggregator import printers as apiservice_printers
 from proxy.aggregator import validation as apiservice_validation
 from proxy.aggregator.apiservice import GROUP as APISERVICE_GROUP
@@ -47,6 +48,9 @@ from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
+from proxy.kube.admission.plugins import (
+    register_all_admission_plugins as register_kube_admission_plugins,
+)
 from proxy.kube.printers import register_builtin_printers
 from proxy.kube.validation.strategies import register_builtin_strategies
 from proxy.printers.handlers import register_printers
@@ -54,6 +58,9 @@ from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, b
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.registry.validation.strategy import register_strategy
 from proxy.server import gc_pauses, http_errors
+from proxy.server.admission_plugins import (
+    register_all_admission_plugins as register_generic_admission_plugins,
+)
 from proxy.server.auth_chain import AUTH, Auth, auth_cleanup_ctx, build_auth
 from proxy.server.context import API_CONTEXT, APIContext
 from proxy.server.debug import setup_debug_routes
@@ -141,6 +148,15 @@ def _register_kinds() -> None:
     register_printers(APISERVICE_GROUP, apiservice_printers.HANDLERS)
 
 
+def admission_plugins() -> Plugins:
+    """Every admission plugin this server can run: the generic server's and kube's
+    (upstream's two ``RegisterAllAdmissionPlugins``)."""
+    plugins = Plugins()
+    register_generic_admission_plugins(plugins)
+    register_kube_admission_plugins(plugins)
+    return plugins
+
+
 def build_app(
     settings: Settings, storage_ctx: StorageContext, registry: Registry | None = None
 ) -> web.Application:
@@ -214,7 +230,8 @@ def build_app(
     setup_apiextensions(app, ctx)  # after the storages: its controllers use them
     app[AGGREGATOR] = ctx.aggregator = aggregator
     app.cleanup_ctx.append(aggregator.cleanup_ctx())
-    admission.install(app, ctx)  # the chain, its Warning headers, its configurations
+    # the chain, its Warning headers, its configurations
+    admission.install(app, ctx, admission_plugins())
     if settings.system_namespaces:
         app.cleanup_ctx.append(_system_namespaces_task(ctx))
 

@@ -17,7 +17,6 @@ from aiohttp import web
 
 from proxy import apierrors
 from proxy.admission import handler as admission
-from proxy.admission import namespace_lifecycle
 from proxy.admission.attributes import CREATE, DELETE, UPDATE, add_audit_annotation
 from proxy.apiextensions.handler import custom_version, handle_custom
 from proxy.endpoints import negotiation, restful_route
@@ -25,6 +24,7 @@ from proxy.endpoints.handlers import collection
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.media_types import AcceptedFormat
 from proxy.fieldmanager import wiring as managed
+from proxy.kube.admission import namespace_lifecycle
 from proxy.patch import patcher as patch
 from proxy.registry import before_delete, deletion, object_meta, pods, scale, validation
 from proxy.registry.resources import ResourceInfo

@@ -23,7 +23,6 @@ from typing import Any
 
 from proxy import apierrors
 from proxy.admission.attributes import CREATE, Attributes
-from proxy.admission.chain import register
 from proxy.admission.interfaces import Plugin
 
 __all__ = ["MOUNT_PATH", "ServiceAccount", "token_volume"]
@@ -93,6 +92,3 @@ class ServiceAccount(Plugin):
         for container in needing:
             container.setdefault("volumeMounts", []).append(
                 {"name": volume, "readOnly": True, "mountPath": MOUNT_PATH})
-
-
-register(ServiceAccount.name, ServiceAccount)

@@ -24,7 +24,6 @@ from typing import Any
 
 from proxy import apierrors
 from proxy.admission.attributes import CREATE, UPDATE, Attributes
-from proxy.admission.chain import register
 from proxy.admission.interfaces import Plugin
 from proxy.apimachinery import quantity as kq
 
@@ -214,6 +213,3 @@ class ResourceQuota(Plugin):
         if quota.get("status") == status:
             return
         await self.lookup.write_status("", "resourcequotas", {**quota, "status": status})
-
-
-register(ResourceQuota.name, ResourceQuota)

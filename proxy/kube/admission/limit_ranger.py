@@ -18,7 +18,6 @@ from typing import Any
 
 from proxy import apierrors
 from proxy.admission.attributes import CREATE, UPDATE, Attributes
-from proxy.admission.chain import register
 from proxy.admission.interfaces import Plugin
 from proxy.apimachinery import quantity as kq
 
@@ -167,6 +166,3 @@ class LimitRanger(Plugin):
         if errors:
             text = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
             raise apierrors.forbidden(attrs.resource.qualified, attrs.name, text)
-
-
-register(LimitRanger.name, LimitRanger)

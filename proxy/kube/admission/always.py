@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from proxy import apierrors
 from proxy.admission.attributes import Attributes
-from proxy.admission.chain import register
 from proxy.admission.interfaces import Plugin
 
 __all__ = ["AlwaysAdmit", "AlwaysDeny"]
@@ -38,7 +37,3 @@ def forbidden(attrs: Attributes, reason: str) -> apierrors.StatusError:
         res, _, group = qualified.partition(".")
         qualified = f"{res}/{attrs.subresource}" + (f".{group}" if group else "")
     return apierrors.forbidden(qualified, attrs.name, reason)
-
-
-register(AlwaysAdmit.name, AlwaysAdmit)
-register(AlwaysDeny.name, AlwaysDeny)

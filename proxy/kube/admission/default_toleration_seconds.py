@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from proxy.admission.attributes import CREATE, Attributes
-from proxy.admission.chain import register
 from proxy.admission.interfaces import Plugin
 
 __all__ = ["DEFAULT_SECONDS", "DefaultTolerationSeconds"]
@@ -42,6 +41,3 @@ class DefaultTolerationSeconds(Plugin):
                  for key in TAINTS if not _tolerates(tolerations, key)]
         if added:
             spec["tolerations"] = tolerations + added
-
-
-register(DefaultTolerationSeconds.name, DefaultTolerationSeconds)

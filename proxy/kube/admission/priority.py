@@ -16,7 +16,6 @@ from typing import Any
 
 from proxy import apierrors
 from proxy.admission.attributes import CREATE, UPDATE, Attributes
-from proxy.admission.chain import register
 from proxy.admission.interfaces import Plugin
 
 __all__ = ["SYSTEM_PRIORITY_CLASSES", "Priority"]
@@ -85,6 +84,3 @@ class Priority(Plugin):
                     "priorityclasses.scheduling.k8s.io", attrs.name,
                     f"PriorityClass {other['metadata']['name']} is already marked as default. "
                     "Only one default can exist")
-
-
-register(Priority.name, Priority)

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from proxy import apierrors
 from proxy.admission.attributes import CREATE, DELETE, Attributes
-from proxy.admission.chain import register
 from proxy.admission.interfaces import Plugin
 from proxy.registry.resources import ResourceInfo
 from storage.interfaces import ListOptions
@@ -98,6 +97,3 @@ class NamespaceLifecycle(Plugin):
         if namespace is None:
             raise apierrors.not_found("namespaces", attrs.namespace)
         check_not_terminating(namespace, attrs.resource, attrs.name)
-
-
-register(NamespaceLifecycle.name, NamespaceLifecycle)

@@ -9,7 +9,7 @@ import copy
 import logging
 from typing import TYPE_CHECKING
 
-from proxy.admission.priority import GROUP, SYSTEM_PRIORITY_CLASSES
+from proxy.kube.admission.priority import GROUP, SYSTEM_PRIORITY_CLASSES
 from proxy.registry import object_meta
 from storage import errors as serr
 

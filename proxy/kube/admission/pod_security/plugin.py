@@ -19,9 +19,8 @@ from typing import Any
 
 from proxy import apierrors
 from proxy.admission.attributes import CREATE, UPDATE, Attributes
-from proxy.admission.chain import register
 from proxy.admission.interfaces import Plugin
-from proxy.admission.pod_security.checks import LEVELS, evaluate
+from proxy.kube.admission.pod_security.checks import LEVELS, evaluate
 
 __all__ = ["PodSecurity"]
 
@@ -153,6 +152,3 @@ class PodSecurity(Plugin):
                               f'PodSecurity enforce level "{level}:{version}"')
             for line in lines:
                 attrs.add_warning(line)
-
-
-register(PodSecurity.name, PodSecurity)
