@@ -51,6 +51,8 @@ from proxy.flowcontrol.server import FlowControl
 from proxy.kube.admission.plugins import (
     register_all_admission_plugins as register_kube_admission_plugins,
 )
+from proxy.kube.bootstrap.rbac_policy import bootstrap_policy
+from proxy.kube.bootstrap.system_namespaces import SystemNamespaces
 from proxy.kube.printers import register_builtin_printers
 from proxy.kube.validation.strategies import register_builtin_strategies
 from proxy.printers.handlers import register_printers
@@ -69,7 +71,6 @@ from proxy.server.healthz import setup_health_routes
 from proxy.server.loop_lag import loop_lag_context
 from proxy.server.secure_serving import server_ssl_context
 from proxy.server.settings import ConfigError, Settings, load_settings
-from proxy.server.system_namespaces import SystemNamespaces
 from storage import codec
 from storage.protobuf.schema import SchemaUnavailable
 
@@ -209,7 +210,9 @@ def build_app(
     if auth is not None:
         app[AUTH] = auth
         setup_auth_routes(app)
-        app.cleanup_ctx.append(auth_cleanup_ctx(auth, lambda plural: _rbac_storage(ctx, plural)))
+        app.cleanup_ctx.append(
+            auth_cleanup_ctx(auth, lambda plural: _rbac_storage(ctx, plural), bootstrap_policy())
+        )
     if audit is not None:
         audit.install(app)
     if flow_control is not None:

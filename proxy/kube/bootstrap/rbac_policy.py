@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["AUTOUPDATE", "cluster_role_bindings", "cluster_roles"]
+from proxy.authorization.rbac.reconcile import AUTOUPDATE, RBACPolicy
 
-AUTOUPDATE = "rbac.authorization.kubernetes.io/autoupdate"
+__all__ = ["bootstrap_policy", "cluster_role_bindings", "cluster_roles"]
+
 BOOTSTRAPPING = {"kubernetes.io/bootstrapping": "rbac-defaults"}
 GROUP = "rbac.authorization.k8s.io"
 AGG = "rbac.authorization.k8s.io/aggregate-to-"
@@ -314,3 +315,8 @@ def cluster_role_bindings() -> list[JSON]:
         _binding("system:public-info-viewer", "system:authenticated", "system:unauthenticated"),
         _binding("system:service-account-issuer-discovery", "system:serviceaccounts"),
     ]
+
+
+def bootstrap_policy() -> RBACPolicy:
+    """What the ``rbac/bootstrap-roles`` post-start hook reconciles."""
+    return RBACPolicy(cluster_roles(), cluster_role_bindings())
