@@ -7,7 +7,7 @@ A PriorityClass marked ``globalDefault`` while another one is refused.
 
 The two system classes (``system-node-critical``, ``system-cluster-critical``) are
 created at start-up, as kube-apiserver's ``scheduling/bootstrap-system-priority-
-classes`` hook does (``proxy.admission.install``).
+classes`` hook does (``proxy.app.admission``).
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ within ``--etcd-request-timeout``) and recovers by itself when etcd returns. Pri
 failed, open watches are ended, in-flight requests get ``--shutdown-timeout`` to finish,
 remaining tasks are cancelled, the storages and the etcd connections are closed.
 
+The composition root (upstream's ``cmd/kube-apiserver/app``): the only module that
+knows the generic server library, kube's kinds (``proxy.kube``, wired by
+``proxy.app.kinds``), the apiextensions server and the aggregator at once.
+
 Every request passes the handler chain of ``proxy.server.filters`` (panic recovery,
 request info, metrics, timeout, max in flight, handler errors: kube-apiserver's
 ``DefaultBuildHandlerChain``) before its route.
@@ -32,13 +36,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from aiohttp import web
 
-from proxy.admission import install as admission
-from proxy.admission.plugins import Plugins
-from proxy.aggregator import printers as apiservice_printers
-from proxy.aggregator import validation as apiservice_validation
-from proxy.aggregator.apiservice import GROUP as APISERVICE_GROUP
 from proxy.aggregator.server import AGGREGATOR, Aggregator
 from proxy.apiextensions.apiserver import setup_apiextensions
+from proxy.app import admission
+from proxy.app.kinds import admission_plugins, register_kinds
 from proxy.audit.server import Audit
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.endpoints import negotiation, responsewriter
@@ -48,21 +49,11 @@ from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
-from proxy.kube.admission.plugins import (
-    register_all_admission_plugins as register_kube_admission_plugins,
-)
 from proxy.kube.bootstrap.rbac_policy import bootstrap_policy
 from proxy.kube.bootstrap.system_namespaces import SystemNamespaces
-from proxy.kube.printers import register_builtin_printers
-from proxy.kube.validation.strategies import register_builtin_strategies
-from proxy.printers.handlers import register_printers
 from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
-from proxy.registry.validation.strategy import register_strategy
 from proxy.server import gc_pauses, http_errors
-from proxy.server.admission_plugins import (
-    register_all_admission_plugins as register_generic_admission_plugins,
-)
 from proxy.server.auth_chain import AUTH, Auth, auth_cleanup_ctx, build_auth
 from proxy.server.context import API_CONTEXT, APIContext
 from proxy.server.debug import setup_debug_routes
@@ -139,25 +130,6 @@ def _stop_gc_timing(stop: Callable[[], None]) -> Callable[[web.Application], Awa
     return cleanup
 
 
-def _register_kinds() -> None:
-    """The validation strategies and Table printers of kube's built-in kinds and of
-    APIService (the CRD's and custom resources' are registered by the apiextensions
-    server)."""
-    register_builtin_strategies()
-    register_strategy(APISERVICE_GROUP, "APIService", apiservice_validation.STRATEGY)
-    register_builtin_printers()
-    register_printers(APISERVICE_GROUP, apiservice_printers.HANDLERS)
-
-
-def admission_plugins() -> Plugins:
-    """Every admission plugin this server can run: the generic server's and kube's
-    (upstream's two ``RegisterAllAdmissionPlugins``)."""
-    plugins = Plugins()
-    register_generic_admission_plugins(plugins)
-    register_kube_admission_plugins(plugins)
-    return plugins
-
-
 def build_app(
     settings: Settings, storage_ctx: StorageContext, registry: Registry | None = None
 ) -> web.Application:
@@ -165,7 +137,7 @@ def build_app(
     with a secure port, authentication and authorization (``proxy.server.auth_chain``)
     in front of them and the review, TokenRequest and OIDC routes."""
     _set_storage_media_type(settings.storage_media_type)
-    _register_kinds()
+    register_kinds()
     secure = settings.secure_port is not None
     auth: Auth | None = None
     informer: RBACInformer | None = None

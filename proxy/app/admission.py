@@ -1,4 +1,4 @@
-"""Wiring admission into the app (called once from ``proxy.server.app.build_app``):
+"""Wiring admission into the app (called once from ``proxy.app.server.build_app``):
 the chain from the flags onto ``APIContext.admission``, the Warning-header hook, and a
 cleanup context that keeps the webhook and policy configurations current."""
 
