@@ -36,7 +36,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from aiohttp import web
 
-from proxy.aggregator.server import AGGREGATOR, Aggregator
+from proxy.aggregator.server import Aggregator
 from proxy.apiextensions.apiserver import setup_apiextensions
 from proxy.app import admission
 from proxy.app.kinds import admission_plugins, register_kinds
@@ -54,6 +54,7 @@ from proxy.kube.bootstrap.system_namespaces import SystemNamespaces
 from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.server import gc_pauses, http_errors
+from proxy.server.aggregation import AGGREGATION
 from proxy.server.auth_chain import AUTH, Auth, auth_cleanup_ctx, build_auth
 from proxy.server.context import API_CONTEXT, APIContext
 from proxy.server.debug import setup_debug_routes
@@ -203,7 +204,7 @@ def build_app(
     app.on_cleanup.append(_stop_gc_timing(gc_pauses.install()))
     app.cleanup_ctx.append(_storages_and_compactor(ctx))
     setup_apiextensions(app, ctx)  # after the storages: its controllers use them
-    app[AGGREGATOR] = ctx.aggregator = aggregator
+    app[AGGREGATION] = ctx.aggregator = aggregator
     app.cleanup_ctx.append(aggregator.cleanup_ctx())
     # the chain, its Warning headers, its configurations
     admission.install(app, ctx, admission_plugins())

@@ -86,7 +86,7 @@ async def _rbac_bootstrap(ctx: APIContext) -> None:
 
 
 async def _autoregister(ctx: APIContext) -> None:
-    if ctx.aggregator is not None and not ctx.aggregator.autoregister.ready.is_set():
+    if ctx.aggregator is not None and not ctx.aggregator.autoregistered():
         raise RuntimeError("the local APIServices are not registered yet")
 
 
