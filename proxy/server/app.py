@@ -44,6 +44,7 @@ from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
+from proxy.registry.informers import storage_informers
 from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.server import gc_pauses, http_errors
@@ -135,11 +136,13 @@ def build_app(
     auth: Auth | None = None
     informer: RBACInformer | None = None
     storages = StorageMap(storage_ctx)
+    registry = registry or build_registry(SERVED + REVIEWS if secure else SERVED)
+    # one informer per resource, shared by every controller; started with the storages
+    informers = storage_informers(registry, storages)
     if secure:
         if "RBAC" in settings.authorization_mode:
-            informer = RBACInformer(lambda plural: _rbac_storage(ctx, plural))
+            informer = RBACInformer(informers)
         auth = build_auth(settings, informer)
-    registry = registry or build_registry(SERVED + REVIEWS if secure else SERVED)
     # API aggregation (proxy/aggregator): APIServices, the proxy, merged discovery
     aggregator = Aggregator(settings, registry, storages)
     flow_control = FlowControl.build(settings)
@@ -163,6 +166,7 @@ def build_app(
         registry=registry,
         storage_ctx=storage_ctx,
         storages=storages,
+        informers=informers,
         auth=auth,
     )
     app[API_CONTEXT] = ctx
@@ -229,14 +233,17 @@ def _storages_and_compactor(
     ctx: APIContext,
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     """A cleanup context that, at start-up, builds every served resource's storage (so
-    every watch cache primes at once, as kube-apiserver creates its cachers) and starts
+    every watch cache primes at once, as kube-apiserver creates its cachers), starts
     the storage context (the etcd client's one compactor, ``--etcd-compaction-interval``,
-    whether or not the watch cache is on); the storage context stops it at close."""
+    whether or not the watch cache is on; the storage context stops it at close) and
+    then the shared informers over those storages (stopped when the app closes)."""
 
     async def run(app: web.Application) -> AsyncIterator[None]:
         ctx.storage_ctx.start()
         ctx.storages.build_all(r for r in ctx.registry if r.group not in REVIEW_GROUPS)
+        ctx.informers.start()
         yield
+        await ctx.informers.shutdown()
 
     return run
 

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from proxy.informer import SharedIndexInformer, SharedInformerFactory
 from proxy.informer.lister_watcher import ListResult, WatchEvent, WatchStream
 
 JSON = dict[str, Any]
@@ -90,3 +91,14 @@ async def until(condition: Callable[[], bool], turns: int = 200) -> None:
             return
         await asyncio.sleep(0)
     raise AssertionError("condition never held")
+
+
+def fake_factory() -> SharedInformerFactory:
+    """A factory whose informers are never started: tests feed them with ``deliver``
+    and ``replace`` (what a reflector would call)."""
+    return SharedInformerFactory(lambda group, resource: FakeListerWatcher())
+
+
+def deliver(informer: SharedIndexInformer, kind: str, o: JSON) -> None:
+    """One watch event, as the reflector hands it to the informer."""
+    {"ADDED": informer.add, "MODIFIED": informer.update, "DELETED": informer.delete}[kind](o)
