@@ -14,11 +14,10 @@ from aiohttp import web
 from proxy.admission import handler
 from proxy.admission.bootstrap import bootstrap_priority_classes
 from proxy.admission.chain import AdmissionChain, PluginDeps, enabled_plugins
-from proxy.admission.configuration import ADMISSION_GROUP, ConfigurationSource
+from proxy.admission.configuration import ConfigurationSource
 from proxy.admission.lookup import StoreLookup
 
 if TYPE_CHECKING:
-    from proxy.registry.storage_factory import ResourceStorage
     from proxy.server.context import APIContext
 
 __all__ = ["install"]
@@ -28,11 +27,7 @@ def install(app: web.Application, ctx: APIContext) -> None:
     """Build the chain of ``ctx.settings``' admission flags and run its sources."""
     settings = ctx.settings
 
-    def storage_for(plural: str) -> ResourceStorage | None:
-        resource = ctx.registry.lookup(ADMISSION_GROUP, plural)
-        return ctx.storages.for_resource(resource) if resource is not None else None
-
-    source = ConfigurationSource(storage_for)
+    source = ConfigurationSource(ctx.informers)
     names = enabled_plugins(settings.enable_admission_plugins, settings.disable_admission_plugins)
     ctx.admission = AdmissionChain.build(names, PluginDeps(StoreLookup(ctx), source))
     app.on_response_prepare.append(handler.on_response_prepare)
