@@ -144,7 +144,7 @@ def build_app(
             informer = RBACInformer(informers)
         auth = build_auth(settings, informer)
     # API aggregation (proxy/aggregator): APIServices, the proxy, merged discovery
-    aggregator = Aggregator(settings, registry, storages)
+    aggregator = Aggregator(settings, registry, storages, informers)
     flow_control = FlowControl.build(settings)
     audit = Audit.build(settings)
     app = web.Application(
