@@ -183,7 +183,7 @@ def build_app(
     if audit is not None:
         audit.install(app)
     if flow_control is not None:
-        flow_control.install(app, lambda group, plural: _storage_of(ctx, group, plural))
+        flow_control.install(app, lambda group, plural: _storage_of(ctx, group, plural), informers)
         ctx.flowcontrol_config_ready = flow_control.config_ready
     setup_health_routes(app)
     setup_metrics_routes(app)
