@@ -33,6 +33,7 @@ __all__ = [
     "WatchError",
     "WatchEvent",
     "WatchStream",
+    "raise_for_error_status",
 ]
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
