@@ -37,8 +37,6 @@ from typing import Any
 import orjson
 
 from cacher.cacher import cancel_all
-from proxy.authentication.user import UserInfo
-from proxy.endpoints.request_info import RequestInfo
 from proxy.flowcontrol import bootstrap, metrics
 from proxy.flowcontrol.fairqueuing.queueset import QueueSet, QueuingConfig
 from proxy.flowcontrol.matching import FlowSchemaSpec, matches, parse_flow_schema, sort_schemas
@@ -51,6 +49,8 @@ from proxy.informer import (
 )
 from proxy.registry.object_meta import now_rfc3339
 from proxy.registry.storage_factory import ResourceStorage
+from proxy.request.request_info import RequestInfo
+from proxy.request.user import UserInfo
 from storage import errors as serr
 
 __all__ = ["APFController", "PriorityLevel", "allocate"]
