@@ -11,7 +11,9 @@ Resume rules (``run``):
    event (bookmarks too) moves ``last_sync_resource_version``.
 3. A watch that ends cleanly (timeout, server closing it) is reopened at once from the
    last resourceVersion; one that breaks (any error but 410), or cannot be opened, is
-   reopened from the last resourceVersion after a jittered exponential backoff.
+   reopened from the last resourceVersion after a jittered exponential backoff. So is
+   one that ends within a second having delivered nothing (client-go's "very short
+   watch"), so that a server closing every watch at once is not hammered.
 4. Only 410 Gone / Expired (``storage.errors.Expired``, from the watch or in its stream)
    relists. A failed LIST is retried after the backoff.
 
@@ -37,6 +39,12 @@ log = logging.getLogger("watchcache.informer")
 
 # client-go's minWatchTimeout: each watch lasts 5 min x [1, 2)
 MIN_WATCH_TIMEOUT = 300.0
+# a watch that ends sooner than this without an event is treated as a failure
+SHORT_WATCH_SECONDS = 1.0
+
+
+class ShortWatch(Exception):
+    """A watch ended at once having delivered nothing."""
 
 
 class ReflectorStore(Protocol):
@@ -132,11 +140,15 @@ class Reflector:
             self.last_sync_resource_version, timeout_seconds=timeout
         )
         self.watches += 1
+        started, events = self.clock.now(), 0
         try:
             async for event in stream:
                 self._handle(event)
+                events += 1
         finally:
             await stream.stop()
+        if events == 0 and self.clock.now() - started < SHORT_WATCH_SECONDS:
+            raise ShortWatch("very short watch: ended at once with no events")
 
     def _handle(self, event: WatchEvent) -> None:
         obj = event.object

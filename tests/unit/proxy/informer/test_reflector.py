@@ -83,6 +83,19 @@ async def test_a_watch_that_ends_resumes_at_once_from_the_last_resource_version(
     assert clock.deadlines() == []  # no backoff for a clean end
 
 
+async def test_a_watch_that_ends_at_once_with_nothing_backs_off(running: Running) -> None:
+    _, lw, clock, _ = running
+    lw.streams[0].end()  # no event, no time passed: the server closes watches at once
+    await until(lambda: len(clock.deadlines()) == 1)
+    assert len(lw.streams) == 1
+    clock.advance(clock.deadlines()[0] - clock.now())
+    await until(lambda: len(lw.streams) == 2)
+    clock.advance(1.0)  # a quiet watch that lasted is an ordinary end
+    lw.streams[1].end()
+    await until(lambda: len(lw.streams) == 3)
+    assert lw.watch_rvs == ["10", "10", "10"] and lw.lists == ["0"]
+
+
 async def test_a_broken_stream_backs_off_then_resumes_without_relisting(running: Running) -> None:
     _, lw, clock, _ = running
     lw.streams[0].send("ADDED", obj("c", 16))
@@ -101,6 +114,7 @@ async def test_a_watch_that_cannot_open_backs_off_and_keeps_the_resource_version
 ) -> None:
     _, lw, clock, _ = running
     lw.watch_errors = [Unavailable("refused"), WatchError({"code": 500, "reason": "x"})]
+    clock.advance(1.0)
     lw.streams[0].end()
     await until(lambda: len(clock.deadlines()) == 1)
     first = clock.deadlines()[0] - clock.now()
@@ -126,10 +140,11 @@ async def test_410_relists_at_the_last_rv_and_delivers_what_was_missed(running: 
 
 
 async def test_a_relist_too_old_for_the_cache_reads_etcd(running: Running) -> None:
-    _, lw, _, _ = running
+    _, lw, clock, _ = running
     lw.list_answers = [Expired("too old"), *lw.list_answers]
     lw.answer(50, obj("a", 5))
     lw.watch_errors = [Expired("gone")]
+    clock.advance(1.0)
     lw.streams[0].end()
     await until(lambda: len(lw.streams) == 2)
     assert lw.lists == ["0", "10", ""] and lw.watch_rvs == ["10", "10", "50"]
