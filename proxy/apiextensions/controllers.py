@@ -29,6 +29,7 @@ Status writes go straight to the CRD's store (the controllers are the server its
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import datetime as dt
 import logging
@@ -181,6 +182,7 @@ class CRDControllers:
         # name -> the CRD as this controller last wrote it, until the informer catches up
         self._written: dict[str, JSON] = {}
         self.informer.add_event_handler(EventHandlers.each(self._enqueue))
+        self.synced = asyncio.Event()  # set once the informer has synced (``run``)
 
     def _crd_store(self) -> Store:
         resource = self.ctx.registry.get(CRD_GROUP, "v1", CRD_PLURAL)
@@ -212,6 +214,7 @@ class CRDControllers:
     async def run(self) -> None:
         """Run until cancelled (the queue is shut down then)."""
         await self.informer.wait_for_sync()
+        self.synced.set()
         try:
             await run_workers("crd-controllers", self.queue, self.reconcile)
         finally:
