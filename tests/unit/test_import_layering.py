@@ -31,9 +31,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("storage",),  # Kubernetes storage semantics over etcd
     ("cacher",),  # the watch cache, behind the storage interface
     ("proxy.apierrors",),  # Status errors (a leaf of the server library)
-    # request-scoped primitives (RequestInfo, user, options) and k8s.io/apimachinery's
-    # kind-independent validation and quantities: leaves of the server library
-    ("proxy.request", "proxy.apimachinery"),
+    # k8s.io/apimachinery's kind-independent validation (field errors, names,
+    # ObjectMeta) and quantities
+    ("proxy.apimachinery",),
+    # request-scoped primitives (RequestInfo, user, audit annotations, warnings, the
+    # parsed options): the leaf every stage of the server library reads
+    ("proxy.request",),
     ("proxy",),  # the generic server library (k8s.io/apiserver)
     # kube's built-in kinds, CRDs, aggregation: peers above the library
     ("proxy.kube", "proxy.apiextensions", "proxy.aggregator"),
