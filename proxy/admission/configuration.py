@@ -12,9 +12,8 @@ answer as kube does before its informers sync (they wait for it, bounded).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -110,18 +109,8 @@ class ConfigurationSource:
                 log.info("admission configuration %s: %s (relisting)", plural, e)
             await asyncio.sleep(RETRY_SECONDS)
 
-    async def _run_all(self) -> None:
+    async def run(self) -> None:
+        """Keep the configurations current until cancelled (a post-start hook)."""
         async with asyncio.TaskGroup() as group:  # cancelling this cancels each watch
             for plural in CONFIGURATION_RESOURCES:
                 group.create_task(self._run_one(plural), name=f"admission-config-{plural}")
-
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        """Keep the configurations current while inside; cancels its tasks on exit."""
-        task = asyncio.create_task(self._run_all(), name="admission-configurations")
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task

@@ -1,21 +1,20 @@
 """Wiring admission into the app (called once from ``proxy.server.app.build_app``):
-the chain from the flags onto ``APIContext.admission``, the Warning-header hook, and a
-cleanup context that keeps the webhook and policy configurations current."""
+the chain from the flags onto ``APIContext.admission``, the Warning-header hook, and the
+post-start hooks that keep the webhook and policy configurations current and write the
+system PriorityClasses."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from proxy.admission import handler
-from proxy.admission.bootstrap import bootstrap_priority_classes
+from proxy.admission.bootstrap import PRIORITY_CLASSES_HOOK, bootstrap_priority_classes
 from proxy.admission.chain import AdmissionChain, PluginDeps, enabled_plugins
 from proxy.admission.configuration import ADMISSION_GROUP, ConfigurationSource
 from proxy.admission.lookup import StoreLookup
+from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
 
 if TYPE_CHECKING:
     from proxy.registry.storage_factory import ResourceStorage
@@ -24,8 +23,8 @@ if TYPE_CHECKING:
 __all__ = ["install"]
 
 
-def install(app: web.Application, ctx: APIContext) -> None:
-    """Build the chain of ``ctx.settings``' admission flags and run its sources."""
+def install(app: web.Application, ctx: APIContext, hooks: PostStartHooks) -> None:
+    """Build the chain of ``ctx.settings``' admission flags and declare its hooks."""
     settings = ctx.settings
 
     def storage_for(plural: str) -> ResourceStorage | None:
@@ -37,15 +36,12 @@ def install(app: web.Application, ctx: APIContext) -> None:
     ctx.admission = AdmissionChain.build(names, PluginDeps(StoreLookup(ctx), source))
     app.on_response_prepare.append(handler.on_response_prepare)
 
-    async def run(app: web.Application) -> AsyncIterator[None]:
-        task = None
-        if settings.system_namespaces and "Priority" in names:
-            task = asyncio.create_task(bootstrap_priority_classes(ctx), name="priority-classes")
-        async with source.running():
-            yield
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    async def configurations(hook: PostStartHookContext) -> None:
+        await source.run()
 
-    app.cleanup_ctx.append(run)
+    async def priority_classes(hook: PostStartHookContext) -> None:
+        await bootstrap_priority_classes(hook.loopback)
+
+    hooks.add("admission-configurations", configurations, ready=source.synced.is_set)
+    if settings.system_namespaces and "Priority" in names:
+        hooks.add(PRIORITY_CLASSES_HOOK, priority_classes)

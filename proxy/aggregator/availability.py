@@ -17,8 +17,8 @@ reports a change), in one owned task:
   ``FailedDiscoveryCheck``, ``failing or missing response from <url>: <error>``;
 - otherwise True, ``Passed``, ``all checks passed``.
 
-The condition is written through ``/status`` semantics (``guaranteed_update`` on the
-stored object) only when it changed; ``lastTransitionTime`` moves only when the status
+The condition is written to ``/status`` through the loopback client only when it
+changed; ``lastTransitionTime`` moves only when the status
 flips. Cancelling ``run`` stops the checks (the app's cleanup does it on shutdown). Each
 round also sets upstream's ``aggregator_unavailable_apiservice`` metrics
 (``proxy.aggregator.metrics``).
@@ -27,7 +27,6 @@ round also sets upstream's ``aggregator_unavailable_apiservice`` metrics
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import logging
 from typing import TYPE_CHECKING, Any
@@ -36,6 +35,7 @@ import aiohttp
 
 from proxy.aggregator import metrics
 from proxy.aggregator.apiservice import (
+    GROUP,
     LOCAL_MESSAGE,
     LOCAL_REASON,
     APIServiceRef,
@@ -45,6 +45,7 @@ from proxy.aggregator.apiservice import (
 from proxy.aggregator.proxy_handler import go_dial_error
 from proxy.aggregator.service_resolver import ResolveError
 from proxy.aggregator.transport import REMOTE_GROUP, REMOTE_USER
+from proxy.loopback.client import APIError, LoopbackClient, resource_path
 from storage import errors as serr
 
 if TYPE_CHECKING:
@@ -142,19 +143,15 @@ class AvailabilityController:
         """Check again now (the lister calls this on every change)."""
         self._wake.set()
 
-    async def _write(self, name: str, cond: JSON) -> None:
-        rs = self.aggregator.storage()
-        key = rs.object_key("", name)
+    async def _write(self, client: LoopbackClient, name: str, cond: JSON) -> None:
+        def apply(obj: JSON) -> JSON | None:
+            return obj if set_condition(obj, cond) else None
 
-        async def apply(obj: JSON) -> JSON:
-            out = copy.deepcopy(obj)
-            set_condition(out, cond)
-            return out
+        # None: deleted meanwhile
+        await client.update(resource_path(GROUP, "v1", "apiservices", name=name, sub="status"),
+                            apply)  # fmt: skip
 
-        with contextlib.suppress(serr.NotFound):  # deleted meanwhile
-            await rs.store.guaranteed_update(key, None, apply)
-
-    async def sync_once(self) -> None:
+    async def sync_once(self, client: LoopbackClient) -> None:
         lister = self.aggregator.lister
         refs = list(lister.refs.items())
         # concurrently: one backend that hangs (5 s) does not hold up the others
@@ -174,19 +171,19 @@ class AvailabilityController:
                 await self.aggregator.refresh_discovery(ref)
             current = copy.deepcopy(lister.objects.get(name) or {})
             if set_condition(current, cond):
-                await self._write(name, cond)
+                await self._write(client, name, cond)
                 if cond["status"] != "True":
                     metrics.record_unavailable(name, cond["reason"])
         self._exported = metrics.set_unavailable(available, self._exported)
 
-    async def run(self) -> None:
-        """Check until cancelled; storage errors are retried at the next round."""
+    async def run(self, client: LoopbackClient) -> None:
+        """Check until cancelled; failed writes are retried at the next round."""
         await self.aggregator.lister.synced.wait()
         while True:
             self._wake.clear()
             try:
-                await self.sync_once()
-            except serr.StorageError as e:
+                await self.sync_once(client)
+            except (serr.StorageError, APIError) as e:
                 log.info("APIService availability: %s (will retry)", e)
             try:
                 async with asyncio.timeout(self.interval):

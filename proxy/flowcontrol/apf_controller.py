@@ -22,7 +22,6 @@ exist is dangling: skipped by classification, and marked so in its status.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 from collections.abc import Callable
@@ -35,11 +34,12 @@ from cacher.cacher import cancel_all
 from proxy.authentication.user import UserInfo
 from proxy.endpoints.request_info import RequestInfo
 from proxy.flowcontrol import bootstrap, metrics
+from proxy.flowcontrol.config_producer import GROUP
 from proxy.flowcontrol.fairqueuing.queueset import QueueSet, QueuingConfig
 from proxy.flowcontrol.matching import FlowSchemaSpec, matches, parse_flow_schema, sort_schemas
+from proxy.loopback.client import LoopbackClient, resource_path
 from proxy.registry.object_meta import now_rfc3339
 from proxy.registry.storage_factory import ResourceStorage
-from storage import errors as serr
 from storage.interfaces import ListOptions
 
 __all__ = ["APFController", "PriorityLevel", "allocate"]
@@ -150,6 +150,8 @@ class APFController:
     levels: dict[str, PriorityLevel] = field(default_factory=dict)
     schemas: list[FlowSchemaSpec] = field(default_factory=list)
     synced: asyncio.Event = field(default_factory=asyncio.Event)
+    # writes the FlowSchemas' Dangling conditions (set before ``run`` with storages)
+    client: LoopbackClient | None = None
     _status_wanted: asyncio.Event = field(default_factory=asyncio.Event)
     _listed: set[str] = field(default_factory=set)
     _classified: dict[tuple[Any, ...], tuple[FlowSchemaSpec, PriorityLevel]] = field(
@@ -316,18 +318,16 @@ class APFController:
         }
 
     async def _write_status(self, name: str, wanted: JSON) -> None:
-        assert self.storages is not None
-        rs = self.storages["flowschemas"]
+        assert self.client is not None
 
-        async def set_condition(obj: JSON) -> JSON:
+        def set_condition(obj: JSON) -> JSON:
             conditions = [c for c in (obj.get("status") or {}).get("conditions") or ()
                           if c.get("type") != "Dangling"]  # fmt: skip
             conditions.append({**wanted, "lastTransitionTime": now_rfc3339()})
-            obj = {**obj, "status": {**(obj.get("status") or {}), "conditions": conditions}}
-            return obj
+            return {**obj, "status": {**(obj.get("status") or {}), "conditions": conditions}}
 
-        with contextlib.suppress(serr.NotFound):
-            await rs.store.guaranteed_update(rs.object_key("", name), None, set_condition)
+        path = resource_path(GROUP, "v1", "flowschemas", name=name, sub="status")
+        await self.client.update(path, set_condition)
 
     async def _statuses_forever(self) -> None:
         while True:

@@ -6,7 +6,8 @@ is rewritten whenever that differs from what is stored.
 
 It wakes on every ClusterRole change the informer sees (coalesced: one pass per wake),
 so adding a labelled role, relabelling or deleting one updates admin/edit/view within
-one watch event's delay. Write conflicts are retried by the storage's update loop.
+one watch event's delay. It writes through the loopback client (as ``system:apiserver``,
+a Conflict read again and retried); a failed write is retried a second later.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Any
 
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.authorization.rbac.label_selector import selector_matches
-from proxy.registry.storage_factory import ResourceStorage
-from storage import errors as serr
+from proxy.authorization.rbac.policy_rule import RBAC_GROUP
+from proxy.loopback.client import APIError, LoopbackClient, resource_path
 
 __all__ = ["AggregationController", "aggregated_rules"]
 
@@ -44,9 +45,8 @@ def aggregated_rules(informer: RBACInformer, name: str) -> list[dict[str, Any]] 
 
 
 class AggregationController:
-    def __init__(self, informer: RBACInformer, storage: ResourceStorage) -> None:
+    def __init__(self, informer: RBACInformer) -> None:
         self.informer = informer
-        self.storage = storage
         self._wake = asyncio.Event()
         informer.on_change(self._changed)
 
@@ -54,35 +54,33 @@ class AggregationController:
         if plural == "clusterroles":
             self._wake.set()
 
-    async def _sync(self, name: str, rules: list[dict[str, Any]]) -> None:
-        async def try_update(obj: dict[str, Any]) -> dict[str, Any]:
+    async def _sync(self, client: LoopbackClient, name: str, rules: list[dict[str, Any]]) -> None:
+        def with_rules(obj: dict[str, Any]) -> dict[str, Any] | None:
+            if obj.get("rules") == rules:
+                return None
             obj["rules"] = rules
             return obj
 
-        key = self.storage.object_key("", name)
-        try:
-            await self.storage.store.guaranteed_update(key, None, try_update)
-        except serr.NotFound:
-            return
+        await client.update(resource_path(RBAC_GROUP, "v1", "clusterroles", name=name), with_rules)
 
-    async def sync_once(self) -> None:
+    async def sync_once(self, client: LoopbackClient) -> None:
         for name in sorted(self.informer.cluster_roles):
             rules = aggregated_rules(self.informer, name)
             if rules is None:
                 continue
             current = self.informer.cluster_roles[name].obj.get("rules") or []
             if current != rules:
-                await self._sync(name, rules)
+                await self._sync(client, name, rules)
 
-    async def run(self) -> None:
-        """Run until cancelled; storage errors are logged and retried on the next wake
+    async def run(self, client: LoopbackClient) -> None:
+        """Run until cancelled; failed writes are logged and retried on the next wake
         (or after a second)."""
         await self.informer.synced.wait()
         while True:
             self._wake.clear()
             try:
-                await self.sync_once()
-            except serr.StorageError as e:
+                await self.sync_once(client)
+            except APIError as e:
                 log.info("clusterrole aggregation: %s (retrying)", e)
                 await asyncio.sleep(1.0)
                 self._wake.set()
