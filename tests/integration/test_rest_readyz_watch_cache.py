@@ -59,4 +59,3 @@ async def test_readyz_names_a_restarting_watch_cache(
             ) in text
             async with http.get("/readyz/watch-cache") as resp:
                 assert resp.status == 500
-
