@@ -43,7 +43,7 @@ def setup_apiextensions(app: web.Application, ctx: APIContext, hooks: PostStartH
     controllers = CRDControllers(ctx, serving)
 
     async def run_controllers(hook: PostStartHookContext) -> None:
-        await controllers.run()
+        await controllers.run(hook.loopback)
 
     hooks.add("start-apiextensions-controllers", run_controllers, ready=controllers.synced.is_set)
     app.cleanup_ctx.append(_serving(serving))

@@ -18,7 +18,10 @@
     ``InstanceDeletionCompleted`` and the ``customresourcecleanup`` finalizer is lifted,
     which removes the CRD.
 
-Status writes go straight to the CRD's store (the controllers are the server itself).
+Status writes and the finalizer's removal go through the loopback client (as
+``system:apiserver``: validated, admitted, audited, managedFields by the server's field
+manager, as upstream's controllers write through their clientset); the instances are
+deleted through their own store, as upstream's finalizer deletes through the storage.
 ``run`` returns only when cancelled; cancelling stops both tasks.
 """
 
@@ -34,14 +37,13 @@ from typing import Any
 import orjson
 
 from cacher.cacher import cancel_all
-from proxy import apierrors
 from proxy.apiextensions.crd_strategy import CLEANUP_FINALIZER
 from proxy.apiextensions.serving import CustomResources
 from proxy.endpoints.handlers.delete_options import DeleteOptions
-from proxy.fieldmanager.wiring import field_manager, set_managed_fields
+from proxy.loopback.client import LoopbackClient, resource_path
 from proxy.registry.store import Store
 from proxy.server.context import APIContext
-from storage.interfaces import JSONObject, ListOptions
+from storage.interfaces import ListOptions
 
 __all__ = ["CRDControllers", "calculate_names"]
 
@@ -50,8 +52,6 @@ log = logging.getLogger("watchcache.apiextensions")
 JSON = dict[str, Any]
 RETRY_SECONDS = 1.0
 CRD_GROUP, CRD_PLURAL = "apiextensions.k8s.io", "customresourcedefinitions"
-# the manager upstream's in-process controllers write as
-CONTROLLER_MANAGER = "kube-apiserver"
 
 
 def _now() -> str:
@@ -167,14 +167,20 @@ class CRDControllers:
         self._dirty: set[str] = set()
         self._wake = asyncio.Event()
         self.synced = asyncio.Event()
+        self.client: LoopbackClient | None = None
 
     def _crd_store(self) -> Store:
         resource = self.ctx.registry.get(CRD_GROUP, "v1", CRD_PLURAL)
         assert resource is not None
         return self.ctx.store(resource)
 
-    async def run(self) -> None:
-        """Run until cancelled."""
+    def _client(self) -> LoopbackClient:
+        assert self.client is not None, "run() sets the client"
+        return self.client
+
+    async def run(self, client: LoopbackClient) -> None:
+        """Run until cancelled; writes go through ``client``."""
+        self.client = client
         tasks = [
             asyncio.create_task(self._inform(), name="crd-informer"),
             asyncio.create_task(self._work(), name="crd-controllers"),
@@ -267,28 +273,24 @@ class CRDControllers:
             await self._finalize(crd)
 
     async def _update_status(self, name: str, change: Callable[[JSON], None]) -> bool:
-        """Apply ``change`` to the CRD's status; False when it changed nothing."""
+        """Apply ``change`` to the CRD's status through ``/status``, as upstream's
+        controllers' ``UpdateStatus`` (managedFields: kube-apiserver updating /status);
+        False when it changed nothing."""
+
         changed = False
 
-        async def try_update(current: JSONObject) -> JSONObject:
+        def changed_status(current: JSON) -> JSON | None:
             nonlocal changed
             new = copy.deepcopy(current)
             change(new.setdefault("status", {}))
             changed = new != current
-            if not changed:
-                return current
-            # recorded as upstream's controllers are: kube-apiserver updating /status
-            status_fm = field_manager(CRD_GROUP, "v1", "CustomResourceDefinition", "status", True)
-            return set_managed_fields(new, status_fm.update(current, new, CONTROLLER_MANAGER))
+            return new if changed else None
 
-        try:
-            stored = await self._crd_store().update("", name, try_update)
-        except apierrors.StatusError as e:
-            if e.code == 404:
-                return False
-            raise
+        stored = await self._client().update(_crd_path(name, "status"), changed_status)
+        if stored is None:  # deleted meanwhile
+            return False
         if changed:
-            self.crds[name] = stored.obj
+            self.crds[name] = stored
         return changed
 
     async def _update_names(self, crd: JSON) -> bool:
@@ -324,18 +326,17 @@ class CRDControllers:
         }  # fmt: skip
         await self._update_status(name, lambda s: set_condition(s, done))
 
-        async def lift(current: JSONObject) -> JSONObject:
-            new = copy.deepcopy(current)
+        def lift(current: JSON) -> JSON:
             finalizers = [
-                f for f in new["metadata"].get("finalizers") or [] if f != CLEANUP_FINALIZER
+                f for f in current["metadata"].get("finalizers") or [] if f != CLEANUP_FINALIZER
             ]
             if finalizers:
-                new["metadata"]["finalizers"] = finalizers
+                current["metadata"]["finalizers"] = finalizers
             else:
-                new["metadata"].pop("finalizers", None)
-            return new
+                current["metadata"].pop("finalizers", None)
+            return current
 
-        await self._crd_store().update("", name, lift)
+        await self._client().update(_crd_path(name), lift)
 
     async def _delete_instances(self, name: str) -> int:
         """Delete every instance (finalizers honoured); how many are left."""
@@ -346,3 +347,7 @@ class CRDControllers:
         await store.delete_collection("", ListOptions(), options=DeleteOptions())
         left = await store.list("", ListOptions())
         return len(left.items)
+
+
+def _crd_path(name: str, sub: str = "") -> str:
+    return resource_path(CRD_GROUP, "v1", CRD_PLURAL, name=name, sub=sub)
