@@ -39,9 +39,9 @@ import orjson
 from cacher.cacher import cancel_all
 from proxy.apiextensions.crd_strategy import CLEANUP_FINALIZER
 from proxy.apiextensions.serving import CustomResources
-from proxy.endpoints.handlers.delete_options import DeleteOptions
 from proxy.loopback.client import LoopbackClient, resource_path
 from proxy.registry.store import Store
+from proxy.request.delete_options import DeleteOptions
 from proxy.server.context import APIContext
 from storage.interfaces import ListOptions
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from proxy.authentication.authenticator import Response
-from proxy.authentication.user import ALL_AUTHENTICATED, SYSTEM_PRIVILEGED_GROUP, UserInfo
+from proxy.request.user import ALL_AUTHENTICATED, SYSTEM_PRIVILEGED_GROUP, UserInfo
 
 __all__ = ["APISERVER_USER", "LoopbackToken"]
 

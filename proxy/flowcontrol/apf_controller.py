@@ -31,8 +31,6 @@ from typing import Any
 import orjson
 
 from cacher.cacher import cancel_all
-from proxy.authentication.user import UserInfo
-from proxy.endpoints.request_info import RequestInfo
 from proxy.flowcontrol import bootstrap, metrics
 from proxy.flowcontrol.config_producer import GROUP
 from proxy.flowcontrol.fairqueuing.queueset import QueueSet, QueuingConfig
@@ -40,6 +38,8 @@ from proxy.flowcontrol.matching import FlowSchemaSpec, matches, parse_flow_schem
 from proxy.loopback.client import LoopbackClient, resource_path
 from proxy.registry.object_meta import now_rfc3339
 from proxy.registry.storage_factory import ResourceStorage
+from proxy.request.request_info import RequestInfo
+from proxy.request.user import UserInfo
 from storage.interfaces import ListOptions
 
 __all__ = ["APFController", "PriorityLevel", "allocate"]

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from proxy.endpoints.request_info import RequestInfo
 from proxy.flowcontrol import filter as apf_filter
 from proxy.flowcontrol.apf_controller import RESOURCES, APFController
 from proxy.flowcontrol.config_producer import (
@@ -25,6 +24,7 @@ from proxy.flowcontrol.config_producer import (
 from proxy.flowcontrol.debug import setup_apf_debug_routes
 from proxy.flowcontrol.work_estimator import estimate_seats, served_from_cache
 from proxy.registry.storage_factory import ResourceStorage
+from proxy.request.request_info import RequestInfo
 from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
 from proxy.server.settings import Settings
 

@@ -47,17 +47,16 @@ from proxy.authentication.service_account import (
     load_public_keys,
 )
 from proxy.authentication.token_file import TokenFile, TokenFileError
-from proxy.authentication.user import request_user
 from proxy.authorization import modes
 from proxy.authorization.filter import authorization_middleware
 from proxy.authorization.rbac.aggregation import AggregationController
-from proxy.authorization.rbac.bootstrap_policy import cluster_role_bindings
 from proxy.authorization.rbac.escalation import check_escalation
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.authorization.rbac.policy_rule import RBAC_GROUP
-from proxy.authorization.rbac.reconcile import reconcile_bootstrap_policy
+from proxy.authorization.rbac.reconcile import RBACPolicy, reconcile_bootstrap_policy
 from proxy.authorization.rbac.rule_resolver import RBACAuthorizer, RuleResolver
 from proxy.registry.storage_factory import ResourceStorage
+from proxy.request.user import request_user
 from proxy.server.certs import new_rsa_key_pem
 from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
 from proxy.server.settings import ConfigError, Settings
@@ -228,13 +227,17 @@ def build_auth(
 
 
 def auth_cleanup_ctx(
-    auth: Auth, storage_for: Callable[[str], ResourceStorage], hooks: PostStartHooks
+    auth: Auth,
+    storage_for: Callable[[str], ResourceStorage],
+    policy: RBACPolicy,
+    hooks: PostStartHooks,
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     """A cleanup context that gives the service-account authenticator its object lookups
     (from the watch cache: resourceVersion 0); with RBAC, the post-start hooks of the
-    RBAC informer, the ClusterRole aggregation controller and the bootstrap policy
-    (``rbac/bootstrap-roles``: up once the policy is stored and the informer saw it, so
-    a ready server answers /healthz anonymously and system:masters by its binding)."""
+    RBAC informer, the ClusterRole aggregation controller and the reconciler of the
+    bootstrap ``policy`` (``rbac/bootstrap-roles``: up once the policy is stored and the
+    informer saw it, so a ready server answers /healthz anonymously and system:masters
+    by its binding)."""
 
     async def get(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
         rs = storage_for(plural)
@@ -245,7 +248,7 @@ def auth_cleanup_ctx(
         return stored.obj
 
     if auth.informer is not None:
-        _add_rbac_hooks(auth.informer, hooks)
+        _add_rbac_hooks(auth.informer, policy, hooks)
 
     async def run(app: web.Application) -> AsyncIterator[None]:
         auth.getter_box[:] = [get]
@@ -254,7 +257,7 @@ def auth_cleanup_ctx(
     return run
 
 
-def _add_rbac_hooks(informer: RBACInformer, hooks: PostStartHooks) -> None:
+def _add_rbac_hooks(informer: RBACInformer, policy: RBACPolicy, hooks: PostStartHooks) -> None:
     aggregation = AggregationController(informer)
 
     async def run_informer(hook: PostStartHookContext) -> None:
@@ -267,8 +270,8 @@ def _add_rbac_hooks(informer: RBACInformer, hooks: PostStartHooks) -> None:
     informer.on_change(lambda plural: changed.set())
 
     async def bootstrap_roles(hook: PostStartHookContext) -> None:
-        await reconcile_bootstrap_policy(hook.loopback)
-        while not _policy_seen(informer):  # up once the authorizer sees the bindings
+        await reconcile_bootstrap_policy(hook.loopback, policy)
+        while not _policy_seen(informer, policy):  # up once the authorizer sees the bindings
             changed.clear()
             await changed.wait()
 
@@ -278,6 +281,6 @@ def _add_rbac_hooks(informer: RBACInformer, hooks: PostStartHooks) -> None:
     hooks.add("rbac/bootstrap-roles", bootstrap_roles, after=(RBAC_INFORMER_HOOK,))
 
 
-def _policy_seen(informer: RBACInformer) -> bool:
+def _policy_seen(informer: RBACInformer, policy: RBACPolicy) -> bool:
     seen = informer.cluster_bindings
-    return all(b["metadata"]["name"] in seen for b in cluster_role_bindings())
+    return all(b["metadata"]["name"] in seen for b in policy.cluster_role_bindings)

@@ -78,7 +78,7 @@ async def _watch_caches(ctx: APIContext) -> None:
 
 
 async def _autoregister(ctx: APIContext) -> None:
-    if ctx.aggregator is not None and not ctx.aggregator.autoregister.ready.is_set():
+    if ctx.aggregator is not None and not ctx.aggregator.autoregistered():
         raise RuntimeError("the local APIServices are not registered yet")
 
 

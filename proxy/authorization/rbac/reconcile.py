@@ -17,22 +17,35 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from proxy.authorization.rbac.bootstrap_policy import (
-    AUTOUPDATE,
-    cluster_role_bindings,
-    cluster_roles,
-)
 from proxy.authorization.rbac.policy_rule import RBAC_GROUP
 from proxy.loopback.client import LoopbackClient, resource_path
 
-__all__ = ["reconcile_binding", "reconcile_bootstrap_policy", "reconcile_role"]
+__all__ = [
+    "AUTOUPDATE",
+    "RBACPolicy",
+    "reconcile_binding",
+    "reconcile_bootstrap_policy",
+    "reconcile_role",
+]
 
 log = logging.getLogger("watchcache.authorization")
 
 JSON = dict[str, Any]
+# an object annotated "false" is left as its owner changed it
+AUTOUPDATE = "rbac.authorization.kubernetes.io/autoupdate"
+
+
+@dataclass(frozen=True)
+class RBACPolicy:
+    """The ClusterRoles and ClusterRoleBindings to reconcile (kube's bootstrap policy,
+    ``proxy.kube.bootstrap.rbac_policy``, passed in by the composition root)."""
+
+    cluster_roles: Sequence[JSON]
+    cluster_role_bindings: Sequence[JSON]
 
 
 def _merge_meta(existing: JSON, wanted: JSON) -> None:
@@ -92,13 +105,13 @@ def _reconciler(plural: str, wanted: JSON) -> Callable[[JSON], JSON | None]:
     return reconcile
 
 
-async def reconcile_bootstrap_policy(client: LoopbackClient) -> None:
-    """Every bootstrap ClusterRole, then every ClusterRoleBinding, created or reconciled
-    through the API (``LoopbackClient.ensure``); an error ends the pass (the post-start
-    hook's supervisor runs it again)."""
+async def reconcile_bootstrap_policy(client: LoopbackClient, policy: RBACPolicy) -> None:
+    """Every ClusterRole of ``policy``, then every ClusterRoleBinding, created or
+    reconciled through the API (``LoopbackClient.ensure``); an error ends the pass (the
+    post-start hook's supervisor runs it again)."""
     for plural, objects in (
-        ("clusterroles", cluster_roles()),
-        ("clusterrolebindings", cluster_role_bindings()),
+        ("clusterroles", policy.cluster_roles),
+        ("clusterrolebindings", policy.cluster_role_bindings),
     ):
         collection = resource_path(RBAC_GROUP, "v1", plural)
         for wanted in objects:

@@ -11,8 +11,9 @@ from multidict import MultiDict
 
 from proxy import apierrors
 from proxy.endpoints import negotiation
-from proxy.endpoints.handlers.delete_options import DeleteOptions, parse_delete_options
+from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.registry import object_meta, scale
+from proxy.request.delete_options import DeleteOptions
 from storage.interfaces import Preconditions
 
 
