@@ -40,7 +40,9 @@ def install(
 
     source = ConfigurationSource(storage_for)
     names = enabled_plugins(settings.enable_admission_plugins, settings.disable_admission_plugins)
-    ctx.admission = AdmissionChain.build(names, PluginDeps(StoreLookup(ctx), source), plugins)
+    # the quota status written during admission goes through the loopback client too
+    lookup = StoreLookup(ctx, lambda: hooks.loopback)
+    ctx.admission = AdmissionChain.build(names, PluginDeps(lookup, source), plugins)
     app.on_response_prepare.append(handler.on_response_prepare)
 
     async def configurations(hook: PostStartHookContext) -> None:

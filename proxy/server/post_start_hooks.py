@@ -76,6 +76,13 @@ class PostStartHooks:
     backoff: Backoff = field(default_factory=Backoff)
     hooks: dict[str, PostStartHook] = field(default_factory=dict)
     started: bool = False
+    # what the hooks were started with (None before): the loopback client for writers
+    # that are not hooks (admission's quota status, written during a request)
+    context: PostStartHookContext | None = None
+
+    @property
+    def loopback(self) -> LoopbackClient | None:
+        return self.context.loopback if self.context is not None else None
 
     def add(
         self,
@@ -120,6 +127,7 @@ class PostStartHooks:
         """Start every hook (each waits for those it runs after)."""
         order = self.order()
         self.started = True
+        self.context = context
         for name in order:
             hook = self.hooks[name]
             hook.task = SupervisedTask(
