@@ -11,7 +11,7 @@ from aiohttp import web
 
 from proxy.admission import handler
 from proxy.admission.chain import AdmissionChain, PluginDeps, enabled_plugins
-from proxy.admission.configuration import ADMISSION_GROUP, ConfigurationSource
+from proxy.admission.configuration import ConfigurationSource
 from proxy.admission.lookup import StoreLookup
 from proxy.admission.plugins import Plugins
 from proxy.kube.bootstrap.priority_classes import (
@@ -21,7 +21,6 @@ from proxy.kube.bootstrap.priority_classes import (
 from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
 
 if TYPE_CHECKING:
-    from proxy.registry.storage_factory import ResourceStorage
     from proxy.server.context import APIContext
 
 __all__ = ["install"]
@@ -34,11 +33,7 @@ def install(
     its hooks."""
     settings = ctx.settings
 
-    def storage_for(plural: str) -> ResourceStorage | None:
-        resource = ctx.registry.lookup(ADMISSION_GROUP, plural)
-        return ctx.storages.for_resource(resource) if resource is not None else None
-
-    source = ConfigurationSource(storage_for)
+    source = ConfigurationSource(ctx.informers)
     names = enabled_plugins(settings.enable_admission_plugins, settings.disable_admission_plugins)
     # the quota status written during admission goes through the loopback client too
     lookup = StoreLookup(ctx, lambda: hooks.loopback)
@@ -51,6 +46,6 @@ def install(
     async def priority_classes(hook: PostStartHookContext) -> None:
         await bootstrap_priority_classes(hook.loopback)
 
-    hooks.add("admission-configurations", configurations, ready=source.synced.is_set)
+    hooks.add("admission-configurations", configurations)  # up once the informers synced
     if settings.system_namespaces and "Priority" in names:
         hooks.add(PRIORITY_CLASSES_HOOK, priority_classes)

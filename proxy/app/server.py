@@ -58,6 +58,7 @@ from proxy.kube.bootstrap.system_namespaces import (
 )
 from proxy.loopback.client import LoopbackClient
 from proxy.loopback.config import LoopbackConfig, loopback_host, pinned_tls_context
+from proxy.registry.informers import storage_informers
 from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.server import gc_pauses, http_errors
@@ -160,13 +161,15 @@ def build_app(
     storages = StorageMap(storage_ctx)
     loopback = LoopbackToken()
     hooks = PostStartHooks()
+    registry = registry or build_registry(SERVED + REVIEWS if secure else SERVED)
+    # one informer per resource, shared by every controller; started with the storages
+    informers = storage_informers(registry, storages)
     if secure:
         if "RBAC" in settings.authorization_mode:
-            informer = RBACInformer(lambda plural: _rbac_storage(ctx, plural))
+            informer = RBACInformer(informers)
         auth = build_auth(settings, informer, loopback)
-    registry = registry or build_registry(SERVED + REVIEWS if secure else SERVED)
     # API aggregation (proxy/aggregator): APIServices, the proxy, merged discovery
-    aggregator = Aggregator(settings, registry, storages)
+    aggregator = Aggregator(settings, registry, storages, informers)
     flow_control = FlowControl.build(settings)
     audit = Audit.build(settings)
     app = web.Application(
@@ -190,6 +193,7 @@ def build_app(
         registry=registry,
         storage_ctx=storage_ctx,
         storages=storages,
+        informers=informers,
         auth=auth,
     )
     app[API_CONTEXT] = ctx
@@ -212,7 +216,9 @@ def build_app(
     if audit is not None:
         audit.install(app)
     if flow_control is not None:
-        flow_control.install(app, lambda group, plural: _storage_of(ctx, group, plural), hooks)
+        flow_control.install(
+            app, lambda group, plural: _storage_of(ctx, group, plural), hooks, informers
+        )
     setup_health_routes(app)
     setup_metrics_routes(app)
     setup_debug_routes(app)
@@ -264,14 +270,17 @@ def _storages_and_compactor(
     ctx: APIContext,
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     """A cleanup context that, at start-up, builds every served resource's storage (so
-    every watch cache primes at once, as kube-apiserver creates its cachers) and starts
+    every watch cache primes at once, as kube-apiserver creates its cachers), starts
     the storage context (the etcd client's one compactor, ``--etcd-compaction-interval``,
-    whether or not the watch cache is on); the storage context stops it at close."""
+    whether or not the watch cache is on; the storage context stops it at close) and
+    then the shared informers over those storages (stopped when the app closes)."""
 
     async def run(app: web.Application) -> AsyncIterator[None]:
         ctx.storage_ctx.start()
         ctx.storages.build_all(r for r in ctx.registry if r.group not in REVIEW_GROUPS)
+        ctx.informers.start()
         yield
+        await ctx.informers.shutdown()
 
     return run
 

@@ -23,6 +23,7 @@ from proxy.flowcontrol.config_producer import (
 )
 from proxy.flowcontrol.debug import setup_apf_debug_routes
 from proxy.flowcontrol.work_estimator import estimate_seats, served_from_cache
+from proxy.informer import SharedInformerFactory
 from proxy.registry.storage_factory import ResourceStorage
 from proxy.request.request_info import RequestInfo
 from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
@@ -105,6 +106,7 @@ class FlowControl:
         app: web.Application,
         storage_of: Callable[[str, str], ResourceStorage | None],
         hooks: PostStartHooks,
+        informers: SharedInformerFactory,
     ) -> None:
         """Debug routes, the response hook, and the post-start hooks: the controller
         (``priority-and-fairness-filter``), the object counter, and the bootstrap
@@ -115,8 +117,10 @@ class FlowControl:
         setup_apf_debug_routes(app, self.controller)
 
         async def controller(hook: PostStartHookContext) -> None:
-            self.controller.storages = self._config_storages()
-            self.controller.client = hook.loopback
+            if self._config_storages() is not None:
+                self.controller.client = hook.loopback
+                if self.controller.informers is None:  # once, not at each restart
+                    self.controller.watch({p: informers.informer_for(GROUP, p) for p in RESOURCES})
             await self.controller.run()
 
         async def counts(hook: PostStartHookContext) -> None:
@@ -138,4 +142,4 @@ class FlowControl:
         return storages if len(storages) == len(RESOURCES) else None
 
     def _controller_synced(self) -> bool:
-        return self.controller.storages is None or self.controller.synced.is_set()
+        return self.controller.informers is None or self.controller.synced.is_set()

@@ -8,6 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy.informer import SharedInformerFactory
 from proxy.openapi.documents import OpenAPIV3
 from proxy.registry.resources import Registry, ResourceInfo
 from proxy.registry.storage_factory import StorageContext, StorageMap
@@ -34,6 +35,8 @@ class APIContext:
     registry: Registry
     storage_ctx: StorageContext
     storages: StorageMap
+    # the shared informers over ``storages`` (proxy.registry.informers), for controllers
+    informers: SharedInformerFactory
     watchers: set[Watcher] = field(default_factory=set)
     # path -> AggregatedDiscovery, built on first request (cleared when CRDs change it)
     aggregated_discovery: dict[str, Any] = field(default_factory=dict)
