@@ -14,6 +14,9 @@ ending ``<name> check failed``; success answers ``ok`` (or the list, ending
   ``rbac/bootstrap-roles``, ``priority-and-fairness-config-producer``,
   ``scheduling/bootstrap-system-priority-classes``; a controller synced) and again
   while it is down after a crash (``[-]poststarthook/NAME failed: reason withheld``).
+- ``informer-sync`` (readyz only, upstream's): fails until every shared informer
+  (``proxy.informer``) has synced, and while one is down after a crash (its
+  supervisor restarts it).
 - ``poststarthook/storage-readiness`` (readyz only): fails until every resource's watch
   cache (all built at start-up) has been ready once, as kube-apiserver's hook of that
   name; passes at once with ``--watch-cache=false``.
@@ -62,6 +65,12 @@ async def _shutdown(ctx: APIContext) -> None:
         raise RuntimeError("server is shutting down")
 
 
+async def _informer_sync(ctx: APIContext) -> None:
+    missing = ctx.informers.not_synced()
+    if missing:
+        raise RuntimeError(f"{len(missing)} informers not started yet: {missing}")
+
+
 async def _storage_readiness(ctx: APIContext) -> None:
     if not ctx.storages.caches_ready():
         raise RuntimeError("watch caches not initialized yet")
@@ -91,6 +100,7 @@ CHECKS: dict[str, list[tuple[str, Check]]] = {
         ("ping", _ping),
         ("log", _ping),
         ("etcd", _etcd),
+        ("informer-sync", _informer_sync),
         (STORAGE_READINESS_CHECK, _storage_readiness),
         ("watch-cache", _watch_caches),
         ("autoregister-completion", _autoregister),  # proxy.aggregator.autoregister

@@ -11,10 +11,13 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from cacher.clock import FakeClock as CacherFakeClock
+from proxy.informer import SharedInformerFactory
 from proxy.loopback.client import APIError, LoopbackClient
 from proxy.loopback.config import LoopbackConfig
 from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
 from proxy.server.supervised_task import Backoff, SupervisedTask
+from tests.unit.proxy.informer.fakes import FakeListerWatcher
 
 
 @dataclass
@@ -198,3 +201,29 @@ async def test_no_hook_is_added_once_they_started() -> None:
     hooks.start(_context())
     with pytest.raises(RuntimeError, match="have started"):
         hooks.add("late", _noop)
+
+
+async def test_the_informer_factory_supervises_its_informers() -> None:
+    """An informer whose run dies of a bug is named by ``not_synced`` (readyz's
+    informer-sync) while down, and runs again after the backoff."""
+    clock = CacherFakeClock()
+    factory = SharedInformerFactory(lambda group, resource: FakeListerWatcher(), clock=clock)
+    informer = factory.informer_for("", "configmaps")
+    runs = 0
+
+    async def buggy_run() -> None:
+        nonlocal runs
+        runs += 1
+        if runs == 1:
+            raise KeyError("a bug in a reflector")
+        await asyncio.Event().wait()
+
+    informer.run = buggy_run  # type: ignore[method-assign]
+    factory.start()
+    task = factory._tasks[("", "configmaps")]
+    await asyncio.wait_for(_until(lambda: task.crashed is not None), 5)
+    assert factory.not_synced() == ["configmaps"]
+    clock.advance(clock.deadlines()[0] - clock.now())  # the backoff elapses
+    await asyncio.wait_for(_until(lambda: runs == 2), 5)
+    assert task.crashed is None and task.restarts == 1
+    await factory.shutdown()
