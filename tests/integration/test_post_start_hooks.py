@@ -19,6 +19,7 @@ from aiohttp import web
 from lab.etcd import EtcdCluster
 from proxy.loopback.client import LoopbackClient, resource_path
 from proxy.loopback.config import LoopbackConfig
+from proxy.server.certs import CertKey, new_ca, sign
 from proxy.server.post_start_hooks import POST_START_HOOKS, PostStartHookContext
 from proxy.server.settings import load_settings
 from proxy.server.supervised_task import Backoff
@@ -165,3 +166,21 @@ async def test_update_is_retried_on_a_conflict_and_ensure_reconciles(
             assert ensured["metadata"]["managedFields"][-1]["manager"] == "kube-apiserver"
         finally:
             await client.close()
+
+
+def test_the_loopback_client_trusts_the_serving_certificate_whatever_its_names(
+    etcd: EtcdCluster, tmp_path: Path
+) -> None:
+    """A --tls-cert-file for another host name (no loopback address in it) signed by a CA
+    the server has never heard of: the loopback client pins that certificate and dials
+    the secure port it bound, so the bootstrap writes go through and the server gets
+    ready."""
+    ca = new_ca("someone-elses-ca")
+    served = sign(ca, "api.example.com", dns_names=("api.example.com",), server=True)
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    CertKey(served.cert_pem + ca.cert_pem, served.key_pem).write(cert, key)
+    with start_server(etcd.endpoints, None, "--secure-port=0", f"--tls-cert-file={cert}",
+                      f"--tls-private-key-file={key}") as proc:  # fmt: skip
+        log = proc.log()
+    writes = [line for line in log.splitlines() if '"user":"system:apiserver"' in line]
+    assert any('"path":"/api/v1/namespaces"' in line and '"code":201' in line for line in writes)
