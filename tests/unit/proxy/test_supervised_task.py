@@ -13,7 +13,7 @@ import pytest
 
 from cacher.clock import FakeClock as CacherFakeClock
 from proxy.informer import SharedInformerFactory
-from proxy.loopback.client import APIError, LoopbackClient
+from proxy.loopback.client import APIError, LoopbackClient, is_transient, resource_path
 from proxy.loopback.config import LoopbackConfig
 from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
 from proxy.server.supervised_task import Backoff, SupervisedTask
@@ -227,3 +227,17 @@ async def test_the_informer_factory_supervises_its_informers() -> None:
     await asyncio.wait_for(_until(lambda: runs == 2), 5)
     assert task.crashed is None and task.restarts == 1
     await factory.shutdown()
+
+
+def test_what_the_supervisor_retries_quietly() -> None:
+    """Overload, etcd down or a broken connection: one line; any other answer (403
+    from admission, 422 from validation) is a bug worth its traceback."""
+    for code in (429, 500, 503, 504, 0):
+        assert is_transient(APIError({"code": code, "message": "x"}))
+    for code in (403, 404, 409, 422):
+        assert not is_transient(APIError({"code": code, "message": "x"}))
+    assert not is_transient(KeyError("a bug"))
+    assert resource_path("", "v1", "namespaces") == "/api/v1/namespaces"
+    assert resource_path("g.io", "v1", "things", "ns", "a b", "status") == (
+        "/apis/g.io/v1/namespaces/ns/things/a%20b/status"
+    )
