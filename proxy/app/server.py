@@ -61,7 +61,7 @@ from proxy.loopback.config import LoopbackConfig, loopback_host, pinned_tls_cont
 from proxy.registry.informers import storage_informers
 from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
-from proxy.server import gc_pauses, http_errors
+from proxy.server import event_loop, gc_pauses, http_errors
 from proxy.server.aggregation import AGGREGATION
 from proxy.server.auth_chain import AUTH, Auth, auth_cleanup_ctx, build_auth
 from proxy.server.context import API_CONTEXT, APIContext
@@ -417,8 +417,9 @@ async def _start_site(
         raise
     bound = port
     server = site._server  # aiohttp exposes the bound port only through the server
-    if isinstance(server, asyncio.base_events.Server) and server.sockets:
-        bound = int(server.sockets[0].getsockname()[1])
+    sockets = getattr(server, "sockets", None)  # asyncio's Server or uvloop's
+    if sockets:
+        bound = int(sockets[0].getsockname()[1])
     scheme = "https" if ssl_context is not None else "http"
     print(f"serving on {scheme}://{host}:{bound}", flush=True)
     log.info(
@@ -441,7 +442,7 @@ def main(argv: Sequence[str]) -> int:
     )
     with contextlib.suppress(KeyboardInterrupt):
         try:
-            return asyncio.run(serve(settings))
+            return event_loop.run(serve(settings), settings.event_loop)
         except ConfigError as e:
             print(f"watchcache serve: {e}", file=sys.stderr)
             return 2
