@@ -97,7 +97,8 @@ async def test_continue_pages_come_from_the_snapshot_at_the_tokens_revision(
 async def test_exact_from_the_cache_while_held_else_from_etcd(
     server_factory: ServerFactory, client: EtcdClient
 ) -> None:
-    before_start = (await client.get(b"/")).revision
+    # a revision before the cache's first list (which is at this one or later)
+    before_start = (await client.get(b"/")).revision - 1
     srv = server_factory("--watch-cache=true", "--watch-cache-snapshot-retention=1s")
     async with aiohttp.ClientSession(base_url=srv.url) as http:
         p0, p1 = await setup(http, 2)
