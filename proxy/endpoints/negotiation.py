@@ -29,6 +29,7 @@ from proxy.endpoints.media_types import AcceptedFormat, NotAcceptableError, pars
 from proxy.endpoints.scheme import check_kind
 from proxy.printers import table
 from proxy.registry.resources import ResourceInfo
+from proxy.request.utf8 import valid_utf8
 from storage.interfaces import JSONObject, StoredObject
 
 __all__ = [
@@ -514,7 +515,16 @@ def _protobuf_event_object(fmt: AcceptedFormat, event_type: str, data: bytes) ->
 
 
 def dump_json(obj: Any) -> bytes:
-    return orjson.dumps(obj)
+    return _dumps(obj)
+
+
+def _dumps(obj: Any) -> bytes:
+    """JSON; a string from the request that is not UTF-8 (a header byte kept as a lone
+    surrogate, in a Status message) is written with U+FFFD, as Go's encoder does."""
+    try:
+        return orjson.dumps(obj)
+    except orjson.JSONEncodeError:
+        return orjson.dumps(valid_utf8(obj))
 
 
 def json_response(
@@ -532,7 +542,7 @@ def json_response(
     elif media_type == YAML_TYPE:
         body = encoders.dump_yaml(obj)
     else:
-        body = orjson.dumps(obj)
+        body = _dumps(obj)
         if media_type == PROTOBUF_TYPE:  # a kind or members protobuf cannot carry
             media_type, content_type = JSON_TYPE, None
     all_headers = dict(headers or {})

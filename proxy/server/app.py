@@ -208,6 +208,7 @@ def build_app(
         await storage_ctx.close()
 
     app.on_response_prepare.append(http_errors.on_response_prepare)
+    app.on_response_prepare.append(responsewriter.writable_headers)  # the last hook
     app.on_shutdown.append(on_shutdown)
     app.on_cleanup.append(on_cleanup)
     return app
