@@ -29,7 +29,7 @@ from proxy.authentication.user import (
     USER_KEY,
     UserInfo,
 )
-from proxy.endpoints import negotiation
+from proxy.endpoints import responsewriters
 
 __all__ = [
     "PLAIN_PORT_USER",
@@ -57,7 +57,7 @@ def status_response(request: web.Request, err: apierrors.StatusError) -> web.Res
     """The filters answer with a Status themselves (they sit outside the handlers'
     error translation), as upstream's filters write theirs (negotiated: protobuf when
     the client prefers it)."""
-    return negotiation.status_response(request, err)
+    return responsewriters.status_response(request, err)
 
 
 def is_secure(request: web.Request) -> bool:

@@ -37,7 +37,7 @@ from proxy.aggregator.server import AGGREGATOR, Aggregator
 from proxy.apiextensions.apiserver import setup_apiextensions
 from proxy.audit.server import Audit
 from proxy.authorization.rbac.informer import RBACInformer
-from proxy.endpoints import negotiation, responsewriter
+from proxy.endpoints import responsewriter, responsewriters
 from proxy.endpoints.compression import COMPRESSION_ENABLED
 from proxy.endpoints.discovery.legacy import setup_discovery_routes
 from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
@@ -104,7 +104,7 @@ def version_info() -> dict[str, str]:
 
 
 async def _version(request: web.Request) -> web.Response:
-    return negotiation.json_response(version_info())
+    return responsewriters.json_response(version_info())
 
 
 def _set_storage_media_type(media_type: str) -> None:

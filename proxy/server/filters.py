@@ -46,7 +46,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from proxy import apierrors
-from proxy.endpoints import negotiation
+from proxy.endpoints import responsewriters
 from proxy.endpoints.compression import with_compression
 from proxy.endpoints.metrics import with_metrics
 from proxy.endpoints.request_info import REQUEST_INFO, RequestInfo, parse_request_info
@@ -79,7 +79,7 @@ def is_long_running(info: RequestInfo) -> bool:
 def _write_status(request: web.Request, err: apierrors.StatusError) -> web.Response:
     """Upstream's ``ErrorNegotiated``: the Status in the client's preferred encoding
     (protobuf or JSON)."""
-    return negotiation.status_response(request, err)
+    return responsewriters.status_response(request, err)
 
 
 # ------------------------------------------------------------------------ the filters

@@ -36,7 +36,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from proxy import apierrors
-from proxy.endpoints import negotiation
+from proxy.endpoints import responsewriters
 from proxy.server.context import API_CONTEXT
 
 __all__ = [
@@ -132,4 +132,4 @@ def route_error(request: web.Request, exc: web.HTTPException) -> web.StreamRespo
         err = apierrors.method_not_allowed()
     else:
         return None
-    return negotiation.status_response(request, err)
+    return responsewriters.status_response(request, err)

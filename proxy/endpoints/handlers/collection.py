@@ -35,7 +35,15 @@ from aiohttp import web
 
 from proxy import apierrors
 from proxy.audit.context import RESPONSE_CHUNKS
-from proxy.endpoints import compression, encoders, metrics, negotiation, protobuf
+from proxy.endpoints import (
+    compression,
+    decoding,
+    encoders,
+    metrics,
+    negotiation,
+    protobuf,
+    responsewriters,
+)
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.handlers.list_options import (
     parse_list_query,
@@ -91,7 +99,7 @@ async def write_list(
     ``prepare`` (``responsewriter`` records it): an error after that ends the
     connection, it never becomes a Status."""
     fmt = negotiation.response_format(request, is_list=True, resource=rs.resource)
-    encoder = negotiation.list_encoder(fmt, rs.resource, metadata, request)
+    encoder = responsewriters.list_encoder(fmt, rs.resource, metadata, request)
     if isinstance(encoder, encoders.ListEncoder) and compression.accepts_gzip(request):
         kept = compressed_list(encoder, items)  # each version compressed at most once
         if kept is not None:
@@ -199,7 +207,7 @@ async def watch_objects(
     )
     watcher = await store.watch(_namespace(info, store), opts)
     ctx.watchers.add(watcher)
-    encode = negotiation.watch_encoder(fmt, store.resource, request)
+    encode = responsewriters.watch_encoder(fmt, store.resource, request)
     try:
         response = web.StreamResponse(status=200)
         response.headers["Content-Type"] = (
@@ -240,7 +248,7 @@ async def delete_collection(
     """Delete every object the selectors match (read from etcd, newest); the response is
     the List of deleted objects, each with its deletion revision."""
     negotiation.response_format(request, is_list=True, resource=store.resource)
-    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
     delete_opts = parse_delete_options(
         request.query, body, negotiation.body_media_type(request), collection=True,
         unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,

@@ -23,7 +23,7 @@ from typing import Any
 
 from proxy import apierrors
 from proxy.apierrors import FieldError
-from proxy.endpoints import negotiation, protobuf
+from proxy.endpoints import decoding, negotiation, protobuf
 from proxy.endpoints.handlers.list_options import query_bool, query_int
 from proxy.registry.dry_run import dry_run_values
 from storage.interfaces import Preconditions
@@ -72,7 +72,7 @@ def _from_body(body: bytes, media_type: str) -> DeleteOptions:
         if media_type == negotiation.PROTOBUF_TYPE:  # client-go's typed clients
             opts: Any = protobuf.decode_options(body, "DeleteOptions")
         else:
-            opts = negotiation.decode_structured(body, decode_as)
+            opts = decoding.decode_structured(body, decode_as)
     except ValueError as e:
         raise apierrors.bad_request(f"invalid DeleteOptions: {e}") from None
     if not isinstance(opts, dict):

@@ -20,7 +20,7 @@ from proxy.admission import handler as admission
 from proxy.admission import namespace_lifecycle
 from proxy.admission.attributes import CREATE, DELETE, UPDATE, add_audit_annotation
 from proxy.apiextensions.handler import custom_version, handle_custom
-from proxy.endpoints import negotiation, restful_route
+from proxy.endpoints import decoding, negotiation, responsewriters, restful_route
 from proxy.endpoints.handlers import collection
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.media_types import AcceptedFormat
@@ -114,7 +114,7 @@ async def get_object(
     media = _response_type(request, store.resource)
     opts = GetOptions(resource_version=request.query.get("resourceVersion", ""))
     stored = await store.get(_namespace(info, store.resource), info.name, opts)
-    return negotiation.object_response(
+    return responsewriters.object_response(
         request, store.resource, stored.data, fmt=media, stored=stored
     )
 
@@ -146,7 +146,7 @@ async def create_object(
     _admit_rbac_write(request, ctx, resource, namespace, name, obj)
     managed.record_update(request, resource, "", None, obj, managed.sent_managed_fields(obj))
     stored = await store.create(namespace, name, obj, dry_run=dry_run)
-    return negotiation.object_response(
+    return responsewriters.object_response(
         request, resource, stored.data, 201, fmt=media, warnings=warnings, stored=stored
     )
 
@@ -182,7 +182,7 @@ async def _write_request(
     headers. Options are checked (406/422) before the body is read."""
     media = _response_type(request, store.resource)
     negotiation.check_body_type(negotiation.body_media_type(request))  # 415, then 413,
-    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
     mode = validation.field_mode(request.query, options_kind)  # then the options (upstream)
     dry_run = is_dry_run(request.query, options_kind)
     obj, warnings = _decode_validated(request, body, store.resource, mode)
@@ -195,7 +195,7 @@ def _decode_validated(
     """The decoded, field-validated body of a create or update: (object, Warning headers)."""
     media_type = negotiation.body_media_type(request)
     decode_warnings: list[str] = []
-    obj = negotiation.decode_object(body, media_type, resource, decode_warnings)
+    obj = decoding.decode_object(body, media_type, resource, decode_warnings)
     raw = body if media_type == negotiation.JSON_TYPE else None
     obj, warnings = validation.validate_written(obj, raw, resource, mode)
     return obj, decode_warnings + warnings
@@ -270,7 +270,7 @@ async def update_object(
         ignore_not_found=resource.create_on_update and not info.subresource,
         dry_run=dry_run,
     )
-    return negotiation.object_response(
+    return responsewriters.object_response(
         request, resource, stored.data, 201 if outcome.created else 200, fmt=media,
         warnings=warnings, stored=stored,
     )  # fmt: skip
@@ -327,7 +327,7 @@ async def patch_object(
     managed.check_patch_options(request.query, patch_type)
     mode = validation.field_mode(request.query, "PatchOptions")
     dry_run = is_dry_run(request.query, "PatchOptions")
-    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
     warnings: list[str] = []
     namespace = _namespace(info, resource)
     key = store.object_key(namespace, info.name)
@@ -351,7 +351,7 @@ async def patch_object(
             patched = patch.apply_patch(patch_type, copy.deepcopy(current), body, resource, mode)
         if not isinstance(patched.get("metadata"), dict):
             patched["metadata"] = {}
-        negotiation.check_kind(patched, resource)
+        decoding.check_kind(patched, resource)
         object_meta.check_name_matches_url(patched, info.name, namespace, resource)
         rv = str(patched["metadata"].get("resourceVersion") or "")
         if rv and rv != _current_rv(current):
@@ -381,7 +381,7 @@ async def patch_object(
         namespace, info.name, try_update, ignore_not_found=applying and not info.subresource,
         dry_run=dry_run,
     )  # fmt: skip
-    return negotiation.object_response(
+    return responsewriters.object_response(
         request, resource, stored.data, 201 if outcome.created else 200, fmt=media,
         warnings=warnings, stored=stored,
     )  # fmt: skip
@@ -404,7 +404,7 @@ async def _applied_create(
     if info.subresource:
         raise serr.NotFound(info.name)
     applied_fields = managed.sent_managed_fields(obj)
-    negotiation.check_kind(obj, resource)
+    decoding.check_kind(obj, resource)
     object_meta.check_name_matches_url(obj, info.name, namespace, resource)
     object_meta.ensure_namespace(obj, resource, namespace)
     obj = checked(obj)
@@ -440,7 +440,7 @@ async def delete_object(
     """DELETE: the object as it was, with the deletion revision as its resourceVersion.
     DeleteOptions come from the body (as kubectl sends them) or the query."""
     media = _response_type(request, store.resource)
-    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
     opts = parse_delete_options(
         request.query, body, negotiation.body_media_type(request),
         unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
@@ -455,7 +455,7 @@ async def delete_object(
         details = {"name": info.name, "kind": store.resource.kind}
         status = {**apierrors.success_status(details), "code": 200}
         pb = media.format == "protobuf"  # a Status, negotiated like the object would be
-        return negotiation.json_response(
+        return responsewriters.json_response(
             status, media_type=negotiation.PROTOBUF_TYPE if pb else negotiation.JSON_TYPE
         )
     if namespace_lifecycle.is_namespaces(store.resource):
@@ -471,7 +471,7 @@ async def delete_object(
         namespace, info.name, None, validate_deletion=check, dry_run=opts.dry_run, options=opts
     )
     code = deletion.response_code(removed, opts)
-    return negotiation.object_response(
+    return responsewriters.object_response(
         request, store.resource, stored.data, code, fmt=media, stored=stored
     )
 

@@ -11,7 +11,7 @@ import pytest
 from multidict import MultiDict
 
 from proxy import apierrors
-from proxy.endpoints import negotiation
+from proxy.endpoints import decoding, negotiation
 from proxy.endpoints.handlers.delete_options import DeleteOptions, parse_delete_options
 from proxy.registry import object_meta, scale
 from proxy.registry.resources import build_registry
@@ -78,15 +78,15 @@ def test_secret_string_data_merges_into_data() -> None:
 
 def test_nesting_and_alias_limits() -> None:
     nested: Any = 1
-    for _ in range(negotiation.MAX_DEPTH):
+    for _ in range(decoding.MAX_DEPTH):
         nested = {"a": nested}
-    assert not negotiation.too_deep(nested)
-    assert negotiation.too_deep({"a": nested})
+    assert not decoding.too_deep(nested)
+    assert decoding.too_deep({"a": nested})
     shared = ["x"] * 10
     bomb = [shared] * 10
-    assert negotiation._expanded_size([bomb] * 10) == 1 + 10 * (1 + 10 * 11)
+    assert decoding._expanded_size([bomb] * 10) == 1 + 10 * (1 + 10 * 11)
     with pytest.raises(ValueError, match="exceeded max depth"):
-        negotiation.decode_structured(b"[" * 300 + b"]" * 300, negotiation.JSON_TYPE)
+        decoding.decode_structured(b"[" * 300 + b"]" * 300, negotiation.JSON_TYPE)
 
 
 def test_go_quote_escapes_like_percent_q() -> None:
