@@ -44,6 +44,7 @@ __all__ = [
     "LARGE_YAML_BODY",
     "MAX_DEPTH",
     "MAX_REQUEST_BODY_BYTES",
+    "MAX_YAML_BODY_NODES",
     "MAX_YAML_NODES",
     "check_kind",
     "decode_kind",
@@ -211,11 +212,41 @@ def _decode_structured(body: bytes, media_type: str) -> Any:
         raise ValueError(f"json parse error: {e}") from None
 
 
+# the most nodes a YAML body may have as written (before aliases are expanded): the
+# pure-Python parser costs ~60 µs a node, so a 3 MiB flow sequence of zeros (1.5 M
+# nodes) would hold a decoder thread for ~90 s; 100,000 (a large CRD has ~40,000) is
+# ~6 s. Go's decoder has no such limit (it is ~100x faster): docs/security.md.
+MAX_YAML_BODY_NODES = 100_000
+
+
+class _TooManyNodes(ValueError):
+    """More than ``MAX_YAML_BODY_NODES`` nodes."""
+
+
+class _CountingLoader(yaml.SafeLoader):
+    """The safe loader, stopping once the document has composed too many nodes (the
+    parser runs only as far as composing asks: the cost stops with it)."""
+
+    def __init__(self, stream: bytes) -> None:
+        super().__init__(stream)
+        self.nodes = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_YAML_BODY_NODES:
+            raise _TooManyNodes
+        return super().compose_node(parent, index)
+
+
 def _decode_yaml(body: bytes) -> Any:
     """YAML to Python values; ValueError worded as Go's yaml decoder words it
     (``yaml: line 1: ...``, ``yaml: anchor 'a' value contains itself``)."""
     try:
-        value = yaml.safe_load(body)
+        value = yaml.load(body, Loader=_CountingLoader)  # a SafeLoader
+    except _TooManyNodes:
+        raise ValueError(
+            f"yaml: document contains too many nodes (more than {MAX_YAML_BODY_NODES})"
+        ) from None
     except yaml.MarkedYAMLError as e:
         where = f"line {e.problem_mark.line + 1}: " if e.problem_mark is not None else ""
         raise ValueError(f"yaml: {where}{e.problem or e}") from None

@@ -45,7 +45,8 @@ async def handle_binding(
     if info.verb != "create":
         raise apierrors.method_not_supported(BINDING, info.verb)
     body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
-    binding = decoding.decode_kind(body, negotiation.body_media_type(request), "v1", "Binding")
+    media_type = negotiation.body_media_type(request)
+    binding = await decoding.decoded_kind(body, media_type, "v1", "Binding")
     if binding.get("kind") != "Binding":
         raise apierrors.bad_request(f"not a Binding object: {str(binding)[:200]}")
     meta = binding.get("metadata") if isinstance(binding.get("metadata"), dict) else {}

@@ -151,7 +151,11 @@ async def _write(
     key = store.object_key(info.namespace, info.name)
 
     applying = media_type == managed.APPLY_PATCH
-    config = managed.decode_apply_body(body) if applying else {}
+    config = (
+        await decoding.off_loop(body, media_type, managed.decode_apply_body, body)
+        if applying
+        else {}
+    )
 
     async def try_update(current: JSONObject) -> JSONObject:
         if not current:
@@ -164,9 +168,12 @@ async def _write(
             scale: JSONObject = {"metadata": {}, "spec": {"replicas": replicas}}
             entries = managed.sent_managed_fields(applied)
         elif info.verb == "patch":
-            scale = patch.apply_patch(media_type, from_object(current, paths), body, SCALE)
+            scale = await decoding.off_loop(
+                body, media_type, patch.apply_patch, media_type, from_object(current, paths),
+                body, SCALE,
+            )  # fmt: skip
         else:
-            scale = decoding.decode_object(body, media_type or negotiation.JSON_TYPE, SCALE)
+            scale = await decoding.decoded_object(body, media_type or negotiation.JSON_TYPE, SCALE)
         # admission sees the Scale (kind autoscaling/v1 Scale, subresource "scale")
         attrs = admission.attributes(
             request, store.resource, UPDATE, info.namespace, info.name, obj=scale,

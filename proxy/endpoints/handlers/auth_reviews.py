@@ -60,7 +60,7 @@ async def _body(request: web.Request, resource: ResourceInfo) -> JSON:
     if request.method != "POST":
         raise apierrors.method_not_supported(resource.qualified, request.method.lower())
     data = await decoding.read_body(request)
-    return decoding.decode_object(data, negotiation.media_type_of(request), resource)
+    return await decoding.decoded_object(data, negotiation.media_type_of(request), resource)
 
 
 def _spec(obj: JSON) -> JSON:
@@ -190,7 +190,7 @@ async def _token_request(request: web.Request) -> web.StreamResponse:
         raise apierrors.method_not_supported("serviceaccounts/token", request.method.lower())
     data = await decoding.read_body(request)
     media_type = negotiation.media_type_of(request)
-    obj = decoding.decode_kind(data, media_type, "authentication.k8s.io/v1", "TokenRequest")
+    obj = await decoding.decoded_kind(data, media_type, "authentication.k8s.io/v1", "TokenRequest")
     spec = _spec(obj)
     seconds = _expiration(spec, auth, name)
     sa = await _get(request, "serviceaccounts", namespace, name)

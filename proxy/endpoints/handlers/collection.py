@@ -249,9 +249,10 @@ async def delete_collection(
     the List of deleted objects, each with its deletion revision."""
     negotiation.response_format(request, is_list=True, resource=store.resource)
     body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
-    delete_opts = parse_delete_options(
-        request.query, body, negotiation.body_media_type(request), collection=True,
-        unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
+    media_type = negotiation.body_media_type(request)
+    delete_opts = await decoding.off_loop(
+        body, media_type, parse_delete_options, request.query, body, media_type,
+        collection=True, unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
     )  # fmt: skip
     query = parse_list_query(request.query)
     validate_list_query(query)

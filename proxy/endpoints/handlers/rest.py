@@ -185,15 +185,17 @@ async def _write_request(
     body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
     mode = validation.field_mode(request.query, options_kind)  # then the options (upstream)
     dry_run = is_dry_run(request.query, options_kind)
-    obj, warnings = _decode_validated(request, body, store.resource, mode)
+    media_type = negotiation.body_media_type(request)
+    obj, warnings = await decoding.off_loop(
+        body, media_type, _decode_validated, body, media_type, store.resource, mode
+    )  # a large body: decoded and field-validated beside the loop
     return media, dry_run, obj, warnings
 
 
 def _decode_validated(
-    request: web.Request, body: bytes, resource: ResourceInfo, mode: Mode
+    body: bytes, media_type: str, resource: ResourceInfo, mode: Mode
 ) -> tuple[JSONObject, list[str]]:
     """The decoded, field-validated body of a create or update: (object, Warning headers)."""
-    media_type = negotiation.body_media_type(request)
     decode_warnings: list[str] = []
     obj = decoding.decode_object(body, media_type, resource, decode_warnings)
     raw = body if media_type == negotiation.JSON_TYPE else None
@@ -332,7 +334,11 @@ async def patch_object(
     namespace = _namespace(info, resource)
     key = store.object_key(namespace, info.name)
     applying = patch_type == managed.APPLY_PATCH
-    config = managed.decode_apply_body(body) if applying else {}
+    config = (
+        await decoding.off_loop(body, patch_type, managed.decode_apply_body, body)
+        if applying
+        else {}
+    )
     outcome = _Outcome()
 
     async def try_update(current: JSONObject) -> JSONObject:
@@ -348,7 +354,10 @@ async def patch_object(
                         request, ctx, resource, obj, config, mode, warnings),
                 )  # fmt: skip
         else:
-            patched = patch.apply_patch(patch_type, copy.deepcopy(current), body, resource, mode)
+            patched = await decoding.off_loop(
+                body, patch_type, patch.apply_patch,
+                patch_type, copy.deepcopy(current), body, resource, mode,
+            )  # fmt: skip
         if not isinstance(patched.get("metadata"), dict):
             patched["metadata"] = {}
         decoding.check_kind(patched, resource)
@@ -357,9 +366,10 @@ async def patch_object(
         if rv and rv != _current_rv(current):
             raise serr.Conflict(key)
         sent = managed.sent_managed_fields(patched)
-        patched, found = validation.validate_patched(
-            patched, config if applying else patch.decoded_patch(body), resource, mode
-        )
+        patched, found = await decoding.off_loop(
+            body, patch_type, _validate_patched, patched, config if applying else None, body,
+            resource, mode,
+        )  # fmt: skip
         warnings[:] = found + (managed.strict_decoding(body, mode) if applying else [])
         _admit_rbac_write(request, ctx, resource, namespace, info.name, patched)
         applied_fields = managed.sent_managed_fields(patched) if applying else None
@@ -385,6 +395,16 @@ async def patch_object(
         request, resource, stored.data, 201 if outcome.created else 200, fmt=media,
         warnings=warnings, stored=stored,
     )  # fmt: skip
+
+
+def _validate_patched(
+    patched: JSONObject, config: JSONObject | None, body: bytes, resource: ResourceInfo,
+    mode: Mode,
+) -> tuple[JSONObject, list[str]]:
+    """The patched object field-validated against what was sent (the applied
+    configuration, else the decoded patch)."""
+    sent = config if config is not None else patch.decoded_patch(body)
+    return validation.validate_patched(patched, sent, resource, mode)
 
 
 async def _applied_create(
@@ -441,8 +461,9 @@ async def delete_object(
     DeleteOptions come from the body (as kubectl sends them) or the query."""
     media = _response_type(request, store.resource)
     body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
-    opts = parse_delete_options(
-        request.query, body, negotiation.body_media_type(request),
+    media_type = negotiation.body_media_type(request)
+    opts = await decoding.off_loop(
+        body, media_type, parse_delete_options, request.query, body, media_type,
         unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
     )  # fmt: skip
     namespace = _namespace(info, store.resource)

@@ -142,3 +142,27 @@ async def test_system_namespaces_retry_until_created() -> None:
     assert creator.ready.is_set()
     assert sleeps == [1.0, 1.0]
     assert store.created == ["default", *SYSTEM_NAMESPACES[1:]]
+
+
+def test_a_yaml_body_stops_decoding_at_its_node_limit() -> None:
+    """The pure-Python parser costs ~60 µs a node: a 3 MiB flow sequence would hold a
+    decoder thread for 90 s; it stops at ``MAX_YAML_BODY_NODES`` (~6 s)."""
+    limit = decoding.MAX_YAML_BODY_NODES
+    fits = b"x: [" + b",".join([b"0"] * (limit - 3)) + b"]"
+    assert len(decoding.decode_structured(fits, "application/yaml")["x"]) == limit - 3
+    over = b"x: [" + b",".join([b"0"] * limit) + b"]"
+    with pytest.raises(ValueError, match=f"too many nodes \\(more than {limit}\\)"):
+        decoding.decode_structured(over, "application/yaml")
+
+
+async def test_large_bodies_are_decoded_beside_the_loop() -> None:
+    import threading
+
+    def where() -> str:
+        return threading.current_thread().name
+
+    small = await decoding.off_loop(b"{}", "application/json", where)
+    large = await decoding.off_loop(b" " * (decoding.LARGE_BODY + 1), "application/json", where)
+    yaml_pod = await decoding.off_loop(b"a: 1\n" * 200, "application/yaml", where)
+    assert small == threading.current_thread().name
+    assert large.startswith("body-decoder") and yaml_pod.startswith("body-decoder")
