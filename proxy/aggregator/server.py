@@ -32,13 +32,14 @@ from proxy.aggregator.proxy_handler import proxy_request
 from proxy.aggregator.service_resolver import Resolved, ResolveError, resolve
 from proxy.aggregator.transport import Transport
 from proxy.endpoints.cached_document import CachedDocument
+from proxy.informer import SharedInformerFactory
 from proxy.registry.resources import Registry
 from proxy.registry.storage_factory import ResourceStorage, StorageMap
 from proxy.server.settings import Settings
 from storage import errors as serr
 from storage.interfaces import GetOptions, ListOptions
 
-__all__ = ["AGGREGATOR", "Aggregator"]
+__all__ = ["Aggregator"]
 
 log = logging.getLogger("watchcache.aggregator")
 
@@ -52,13 +53,19 @@ class Aggregator:
     """See the module docstring. ``fetched`` (APIService name -> its version's
     aggregated discovery entry) is changed only by ``refresh_discovery``."""
 
-    def __init__(self, settings: Settings, registry: Registry, storages: StorageMap) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        registry: Registry,
+        storages: StorageMap,
+        informers: SharedInformerFactory,
+    ) -> None:
         self.settings = settings
         self.registry = registry
         self.storages = storages
         self.endpoint_routing = settings.enable_aggregator_routing
         self.transport = Transport(settings.proxy_client_cert_file, settings.proxy_client_key_file)
-        self.lister = APIServiceLister(self.storage)
+        self.lister = APIServiceLister(informers)
         self.availability = AvailabilityController(self, AVAILABILITY_INTERVAL)
         self.autoregister = AutoRegister(self.storage(), self.lister, self.local_versions)
         self.fetched: dict[str, JSON] = {}
@@ -68,9 +75,9 @@ class Aggregator:
         self._aggregated: tuple[tuple[str, int], CachedDocument] | None = None
         self.lister.on_change(self._changed)
 
-    def _changed(self) -> None:
+    def _changed(self, name: str) -> None:
         self._generation += 1
-        self.availability.wake()
+        self.availability.enqueue(name)
 
     # ----------------------------------------------------------------- lookups
 
@@ -176,6 +183,9 @@ class Aggregator:
             return 304, {"ETag": merged.etag}, b""
         return 200, {"Content-Type": "application/json", "ETag": merged.etag}, merged.body
 
+    def autoregistered(self) -> bool:
+        return self.autoregister.ready.is_set()
+
     def legacy_apis(self) -> JSON:
         return discovery.legacy_group_list(self.local_versions(), self.lister.refs.values())
 
@@ -236,4 +246,3 @@ class Aggregator:
         return run
 
 
-AGGREGATOR = web.AppKey("watchcache_aggregator", Aggregator)

@@ -25,7 +25,6 @@ import yaml
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.audit.context import REQUEST_BODY
 from proxy.endpoints import protobuf
 from proxy.endpoints.negotiation import (
     BODY_TYPES,
@@ -36,6 +35,7 @@ from proxy.endpoints.negotiation import (
 )
 from proxy.endpoints.scheme import check_kind
 from proxy.registry.resources import ResourceInfo
+from proxy.request.audit_context import REQUEST_BODY
 from storage.interfaces import JSONObject
 
 __all__ = [

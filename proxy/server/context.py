@@ -5,20 +5,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
+from proxy.informer import SharedInformerFactory
 from proxy.openapi.documents import OpenAPIV3
 from proxy.registry.resources import Registry, ResourceInfo
 from proxy.registry.storage_factory import StorageContext, StorageMap
 from proxy.registry.store import Store
+from proxy.server.aggregation import Aggregation
 from proxy.server.auth_chain import Auth
 from proxy.server.settings import Settings
 from storage.interfaces import Watcher
-
-if TYPE_CHECKING:
-    from proxy.aggregator.server import Aggregator
 
 __all__ = ["API_CONTEXT", "APIContext"]
 
@@ -37,6 +36,8 @@ class APIContext:
     registry: Registry
     storage_ctx: StorageContext
     storages: StorageMap
+    # the shared informers over ``storages`` (proxy.registry.informers), for controllers
+    informers: SharedInformerFactory
     watchers: set[Watcher] = field(default_factory=set)
     # path -> AggregatedDiscovery, built on first request (cleared when CRDs change it)
     aggregated_discovery: dict[str, Any] = field(default_factory=dict)
@@ -53,7 +54,7 @@ class APIContext:
     # the custom resources served now (proxy.apiextensions.serving.CustomResources)
     custom_resources: Any = None
     # API aggregation (proxy.aggregator); set by build_app
-    aggregator: Aggregator | None = None
+    aggregator: Aggregation | None = None
     # the admission chain (proxy.admission.chain.AdmissionChain); None: no admission
     admission: Any = None
 

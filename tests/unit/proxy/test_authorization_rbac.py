@@ -7,12 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from proxy.authentication.user import UserInfo
 from proxy.authorization.authorizer import Attributes, Decision
 from proxy.authorization.filter import forbidden
 from proxy.authorization.modes import AlwaysDeny, NamedAuthorizer, PrivilegedGroups, Union
 from proxy.authorization.rbac.aggregation import aggregated_rules
-from proxy.authorization.rbac.bootstrap_policy import cluster_role_bindings, cluster_roles
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.authorization.rbac.policy_rule import (
     Binding,
@@ -24,6 +22,9 @@ from proxy.authorization.rbac.policy_rule import (
 )
 from proxy.authorization.rbac.reconcile import reconcile_role
 from proxy.authorization.rbac.rule_resolver import RBACAuthorizer
+from proxy.kube.bootstrap.rbac_policy import cluster_role_bindings, cluster_roles
+from proxy.request.user import UserInfo
+from tests.unit.proxy.informer.fakes import fake_factory
 
 ALICE = UserInfo("alice", groups=("devs", "system:authenticated"))
 
@@ -160,8 +161,8 @@ def test_forbidden_messages_as_upstream() -> None:
 
 
 def test_aggregation_of_the_bootstrap_policy() -> None:
-    informer = RBACInformer(lambda plural: None)  # type: ignore[arg-type,return-value]
-    informer._replace("clusterroles", cluster_roles())
+    informer = RBACInformer(fake_factory())
+    informer.informers["clusterroles"].replace(cluster_roles(), "1")
     admin = aggregated_rules(informer, "admin")
     view = aggregated_rules(informer, "view")
     edit = aggregated_rules(informer, "edit")
