@@ -153,6 +153,11 @@ class Settings:
     watch_cache_indexes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # e.g. ConsistentListFromCache=true
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    # ListFromCacheSnapshot (on by default, as kube-apiserver 1.34+): how long a snapshot
+    # of the store is kept once superseded, and how many per resource (ours; upstream
+    # keeps them as long as its event history)
+    watch_cache_snapshot_retention: float = 75.0
+    watch_cache_snapshot_max: int = 10_000
     # kube-apiserver compacts etcd every 5 minutes; 0 disables
     etcd_compaction_interval: float = 300.0
     # how often a watch gets a BOOKMARK (kube: 1 minute; for tests)
@@ -239,6 +244,8 @@ _CONVERTERS: dict[str, Any] = {
     "watch_cache_indexes": _parse_indexes,
     "etcd_compaction_interval": _parse_duration,
     "watch_bookmark_interval": _parse_duration,
+    "watch_cache_snapshot_retention": _parse_duration,
+    "watch_cache_snapshot_max": int,
     "port": _parse_port,
     "secure_port": _parse_port,
     "tls_cipher_suites": _parse_servers,
@@ -306,6 +313,10 @@ _FLAG_HELP: dict[str, str] = {
     "watch_cache_index": "false disables the watch cache's field indexes (pods spec.nodeName)",
     "feature_gates": "comma-separated Gate=true|false, e.g. ConsistentListFromCache=true",
     "etcd_compaction_interval": "interval of etcd compactions (e.g. 5m; 0 disables)",
+    "watch_cache_snapshot_retention": "how long a watch cache snapshot (ListFromCacheSnapshot: "
+    "LISTs at an exact revision and continue pages from the cache) is kept once "
+    "superseded (e.g. 75s)",
+    "watch_cache_snapshot_max": "most snapshots kept per resource (the oldest go first)",
     "watch_bookmark_interval": "interval of BOOKMARK events per watch (e.g. 1m)",
     "min_request_timeout": "minimum watch duration; each watch lasts this times a random "
     "factor in [1, 2) unless timeoutSeconds is given",
