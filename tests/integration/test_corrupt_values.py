@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import orjson
@@ -263,3 +264,55 @@ async def test_a_value_nested_past_the_decoders_depth_is_a_corrupt_object(
         assert resp.status == 200, await resp.text()
     async with http.get(pods) as resp:
         assert resp.status == 200 and names(await resp.json()) == []
+
+
+async def _get_json(http: aiohttp.ClientSession, path: str) -> tuple[int, Any]:
+    async with http.get(path) as resp:
+        return resp.status, await resp.json()
+
+
+async def _corrupt_gauge(http: aiohttp.ClientSession) -> float:
+    async with http.get("/metrics") as resp:
+        text = await resp.text()
+    found = [line for line in text.splitlines()
+             if line.startswith('watchcache_corrupt_objects{resource="configmaps"}')]  # fmt: skip
+    return float(found[0].split()[-1]) if found else 0.0
+
+
+async def test_a_corrupt_overwrite_takes_the_old_version_out_of_the_cache(
+    ns_http: tuple[ServerProcess, aiohttp.ClientSession, str],
+) -> None:
+    """``{garbage`` put over a valid ConfigMap: RV=0 reads kept serving the original, a
+    watch saw nothing, /readyz said nothing. The cache now holds what a re-list would
+    (the key is skipped), tells its watchers the old version is gone, says so in a
+    metric and /readyz?verbose, and serves a valid value written later as usual."""
+    srv, http, ns = ns_http
+    cms = f"/api/v1/namespaces/{ns}/configmaps"
+    created = await create(http, cms, {"metadata": {"name": "stale"}, "data": {"a": "1"}})
+    rv = created["metadata"]["resourceVersion"]
+    key = f"{srv.prefix}/configmaps/{ns}/stale".encode()
+    async with http.get(f"{cms}?watch=1&resourceVersion={rv}") as watch:
+        assert watch.status == 200
+        async with EtcdClient(list(srv.etcd_servers)) as client:
+            await client.put(key, b"{garbage")
+            event = await next_event(watch)
+            assert (event["type"], event["object"]["metadata"]["name"]) == ("DELETED", "stale")
+            assert event["object"]["data"] == {"a": "1"}  # the last version the cache had
+            assert (await _get_json(http, f"{cms}/stale?resourceVersion=0"))[0] == 404
+            status, listed = await _get_json(http, f"{cms}?resourceVersion=0")
+            assert status == 200 and names(listed) == []
+            assert await _corrupt_gauge(http) == 1
+            async with http.get("/readyz?verbose") as resp:
+                text = await resp.text()
+                assert resp.status == 200, text
+            assert "[+]watch-cache ok: objects in etcd that cannot be decoded" in text
+            assert "configmaps: 1" in text
+            valid = orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                                  "metadata": {"name": "stale", "namespace": ns},
+                                  "data": {"a": "2"}})  # fmt: skip
+            await client.put(key, valid)
+            event = await next_event(watch)
+    assert (event["type"], event["object"]["data"]) == ("ADDED", {"a": "2"})
+    status, got = await _get_json(http, f"{cms}/stale?resourceVersion=0")
+    assert status == 200 and got["data"] == {"a": "2"}
+    assert await _corrupt_gauge(http) == 0
