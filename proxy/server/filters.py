@@ -89,10 +89,16 @@ def _write_status(request: web.Request, err: apierrors.StatusError) -> web.Respo
 async def with_panic_recovery(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Upstream's ``WithPanicRecovery``: anything unexpected is logged with its
     traceback and answered 500 InternalError without it (or, once the response has
-    started, ends it). A client that goes away cancels the handler: not an error."""
+    started, ends it). A client that goes away cancels the handler, or makes a write
+    fail: not an error (kube-apiserver logs nothing), one debug line."""
     try:
         return await handler(request)
-    except (asyncio.CancelledError, ConnectionResetError, web.HTTPException):
+    except ConnectionResetError as e:
+        # returned, not raised: aiohttp logs a raised one at ERROR with its traceback,
+        # and finishing a response on a closed connection fails quietly
+        log.debug("client went away during %s %s: %s", request.method, request.path, e)
+        return response_started(request) or web.Response(status=500)
+    except (asyncio.CancelledError, web.HTTPException):
         raise  # a client gone, or an answer aiohttp itself renders
     except Exception as e:
         log.exception("unexpected error serving %s %s", request.method, request.path)
