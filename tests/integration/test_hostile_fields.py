@@ -10,7 +10,8 @@ import aiohttp
 import orjson
 import pytest
 
-from tests.integration.conftest import create
+from tests.integration.conftest import ServerProcess, create
+from tests.integration.raw_http import exchange, request_bytes
 
 pytestmark = pytest.mark.etcd
 
@@ -84,3 +85,11 @@ async def test_a_yaml_body_with_escaped_control_characters_in_keys(
         assert r.status == 201, await r.text()
         assert _warnings(r) == ['299 - "unknown field \\"\\\\x01\\\\n\\""']
     await create(http, path, {"metadata": {"name": "after"}})  # the server still serves
+
+
+async def test_a_bearer_token_that_is_not_utf8_on_the_plain_port(server: ServerProcess) -> None:
+    """The plain port reads a bearer token too (the loopback client's): one with a byte
+    that is not UTF-8 matched nothing but encoding it was a 500."""
+    data = request_bytes("GET", "/api/v1/namespaces", {"Authorization": b"Bearer tok\xff"})
+    answer = await exchange(server.url, data)
+    assert answer.status == 200, answer
