@@ -112,7 +112,14 @@ class FuzzRequest:
 
     @property
     def is_watch(self) -> bool:
-        return "watch=" in self.target or "/watch/" in self.target
+        """Whether the server may answer with a stream: a ``/watch/`` path, or a
+        ``watch`` parameter that is not false (as kube's query conversion reads a bool:
+        only absent, ``0`` and ``false`` are false; ``?watch`` alone is true)."""
+        if "/watch/" in self.target:
+            return True
+        query = self.target.partition("?")[2]
+        values = [p.partition("=")[2] for p in query.split("&") if p.partition("=")[0] == "watch"]
+        return bool(values) and values[0].lower() not in ("0", "false")
 
     def describe(self) -> str:
         if self.raw:
