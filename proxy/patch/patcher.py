@@ -23,7 +23,7 @@ import jsonpatch
 import orjson
 
 from proxy import apierrors
-from proxy.endpoints import negotiation
+from proxy.endpoints import decoding
 from proxy.registry.resources import ResourceInfo
 from proxy.request.write_options import APPLY_PATCH
 from storage.interfaces import JSONObject
@@ -90,8 +90,8 @@ def _decode_patch(body: bytes, prefix: str = "error decoding patch: ") -> Any:
         patch = orjson.loads(body)
     except orjson.JSONDecodeError as e:
         raise apierrors.bad_request(f"{prefix}{e}") from None
-    if negotiation.too_deep(patch):
-        raise apierrors.bad_request(f"{prefix}exceeded max depth of {negotiation.MAX_DEPTH}")
+    if decoding.too_deep(patch):
+        raise apierrors.bad_request(f"{prefix}exceeded max depth of {decoding.MAX_DEPTH}")
     return patch
 
 

@@ -46,7 +46,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from proxy import apierrors
-from proxy.endpoints import negotiation
+from proxy.endpoints import responsewriters
 from proxy.endpoints.compression import with_compression
 from proxy.endpoints.metrics import with_metrics
 from proxy.endpoints.responsewriter import end_started_response, response_started
@@ -80,7 +80,7 @@ def is_long_running(info: RequestInfo) -> bool:
 def _write_status(request: web.Request, err: apierrors.StatusError) -> web.Response:
     """Upstream's ``ErrorNegotiated``: the Status in the client's preferred encoding
     (protobuf or JSON)."""
-    return negotiation.status_response(request, err)
+    return responsewriters.status_response(request, err)
 
 
 # ------------------------------------------------------------------------ the filters
@@ -90,10 +90,16 @@ def _write_status(request: web.Request, err: apierrors.StatusError) -> web.Respo
 async def with_panic_recovery(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Upstream's ``WithPanicRecovery``: anything unexpected is logged with its
     traceback and answered 500 InternalError without it (or, once the response has
-    started, ends it). A client that goes away cancels the handler: not an error."""
+    started, ends it). A client that goes away cancels the handler, or makes a write
+    fail: not an error (kube-apiserver logs nothing), one debug line."""
     try:
         return await handler(request)
-    except (asyncio.CancelledError, ConnectionResetError, web.HTTPException):
+    except ConnectionResetError as e:
+        # returned, not raised: aiohttp logs a raised one at ERROR with its traceback,
+        # and finishing a response on a closed connection fails quietly
+        log.debug("client went away during %s %s: %s", request.method, request.path, e)
+        return response_started(request) or web.Response(status=500)
+    except (asyncio.CancelledError, web.HTTPException):
         raise  # a client gone, or an answer aiohttp itself renders
     except Exception as e:
         log.exception("unexpected error serving %s %s", request.method, request.path)
