@@ -44,6 +44,7 @@ from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
+from proxy.kube.strategy import strategy_for
 from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.server import gc_pauses, http_errors
@@ -158,9 +159,11 @@ def build_app(
     )
     responsewriter.install(app)
     app[COMPRESSION_ENABLED] = settings.feature_gates.get("APIResponseCompression", True)
+    escalation = auth.check_escalation if auth is not None else None
     ctx = APIContext(
         settings=settings,
         registry=registry,
+        strategies=lambda resource, sub: strategy_for(resource, sub, escalation),
         storage_ctx=storage_ctx,
         storages=storages,
         auth=auth,

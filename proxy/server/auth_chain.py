@@ -34,7 +34,7 @@ from proxy.authentication.authenticator import (
     WithAnonymous,
 )
 from proxy.authentication.bearer_token import BearerToken
-from proxy.authentication.filter import authentication_middleware, is_secure
+from proxy.authentication.filter import authentication_middleware
 from proxy.authentication.impersonation import impersonation_middleware
 from proxy.authentication.request_header import RequestHeaderConfig, front_proxy_authenticators
 from proxy.authentication.service_account import (
@@ -47,14 +47,13 @@ from proxy.authentication.service_account import (
     load_public_keys,
 )
 from proxy.authentication.token_file import TokenFile, TokenFileError
-from proxy.authentication.user import request_user
+from proxy.authentication.user import UserInfo
 from proxy.authorization import modes
 from proxy.authorization.filter import authorization_middleware
 from proxy.authorization.rbac.aggregation import AggregationController
 from proxy.authorization.rbac.bootstrap_policy import cluster_role_bindings
 from proxy.authorization.rbac.escalation import check_escalation
 from proxy.authorization.rbac.informer import RBACInformer
-from proxy.authorization.rbac.policy_rule import RBAC_GROUP
 from proxy.authorization.rbac.reconcile import BootstrapPolicy
 from proxy.authorization.rbac.rule_resolver import RBACAuthorizer, RuleResolver
 from proxy.registry.storage_factory import ResourceStorage
@@ -98,21 +97,13 @@ class Auth:
             b["metadata"]["name"] in seen for b in cluster_role_bindings()
         )
 
-    def admit_rbac_write(
-        self,
-        request: web.Request,
-        group: str,
-        plural: str,
-        namespace: str,
-        name: str,
-        obj: dict[str, Any],
+    def check_escalation(
+        self, user: UserInfo, plural: str, namespace: str, name: str, obj: dict[str, Any]
     ) -> None:
-        """403 when a Role/ClusterRole/(Cluster)RoleBinding write on the secure port would
-        grant more than its writer holds (``proxy.authorization.rbac.escalation``)."""
-        if group != RBAC_GROUP or self.informer is None or not is_secure(request):
-            return
-        user = request_user(request)
-        if user is not None:
+        """403 when a Role/ClusterRole/(Cluster)RoleBinding write would grant more than
+        ``user`` holds (``proxy.authorization.rbac.escalation``); the RBAC kinds'
+        strategies call it (``proxy.kube.strategy``)."""
+        if self.informer is not None:
             resolver = RuleResolver(self.informer)
             check_escalation(self.authorizer, resolver, user, plural, namespace, name, obj)
 

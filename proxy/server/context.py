@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +12,7 @@ from aiohttp import web
 
 from proxy.openapi.documents import OpenAPIV3
 from proxy.registry.resources import Registry, ResourceInfo
+from proxy.registry.rest import Strategy
 from proxy.registry.storage_factory import StorageContext, StorageMap
 from proxy.registry.store import Store
 from proxy.server.auth_chain import Auth
@@ -35,6 +37,8 @@ class APIContext:
 
     settings: Settings
     registry: Registry
+    # the write strategy of (resource, subresource), chosen by the composition root
+    strategies: Callable[[ResourceInfo, str], Strategy]
     storage_ctx: StorageContext
     storages: StorageMap
     watchers: set[Watcher] = field(default_factory=set)
@@ -57,10 +61,13 @@ class APIContext:
     # the admission chain (proxy.admission.chain.AdmissionChain); None: no admission
     admission: Any = None
 
-    def store(self, resource: ResourceInfo) -> Store:
-        """The generic store of ``resource`` (the only way handlers reach storage)."""
+    def store(self, resource: ResourceInfo, subresource: str = "") -> Store:
+        """The generic store of ``resource`` as ``subresource`` writes it (the only way
+        handlers reach storage)."""
         return Store(
-            self.storages.for_resource(resource), lifecycle=self.settings.lifecycle_controllers
+            self.storages.for_resource(resource),
+            self.strategies(resource, subresource),
+            lifecycle=self.settings.lifecycle_controllers,
         )
 
     async def stop_watches(self) -> None:

@@ -11,15 +11,18 @@ Handlers reach storage only through the resource's generic store
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
 from proxy import apierrors
 from proxy.admission import handler as admission
 from proxy.admission import namespace_lifecycle
-from proxy.admission.attributes import CREATE, DELETE, UPDATE, add_audit_annotation
+from proxy.admission.attributes import DELETE, add_audit_annotation
+from proxy.admission.chain import AdmissionChain
 from proxy.apiextensions.handler import custom_version, handle_custom
+from proxy.authentication.filter import is_secure
+from proxy.authentication.user import request_user
 from proxy.endpoints import negotiation, restful_route
 from proxy.endpoints.handlers import collection
 from proxy.endpoints.handlers.delete_options import parse_delete_options
@@ -30,6 +33,7 @@ from proxy.patch import patcher as patch
 from proxy.registry import before_delete, deletion, object_meta, pods, scale, validation
 from proxy.registry.dry_run import is_dry_run
 from proxy.registry.resources import ResourceInfo
+from proxy.registry.rest import Context
 from proxy.registry.store import Store
 from proxy.registry.validation import Mode
 from proxy.server.context import API_CONTEXT, APIContext
@@ -86,7 +90,7 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
         # there are GET only
         raise apierrors.method_not_allowed()
     restful_route.check(request.method, info.verb, request.headers)  # 415/406 of go-restful
-    store = ctx.store(resource)
+    store = ctx.store(resource, info.subresource)
     custom = custom_version(ctx, resource)
     if custom is not None:  # a custom resource's own checks and subresources
         answered = await handle_custom(request, ctx, info, store, custom)
@@ -133,6 +137,29 @@ async def ensure_namespace(
         namespace_lifecycle.check_not_terminating(ns.obj, resource, name)
 
 
+def _rest_context(request: web.Request, namespace: str, dry_run: bool) -> Context:
+    """What the storage may know of ``request`` (never the request itself)."""
+    return Context(
+        namespace=namespace, user=request_user(request), dry_run=dry_run,
+        authorized=is_secure(request),
+    )  # fmt: skip
+
+
+def _request_admission(
+    request: web.Request,
+    ctx: APIContext,
+    info: RequestInfo,
+    store: Store,
+    dry_run: bool,
+    options_kind: str,
+) -> admission.RequestAdmission:
+    chain = ctx.admission if isinstance(ctx.admission, AdmissionChain) else None
+    return admission.RequestAdmission(
+        request, chain, store.resource, _namespace(info, store.resource), info.name,
+        info.subresource, dry_run, options_kind,
+    )  # fmt: skip
+
+
 async def create_object(
     request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
@@ -140,38 +167,17 @@ async def create_object(
     media, dry_run, obj, warnings = await _write_request(request, ctx, store, "CreateOptions")
     namespace = _namespace(info, resource)
     object_meta.ensure_namespace(obj, resource, namespace)
-    name = str(obj["metadata"].get("name") or "")  # ("" with generateName, as upstream)
-    obj = await _admitted_create(request, ctx, resource, namespace, name, obj, dry_run)
-    name = str(obj["metadata"]["name"])
-    _admit_rbac_write(request, ctx, resource, namespace, name, obj)
-    managed.record_update(request, resource, "", None, obj, managed.sent_managed_fields(obj))
-    stored = await store.create(namespace, name, obj, dry_run=dry_run)
+    adm = _request_admission(request, ctx, info, store, dry_run, "CreateOptions")
+    obj = await adm.admit_create(obj)
+    stored = await store.create_object(
+        _rest_context(request, namespace, dry_run), obj, adm.validate_create,
+        managed=lambda created: managed.record_update(
+            request, resource, "", None, created, managed.sent_managed_fields(created)
+        ),
+    )  # fmt: skip
     return negotiation.object_response(
         request, resource, stored.data, 201, fmt=media, warnings=warnings, stored=stored
     )
-
-
-async def _admitted_create(
-    request: web.Request,
-    ctx: APIContext,
-    resource: ResourceInfo,
-    namespace: str,
-    name: str,
-    obj: JSONObject,
-    dry_run: bool,
-) -> JSONObject:
-    """A create through admission, wherever it happens (POST, create-on-update,
-    create-on-apply): mutating admission, then the strategy's preparation and
-    validation, then validating admission, which sees the generated name. Admission
-    takes CreateOptions, as upstream's handlers turn update and patch options into."""
-    attrs = admission.attributes(request, resource, CREATE, namespace, name, obj=obj,
-                                 dry_run=dry_run, options_kind="CreateOptions")
-    await admission.admit(ctx, attrs)
-    obj = object_meta.prepare_for_create(attrs.object or obj, resource, namespace)
-    validation.validate_create(obj, resource)
-    attrs.object, attrs.name = obj, str(obj["metadata"]["name"])
-    await admission.validate(ctx, attrs)
-    return obj
 
 
 async def _write_request(
@@ -201,27 +207,32 @@ def _decode_validated(
     return obj, decode_warnings + warnings
 
 
-def _admit_rbac_write(
-    request: web.Request,
-    ctx: APIContext,
-    resource: ResourceInfo,
-    namespace: str,
-    name: str,
-    obj: JSONObject,
-) -> None:
-    """RBAC escalation prevention, where authorization is on (the secure port)."""
-    if ctx.auth is not None:
-        ctx.auth.admit_rbac_write(request, resource.group, resource.plural, namespace, name, obj)
+@dataclass
+class _UpdatedBody:
+    """The new object of a PUT (``rest.DefaultUpdatedObjectInfo``): the body, admitted
+    against the stored object, or created from it where the resource allows it."""
 
+    request: web.Request
+    adm: admission.RequestAdmission
+    resource: ResourceInfo
+    new: JSONObject
+    sent: object  # the managedFields the body carries
 
-def _current_rv(current: JSONObject) -> str:
-    return str((current.get("metadata") or {}).get("resourceVersion") or "")
+    async def updated_object(self, ctx: Context, current: JSONObject) -> JSONObject:
+        if current:
+            return await self.adm.admit_update(copy.deepcopy(self.new), current)
+        fresh = copy.deepcopy(self.new)
+        fresh["metadata"].pop("resourceVersion", None)
+        object_meta.ensure_namespace(fresh, self.resource, ctx.namespace)
+        return await self.adm.admit_create(fresh)
 
-
-class _Outcome:
-    """What the update function decided, read after the optimistic loop."""
-
-    created = False
+    def managed(self, current: JSONObject, prepared: JSONObject) -> JSONObject:
+        live = current or None
+        sub = self.adm.subresource if current else ""
+        updated = managed.record_update(self.request, self.resource, sub, live, prepared, self.sent)
+        if current:
+            managed.keep_times_of_noop(current, updated)
+        return updated
 
 
 async def update_object(
@@ -233,88 +244,100 @@ async def update_object(
     object_meta.check_name_matches_url(new, info.name, namespace, resource)
     if resource.namespaced:
         new["metadata"]["namespace"] = namespace
-    expected_rv = str(new["metadata"].get("resourceVersion") or "")
-    key = store.object_key(namespace, info.name)
-    outcome = _Outcome()
-    _admit_rbac_write(request, ctx, resource, namespace, info.name, new)
-    sent = managed.sent_managed_fields(new)
-
-    async def try_update(current: JSONObject) -> JSONObject:
-        if not current:  # absent and the resource allows create-on-update
-            if info.subresource:
-                raise serr.NotFound(key)
-            fresh = copy.deepcopy(new)
-            fresh["metadata"].pop("resourceVersion", None)
-            object_meta.ensure_namespace(fresh, resource, namespace)
-            fresh = await _admitted_create(
-                request, ctx, resource, namespace, info.name, fresh, dry_run
-            )
-            outcome.created = True
-            return managed.record_update(request, resource, "", None, fresh, sent)
-        outcome.created = False
-        if expected_rv and expected_rv != _current_rv(current):
-            raise serr.Conflict(key)
-        return await _admitted_update(
-            request, ctx, info, resource, copy.deepcopy(new), current, dry_run, "UpdateOptions",
-            lambda updated: managed.record_update(
-                request, resource, info.subresource, current, updated, sent
-            ),
-        )
-
-    if resource.create_on_update and not info.subresource and resource.namespaced:
+    adm = _request_admission(request, ctx, info, store, dry_run, "UpdateOptions")
+    obj_info = _UpdatedBody(request, adm, resource, new, managed.sent_managed_fields(new))
+    if store.strategy.allow_create_on_update() and resource.namespaced:
         await ensure_namespace(ctx, namespace)
-    stored = await store.update(
-        namespace,
-        info.name,
-        try_update,
-        ignore_not_found=resource.create_on_update and not info.subresource,
-        dry_run=dry_run,
-    )
+    stored, created = await store.update_object(
+        _rest_context(request, namespace, dry_run), info.name, obj_info,
+        adm.validate_create, adm.validate_update,
+    )  # fmt: skip
     return negotiation.object_response(
-        request, resource, stored.data, 201 if outcome.created else 200, fmt=media,
+        request, resource, stored.data, 201 if created else 200, fmt=media,
         warnings=warnings, stored=stored,
     )  # fmt: skip
 
 
-async def _admitted_update(
-    request: web.Request,
-    ctx: APIContext,
-    info: RequestInfo,
-    resource: ResourceInfo,
-    new: JSONObject,
-    current: JSONObject,
-    dry_run: bool,
-    options_kind: str,
-    track: Callable[[JSONObject], JSONObject],
-) -> JSONObject:
-    """An update (or patch) through admission: mutating, then the strategy's preparation
-    and validation, then validating (inside the retry loop, as upstream). ``track``
-    records the write's managedFields on the prepared object, before validating
-    admission sees it."""
-    attrs = admission.attributes(
-        request, resource, UPDATE, _namespace(info, resource), info.name, obj=new,
-        old=current, subresource=info.subresource, dry_run=dry_run, options_kind=options_kind,
-    )  # fmt: skip
-    await admission.admit(ctx, attrs)
-    updated = object_meta.prepare_for_update(
-        attrs.object or new, current, resource, info.subresource
-    )
-    validation.validate_update(updated, current, resource, info.subresource)
-    attrs.object = updated = track(updated)
-    await admission.validate(ctx, attrs)
-    return _unchanged_or(current, updated)
+@dataclass
+class _Patched:
+    """The new object of a PATCH (upstream's ``patcher``): the patch applied to the
+    stored object (or, for server-side apply of an absent object, the applied
+    configuration created), field-validated, then mutating admission. ``warnings``
+    are the Warning headers of the last attempt."""
 
+    request: web.Request
+    adm: admission.RequestAdmission
+    resource: ResourceInfo
+    patch_type: str
+    body: bytes
+    mode: Mode
+    key: str
+    config: JSONObject  # the applied configuration (server-side apply), else {}
+    warnings: list[str] = field(default_factory=list)
+    sent: object = None
+    applied_fields: object = None
 
-def _without_rv(obj: JSONObject) -> JSONObject:
-    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}
-    return {**obj, "metadata": meta}
+    @property
+    def applying(self) -> bool:
+        return self.patch_type == managed.APPLY_PATCH
 
+    async def updated_object(self, ctx: Context, current: JSONObject) -> JSONObject:
+        config = self.config
+        if self.applying:  # server-side apply (create-on-apply when absent)
+            patched = managed.apply(
+                self.request, self.resource, self.adm.subresource, current or None, config
+            )
+            if not current:
+                return await self._applied_create(ctx, patched, config)
+        elif not current:
+            raise serr.NotFound(self.key)
+        else:
+            patched = patch.apply_patch(
+                self.patch_type, copy.deepcopy(current), self.body, self.resource, self.mode
+            )
+        if not isinstance(patched.get("metadata"), dict):
+            patched["metadata"] = {}
+        self._check(ctx, patched)
+        self.sent = managed.sent_managed_fields(patched)
+        patched, found = validation.validate_patched(
+            patched, config if self.applying else patch.decoded_patch(self.body),
+            self.resource, self.mode,
+        )  # fmt: skip
+        self.warnings[:] = found + (
+            managed.strict_decoding(self.body, self.mode) if self.applying else []
+        )
+        self.applied_fields = managed.sent_managed_fields(patched) if self.applying else None
+        return await self.adm.admit_update(patched, current)
 
-def _unchanged_or(current: JSONObject, updated: JSONObject) -> JSONObject:
-    """``current`` itself when ``updated`` is the same object (managedFields times
-    aside, as upstream's IgnoreManagedFieldsTimestampsTransformer): a no-op writes nothing."""
-    managed.keep_times_of_noop(current, updated)
-    return current if _without_rv(current) == _without_rv(updated) else updated
+    def _check(self, ctx: Context, patched: JSONObject) -> None:
+        negotiation.check_kind(patched, self.resource)
+        object_meta.check_name_matches_url(patched, self.adm.name, ctx.namespace, self.resource)
+
+    async def _applied_create(
+        self, ctx: Context, obj: JSONObject, config: JSONObject
+    ) -> JSONObject:
+        """The object a create-on-apply stores (201): checked against the kind's schema
+        as an applied update is (types, unknown fields; their warnings go first), then
+        admitted as a create (upstream's patcher turns the PatchOptions into
+        CreateOptions for admission)."""
+        self.warnings[:] = managed.strict_decoding(self.body, self.mode)
+        self.applied_fields = managed.sent_managed_fields(obj)
+        self._check(ctx, obj)
+        object_meta.ensure_namespace(obj, self.resource, ctx.namespace)
+        checked, found = validation.validate_patched(obj, config, self.resource, self.mode)
+        self.warnings[:0] = found
+        return await self.adm.admit_create(checked)
+
+    def managed(self, current: JSONObject, prepared: JSONObject) -> JSONObject:
+        if self.applying:
+            updated = managed.set_managed_fields(prepared, self.applied_fields)
+        else:
+            updated = managed.record_update(
+                self.request, self.resource, self.adm.subresource, current, prepared, self.sent
+            )
+        if current:
+            managed.keep_times_of_noop(current, updated)
+        return updated
 
 
 async def patch_object(
@@ -328,110 +351,23 @@ async def patch_object(
     mode = validation.field_mode(request.query, "PatchOptions")
     dry_run = is_dry_run(request.query, "PatchOptions")
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    warnings: list[str] = []
     namespace = _namespace(info, resource)
+    adm = _request_admission(request, ctx, info, store, dry_run, "PatchOptions")
     key = store.object_key(namespace, info.name)
     applying = patch_type == managed.APPLY_PATCH
     config = managed.decode_apply_body(body) if applying else {}
-    outcome = _Outcome()
-
-    async def try_update(current: JSONObject) -> JSONObject:
-        if not current and not applying:
-            raise serr.NotFound(key)
-        if applying:  # server-side apply (create-on-apply when absent)
-            patched = managed.apply(request, resource, info.subresource, current or None, config)
-            if not current:
-                warnings[:] = managed.strict_decoding(body, mode)
-                return await _applied_create(
-                    request, ctx, patched, resource, namespace, info, outcome, dry_run,
-                    lambda obj: _checked_apply_create(
-                        request, ctx, resource, obj, config, mode, warnings),
-                )  # fmt: skip
-        else:
-            patched = patch.apply_patch(patch_type, copy.deepcopy(current), body, resource, mode)
-        if not isinstance(patched.get("metadata"), dict):
-            patched["metadata"] = {}
-        negotiation.check_kind(patched, resource)
-        object_meta.check_name_matches_url(patched, info.name, namespace, resource)
-        rv = str(patched["metadata"].get("resourceVersion") or "")
-        if rv and rv != _current_rv(current):
-            raise serr.Conflict(key)
-        sent = managed.sent_managed_fields(patched)
-        patched, found = validation.validate_patched(
-            patched, config if applying else patch.decoded_patch(body), resource, mode
-        )
-        warnings[:] = found + (managed.strict_decoding(body, mode) if applying else [])
-        _admit_rbac_write(request, ctx, resource, namespace, info.name, patched)
-        applied_fields = managed.sent_managed_fields(patched) if applying else None
-
-        def track(updated: JSONObject) -> JSONObject:
-            if applying:
-                return managed.set_managed_fields(updated, applied_fields)
-            return managed.record_update(
-                request, resource, info.subresource, current, updated, sent
-            )
-
-        return await _admitted_update(
-            request, ctx, info, resource, patched, current, dry_run, "PatchOptions", track
-        )
-
+    obj_info = _Patched(request, adm, resource, patch_type, body, mode, key, config)
     if applying and resource.namespaced and not info.subresource:
         await ensure_namespace(ctx, namespace)
-    stored = await store.update(
-        namespace, info.name, try_update, ignore_not_found=applying and not info.subresource,
-        dry_run=dry_run,
+    stored, created = await store.update_object(
+        _rest_context(request, namespace, dry_run), info.name, obj_info,
+        adm.validate_create, adm.validate_update,
+        force_allow_create=applying and not info.subresource,
     )  # fmt: skip
     return negotiation.object_response(
-        request, resource, stored.data, 201 if outcome.created else 200, fmt=media,
-        warnings=warnings, stored=stored,
+        request, resource, stored.data, 201 if created else 200, fmt=media,
+        warnings=obj_info.warnings, stored=stored,
     )  # fmt: skip
-
-
-async def _applied_create(
-    request: web.Request,
-    ctx: APIContext,
-    obj: JSONObject,
-    resource: ResourceInfo,
-    namespace: str,
-    info: RequestInfo,
-    outcome: _Outcome,
-    dry_run: bool,
-    checked: Callable[[JSONObject], JSONObject],
-) -> JSONObject:
-    """The object a create-on-apply stores (201): admitted and validated as a create
-    (upstream's patcher turns the PatchOptions into CreateOptions for admission);
-    ``checked`` is what a create's body gets first (schema, RBAC escalation)."""
-    if info.subresource:
-        raise serr.NotFound(info.name)
-    applied_fields = managed.sent_managed_fields(obj)
-    negotiation.check_kind(obj, resource)
-    object_meta.check_name_matches_url(obj, info.name, namespace, resource)
-    object_meta.ensure_namespace(obj, resource, namespace)
-    obj = checked(obj)
-    obj = await _admitted_create(request, ctx, resource, namespace, info.name, obj, dry_run)
-    managed.set_managed_fields(obj, applied_fields)
-    outcome.created = True
-    return obj
-
-
-def _checked_apply_create(
-    request: web.Request,
-    ctx: APIContext,
-    resource: ResourceInfo,
-    obj: JSONObject,
-    config: JSONObject,
-    mode: Mode,
-    warnings: list[str],
-) -> JSONObject:
-    """A create-on-apply's object checked as the update path checks an applied one:
-    the kind's schema (types, unknown fields; their warnings go first) and RBAC
-    escalation prevention (a Role granting more than its creator holds is 403)."""
-    checked, found = validation.validate_patched(obj, config, resource, mode)
-    warnings[:0] = found
-    meta = checked["metadata"]
-    namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-    _admit_rbac_write(request, ctx, resource, namespace, name, checked)
-    return checked
 
 
 async def delete_object(

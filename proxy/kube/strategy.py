@@ -1,0 +1,87 @@
+"""The write strategy of the built-in kinds (upstream's ``pkg/registry/<group>/<kind>/
+strategy.go``), one object per (resource, subresource) route.
+
+Today every built-in kind shares one implementation that looks its rules up by kind:
+system-field preparation in ``proxy.registry.object_meta`` and validation in
+``proxy.registry.validation`` (both tables move here with the layering of issue 22).
+The RBAC kinds add escalation prevention (upstream's ``pkg/registry/rbac/*/policybased``
+storages): a Role, ClusterRole or binding that grants more than its writer holds is 403.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from proxy.authentication.user import UserInfo
+from proxy.registry import object_meta, validation
+from proxy.registry.resources import ResourceInfo
+from proxy.registry.rest import Context
+from storage.interfaces import JSONObject
+
+__all__ = ["EscalationCheck", "RBACStrategy", "ResourceStrategy", "strategy_for"]
+
+# (user, resource plural, namespace, name, object) -> None or a 403 Status error
+EscalationCheck = Callable[[UserInfo, str, str, str, JSONObject], None]
+
+
+@dataclass(frozen=True)
+class ResourceStrategy:
+    """The strategy of ``resource`` reached through ``subresource`` ("" for the resource
+    itself; ``status`` takes only the status, ``finalize`` only ``spec.finalizers``)."""
+
+    resource: ResourceInfo
+    subresource: str = ""
+
+    def allow_create_on_update(self) -> bool:
+        return self.resource.create_on_update and not self.subresource
+
+    def check_write(self, ctx: Context, obj: JSONObject) -> None:
+        pass
+
+    def prepare_for_create(self, ctx: Context, obj: JSONObject) -> JSONObject:
+        return object_meta.prepare_for_create(obj, self.resource, ctx.namespace)
+
+    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
+        return object_meta.prepare_for_update(new, old, self.resource, self.subresource)
+
+    def default(self, obj: JSONObject) -> None:
+        """No defaulting yet (issue 26 adds it per kind)."""
+
+    def validate(self, ctx: Context, obj: JSONObject) -> None:
+        validation.validate_create(obj, self.resource)
+
+    def validate_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> None:
+        validation.validate_update(new, old, self.resource, self.subresource)
+
+    def canonicalize(self, obj: JSONObject) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class RBACStrategy(ResourceStrategy):
+    """A Role, ClusterRole, RoleBinding or ClusterRoleBinding: escalation prevention on
+    every write of an authorized request."""
+
+    escalation: EscalationCheck | None = None
+
+    def check_write(self, ctx: Context, obj: JSONObject) -> None:
+        if self.escalation is None or not ctx.authorized or ctx.user is None:
+            return
+        meta = obj.get("metadata") or {}
+        namespace = str(meta.get("namespace") or ctx.namespace)
+        name = str(meta.get("name") or "")
+        self.escalation(ctx.user, self.resource.plural, namespace, name, obj)
+
+
+_RBAC_GROUP = "rbac.authorization.k8s.io"
+
+
+def strategy_for(
+    resource: ResourceInfo, subresource: str, escalation: EscalationCheck | None
+) -> ResourceStrategy:
+    """The strategy of a built-in ``resource`` (through ``subresource``); ``escalation``:
+    the RBAC kinds' check (None: authorization is not RBAC, nothing to escalate)."""
+    if resource.group == _RBAC_GROUP and escalation is not None:
+        return RBACStrategy(resource, subresource, escalation)
+    return ResourceStrategy(resource, subresource)
