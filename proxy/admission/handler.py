@@ -119,15 +119,19 @@ class RequestAdmission:
     subresource: str
     dry_run: bool
     options_kind: str  # of the updates: UpdateOptions or PatchOptions
+    # (group, version, kind) of a subresource's objects (an autoscaling/v1 Scale)
+    kind: tuple[str, str, str] | None = None
 
     def _attributes(self, operation: str, obj: JSON, old: JSON | None = None) -> Attributes:
         creating = operation == CREATE
         name = str((obj.get("metadata") or {}).get("name") or "") if creating else self.name
-        return attributes(
+        attrs = attributes(
             self.request, self.resource, operation, self.namespace, name, obj=obj, old=old,
             subresource="" if creating else self.subresource, dry_run=self.dry_run,
             options_kind="CreateOptions" if creating else self.options_kind,
         )  # fmt: skip
+        attrs.kind_override = self.kind
+        return attrs
 
     async def admit_create(self, obj: JSON) -> JSON:
         """The mutating phase of a create: the object admission made of ``obj``."""

@@ -1,6 +1,7 @@
 """What a custom resource request gets beyond the built-in handlers (apiextensions-
 apiserver's ``crdHandler.ServeHTTP`` and ``serveResource``), run by ``handle_resource``
-after the request resolved to a CR version:
+after the request resolved to a CR version (``check_custom``), and the storage of its
+``scale`` subresource (``subresource_storage``):
 
 - a deprecated version adds its ``Warning`` (``299 - "<group>/<version> <Kind> is
   deprecated; use <group>/<storage> <Kind>"`` or the CRD's ``deprecationWarning``) to
@@ -8,8 +9,8 @@ after the request resolved to a CR version:
 - a strategic merge patch is refused with 415, naming the patch types CRs take;
 - a create while the CRD is terminating is refused with 405 ``create not allowed while
   custom resource definition is terminating``;
-- ``/scale`` reads and writes the CRD's ``specReplicasPath``/``statusReplicasPath``/
-  ``labelSelectorPath``.
+- ``/scale`` (``proxy.registry.scale.ScaleREST``) reads and writes the CRD's
+  ``specReplicasPath``/``statusReplicasPath``/``labelSelectorPath``.
 
 Protobuf is refused by the negotiation (no protobuf schema for custom kinds: 406 for
 an Accept of protobuf only, 415 for a protobuf body), as upstream serves CRs in JSON
@@ -18,6 +19,7 @@ and YAML only.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -27,13 +29,21 @@ from proxy.apiextensions import custom_resource as cr_mod
 from proxy.apiextensions.custom_resource import CustomResourceVersion
 from proxy.endpoints import negotiation
 from proxy.endpoints.request_info import RequestInfo
-from proxy.registry import scale
 from proxy.registry.resources import ResourceInfo
+from proxy.registry.rest import SubresourceStorage
+from proxy.registry.scale import ScaleREST
 from proxy.registry.store import Store
 from proxy.registry.validation.field_validation import warning_header
 from proxy.server.context import APIContext
+from storage.interfaces import JSONObject
 
-__all__ = ["CR_PATCH_TYPES", "custom_version", "handle_custom", "install_warnings"]
+__all__ = [
+    "CR_PATCH_TYPES",
+    "check_custom",
+    "custom_version",
+    "install_warnings",
+    "subresource_storage",
+]
 
 CR_PATCH_TYPES = (
     "application/json-patch+json",
@@ -59,33 +69,49 @@ def install_warnings(app: web.Application) -> None:
     app.on_response_prepare.append(_add_warnings)
 
 
-def _scale_paths(spec: Any) -> scale.ScalePaths:
-    spec_path = str(spec.get("specReplicasPath") or ".spec.replicas")
-    status_path = str(spec.get("statusReplicasPath") or ".status.replicas")
-    selector_path = spec.get("labelSelectorPath")
+@dataclass(frozen=True)
+class _ScalePaths:
+    """Where a custom resource keeps its scale (a CRD version's ``subresources.scale``:
+    ``specReplicasPath``, ``statusReplicasPath``, ``labelSelectorPath``)."""
 
-    def read(obj: Any) -> tuple[Any, Any, Any]:
-        selector = cr_mod.jsonpath_get(obj, str(selector_path))[0] if selector_path else None
+    spec_path: str
+    status_path: str
+    selector_path: str
+
+    def read(self, obj: JSONObject) -> tuple[Any, Any, str]:
+        selector = None
+        if self.selector_path:
+            selector = cr_mod.jsonpath_get(obj, self.selector_path)[0]
         return (
-            cr_mod.jsonpath_get(obj, spec_path)[0],
-            cr_mod.jsonpath_get(obj, status_path)[0],
-            selector,
+            cr_mod.jsonpath_get(obj, self.spec_path)[0],
+            cr_mod.jsonpath_get(obj, self.status_path)[0],
+            selector if isinstance(selector, str) else "",
         )
 
-    def write(obj: Any, replicas: int) -> None:
-        cr_mod.jsonpath_set(obj, spec_path, replicas)
-
-    return scale.ScalePaths(read, write)
+    def write_replicas(self, obj: JSONObject, replicas: int) -> None:
+        cr_mod.jsonpath_set(obj, self.spec_path, replicas)
 
 
-async def handle_custom(
-    request: web.Request,
-    ctx: APIContext,
-    info: RequestInfo,
-    store: Store,
-    cr: CustomResourceVersion,
-) -> web.StreamResponse | None:
-    """Checks and subresources of a CR request; None: the built-in handler serves it."""
+def _scale_paths(spec: Any) -> _ScalePaths:
+    return _ScalePaths(
+        str(spec.get("specReplicasPath") or ".spec.replicas"),
+        str(spec.get("statusReplicasPath") or ".status.replicas"),
+        str(spec.get("labelSelectorPath") or ""),
+    )
+
+
+def subresource_storage(
+    cr: CustomResourceVersion, subresource: str, store: Store
+) -> SubresourceStorage | None:
+    """The storage of a custom resource's ``scale``; None for ``status`` (the
+    resource's store serves it)."""
+    if subresource == "scale" and cr.scale is not None:
+        return ScaleREST(store, _scale_paths(cr.scale))
+    return None
+
+
+def check_custom(request: web.Request, info: RequestInfo, cr: CustomResourceVersion) -> None:
+    """The checks of a CR request before the generic handlers serve it."""
     warning = cr.warning()
     if warning:
         request[_WARNINGS] = [warning]
@@ -100,6 +126,3 @@ async def handle_custom(
             {"group": cr.group, "kind": cr.plural},
         )  # fmt: skip
         raise apierrors.StatusError(body)
-    if info.subresource == "scale" and cr.scale is not None:
-        return await scale.handle_scale(request, ctx, info, store, _scale_paths(cr.scale))
-    return None

@@ -21,15 +21,20 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from proxy.authentication.user import UserInfo
-from storage.interfaces import JSONObject
+from proxy.registry.resources import ResourceInfo
+from storage.interfaces import GetOptions, JSONObject, StoredObject
 
 __all__ = [
     "Context",
+    "Getter",
+    "NamedCreater",
     "Strategy",
+    "SubresourceStorage",
     "UpdatedObjectInfo",
+    "Updater",
     "ValidateObjectFunc",
     "ValidateObjectUpdateFunc",
     "validate_nothing",
@@ -108,3 +113,48 @@ class UpdatedObjectInfo(Protocol):
     async def updated_object(self, ctx: Context, current: JSONObject) -> JSONObject: ...
 
     def managed(self, current: JSONObject, prepared: JSONObject) -> JSONObject: ...
+
+
+# ----------------------------------------------------- what a route's storage can do
+# (upstream's rest.Getter, rest.Updater, rest.NamedCreater: the installer serves the
+# verbs its storage implements, and the handlers call nothing else)
+
+
+@runtime_checkable
+class Getter(Protocol):
+    async def get_object(self, ctx: Context, name: str, opts: GetOptions) -> StoredObject: ...
+
+
+@runtime_checkable
+class Updater(Protocol):
+    async def update_object(
+        self,
+        ctx: Context,
+        name: str,
+        obj_info: UpdatedObjectInfo,
+        create_validation: ValidateObjectFunc,
+        update_validation: ValidateObjectUpdateFunc,
+        *,
+        force_allow_create: bool = False,
+    ) -> tuple[StoredObject, bool]:
+        """(the object as stored, whether the update created it)."""
+        ...
+
+
+@runtime_checkable
+class NamedCreater(Protocol):
+    """A create on an object's path (``pods/NAME/binding``): the answer is a Status."""
+
+    async def create_named(
+        self, ctx: Context, name: str, obj: JSONObject, create_validation: ValidateObjectFunc
+    ) -> JSONObject: ...
+
+
+@runtime_checkable
+class SubresourceStorage(Protocol):
+    """A subresource served by a storage of its own (``scale``, ``binding``), which
+    implements some of :class:`Getter`, :class:`Updater`, :class:`NamedCreater`;
+    ``kind`` is what its requests and answers carry (``autoscaling/v1 Scale``)."""
+
+    @property
+    def kind(self) -> ResourceInfo: ...

@@ -155,6 +155,10 @@ class Store:
         with self._interpret("watch"):
             return await self.rs.store.watch(self.list_key(namespace), opts)
 
+    async def get_object(self, ctx: Context, name: str, opts: GetOptions) -> StoredObject:
+        """``rest.Getter.Get``."""
+        return await self.get(ctx.namespace, name, opts)
+
     # ------------------------------------------------- writes through the strategy
 
     def _before_create(self, ctx: Context, obj: JSONObject) -> JSONObject:

@@ -35,6 +35,8 @@ from aiohttp import web
 from proxy.admission import install as admission
 from proxy.aggregator.server import AGGREGATOR, Aggregator
 from proxy.apiextensions.apiserver import setup_apiextensions
+from proxy.apiextensions.handler import custom_version
+from proxy.apiextensions.handler import subresource_storage as custom_subresource_storage
 from proxy.audit.server import Audit
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.endpoints import negotiation, responsewriter
@@ -45,8 +47,18 @@ from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
 from proxy.kube.strategy import strategy_for
-from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
+from proxy.kube.subresources import subresource_storage
+from proxy.registry.resources import (
+    REVIEW_GROUPS,
+    REVIEWS,
+    SERVED,
+    Registry,
+    ResourceInfo,
+    build_registry,
+)
+from proxy.registry.rest import SubresourceStorage
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
+from proxy.registry.store import Store
 from proxy.server import gc_pauses, http_errors
 from proxy.server.auth_chain import AUTH, Auth, auth_cleanup_ctx, build_auth
 from proxy.server.context import API_CONTEXT, APIContext
@@ -164,6 +176,9 @@ def build_app(
         settings=settings,
         registry=registry,
         strategies=lambda resource, sub: strategy_for(resource, sub, escalation),
+        subresource_storages=lambda resource, sub, store: _subresource_storage(
+            ctx, resource, sub, store
+        ),
         storage_ctx=storage_ctx,
         storages=storages,
         auth=auth,
@@ -214,6 +229,17 @@ def build_app(
     app.on_shutdown.append(on_shutdown)
     app.on_cleanup.append(on_cleanup)
     return app
+
+
+def _subresource_storage(
+    ctx: APIContext, resource: ResourceInfo, subresource: str, store: Store
+) -> SubresourceStorage | None:
+    """A subresource's own storage: a custom resource's (``proxy.apiextensions``), else
+    a built-in kind's (``proxy.kube``)."""
+    custom = custom_version(ctx, resource)
+    if custom is not None:
+        return custom_subresource_storage(custom, subresource, store)
+    return subresource_storage(resource, subresource, store)
 
 
 def _storage_of(ctx: APIContext, group: str, plural: str) -> ResourceStorage | None:

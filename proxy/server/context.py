@@ -12,7 +12,7 @@ from aiohttp import web
 
 from proxy.openapi.documents import OpenAPIV3
 from proxy.registry.resources import Registry, ResourceInfo
-from proxy.registry.rest import Strategy
+from proxy.registry.rest import Strategy, SubresourceStorage
 from proxy.registry.storage_factory import StorageContext, StorageMap
 from proxy.registry.store import Store
 from proxy.server.auth_chain import Auth
@@ -39,6 +39,9 @@ class APIContext:
     registry: Registry
     # the write strategy of (resource, subresource), chosen by the composition root
     strategies: Callable[[ResourceInfo, str], Strategy]
+    # the storage of a subresource that is not the object itself (scale, binding), over
+    # the resource's store; None: the resource's store serves it
+    subresource_storages: Callable[[ResourceInfo, str, Store], SubresourceStorage | None]
     storage_ctx: StorageContext
     storages: StorageMap
     watchers: set[Watcher] = field(default_factory=set)

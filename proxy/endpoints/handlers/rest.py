@@ -11,6 +11,7 @@ Handlers reach storage only through the resource's generic store
 from __future__ import annotations
 
 import copy
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -20,20 +21,21 @@ from proxy.admission import handler as admission
 from proxy.admission import namespace_lifecycle
 from proxy.admission.attributes import DELETE, add_audit_annotation
 from proxy.admission.chain import AdmissionChain
-from proxy.apiextensions.handler import custom_version, handle_custom
+from proxy.apiextensions.handler import check_custom, custom_version
 from proxy.authentication.filter import is_secure
 from proxy.authentication.user import request_user
 from proxy.endpoints import negotiation, restful_route
 from proxy.endpoints.handlers import collection
 from proxy.endpoints.handlers.delete_options import parse_delete_options
+from proxy.endpoints.handlers.scope import RequestScope
 from proxy.endpoints.media_types import AcceptedFormat
 from proxy.endpoints.request_info import RequestInfo, request_info_of
 from proxy.fieldmanager import wiring as managed
 from proxy.patch import patcher as patch
-from proxy.registry import before_delete, deletion, object_meta, pods, scale, validation
+from proxy.registry import before_delete, deletion, object_meta, validation
 from proxy.registry.dry_run import is_dry_run
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.rest import Context
+from proxy.registry.rest import Context, Getter, NamedCreater, Updater, validate_nothing
 from proxy.registry.store import Store
 from proxy.registry.validation import Mode
 from proxy.server.context import API_CONTEXT, APIContext
@@ -47,8 +49,7 @@ path_not_found = apierrors.path_not_found
 
 def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
     """The resource a request addresses: 404 where no route serves the path (plain text
-    outside the served API groups, ``proxy.server.http_errors``), 405 where a route serves
-    the path but not this method, as go-restful answers."""
+    outside the served API groups, ``proxy.server.http_errors``)."""
     resource = ctx.registry.get(info.group, info.version, info.resource)
     if resource is None:
         raise web.HTTPNotFound()
@@ -61,19 +62,33 @@ def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
     if resource.namespaced and not info.namespace and info.verb not in ("list", "watch"):
         # only list/watch exist across all namespaces; the collection path has a GET
         raise path_not_found() if info.name else apierrors.method_not_allowed()
-    if info.subresource == "binding" and info.verb == "create":
-        return resource  # POST pods/NAME/binding (proxy.registry.pods)
+    return resource
+
+
+def _check_verb(info: RequestInfo, scope: RequestScope) -> None:
+    """405 where a route serves the path but not this method, as go-restful answers: a
+    subresource serves get, update and patch, or a create on the object's path where
+    its storage is a named creater (``pods/NAME/binding``)."""
+    if info.verb == "create" and isinstance(scope.storage, NamedCreater):
+        return
     if info.subresource and info.verb not in ("get", "update", "patch"):
         raise apierrors.method_not_allowed()
     if (info.verb == "create" and info.name) or (info.verb in _NAMED and not info.name):
         raise apierrors.method_not_allowed()  # POST to an object, PUT/PATCH to a collection
-    if not resource.allows(info.verb):
+    if not scope.resource.allows(info.verb):
         raise apierrors.method_not_allowed()
-    return resource
 
 
 # verbs only an object path serves
 _NAMED = frozenset({"update", "patch"})
+
+
+def _scope(ctx: APIContext, resource: ResourceInfo, subresource: str) -> RequestScope:
+    store = ctx.store(resource, subresource)
+    own = None
+    if subresource:
+        own = ctx.subresource_storages(resource, subresource, ctx.store(resource))
+    return RequestScope(resource, subresource, store, own if own is not None else store)
 
 
 async def handle_resource(request: web.Request) -> web.StreamResponse:
@@ -83,6 +98,8 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
     if not info.is_resource_request or info.verb == "proxy":
         raise path_not_found()  # (the deprecated /proxy/ prefix has no routes upstream)
     resource = _resolve(ctx, info)
+    scope = _scope(ctx, resource, info.subresource)
+    _check_verb(info, scope)
     if request.method == "HEAD":  # go-restful routes no HEAD: nor a body on a HEAD answer
         raise apierrors.method_not_allowed()
     if info.verb_via_path and request.method != "GET":
@@ -90,18 +107,10 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
         # there are GET only
         raise apierrors.method_not_allowed()
     restful_route.check(request.method, info.verb, request.headers)  # 415/406 of go-restful
-    store = ctx.store(resource, info.subresource)
     custom = custom_version(ctx, resource)
-    if custom is not None:  # a custom resource's own checks and subresources
-        answered = await handle_custom(request, ctx, info, store, custom)
-        if answered is not None:
-            return answered
-    if info.subresource == "scale":
-        return await scale.handle_scale(request, ctx, info, store)
-    if info.subresource == "binding":
-        return await pods.handle_binding(request, ctx, info, store)
-    handler = _HANDLERS[info.verb]
-    return await handler(request, ctx, info, store)
+    if custom is not None:  # a custom resource's own checks
+        check_custom(request, info, custom)
+    return await _HANDLERS[info.verb](request, ctx, info, scope)
 
 
 def _namespace(info: RequestInfo, resource: ResourceInfo) -> str:
@@ -113,13 +122,17 @@ def _response_type(request: web.Request, resource: ResourceInfo) -> AcceptedForm
 
 
 async def get_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
+    request: web.Request, ctx: APIContext, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
-    media = _response_type(request, store.resource)
+    storage = scope.storage
+    if not isinstance(storage, Getter):
+        raise apierrors.method_not_supported(scope.qualified, info.verb)
+    media = _response_type(request, scope.kind)
     opts = GetOptions(resource_version=request.query.get("resourceVersion", ""))
-    stored = await store.get(_namespace(info, store.resource), info.name, opts)
+    context = _rest_context(request, _namespace(info, scope.resource), False)
+    stored = await storage.get_object(context, info.name, opts)
     return negotiation.object_response(
-        request, store.resource, stored.data, fmt=media, stored=stored
+        request, scope.kind, stored.data, fmt=media, stored=stored
     )
 
 
@@ -149,25 +162,29 @@ def _request_admission(
     request: web.Request,
     ctx: APIContext,
     info: RequestInfo,
-    store: Store,
+    scope: RequestScope,
     dry_run: bool,
     options_kind: str,
 ) -> admission.RequestAdmission:
     chain = ctx.admission if isinstance(ctx.admission, AdmissionChain) else None
+    kind = scope.kind
     return admission.RequestAdmission(
-        request, chain, store.resource, _namespace(info, store.resource), info.name,
+        request, chain, scope.resource, _namespace(info, scope.resource), info.name,
         info.subresource, dry_run, options_kind,
+        None if kind is scope.resource else (kind.group, kind.version, kind.kind),
     )  # fmt: skip
 
 
 async def create_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
+    request: web.Request, ctx: APIContext, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
-    resource = store.resource
-    media, dry_run, obj, warnings = await _write_request(request, ctx, store, "CreateOptions")
+    if isinstance(scope.storage, NamedCreater):
+        return await _create_named(request, ctx, info, scope, scope.storage)
+    resource, store = scope.resource, scope.store
+    media, dry_run, obj, warnings = await _write_request(request, ctx, scope, "CreateOptions")
     namespace = _namespace(info, resource)
     object_meta.ensure_namespace(obj, resource, namespace)
-    adm = _request_admission(request, ctx, info, store, dry_run, "CreateOptions")
+    adm = _request_admission(request, ctx, info, scope, dry_run, "CreateOptions")
     obj = await adm.admit_create(obj)
     stored = await store.create_object(
         _rest_context(request, namespace, dry_run), obj, adm.validate_create,
@@ -180,18 +197,39 @@ async def create_object(
     )
 
 
+async def _create_named(
+    request: web.Request,
+    ctx: APIContext,
+    info: RequestInfo,
+    scope: RequestScope,
+    storage: NamedCreater,
+) -> web.StreamResponse:
+    """A create on an object's path (upstream's ``rest.NamedCreater``): the body is the
+    route's kind; the answer is the Status the storage returns. No admission runs (this
+    server never admitted ``pods/binding``; upstream does)."""
+    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    kind = scope.kind
+    obj = negotiation.decode_kind(
+        body, negotiation.body_media_type(request), kind.api_version, kind.kind
+    )
+    dry_run = is_dry_run(request.query, "CreateOptions")
+    context = _rest_context(request, _namespace(info, scope.resource), dry_run)
+    status = await storage.create_named(context, info.name, obj, validate_nothing)
+    return negotiation.json_response(status, int(status.get("code") or 201))
+
+
 async def _write_request(
-    request: web.Request, ctx: APIContext, store: Store, options_kind: str
+    request: web.Request, ctx: APIContext, scope: RequestScope, options_kind: str
 ) -> tuple[AcceptedFormat, bool, JSONObject, list[str]]:
     """What a create or update starts with: the response format, whether it is a dry
-    run (``?dryRun=All``), and the decoded, field-validated body with its Warning
-    headers. Options are checked (406/422) before the body is read."""
-    media = _response_type(request, store.resource)
+    run (``?dryRun=All``), and the decoded, field-validated body (of the route's kind)
+    with its Warning headers. Options are checked (406/422) before the body is read."""
+    media = _response_type(request, scope.kind)
     negotiation.check_body_type(negotiation.body_media_type(request))  # 415, then 413,
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     mode = validation.field_mode(request.query, options_kind)  # then the options (upstream)
     dry_run = is_dry_run(request.query, options_kind)
-    obj, warnings = _decode_validated(request, body, store.resource, mode)
+    obj, warnings = _decode_validated(request, body, scope.kind, mode)
     return media, dry_run, obj, warnings
 
 
@@ -235,25 +273,31 @@ class _UpdatedBody:
         return updated
 
 
+def _updater(info: RequestInfo, scope: RequestScope) -> Updater:
+    if not isinstance(scope.storage, Updater):
+        raise apierrors.method_not_supported(scope.qualified, info.verb)
+    return scope.storage
+
+
 async def update_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
+    request: web.Request, ctx: APIContext, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
-    resource = store.resource
-    media, dry_run, new, warnings = await _write_request(request, ctx, store, "UpdateOptions")
+    resource, kind, storage = scope.resource, scope.kind, _updater(info, scope)
+    media, dry_run, new, warnings = await _write_request(request, ctx, scope, "UpdateOptions")
     namespace = _namespace(info, resource)
-    object_meta.check_name_matches_url(new, info.name, namespace, resource)
+    object_meta.check_name_matches_url(new, info.name, namespace, kind)
     if resource.namespaced:
         new["metadata"]["namespace"] = namespace
-    adm = _request_admission(request, ctx, info, store, dry_run, "UpdateOptions")
+    adm = _request_admission(request, ctx, info, scope, dry_run, "UpdateOptions")
     obj_info = _UpdatedBody(request, adm, resource, new, managed.sent_managed_fields(new))
-    if store.strategy.allow_create_on_update() and resource.namespaced:
+    if scope.store.strategy.allow_create_on_update() and resource.namespaced:
         await ensure_namespace(ctx, namespace)
-    stored, created = await store.update_object(
+    stored, created = await storage.update_object(
         _rest_context(request, namespace, dry_run), info.name, obj_info,
         adm.validate_create, adm.validate_update,
     )  # fmt: skip
     return negotiation.object_response(
-        request, resource, stored.data, 201 if created else 200, fmt=media,
+        request, kind, stored.data, 201 if created else 200, fmt=media,
         warnings=warnings, stored=stored,
     )  # fmt: skip
 
@@ -268,6 +312,7 @@ class _Patched:
     request: web.Request
     adm: admission.RequestAdmission
     resource: ResourceInfo
+    kind: ResourceInfo  # of the route's objects (the resource's, or a Scale)
     patch_type: str
     body: bytes
     mode: Mode
@@ -284,16 +329,17 @@ class _Patched:
     async def updated_object(self, ctx: Context, current: JSONObject) -> JSONObject:
         config = self.config
         if self.applying:  # server-side apply (create-on-apply when absent)
-            patched = managed.apply(
-                self.request, self.resource, self.adm.subresource, current or None, config
-            )
+            patched = managed.apply_through(
+                self.request, self.resource, self.adm.subresource, self.kind, current or None,
+                config,
+            )  # fmt: skip
             if not current:
                 return await self._applied_create(ctx, patched, config)
         elif not current:
             raise serr.NotFound(self.key)
         else:
             patched = patch.apply_patch(
-                self.patch_type, copy.deepcopy(current), self.body, self.resource, self.mode
+                self.patch_type, copy.deepcopy(current), self.body, self.kind, self.mode
             )
         if not isinstance(patched.get("metadata"), dict):
             patched["metadata"] = {}
@@ -301,7 +347,7 @@ class _Patched:
         self.sent = managed.sent_managed_fields(patched)
         patched, found = validation.validate_patched(
             patched, config if self.applying else patch.decoded_patch(self.body),
-            self.resource, self.mode,
+            self.kind, self.mode,
         )  # fmt: skip
         self.warnings[:] = found + (
             managed.strict_decoding(self.body, self.mode) if self.applying else []
@@ -310,8 +356,8 @@ class _Patched:
         return await self.adm.admit_update(patched, current)
 
     def _check(self, ctx: Context, patched: JSONObject) -> None:
-        negotiation.check_kind(patched, self.resource)
-        object_meta.check_name_matches_url(patched, self.adm.name, ctx.namespace, self.resource)
+        negotiation.check_kind(patched, self.kind)
+        object_meta.check_name_matches_url(patched, self.adm.name, ctx.namespace, self.kind)
 
     async def _applied_create(
         self, ctx: Context, obj: JSONObject, config: JSONObject
@@ -341,10 +387,10 @@ class _Patched:
 
 
 async def patch_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
+    request: web.Request, ctx: APIContext, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
-    resource = store.resource
-    media = _response_type(request, resource)
+    resource, kind, storage = scope.resource, scope.kind, _updater(info, scope)
+    media = _response_type(request, kind)
     patch_type = negotiation.media_type_of(request, default="")
     patch.check_patch_type(patch_type)
     managed.check_patch_options(request.query, patch_type)
@@ -352,29 +398,30 @@ async def patch_object(
     dry_run = is_dry_run(request.query, "PatchOptions")
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     namespace = _namespace(info, resource)
-    adm = _request_admission(request, ctx, info, store, dry_run, "PatchOptions")
-    key = store.object_key(namespace, info.name)
+    adm = _request_admission(request, ctx, info, scope, dry_run, "PatchOptions")
+    key = scope.store.object_key(namespace, info.name)
     applying = patch_type == managed.APPLY_PATCH
     config = managed.decode_apply_body(body) if applying else {}
-    obj_info = _Patched(request, adm, resource, patch_type, body, mode, key, config)
+    obj_info = _Patched(request, adm, resource, kind, patch_type, body, mode, key, config)
     if applying and resource.namespaced and not info.subresource:
         await ensure_namespace(ctx, namespace)
-    stored, created = await store.update_object(
+    stored, created = await storage.update_object(
         _rest_context(request, namespace, dry_run), info.name, obj_info,
         adm.validate_create, adm.validate_update,
         force_allow_create=applying and not info.subresource,
     )  # fmt: skip
     return negotiation.object_response(
-        request, resource, stored.data, 201 if created else 200, fmt=media,
+        request, kind, stored.data, 201 if created else 200, fmt=media,
         warnings=obj_info.warnings, stored=stored,
     )  # fmt: skip
 
 
 async def delete_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
+    request: web.Request, ctx: APIContext, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
     """DELETE: the object as it was, with the deletion revision as its resourceVersion.
     DeleteOptions come from the body (as kubectl sends them) or the query."""
+    store = scope.store
     media = _response_type(request, store.resource)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     opts = parse_delete_options(
@@ -439,13 +486,29 @@ async def _admit_delete(
     await admission.validate(ctx, attrs)
 
 
-_HANDLERS = {
+_Answer = Awaitable[web.StreamResponse]
+_Handler = Callable[[web.Request, APIContext, RequestInfo, RequestScope], _Answer]
+_CollectionHandler = Callable[[web.Request, APIContext, RequestInfo, Store], _Answer]
+
+
+def _on_store(handler: _CollectionHandler) -> _Handler:
+    """A collection handler, which works on the resource's store."""
+
+    async def handle(
+        request: web.Request, ctx: APIContext, info: RequestInfo, scope: RequestScope
+    ) -> web.StreamResponse:
+        return await handler(request, ctx, info, scope.store)
+
+    return handle
+
+
+_HANDLERS: dict[str, _Handler] = {
     "get": get_object,
     "create": create_object,
     "update": update_object,
     "patch": patch_object,
     "delete": delete_object,
-    "list": collection.list_objects,
-    "watch": collection.watch_objects,
-    "deletecollection": collection.delete_collection,
+    "list": _on_store(collection.list_objects),
+    "watch": _on_store(collection.watch_objects),
+    "deletecollection": _on_store(collection.delete_collection),
 }

@@ -13,6 +13,7 @@ from multidict import MultiDict
 from proxy import apierrors
 from proxy.endpoints import negotiation
 from proxy.endpoints.handlers.delete_options import DeleteOptions, parse_delete_options
+from proxy.kube.scale import SPEC_REPLICAS
 from proxy.registry import object_meta, scale
 from proxy.registry.resources import build_registry
 from proxy.server.system_namespaces import SYSTEM_NAMESPACES, SystemNamespaces
@@ -57,14 +58,14 @@ def test_scale_view_of_a_deployment() -> None:
         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "d", "tier": "web"}}},
         "status": {"replicas": 1},
     }  # fmt: skip
-    assert scale.from_object(deployment) == {
+    assert scale.to_scale(deployment, SPEC_REPLICAS) == {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": {"name": "d", "namespace": "n", "uid": "u", "resourceVersion": "7"},
         "spec": {"replicas": 2},
         "status": {"replicas": 1, "selector": "app=d,tier=web"},
     }
-    assert scale.from_object({"metadata": {}, "spec": {"replicas": 0}})["spec"] == {}
+    assert scale.to_scale({"metadata": {}, "spec": {"replicas": 0}}, SPEC_REPLICAS)["spec"] == {}
 
 
 def test_secret_string_data_merges_into_data() -> None:

@@ -1,0 +1,41 @@
+"""``RequestScope``: what the handlers of one route (a resource, or one of its
+subresources) work with, as upstream's ``endpoints/handlers.RequestScope`` that the
+installer builds per route.
+
+``resource`` is the resource of the URL (admission and the field manager see it),
+``kind`` what the route's bodies and answers carry (the resource's own kind, or a
+subresource's: ``autoscaling/v1 Scale``, ``v1 Binding``), ``store`` the resource's
+generic store with the route's strategy, ``storage`` what serves the route: the store
+itself or a subresource's own REST storage. Handlers call ``storage`` only through the
+``proxy.registry.rest`` protocols it implements; none names a resource.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proxy.registry.resources import ResourceInfo
+from proxy.registry.rest import SubresourceStorage
+from proxy.registry.store import Store
+
+__all__ = ["RequestScope"]
+
+
+@dataclass(frozen=True)
+class RequestScope:
+    resource: ResourceInfo
+    subresource: str
+    store: Store
+    storage: Store | SubresourceStorage
+
+    @property
+    def kind(self) -> ResourceInfo:
+        storage = self.storage
+        return storage.kind if isinstance(storage, SubresourceStorage) else self.resource
+
+    @property
+    def qualified(self) -> str:
+        """``pods/binding``: the route as errors name it."""
+        if not self.subresource:
+            return self.resource.plural
+        return f"{self.resource.plural}/{self.subresource}"
