@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from proxy.admission.attributes import CREATE, UPDATE, WARNINGS_KEY, Attributes
+from proxy.admission.attributes import CREATE, DELETE, UPDATE, WARNINGS_KEY, Attributes
 from proxy.admission.chain import AdmissionChain
 from proxy.authentication.user import request_user
 from proxy.registry.validation.field_validation import warning_header
@@ -118,7 +118,7 @@ class RequestAdmission:
     name: str
     subresource: str
     dry_run: bool
-    options_kind: str  # of the updates: UpdateOptions or PatchOptions
+    options_kind: str  # of the updates and deletes: UpdateOptions, PatchOptions, DeleteOptions
     # (group, version, kind) of a subresource's objects (an autoscaling/v1 Scale)
     kind: tuple[str, str, str] | None = None
 
@@ -145,6 +145,23 @@ class RequestAdmission:
         if self.chain is not None:
             await self.chain.admit(attrs)
         return attrs.object or obj
+
+    def _delete_attributes(self, old: JSON | None) -> Attributes:
+        return attributes(
+            self.request, self.resource, DELETE, self.namespace, self.name, old=old,
+            subresource=self.subresource, dry_run=self.dry_run, options_kind=self.options_kind,
+        )  # fmt: skip
+
+    async def admit_delete(self) -> None:
+        """The mutating phase of a delete: no objects."""
+        if self.chain is not None:
+            await self.chain.admit(self._delete_attributes(None))
+
+    async def validate_delete(self, old: JSON | None) -> None:
+        """The validating phase of a delete, with the object being deleted as
+        ``oldObject`` (None: the unsafe delete of a value that cannot be decoded)."""
+        if self.chain is not None:
+            await self.chain.validate(self._delete_attributes(old))
 
     async def validate_create(self, obj: JSON) -> None:
         if self.chain is not None:

@@ -10,16 +10,28 @@ storages): a Role, ClusterRole or binding that grants more than its writer holds
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from proxy import apierrors
 from proxy.authentication.user import UserInfo
-from proxy.registry import object_meta, validation
+from proxy.registry import before_delete, object_meta, validation
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import Context
 from storage.interfaces import JSONObject
 
-__all__ = ["EscalationCheck", "RBACStrategy", "ResourceStrategy", "strategy_for"]
+if TYPE_CHECKING:
+    from proxy.endpoints.handlers.delete_options import DeleteOptions
+
+__all__ = [
+    "EscalationCheck",
+    "KubeStrategyDeps",
+    "NamespaceStrategy",
+    "RBACStrategy",
+    "ResourceStrategy",
+    "strategy_for",
+]
 
 # (user, resource plural, namespace, name, object) -> None or a 403 Status error
 EscalationCheck = Callable[[UserInfo, str, str, str, JSONObject], None]
@@ -57,6 +69,11 @@ class ResourceStrategy:
     def canonicalize(self, obj: JSONObject) -> None:
         pass
 
+    async def before_delete(
+        self, ctx: Context, name: str, current: JSONObject | None, options: DeleteOptions
+    ) -> None:
+        pass
+
 
 @dataclass(frozen=True)
 class RBACStrategy(ResourceStrategy):
@@ -74,14 +91,45 @@ class RBACStrategy(ResourceStrategy):
         self.escalation(ctx.user, self.resource.plural, namespace, name, obj)
 
 
+@dataclass(frozen=True)
+class NamespaceStrategy(ResourceStrategy):
+    """A Namespace: its deletion checks the options' preconditions first (404 for an
+    absent one), then, where no namespace controller runs (``delete_contents`` set),
+    deletes what is in it before the namespace itself, so a client that waits for the
+    namespace to be gone (``kubectl delete ns``) sees what it sees against upstream."""
+
+    delete_contents: Callable[[str], Awaitable[int]] | None = None
+
+    async def before_delete(
+        self, ctx: Context, name: str, current: JSONObject | None, options: DeleteOptions
+    ) -> None:
+        if current is None:
+            raise apierrors.not_found(self.resource.qualified, name)
+        before_delete.check_preconditions(self.resource, options.preconditions, current)
+        if not ctx.dry_run and self.delete_contents is not None:
+            await self.delete_contents(name)
+
+
+@dataclass(frozen=True)
+class KubeStrategyDeps:
+    """What the built-in kinds' strategies need from the server, given by the
+    composition root. ``escalation``: the RBAC kinds' check (None: authorization is not
+    RBAC, nothing to escalate). ``delete_namespace_contents``: None where the namespace
+    controller empties deleted namespaces (``--lifecycle-controllers``)."""
+
+    escalation: EscalationCheck | None = None
+    delete_namespace_contents: Callable[[str], Awaitable[int]] | None = None
+
+
 _RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
 def strategy_for(
-    resource: ResourceInfo, subresource: str, escalation: EscalationCheck | None
+    resource: ResourceInfo, subresource: str, deps: KubeStrategyDeps
 ) -> ResourceStrategy:
-    """The strategy of a built-in ``resource`` (through ``subresource``); ``escalation``:
-    the RBAC kinds' check (None: authorization is not RBAC, nothing to escalate)."""
-    if resource.group == _RBAC_GROUP and escalation is not None:
-        return RBACStrategy(resource, subresource, escalation)
+    """The strategy of a built-in ``resource`` written through ``subresource``."""
+    if resource.group == _RBAC_GROUP and deps.escalation is not None:
+        return RBACStrategy(resource, subresource, deps.escalation)
+    if (resource.group, resource.plural, subresource) == ("", "namespaces", ""):
+        return NamespaceStrategy(resource, subresource, deps.delete_namespace_contents)
     return ResourceStrategy(resource, subresource)

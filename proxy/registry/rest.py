@@ -21,20 +21,25 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from proxy.authentication.user import UserInfo
 from proxy.registry.resources import ResourceInfo
 from storage.interfaces import GetOptions, JSONObject, StoredObject
 
+if TYPE_CHECKING:  # the request's options, parsed by the handler layer
+    from proxy.endpoints.handlers.delete_options import DeleteOptions
+
 __all__ = [
     "Context",
+    "Deleter",
     "Getter",
     "NamedCreater",
     "Strategy",
     "SubresourceStorage",
     "UpdatedObjectInfo",
     "Updater",
+    "ValidateDeleteFunc",
     "ValidateObjectFunc",
     "ValidateObjectUpdateFunc",
     "validate_nothing",
@@ -59,6 +64,9 @@ class Context:
 ValidateObjectFunc = Callable[[JSONObject], Awaitable[None]]
 # validating admission of an update: (object, old object)
 ValidateObjectUpdateFunc = Callable[[JSONObject, JSONObject], Awaitable[None]]
+# validating admission of a delete: (the object being deleted; None when it cannot be
+# read: the unsafe delete of a corrupt value)
+ValidateDeleteFunc = Callable[[JSONObject | None], Awaitable[None]]
 
 
 async def validate_nothing(obj: JSONObject) -> None:
@@ -70,15 +78,19 @@ async def validate_update_nothing(obj: JSONObject, old: JSONObject) -> None:
 
 
 class Strategy(Protocol):
-    """A kind's rules for writes (upstream's ``RESTCreateStrategy`` and
-    ``RESTUpdateStrategy``), in the order the store calls them:
+    """A kind's rules for writes (upstream's ``RESTCreateStrategy``,
+    ``RESTUpdateStrategy`` and ``RESTDeleteStrategy``), in the order the store calls
+    them:
 
-    create: ``check_write`` → ``prepare_for_create`` → ``default`` → ``validate`` →
-    ``canonicalize``; update: ``check_write`` → ``prepare_for_update`` → ``default`` →
-    ``validate_update`` → ``canonicalize``. ``validate*`` raise a 422 Status naming every
-    violation; ``check_write`` is where a kind's own admission-like rules plug in (RBAC
-    escalation prevention: 403). A subresource with its own rules (``status``) has its
-    own strategy."""
+    - create: ``prepare_for_create`` → ``default`` → ``validate`` → ``check_write`` →
+      ``canonicalize``;
+    - update: ``prepare_for_update`` → ``default`` → ``validate_update`` →
+      ``check_write`` → ``canonicalize``;
+    - delete: ``before_delete``.
+
+    ``validate*`` raise a 422 Status naming every violation; ``check_write`` is where a
+    kind's own admission-like rules plug in (RBAC escalation prevention: 403). A
+    subresource with its own rules (``status``) has its own strategy."""
 
     def allow_create_on_update(self) -> bool:
         """Whether an update of an absent object creates it (``AllowCreateOnUpdate``)."""
@@ -98,6 +110,14 @@ class Strategy(Protocol):
     def validate_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> None: ...
 
     def canonicalize(self, obj: JSONObject) -> None: ...
+
+    async def before_delete(
+        self, ctx: Context, name: str, current: JSONObject | None, options: DeleteOptions
+    ) -> None:
+        """A kind's rules before its objects are deleted (after validating admission);
+        ``current`` is None when the object does not exist (the delete then answers
+        404, unless this raises first)."""
+        ...
 
 
 class UpdatedObjectInfo(Protocol):
@@ -138,6 +158,19 @@ class Updater(Protocol):
         force_allow_create: bool = False,
     ) -> tuple[StoredObject, bool]:
         """(the object as stored, whether the update created it)."""
+        ...
+
+
+@runtime_checkable
+class Deleter(Protocol):
+    async def delete_object(
+        self,
+        ctx: Context,
+        name: str,
+        delete_validation: ValidateDeleteFunc,
+        options: DeleteOptions,
+    ) -> tuple[StoredObject, bool]:
+        """(the object as the delete left it, whether it was removed)."""
         ...
 
 

@@ -43,13 +43,14 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Literal
 
 from proxy import apierrors
-from proxy.registry import deletion
+from proxy.registry import before_delete, deletion
 from proxy.registry.dry_run import DryRunStore
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import (
     Context,
     Strategy,
     UpdatedObjectInfo,
+    ValidateDeleteFunc,
     ValidateObjectFunc,
     ValidateObjectUpdateFunc,
 )
@@ -239,6 +240,39 @@ class Store:
             ctx.namespace, name, try_update, ignore_not_found=allow_create, dry_run=ctx.dry_run
         )
         return stored, created
+
+    async def delete_object(
+        self,
+        ctx: Context,
+        name: str,
+        delete_validation: ValidateDeleteFunc,
+        options: DeleteOptions,
+    ) -> tuple[StoredObject, bool]:
+        """``rest.GracefulDeleter.Delete``: validating admission with the object being
+        deleted (read first; upstream runs it inside the delete's precondition check),
+        the strategy's ``before_delete``, then :meth:`delete` with the options'
+        preconditions checked on the state the delete is guarded by. The unsafe delete
+        of a corrupt value (``ignore_store_read_error``) has no object to show:
+        validating admission runs without one, as upstream's corrupt-object deleter."""
+        if options.ignore_store_read_error:
+            await delete_validation(None)
+            return await self.delete(
+                ctx.namespace, name, dry_run=ctx.dry_run, ignore_store_read_error=True
+            )
+        current: JSONObject | None = None
+        try:
+            current = (await self.get(ctx.namespace, name)).copy()
+        except apierrors.StatusError as e:
+            if e.code != 404:
+                raise
+        if current is not None:  # (absent: the delete answers 404 itself)
+            await delete_validation(current)
+        await self.strategy.before_delete(ctx, name, current, options)
+        check = before_delete.validate_deletion(self.resource, options.preconditions)
+        return await self.delete(
+            ctx.namespace, name, None, validate_deletion=check, dry_run=ctx.dry_run,
+            options=options,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------------ writes
 

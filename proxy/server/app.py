@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from aiohttp import web
 
 from proxy.admission import install as admission
+from proxy.admission import namespace_lifecycle
 from proxy.aggregator.server import AGGREGATOR, Aggregator
 from proxy.apiextensions.apiserver import setup_apiextensions
 from proxy.apiextensions.handler import custom_version
@@ -46,7 +47,7 @@ from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
-from proxy.kube.strategy import strategy_for
+from proxy.kube.strategy import KubeStrategyDeps, strategy_for
 from proxy.kube.subresources import subresource_storage
 from proxy.registry.resources import (
     REVIEW_GROUPS,
@@ -171,11 +172,16 @@ def build_app(
     )
     responsewriter.install(app)
     app[COMPRESSION_ENABLED] = settings.feature_gates.get("APIResponseCompression", True)
-    escalation = auth.check_escalation if auth is not None else None
+    kube_deps = KubeStrategyDeps(
+        escalation=auth.check_escalation if auth is not None else None,
+        delete_namespace_contents=None
+        if settings.lifecycle_controllers
+        else lambda namespace: namespace_lifecycle.delete_contents(ctx, namespace),
+    )
     ctx = APIContext(
         settings=settings,
         registry=registry,
-        strategies=lambda resource, sub: strategy_for(resource, sub, escalation),
+        strategies=lambda resource, sub: strategy_for(resource, sub, kube_deps),
         subresource_storages=lambda resource, sub, store: _subresource_storage(
             ctx, resource, sub, store
         ),

@@ -19,7 +19,7 @@ from aiohttp import web
 from proxy import apierrors
 from proxy.admission import handler as admission
 from proxy.admission import namespace_lifecycle
-from proxy.admission.attributes import DELETE, add_audit_annotation
+from proxy.admission.attributes import add_audit_annotation
 from proxy.admission.chain import AdmissionChain
 from proxy.apiextensions.handler import check_custom, custom_version
 from proxy.authentication.filter import is_secure
@@ -32,10 +32,17 @@ from proxy.endpoints.media_types import AcceptedFormat
 from proxy.endpoints.request_info import RequestInfo, request_info_of
 from proxy.fieldmanager import wiring as managed
 from proxy.patch import patcher as patch
-from proxy.registry import before_delete, deletion, object_meta, validation
+from proxy.registry import deletion, object_meta, validation
 from proxy.registry.dry_run import is_dry_run
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.rest import Context, Getter, NamedCreater, Updater, validate_nothing
+from proxy.registry.rest import (
+    Context,
+    Deleter,
+    Getter,
+    NamedCreater,
+    Updater,
+    validate_nothing,
+)
 from proxy.registry.store import Store
 from proxy.registry.validation import Mode
 from proxy.server.context import API_CONTEXT, APIContext
@@ -420,70 +427,37 @@ async def delete_object(
     request: web.Request, ctx: APIContext, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
     """DELETE: the object as it was, with the deletion revision as its resourceVersion.
-    DeleteOptions come from the body (as kubectl sends them) or the query."""
-    store = scope.store
-    media = _response_type(request, store.resource)
+    DeleteOptions come from the body (as kubectl sends them) or the query. Admission:
+    the mutating phase here, without objects; the validating phase in the store, with
+    the object being deleted."""
+    storage = scope.storage
+    if not isinstance(storage, Deleter):
+        raise apierrors.method_not_supported(scope.qualified, info.verb)
+    media = _response_type(request, scope.kind)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
     opts = parse_delete_options(
         request.query, body, negotiation.body_media_type(request),
         unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
     )  # fmt: skip
-    namespace = _namespace(info, store.resource)
-    await _admit_delete(
-        request, ctx, info, store, namespace, opts.dry_run, bool(opts.ignore_store_read_error)
-    )
-    if opts.ignore_store_read_error:  # the unsafe delete of a corrupt value
+    namespace = _namespace(info, scope.resource)
+    adm = _request_admission(request, ctx, info, scope, opts.dry_run, "DeleteOptions")
+    await adm.admit_delete()
+    unsafe = bool(opts.ignore_store_read_error)
+    if unsafe:  # the unsafe delete of a corrupt value
         add_audit_annotation(request, "apiserver.k8s.io/unsafe-delete-ignore-read-error", "")
-        await store.delete(namespace, info.name, dry_run=opts.dry_run, ignore_store_read_error=True)
-        details = {"name": info.name, "kind": store.resource.kind}
+    context = _rest_context(request, namespace, opts.dry_run)
+    stored, removed = await storage.delete_object(context, info.name, adm.validate_delete, opts)
+    if unsafe:
+        details = {"name": info.name, "kind": scope.kind.kind}
         status = {**apierrors.success_status(details), "code": 200}
         pb = media.format == "protobuf"  # a Status, negotiated like the object would be
         return negotiation.json_response(
             status, media_type=negotiation.PROTOBUF_TYPE if pb else negotiation.JSON_TYPE
         )
-    if namespace_lifecycle.is_namespaces(store.resource):
-        if ctx.admission is None:
-            namespace_lifecycle.check_deletable(info.name)
-        current = await store.get(namespace, info.name)  # 404 before its contents go
-        before_delete.check_preconditions(store.resource, opts.preconditions, current.obj)
-        if not opts.dry_run and not ctx.settings.lifecycle_controllers:
-            # (with the lifecycle controllers the namespace controller empties it)
-            await namespace_lifecycle.delete_contents(ctx, info.name)
-    check = before_delete.validate_deletion(store.resource, opts.preconditions)
-    stored, removed = await store.delete(
-        namespace, info.name, None, validate_deletion=check, dry_run=opts.dry_run, options=opts
-    )
     code = deletion.response_code(removed, opts)
     return negotiation.object_response(
-        request, store.resource, stored.data, code, fmt=media, stored=stored
+        request, scope.kind, stored.data, code, fmt=media, stored=stored
     )
-
-
-async def _admit_delete(
-    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store, namespace: str,
-    dry_run: bool,
-    unsafe: bool = False,
-) -> None:
-    """Admission of a DELETE: the mutating phase without objects, then the validating
-    phase with the object being deleted as ``oldObject`` (read from etcd first; upstream
-    runs it inside the delete's precondition check). The unsafe delete of a corrupt
-    value has no object to show: validating admission runs without one, as upstream's
-    corrupt-object deleter keeps admission but cannot decode the object."""
-    if ctx.admission is None:
-        return
-    attrs = admission.attributes(request, store.resource, DELETE, namespace, info.name,
-                                 dry_run=dry_run, options_kind="DeleteOptions")
-    await admission.admit(ctx, attrs)
-    if unsafe:
-        await admission.validate(ctx, attrs)
-        return
-    try:
-        attrs.old_object = (await store.get(namespace, info.name)).copy()
-    except apierrors.StatusError as e:
-        if e.code == 404:
-            return  # the delete answers 404 itself
-        raise
-    await admission.validate(ctx, attrs)
 
 
 _Answer = Awaitable[web.StreamResponse]
