@@ -1,2 +1,10 @@
-"""Kubernetes' built-in kinds (as k8s.io/kubernetes/pkg): their strategies, defaulting,
-validation, printers, subresource storages and bootstrap objects."""
+"""Kube's built-in kinds (upstream's ``k8s.io/kubernetes/pkg``): what each built-in kind
+brings to the generic server library — validation (``validation``), Table printers
+(``printers``), the built-in admission plugins (``admission``) and the bootstrap
+objects (``bootstrap``: RBAC policy, APF configuration, priority classes, system
+namespaces).
+
+Nothing in the generic library imports this package, and it imports neither
+``proxy.apiextensions`` nor ``proxy.aggregator``; the composition root (``proxy.app``)
+wires it in.
+"""

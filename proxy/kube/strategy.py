@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from proxy import apierrors
-from proxy.authentication.user import UserInfo
 from proxy.registry import before_delete, object_meta, validation
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import Context
+from proxy.request.user import UserInfo
 from storage.interfaces import JSONObject
 
 if TYPE_CHECKING:
-    from proxy.endpoints.handlers.delete_options import DeleteOptions
+    from proxy.request.delete_options import DeleteOptions
 
 __all__ = [
     "EscalationCheck",

@@ -21,14 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from proxy.authentication.user import UserInfo
 from proxy.registry.resources import ResourceInfo
+from proxy.request.delete_options import DeleteOptions
+from proxy.request.user import UserInfo
 from storage.interfaces import GetOptions, JSONObject, StoredObject
-
-if TYPE_CHECKING:  # the request's options, parsed by the handler layer
-    from proxy.endpoints.handlers.delete_options import DeleteOptions
 
 __all__ = [
     "Context",
