@@ -44,13 +44,18 @@ def setup_apiextensions(app: web.Application, ctx: APIContext) -> None:
 def _controllers(ctx: APIContext) -> Callable[[web.Application], AsyncIterator[None]]:
     async def run(app: web.Application) -> AsyncIterator[None]:
         serving = CustomResources(ctx)
-        ctx.custom_resources = serving
+        ctx.custom_openapi = serving.openapi_kind
+        delegate = handler.CustomResourceDelegate(
+            serving.version_of, ctx.storages, ctx.settings.lifecycle_controllers
+        )
+        ctx.delegates.append(delegate)
         controllers = CRDControllers(ctx, serving)
         task = asyncio.create_task(controllers.run(), name="crd-controllers")
         yield
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+        ctx.delegates.remove(delegate)
         await serving.close()
 
     return run

@@ -19,6 +19,7 @@ and YAML only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,19 +29,21 @@ from proxy import apierrors
 from proxy.apiextensions import custom_resource as cr_mod
 from proxy.apiextensions.custom_resource import CustomResourceVersion
 from proxy.endpoints import negotiation
+from proxy.endpoints.handlers.scope import RequestScope
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import SubresourceStorage
 from proxy.registry.scale import ScaleREST
+from proxy.registry.storage_factory import StorageMap
 from proxy.registry.store import Store
+from proxy.registry.strategy import GenericStrategy
 from proxy.request.request_info import RequestInfo
 from proxy.request.warning import warning_header
-from proxy.server.context import APIContext
 from storage.interfaces import JSONObject
 
 __all__ = [
     "CR_PATCH_TYPES",
+    "CustomResourceDelegate",
     "check_custom",
-    "custom_version",
     "install_warnings",
     "subresource_storage",
 ]
@@ -51,12 +54,6 @@ CR_PATCH_TYPES = (
     "application/apply-patch+yaml",
 )
 _WARNINGS = web.RequestKey("watchcache_cr_warnings", list)
-
-
-def custom_version(ctx: APIContext, resource: ResourceInfo) -> CustomResourceVersion | None:
-    """The CRD version behind ``resource``, None for a built-in one."""
-    serving = ctx.custom_resources
-    return None if serving is None else serving.version_of(resource)
 
 
 async def _add_warnings(request: web.Request, response: web.StreamResponse) -> None:
@@ -108,6 +105,37 @@ def subresource_storage(
     if subresource == "scale" and cr.scale is not None:
         return ScaleREST(store, _scale_paths(cr.scale))
     return None
+
+
+@dataclass(frozen=True)
+class CustomResourceDelegate:
+    """The apiextensions server behind the generic handlers (upstream's delegation
+    chain: kube's API → apiextensions → not found): the scope of a served custom
+    resource version, with the generic strategy (the CR's validation comes from its
+    schema), its ``scale`` storage, and its own request checks (``check_custom``)."""
+
+    version_of: Callable[[ResourceInfo], CustomResourceVersion | None]
+    storages: StorageMap
+    lifecycle: bool
+
+    def _store(self, resource: ResourceInfo, subresource: str) -> Store:
+        strategy = GenericStrategy(resource, subresource)
+        return Store(self.storages.for_resource(resource), strategy, lifecycle=self.lifecycle)
+
+    def scope(self, resource: ResourceInfo, subresource: str) -> RequestScope | None:
+        cr = self.version_of(resource)
+        if cr is None:
+            return None
+        store = self._store(resource, subresource)
+        own = None
+        if subresource:
+            own = subresource_storage(cr, subresource, self._store(resource, ""))
+
+        def check(request: web.Request, info: RequestInfo) -> None:
+            check_custom(request, info, cr)
+
+        storage = own if own is not None else store
+        return RequestScope(resource, subresource, store, storage, check)
 
 
 def check_custom(request: web.Request, info: RequestInfo, cr: CustomResourceVersion) -> None:

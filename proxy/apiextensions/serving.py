@@ -28,6 +28,7 @@ from proxy.fieldmanager import register_schema, unregister_schema
 from proxy.openapi.schemas import register_kind_schema
 from proxy.printers.handlers import HANDLERS as PRINTERS
 from proxy.registry.resources import ResourceInfo
+from proxy.registry.served_resource import NamedResource
 from proxy.registry.storage_factory import new_storage
 from proxy.registry.validation.strategy import register_strategy, unregister_strategy
 from proxy.server.context import APIContext
@@ -76,11 +77,11 @@ class CustomResources:
     # (group, version, plural) -> the version's facts, for the request handlers
     _versions: dict[tuple[str, str, str], CustomResourceVersion] = field(default_factory=dict)
 
-    def version_of(self, resource: ResourceInfo) -> CustomResourceVersion | None:
+    def version_of(self, resource: NamedResource) -> CustomResourceVersion | None:
         """The CRD version behind ``resource``; None for a built-in resource."""
         return self._versions.get((resource.group, resource.version, resource.plural))
 
-    def openapi_kind(self, resource: ResourceInfo) -> CustomKind | None:
+    def openapi_kind(self, resource: NamedResource) -> CustomKind | None:
         """The OpenAPI components of a served CR version (``proxy.openapi.documents``)."""
         cr = self.version_of(resource)
         return custom_kind(cr) if cr is not None else None

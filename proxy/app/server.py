@@ -38,8 +38,6 @@ from aiohttp import web
 
 from proxy.aggregator.server import Aggregator
 from proxy.apiextensions.apiserver import setup_apiextensions
-from proxy.apiextensions.handler import custom_version
-from proxy.apiextensions.handler import subresource_storage as custom_subresource_storage
 from proxy.app import admission
 from proxy.app.kinds import admission_plugins, register_kinds
 from proxy.audit.server import Audit
@@ -61,12 +59,9 @@ from proxy.registry.resources import (
     REVIEWS,
     SERVED,
     Registry,
-    ResourceInfo,
     build_registry,
 )
-from proxy.registry.rest import SubresourceStorage
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
-from proxy.registry.store import Store
 from proxy.server import gc_pauses, http_errors
 from proxy.server.aggregation import AGGREGATION
 from proxy.server.auth_chain import AUTH, Auth, auth_cleanup_ctx, build_auth
@@ -190,9 +185,7 @@ def build_app(
         settings=settings,
         registry=registry,
         strategies=lambda resource, sub: strategy_for(resource, sub, kube_deps),
-        subresource_storages=lambda resource, sub, store: _subresource_storage(
-            ctx, resource, sub, store
-        ),
+        subresource_storages=subresource_storage,
         storage_ctx=storage_ctx,
         storages=storages,
         auth=auth,
@@ -246,17 +239,6 @@ def build_app(
     app.on_shutdown.append(on_shutdown)
     app.on_cleanup.append(on_cleanup)
     return app
-
-
-def _subresource_storage(
-    ctx: APIContext, resource: ResourceInfo, subresource: str, store: Store
-) -> SubresourceStorage | None:
-    """A subresource's own storage: a custom resource's (``proxy.apiextensions``), else
-    a built-in kind's (``proxy.kube``)."""
-    custom = custom_version(ctx, resource)
-    if custom is not None:
-        return custom_subresource_storage(custom, subresource, store)
-    return subresource_storage(resource, subresource, store)
 
 
 def _storage_of(ctx: APIContext, group: str, plural: str) -> ResourceStorage | None:

@@ -1,11 +1,11 @@
 """The write strategy of the built-in kinds (upstream's ``pkg/registry/<group>/<kind>/
 strategy.go``), one object per (resource, subresource) route.
 
-Today every built-in kind shares one implementation that looks its rules up by kind:
-system-field preparation in ``proxy.registry.object_meta`` and validation in
-``proxy.registry.validation`` (both tables move here with the layering of issue 22).
-The RBAC kinds add escalation prevention (upstream's ``pkg/registry/rbac/*/policybased``
-storages): a Role, ClusterRole or binding that grants more than its writer holds is 403.
+Every built-in kind starts from the generic strategy (``proxy.registry.strategy``:
+ObjectMeta's system fields, and the kind's validation rules). The RBAC kinds add
+escalation prevention (upstream's ``pkg/registry/rbac/*/policybased`` storages): a
+Role, ClusterRole or binding that grants more than its writer holds is 403. A
+namespace's deletion has its own rules.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from proxy import apierrors
-from proxy.registry import before_delete, object_meta, validation
+from proxy.registry import before_delete
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import Context
+from proxy.registry.strategy import GenericStrategy
 from proxy.request.user import UserInfo
 from storage.interfaces import JSONObject
 
@@ -29,7 +30,6 @@ __all__ = [
     "KubeStrategyDeps",
     "NamespaceStrategy",
     "RBACStrategy",
-    "ResourceStrategy",
     "strategy_for",
 ]
 
@@ -38,45 +38,7 @@ EscalationCheck = Callable[[UserInfo, str, str, str, JSONObject], None]
 
 
 @dataclass(frozen=True)
-class ResourceStrategy:
-    """The strategy of ``resource`` reached through ``subresource`` ("" for the resource
-    itself; ``status`` takes only the status, ``finalize`` only ``spec.finalizers``)."""
-
-    resource: ResourceInfo
-    subresource: str = ""
-
-    def allow_create_on_update(self) -> bool:
-        return self.resource.create_on_update and not self.subresource
-
-    def check_write(self, ctx: Context, obj: JSONObject) -> None:
-        pass
-
-    def prepare_for_create(self, ctx: Context, obj: JSONObject) -> JSONObject:
-        return object_meta.prepare_for_create(obj, self.resource, ctx.namespace)
-
-    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
-        return object_meta.prepare_for_update(new, old, self.resource, self.subresource)
-
-    def default(self, obj: JSONObject) -> None:
-        """No defaulting yet (issue 26 adds it per kind)."""
-
-    def validate(self, ctx: Context, obj: JSONObject) -> None:
-        validation.validate_create(obj, self.resource)
-
-    def validate_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> None:
-        validation.validate_update(new, old, self.resource, self.subresource)
-
-    def canonicalize(self, obj: JSONObject) -> None:
-        pass
-
-    async def before_delete(
-        self, ctx: Context, name: str, current: JSONObject | None, options: DeleteOptions
-    ) -> None:
-        pass
-
-
-@dataclass(frozen=True)
-class RBACStrategy(ResourceStrategy):
+class RBACStrategy(GenericStrategy):
     """A Role, ClusterRole, RoleBinding or ClusterRoleBinding: escalation prevention on
     every write of an authorized request."""
 
@@ -92,7 +54,7 @@ class RBACStrategy(ResourceStrategy):
 
 
 @dataclass(frozen=True)
-class NamespaceStrategy(ResourceStrategy):
+class NamespaceStrategy(GenericStrategy):
     """A Namespace: its deletion checks the options' preconditions first (404 for an
     absent one), then, where no namespace controller runs (``delete_contents`` set),
     deletes what is in it before the namespace itself, so a client that waits for the
@@ -126,10 +88,10 @@ _RBAC_GROUP = "rbac.authorization.k8s.io"
 
 def strategy_for(
     resource: ResourceInfo, subresource: str, deps: KubeStrategyDeps
-) -> ResourceStrategy:
+) -> GenericStrategy:
     """The strategy of a built-in ``resource`` written through ``subresource``."""
     if resource.group == _RBAC_GROUP and deps.escalation is not None:
         return RBACStrategy(resource, subresource, deps.escalation)
     if (resource.group, resource.plural, subresource) == ("", "namespaces", ""):
         return NamespaceStrategy(resource, subresource, deps.delete_namespace_contents)
-    return ResourceStrategy(resource, subresource)
+    return GenericStrategy(resource, subresource)

@@ -10,7 +10,8 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy.openapi.documents import OpenAPIV3
+from proxy.endpoints.handlers.scope import ResourceDelegate
+from proxy.openapi.documents import CustomKinds, OpenAPIV3
 from proxy.registry.resources import Registry, ResourceInfo
 from proxy.registry.rest import Strategy, SubresourceStorage
 from proxy.registry.storage_factory import StorageContext, StorageMap
@@ -42,6 +43,8 @@ class APIContext:
     subresource_storages: Callable[[ResourceInfo, str, Store], SubresourceStorage | None]
     storage_ctx: StorageContext
     storages: StorageMap
+    # the servers behind the generic handlers (custom resources), asked in order
+    delegates: list[ResourceDelegate] = field(default_factory=list)
     watchers: set[Watcher] = field(default_factory=set)
     # path -> AggregatedDiscovery, built on first request (cleared when CRDs change it)
     aggregated_discovery: dict[str, Any] = field(default_factory=dict)
@@ -55,8 +58,8 @@ class APIContext:
     flowcontrol_config_ready: asyncio.Event | None = None
     # authentication and authorization (the secure port's); None: plain port only
     auth: Auth | None = None
-    # the custom resources served now (proxy.apiextensions.serving.CustomResources)
-    custom_resources: Any = None
+    # the OpenAPI components of the custom resources served now (proxy.apiextensions)
+    custom_openapi: CustomKinds | None = None
     # API aggregation (proxy.aggregator); set by build_app
     aggregator: Aggregation | None = None
     # the admission chain (proxy.admission.chain.AdmissionChain); None: no admission

@@ -42,14 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 
 # (importer, imported) edges against LAYERS that remain, each with who removes it.
-KNOWN_VIOLATIONS: frozenset[tuple[str, str]] = frozenset({
-    # the generic handlers still call the custom-resource handler and NamespaceLifecycle's
-    # "namespace is terminating" check by name; they go when CRDs become a delegate
-    # through the generic handlers and the write path moves into the registry Store
-    # (issue 22 items 1 and 5)
-    ("proxy.endpoints.handlers.rest", "proxy.apiextensions.handler"),
-    ("proxy.endpoints.handlers.rest", "proxy.kube.admission.namespace_lifecycle"),
-})  # fmt: skip
+KNOWN_VIOLATIONS: frozenset[tuple[str, str]] = frozenset()
 
 
 def _module_name(path: Path) -> str:

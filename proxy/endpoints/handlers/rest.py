@@ -20,7 +20,6 @@ from proxy import apierrors
 from proxy.admission import handler as admission
 from proxy.admission.attributes import add_audit_annotation
 from proxy.admission.chain import AdmissionChain
-from proxy.apiextensions.handler import check_custom, custom_version
 from proxy.authentication.filter import is_secure
 from proxy.endpoints import negotiation, restful_route
 from proxy.endpoints.handlers import collection
@@ -28,7 +27,6 @@ from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.handlers.scope import RequestScope
 from proxy.endpoints.media_types import AcceptedFormat
 from proxy.fieldmanager import wiring as managed
-from proxy.kube.admission import namespace_lifecycle
 from proxy.patch import patcher as patch
 from proxy.registry import deletion, object_meta, validation
 from proxy.registry.resources import ResourceInfo
@@ -91,6 +89,11 @@ _NAMED = frozenset({"update", "patch"})
 
 
 def _scope(ctx: APIContext, resource: ResourceInfo, subresource: str) -> RequestScope:
+    """The route's scope: a delegate's (custom resources), else the built-in one."""
+    for delegate in ctx.delegates:
+        scope = delegate.scope(resource, subresource)
+        if scope is not None:
+            return scope
     store = ctx.store(resource, subresource)
     own = None
     if subresource:
@@ -114,9 +117,8 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
         # there are GET only
         raise apierrors.method_not_allowed()
     restful_route.check(request.method, info.verb, request.headers)  # 415/406 of go-restful
-    custom = custom_version(ctx, resource)
-    if custom is not None:  # a custom resource's own checks
-        check_custom(request, info, custom)
+    if scope.check is not None:
+        scope.check(request, info)
     return await _HANDLERS[info.verb](request, ctx, info, scope)
 
 
@@ -141,20 +143,6 @@ async def get_object(
     return negotiation.object_response(
         request, scope.kind, stored.data, fmt=media, stored=stored
     )
-
-
-async def ensure_namespace(
-    ctx: APIContext, namespace: str, resource: ResourceInfo | None = None, name: str = ""
-) -> None:
-    """404 ``namespaces "x" not found`` unless the namespace exists (quorum read), and
-    403 when it is being terminated, as kube-apiserver's NamespaceLifecycle admission
-    does for namespaced creates."""
-    ns_resource = ctx.registry.lookup("", "namespaces")
-    if ns_resource is None:
-        return
-    ns = await ctx.store(ns_resource).get("", namespace)
-    if resource is not None:
-        namespace_lifecycle.check_not_terminating(ns.obj, resource, name)
 
 
 def _rest_context(request: web.Request, namespace: str, dry_run: bool) -> Context:
@@ -297,8 +285,6 @@ async def update_object(
         new["metadata"]["namespace"] = namespace
     adm = _request_admission(request, ctx, info, scope, dry_run, "UpdateOptions")
     obj_info = _UpdatedBody(request, adm, resource, new, managed.sent_managed_fields(new))
-    if scope.store.strategy.allow_create_on_update() and resource.namespaced:
-        await ensure_namespace(ctx, namespace)
     stored, created = await storage.update_object(
         _rest_context(request, namespace, dry_run), info.name, obj_info,
         adm.validate_create, adm.validate_update,
@@ -410,8 +396,6 @@ async def patch_object(
     applying = patch_type == managed.APPLY_PATCH
     config = managed.decode_apply_body(body) if applying else {}
     obj_info = _Patched(request, adm, resource, kind, patch_type, body, mode, key, config)
-    if applying and resource.namespaced and not info.subresource:
-        await ensure_namespace(ctx, namespace)
     stored, created = await storage.update_object(
         _rest_context(request, namespace, dry_run), info.name, obj_info,
         adm.validate_create, adm.validate_update,

@@ -12,13 +12,22 @@ itself or a subresource's own REST storage. Handlers call ``storage`` only throu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
+
+from aiohttp import web
 
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import SubresourceStorage
 from proxy.registry.store import Store
+from proxy.request.request_info import RequestInfo
 
-__all__ = ["RequestScope"]
+__all__ = ["RequestCheck", "RequestScope", "ResourceDelegate"]
+
+# a route's own checks of a request, before its verb's handler runs (a custom
+# resource's: its deprecation warning, the patch types it takes, a terminating CRD)
+RequestCheck = Callable[[web.Request, RequestInfo], None]
 
 
 @dataclass(frozen=True)
@@ -27,6 +36,7 @@ class RequestScope:
     subresource: str
     store: Store
     storage: Store | SubresourceStorage
+    check: RequestCheck | None = None
 
     @property
     def kind(self) -> ResourceInfo:
@@ -39,3 +49,12 @@ class RequestScope:
         if not self.subresource:
             return self.resource.plural
         return f"{self.resource.plural}/{self.subresource}"
+
+
+class ResourceDelegate(Protocol):
+    """A server the generic handlers serve some resources for, with its own strategies
+    and storages (upstream's delegation chain: kube's API → apiextensions → not found;
+    ``proxy.apiextensions``' custom resources). The generic handlers ask each delegate
+    for the scope of a resolved resource; one that is not its answers None."""
+
+    def scope(self, resource: ResourceInfo, subresource: str) -> RequestScope | None: ...

@@ -1,0 +1,56 @@
+"""The strategy every resource starts from (upstream's generic parts of
+``rest.BeforeCreate`` / ``BeforeUpdate`` with a kind's ``strategy.go``): ObjectMeta's
+system fields (``proxy.registry.object_meta``), then the kind's validation rules
+(``proxy.registry.validation``). Kinds with more rules (RBAC escalation, a namespace's
+deletion) extend it (``proxy.kube.strategy``); a custom resource uses it as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proxy.registry import object_meta, validation
+from proxy.registry.resources import ResourceInfo
+from proxy.registry.rest import Context
+from proxy.request.delete_options import DeleteOptions
+from storage.interfaces import JSONObject
+
+__all__ = ["GenericStrategy"]
+
+
+@dataclass(frozen=True)
+class GenericStrategy:
+    """The strategy of ``resource`` reached through ``subresource`` ("" for the resource
+    itself; ``status`` takes only the status, ``finalize`` only ``spec.finalizers``)."""
+
+    resource: ResourceInfo
+    subresource: str = ""
+
+    def allow_create_on_update(self) -> bool:
+        return self.resource.create_on_update and not self.subresource
+
+    def check_write(self, ctx: Context, obj: JSONObject) -> None:
+        pass
+
+    def prepare_for_create(self, ctx: Context, obj: JSONObject) -> JSONObject:
+        return object_meta.prepare_for_create(obj, self.resource, ctx.namespace)
+
+    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
+        return object_meta.prepare_for_update(new, old, self.resource, self.subresource)
+
+    def default(self, obj: JSONObject) -> None:
+        """No defaulting yet (issue 26 adds it per kind)."""
+
+    def validate(self, ctx: Context, obj: JSONObject) -> None:
+        validation.validate_create(obj, self.resource)
+
+    def validate_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> None:
+        validation.validate_update(new, old, self.resource, self.subresource)
+
+    def canonicalize(self, obj: JSONObject) -> None:
+        pass
+
+    async def before_delete(
+        self, ctx: Context, name: str, current: JSONObject | None, options: DeleteOptions
+    ) -> None:
+        pass
