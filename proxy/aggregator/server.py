@@ -32,6 +32,7 @@ from proxy.aggregator.proxy_handler import proxy_request
 from proxy.aggregator.service_resolver import Resolved, ResolveError, resolve
 from proxy.aggregator.transport import Transport
 from proxy.endpoints.cached_document import CachedDocument
+from proxy.informer import SharedInformerFactory
 from proxy.registry.resources import Registry
 from proxy.registry.storage_factory import ResourceStorage, StorageMap
 from proxy.server.settings import Settings
@@ -52,13 +53,19 @@ class Aggregator:
     """See the module docstring. ``fetched`` (APIService name -> its version's
     aggregated discovery entry) is changed only by ``refresh_discovery``."""
 
-    def __init__(self, settings: Settings, registry: Registry, storages: StorageMap) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        registry: Registry,
+        storages: StorageMap,
+        informers: SharedInformerFactory,
+    ) -> None:
         self.settings = settings
         self.registry = registry
         self.storages = storages
         self.endpoint_routing = settings.enable_aggregator_routing
         self.transport = Transport(settings.proxy_client_cert_file, settings.proxy_client_key_file)
-        self.lister = APIServiceLister(self.storage)
+        self.lister = APIServiceLister(informers)
         self.availability = AvailabilityController(self, AVAILABILITY_INTERVAL)
         self.autoregister = AutoRegister(self.storage(), self.lister, self.local_versions)
         self.fetched: dict[str, JSON] = {}
@@ -68,9 +75,9 @@ class Aggregator:
         self._aggregated: tuple[tuple[str, int], CachedDocument] | None = None
         self.lister.on_change(self._changed)
 
-    def _changed(self) -> None:
+    def _changed(self, name: str) -> None:
         self._generation += 1
-        self.availability.wake()
+        self.availability.enqueue(name)
 
     # ----------------------------------------------------------------- lookups
 

@@ -13,13 +13,12 @@ from aiohttp import web
 
 from proxy.admission import handler
 from proxy.admission.chain import AdmissionChain, PluginDeps, enabled_plugins
-from proxy.admission.configuration import ADMISSION_GROUP, ConfigurationSource
+from proxy.admission.configuration import ConfigurationSource
 from proxy.admission.lookup import StoreLookup
 from proxy.admission.plugins import Plugins
 from proxy.kube.bootstrap.priority_classes import bootstrap_priority_classes
 
 if TYPE_CHECKING:
-    from proxy.registry.storage_factory import ResourceStorage
     from proxy.server.context import APIContext
 
 __all__ = ["install"]
@@ -30,11 +29,7 @@ def install(app: web.Application, ctx: APIContext, plugins: Plugins) -> None:
     sources."""
     settings = ctx.settings
 
-    def storage_for(plural: str) -> ResourceStorage | None:
-        resource = ctx.registry.lookup(ADMISSION_GROUP, plural)
-        return ctx.storages.for_resource(resource) if resource is not None else None
-
-    source = ConfigurationSource(storage_for)
+    source = ConfigurationSource(ctx.informers)
     names = enabled_plugins(settings.enable_admission_plugins, settings.disable_admission_plugins)
     ctx.admission = AdmissionChain.build(names, PluginDeps(StoreLookup(ctx), source), plugins)
     app.on_response_prepare.append(handler.on_response_prepare)

@@ -54,6 +54,7 @@ from proxy.kube.bootstrap.rbac_policy import bootstrap_policy
 from proxy.kube.bootstrap.system_namespaces import SystemNamespaces
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
 from proxy.kube.subresources import subresource_storage
+from proxy.registry.informers import storage_informers
 from proxy.registry.resources import (
     REVIEW_GROUPS,
     REVIEWS,
@@ -152,13 +153,15 @@ def build_app(
     auth: Auth | None = None
     informer: RBACInformer | None = None
     storages = StorageMap(storage_ctx)
+    registry = registry or build_registry(SERVED + REVIEWS if secure else SERVED)
+    # one informer per resource, shared by every controller; started with the storages
+    informers = storage_informers(registry, storages)
     if secure:
         if "RBAC" in settings.authorization_mode:
-            informer = RBACInformer(lambda plural: _rbac_storage(ctx, plural))
+            informer = RBACInformer(informers)
         auth = build_auth(settings, informer)
-    registry = registry or build_registry(SERVED + REVIEWS if secure else SERVED)
     # API aggregation (proxy/aggregator): APIServices, the proxy, merged discovery
-    aggregator = Aggregator(settings, registry, storages)
+    aggregator = Aggregator(settings, registry, storages, informers)
     flow_control = FlowControl.build(settings)
     audit = Audit.build(settings)
     app = web.Application(
@@ -188,6 +191,7 @@ def build_app(
         subresource_storages=subresource_storage,
         storage_ctx=storage_ctx,
         storages=storages,
+        informers=informers,
         auth=auth,
     )
     app[API_CONTEXT] = ctx
@@ -206,7 +210,7 @@ def build_app(
     if audit is not None:
         audit.install(app)
     if flow_control is not None:
-        flow_control.install(app, lambda group, plural: _storage_of(ctx, group, plural))
+        flow_control.install(app, lambda group, plural: _storage_of(ctx, group, plural), informers)
         ctx.flowcontrol_config_ready = flow_control.config_ready
     setup_health_routes(app)
     setup_metrics_routes(app)
@@ -257,14 +261,17 @@ def _storages_and_compactor(
     ctx: APIContext,
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     """A cleanup context that, at start-up, builds every served resource's storage (so
-    every watch cache primes at once, as kube-apiserver creates its cachers) and starts
+    every watch cache primes at once, as kube-apiserver creates its cachers), starts
     the storage context (the etcd client's one compactor, ``--etcd-compaction-interval``,
-    whether or not the watch cache is on); the storage context stops it at close."""
+    whether or not the watch cache is on; the storage context stops it at close) and
+    then the shared informers over those storages (stopped when the app closes)."""
 
     async def run(app: web.Application) -> AsyncIterator[None]:
         ctx.storage_ctx.start()
         ctx.storages.build_all(r for r in ctx.registry if r.group not in REVIEW_GROUPS)
+        ctx.informers.start()
         yield
+        await ctx.informers.shutdown()
 
     return run
 

@@ -20,6 +20,7 @@ from proxy.flowcontrol.apf_controller import APFController
 from proxy.flowcontrol.config_producer import GROUP, BootstrapEnsurer
 from proxy.flowcontrol.debug import setup_apf_debug_routes
 from proxy.flowcontrol.work_estimator import estimate_seats, served_from_cache
+from proxy.informer import SharedInformerFactory
 from proxy.registry.storage_factory import ResourceStorage
 from proxy.request.request_info import RequestInfo
 from proxy.server.settings import Settings
@@ -103,6 +104,7 @@ class FlowControl:
         self,
         app: web.Application,
         storage_of: Callable[[str, str], ResourceStorage | None],
+        informers: SharedInformerFactory,
     ) -> None:
         """Debug routes, the response hook, and a cleanup context running the
         controller, the bootstrap ensurer (unless --system-namespaces=false, which
@@ -120,6 +122,7 @@ class FlowControl:
             ]
             if len(storages) == len(plurals):
                 self.controller.storages = storages
+                self.controller.watch({p: informers.informer_for(GROUP, p) for p in plurals})
                 if self.settings.system_namespaces:
                     self.ensurer = BootstrapEnsurer(storages, ready=self.config_ready)
                     tasks.append(asyncio.create_task(self.ensurer.run(), name="apf-bootstrap"))

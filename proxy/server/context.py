@@ -11,6 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.endpoints.handlers.scope import ResourceDelegate
+from proxy.informer import SharedInformerFactory
 from proxy.openapi.documents import CustomKinds, OpenAPIV3
 from proxy.registry.resources import Registry, ResourceInfo
 from proxy.registry.rest import Strategy, SubresourceStorage
@@ -43,6 +44,8 @@ class APIContext:
     subresource_storages: Callable[[ResourceInfo, str, Store], SubresourceStorage | None]
     storage_ctx: StorageContext
     storages: StorageMap
+    # the shared informers over ``storages`` (proxy.registry.informers), for controllers
+    informers: SharedInformerFactory
     # the servers behind the generic handlers (custom resources), asked in order
     delegates: list[ResourceDelegate] = field(default_factory=list)
     watchers: set[Watcher] = field(default_factory=set)

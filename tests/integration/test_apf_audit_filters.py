@@ -19,6 +19,7 @@ from aiohttp.typedefs import Handler
 from proxy.audit.server import Audit
 from proxy.endpoints import responsewriter
 from proxy.flowcontrol.server import FlowControl
+from proxy.informer import SharedInformerFactory
 from proxy.request.user import USER_KEY, UserInfo
 from proxy.server.filters import handler_chain
 from proxy.server.settings import Settings
@@ -69,7 +70,7 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[TestServer, Handlers, Pa
     ))  # fmt: skip
     responsewriter.install(app)
     audit.install(app)
-    flow_control.install(app, lambda group, plural: None)
+    flow_control.install(app, lambda group, plural: None, SharedInformerFactory(lambda g, r: None))
     handlers = Handlers()
     app.router.add_route("*", "/api/{tail:.+}", handlers.handle)
     server = TestServer(app, host="127.0.0.1")
