@@ -73,8 +73,6 @@ from proxy.server.healthz import setup_health_routes
 from proxy.server.loop_lag import loop_lag_context
 from proxy.server.secure_serving import server_ssl_context
 from proxy.server.settings import ConfigError, Settings, load_settings
-from storage import codec
-from storage.protobuf.schema import SchemaUnavailable
 
 __all__ = [
     "EXIT_PORT_IN_USE",
@@ -124,16 +122,6 @@ async def _version(request: web.Request) -> web.Response:
     return negotiation.json_response(version_info())
 
 
-def _set_storage_media_type(media_type: str) -> None:
-    """--storage-media-type; protobuf without its schema falls back to JSON, loudly
-    (reads of protobuf values then fail as undecodable, naming the remedy)."""
-    try:
-        codec.set_storage_media_type(media_type)
-    except SchemaUnavailable as err:
-        log.warning("storing JSON instead of %s: %s", media_type, err)
-        codec.set_storage_media_type("application/json")
-
-
 def _stop_gc_timing(stop: Callable[[], None]) -> Callable[[web.Application], Awaitable[None]]:
     async def cleanup(app: web.Application) -> None:
         stop()
@@ -147,7 +135,6 @@ def build_app(
     """The application: health, version, discovery and resource routes over ``storage_ctx``;
     with a secure port, authentication and authorization (``proxy.server.auth_chain``)
     in front of them and the review, TokenRequest and OIDC routes."""
-    _set_storage_media_type(settings.storage_media_type)
     register_kinds()
     secure = settings.secure_port is not None
     auth: Auth | None = None
