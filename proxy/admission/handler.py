@@ -20,15 +20,12 @@ from proxy.request.warning import warning_header
 
 if TYPE_CHECKING:
     from proxy.registry.resources import ResourceInfo
-    from proxy.server.context import APIContext
 
 __all__ = [
     "RequestAdmission",
-    "admit",
     "attributes",
     "on_response_prepare",
     "options_object",
-    "validate",
 ]
 
 JSON = dict[str, Any]
@@ -75,25 +72,6 @@ def attributes(
         subresource=subresource, object=obj, old_object=old, options=options,
         dry_run=dry_run, user=request_user(request), request=request,
     )  # fmt: skip
-
-
-def _chain(ctx: APIContext) -> AdmissionChain | None:
-    chain = ctx.admission
-    return chain if isinstance(chain, AdmissionChain) else None
-
-
-async def admit(ctx: APIContext, attrs: Attributes) -> None:
-    """The mutating phase (no-op when the server runs without admission)."""
-    chain = _chain(ctx)
-    if chain is not None:
-        await chain.admit(attrs)
-
-
-async def validate(ctx: APIContext, attrs: Attributes) -> None:
-    """The validating phase."""
-    chain = _chain(ctx)
-    if chain is not None:
-        await chain.validate(attrs)
 
 
 async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:

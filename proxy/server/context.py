@@ -10,6 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy.admission.chain import AdmissionChain
 from proxy.endpoints.handlers.scope import ResourceDelegate
 from proxy.informer import SharedInformerFactory
 from proxy.openapi.documents import CustomKinds, OpenAPIV3
@@ -65,8 +66,8 @@ class APIContext:
     custom_openapi: CustomKinds | None = None
     # API aggregation (proxy.aggregator); set by build_app
     aggregator: Aggregation | None = None
-    # the admission chain (proxy.admission.chain.AdmissionChain); None: no admission
-    admission: Any = None
+    # the admission chain, built by the composition root; None: no admission
+    admission: AdmissionChain | None = None
 
     def store(self, resource: ResourceInfo, subresource: str = "") -> Store:
         """The generic store of ``resource`` as ``subresource`` writes it (the only way

@@ -11,6 +11,7 @@ Handlers reach storage only through the resource's generic store
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -19,7 +20,6 @@ from aiohttp import web
 from proxy import apierrors
 from proxy.admission import handler as admission
 from proxy.admission.attributes import add_audit_annotation
-from proxy.admission.chain import AdmissionChain
 from proxy.authentication.filter import is_secure
 from proxy.endpoints import negotiation, restful_route
 from proxy.endpoints.handlers import collection
@@ -89,7 +89,17 @@ _NAMED = frozenset({"update", "patch"})
 
 
 def _scope(ctx: APIContext, resource: ResourceInfo, subresource: str) -> RequestScope:
-    """The route's scope: a delegate's (custom resources), else the built-in one."""
+    """The route's scope: a delegate's (custom resources), else the built-in one, with
+    the server's part."""
+    scope = _route_scope(ctx, resource, subresource)
+    return dataclasses.replace(
+        scope, admission=ctx.admission,
+        max_request_body_bytes=ctx.settings.max_request_body_bytes,
+        unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
+    )  # fmt: skip
+
+
+def _route_scope(ctx: APIContext, resource: ResourceInfo, subresource: str) -> RequestScope:
     for delegate in ctx.delegates:
         scope = delegate.scope(resource, subresource)
         if scope is not None:
@@ -131,7 +141,7 @@ def _response_type(request: web.Request, resource: ResourceInfo) -> AcceptedForm
 
 
 async def get_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, scope: RequestScope
+    request: web.Request, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
     storage = scope.storage
     if not isinstance(storage, Getter):
@@ -155,13 +165,12 @@ def _rest_context(request: web.Request, namespace: str, dry_run: bool) -> Contex
 
 def _request_admission(
     request: web.Request,
-    ctx: APIContext,
     info: RequestInfo,
     scope: RequestScope,
     dry_run: bool,
     options_kind: str,
 ) -> admission.RequestAdmission:
-    chain = ctx.admission if isinstance(ctx.admission, AdmissionChain) else None
+    chain = scope.admission
     kind = scope.kind
     return admission.RequestAdmission(
         request, chain, scope.resource, _namespace(info, scope.resource), info.name,
@@ -171,15 +180,15 @@ def _request_admission(
 
 
 async def create_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, scope: RequestScope
+    request: web.Request, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
     if isinstance(scope.storage, NamedCreater):
-        return await _create_named(request, ctx, info, scope, scope.storage)
+        return await _create_named(request, info, scope, scope.storage)
     resource, store = scope.resource, scope.store
-    media, dry_run, obj, warnings = await _write_request(request, ctx, scope, "CreateOptions")
+    media, dry_run, obj, warnings = await _write_request(request, scope, "CreateOptions")
     namespace = _namespace(info, resource)
     object_meta.ensure_namespace(obj, resource, namespace)
-    adm = _request_admission(request, ctx, info, scope, dry_run, "CreateOptions")
+    adm = _request_admission(request, info, scope, dry_run, "CreateOptions")
     obj = await adm.admit_create(obj)
     stored = await store.create_object(
         _rest_context(request, namespace, dry_run), obj, adm.validate_create,
@@ -194,7 +203,6 @@ async def create_object(
 
 async def _create_named(
     request: web.Request,
-    ctx: APIContext,
     info: RequestInfo,
     scope: RequestScope,
     storage: NamedCreater,
@@ -202,7 +210,7 @@ async def _create_named(
     """A create on an object's path (upstream's ``rest.NamedCreater``): the body is the
     route's kind; the answer is the Status the storage returns. No admission runs (this
     server never admitted ``pods/binding``; upstream does)."""
-    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    body = await negotiation.read_body(request, scope.max_request_body_bytes)
     kind = scope.kind
     obj = negotiation.decode_kind(
         body, negotiation.body_media_type(request), kind.api_version, kind.kind
@@ -214,14 +222,14 @@ async def _create_named(
 
 
 async def _write_request(
-    request: web.Request, ctx: APIContext, scope: RequestScope, options_kind: str
+    request: web.Request, scope: RequestScope, options_kind: str
 ) -> tuple[AcceptedFormat, bool, JSONObject, list[str]]:
     """What a create or update starts with: the response format, whether it is a dry
     run (``?dryRun=All``), and the decoded, field-validated body (of the route's kind)
     with its Warning headers. Options are checked (406/422) before the body is read."""
     media = _response_type(request, scope.kind)
     negotiation.check_body_type(negotiation.body_media_type(request))  # 415, then 413,
-    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    body = await negotiation.read_body(request, scope.max_request_body_bytes)
     mode = validation.field_mode(request.query, options_kind)  # then the options (upstream)
     dry_run = is_dry_run(request.query, options_kind)
     obj, warnings = _decode_validated(request, body, scope.kind, mode)
@@ -275,15 +283,15 @@ def _updater(info: RequestInfo, scope: RequestScope) -> Updater:
 
 
 async def update_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, scope: RequestScope
+    request: web.Request, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
     resource, kind, storage = scope.resource, scope.kind, _updater(info, scope)
-    media, dry_run, new, warnings = await _write_request(request, ctx, scope, "UpdateOptions")
+    media, dry_run, new, warnings = await _write_request(request, scope, "UpdateOptions")
     namespace = _namespace(info, resource)
     object_meta.check_name_matches_url(new, info.name, namespace, kind)
     if resource.namespaced:
         new["metadata"]["namespace"] = namespace
-    adm = _request_admission(request, ctx, info, scope, dry_run, "UpdateOptions")
+    adm = _request_admission(request, info, scope, dry_run, "UpdateOptions")
     obj_info = _UpdatedBody(request, adm, resource, new, managed.sent_managed_fields(new))
     stored, created = await storage.update_object(
         _rest_context(request, namespace, dry_run), info.name, obj_info,
@@ -380,7 +388,7 @@ class _Patched:
 
 
 async def patch_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, scope: RequestScope
+    request: web.Request, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
     resource, kind, storage = scope.resource, scope.kind, _updater(info, scope)
     media = _response_type(request, kind)
@@ -389,9 +397,9 @@ async def patch_object(
     managed.check_patch_options(request.query, patch_type)
     mode = validation.field_mode(request.query, "PatchOptions")
     dry_run = is_dry_run(request.query, "PatchOptions")
-    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    body = await negotiation.read_body(request, scope.max_request_body_bytes)
     namespace = _namespace(info, resource)
-    adm = _request_admission(request, ctx, info, scope, dry_run, "PatchOptions")
+    adm = _request_admission(request, info, scope, dry_run, "PatchOptions")
     key = scope.store.object_key(namespace, info.name)
     applying = patch_type == managed.APPLY_PATCH
     config = managed.decode_apply_body(body) if applying else {}
@@ -408,7 +416,7 @@ async def patch_object(
 
 
 async def delete_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, scope: RequestScope
+    request: web.Request, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
     """DELETE: the object as it was, with the deletion revision as its resourceVersion.
     DeleteOptions come from the body (as kubectl sends them) or the query. Admission:
@@ -418,13 +426,13 @@ async def delete_object(
     if not isinstance(storage, Deleter):
         raise apierrors.method_not_supported(scope.qualified, info.verb)
     media = _response_type(request, scope.kind)
-    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    body = await negotiation.read_body(request, scope.max_request_body_bytes)
     opts = parse_delete_options(
         request.query, body, negotiation.body_media_type(request),
-        unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
+        unsafe_delete_gate=scope.unsafe_delete_gate,
     )  # fmt: skip
     namespace = _namespace(info, scope.resource)
-    adm = _request_admission(request, ctx, info, scope, opts.dry_run, "DeleteOptions")
+    adm = _request_admission(request, info, scope, opts.dry_run, "DeleteOptions")
     await adm.admit_delete()
     unsafe = bool(opts.ignore_store_read_error)
     if unsafe:  # the unsafe delete of a corrupt value
@@ -445,12 +453,25 @@ async def delete_object(
 
 
 _Answer = Awaitable[web.StreamResponse]
-_Handler = Callable[[web.Request, APIContext, RequestInfo, RequestScope], _Answer]
+_ObjectHandler = Callable[[web.Request, RequestInfo, RequestScope], _Answer]
 _CollectionHandler = Callable[[web.Request, APIContext, RequestInfo, Store], _Answer]
+_Handler = Callable[[web.Request, APIContext, RequestInfo, RequestScope], _Answer]
+
+
+def _on_object(handler: _ObjectHandler) -> _Handler:
+    """An object's handler: it needs the route's scope only."""
+
+    async def handle(
+        request: web.Request, ctx: APIContext, info: RequestInfo, scope: RequestScope
+    ) -> web.StreamResponse:
+        return await handler(request, info, scope)
+
+    return handle
 
 
 def _on_store(handler: _CollectionHandler) -> _Handler:
-    """A collection handler, which works on the resource's store."""
+    """A collection handler, which works on the resource's store (and the server's
+    open watches)."""
 
     async def handle(
         request: web.Request, ctx: APIContext, info: RequestInfo, scope: RequestScope
@@ -461,11 +482,11 @@ def _on_store(handler: _CollectionHandler) -> _Handler:
 
 
 _HANDLERS: dict[str, _Handler] = {
-    "get": get_object,
-    "create": create_object,
-    "update": update_object,
-    "patch": patch_object,
-    "delete": delete_object,
+    "get": _on_object(get_object),
+    "create": _on_object(create_object),
+    "update": _on_object(update_object),
+    "patch": _on_object(patch_object),
+    "delete": _on_object(delete_object),
     "list": _on_store(collection.list_objects),
     "watch": _on_store(collection.watch_objects),
     "deletecollection": _on_store(collection.delete_collection),

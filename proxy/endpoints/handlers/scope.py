@@ -7,7 +7,10 @@ installer builds per route.
 subresource's: ``autoscaling/v1 Scale``, ``v1 Binding``), ``store`` the resource's
 generic store with the route's strategy, ``storage`` what serves the route: the store
 itself or a subresource's own REST storage. Handlers call ``storage`` only through the
-``proxy.registry.rest`` protocols it implements; none names a resource.
+``proxy.registry.rest`` protocols it implements; none names a resource. The server's
+part (the admission chain, the request body limit, the unsafe-delete gate) is the same
+for every route and filled in by the generic handlers, so the object handlers need
+nothing else (no ``request.app`` lookup).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Protocol
 
 from aiohttp import web
 
+from proxy.admission.chain import AdmissionChain
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import SubresourceStorage
 from proxy.registry.store import Store
@@ -37,6 +41,10 @@ class RequestScope:
     store: Store
     storage: Store | SubresourceStorage
     check: RequestCheck | None = None
+    # the server's, filled in by the generic handlers for every route (``with_server``)
+    admission: AdmissionChain | None = None
+    max_request_body_bytes: int = 0
+    unsafe_delete_gate: bool = False  # AllowUnsafeMalformedObjectDeletion
 
     @property
     def kind(self) -> ResourceInfo:
