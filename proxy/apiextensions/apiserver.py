@@ -14,12 +14,11 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy.apiextensions import crd_strategy, handler
+from proxy.apiextensions import handler
 from proxy.apiextensions.controllers import CRD_GROUP, CRD_PLURAL, CRDControllers
 from proxy.apiextensions.serving import CustomResources
 from proxy.printers.columns import CREATED_AT, NAME, TablePrinter
 from proxy.printers.handlers import HANDLERS as PRINTERS
-from proxy.registry.validation.strategy import register_strategy
 from proxy.server.context import APIContext
 
 __all__ = ["setup_apiextensions"]
@@ -34,7 +33,6 @@ def setup_apiextensions(app: web.Application, ctx: APIContext) -> None:
     """Serve CRDs and the custom resources they define (when the registry serves CRDs)."""
     if ctx.registry.get(CRD_GROUP, "v1", CRD_PLURAL) is None:
         return
-    register_strategy(CRD_GROUP, "CustomResourceDefinition", crd_strategy.STRATEGY)
     # kube's DefaultTableConvertor: CRDs have no printer of their own
     PRINTERS[(CRD_GROUP, CRD_PLURAL)] = TablePrinter((NAME, CREATED_AT), _print_crd)
     handler.install_warnings(app)
@@ -46,8 +44,9 @@ def _controllers(ctx: APIContext) -> Callable[[web.Application], AsyncIterator[N
         serving = CustomResources(ctx)
         ctx.custom_openapi = serving.openapi_kind
         delegate = handler.CustomResourceDelegate(
-            serving.version_of, ctx.storages, ctx.settings.lifecycle_controllers
-        )
+            serving.version_of, serving.rules_of, ctx.storages,
+            ctx.settings.lifecycle_controllers,
+        )  # fmt: skip
         ctx.delegates.append(delegate)
         controllers = CRDControllers(ctx, serving)
         task = asyncio.create_task(controllers.run(), name="crd-controllers")

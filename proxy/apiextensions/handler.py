@@ -36,6 +36,7 @@ from proxy.registry.scale import ScaleREST
 from proxy.registry.storage_factory import StorageMap
 from proxy.registry.store import Store
 from proxy.registry.strategy import GenericStrategy
+from proxy.registry.validation.strategy import KindStrategy
 from proxy.request.request_info import RequestInfo
 from proxy.request.warning import warning_header
 from storage.interfaces import JSONObject
@@ -111,15 +112,17 @@ def subresource_storage(
 class CustomResourceDelegate:
     """The apiextensions server behind the generic handlers (upstream's delegation
     chain: kube's API → apiextensions → not found): the scope of a served custom
-    resource version, with the generic strategy (the CR's validation comes from its
-    schema), its ``scale`` storage, and its own request checks (``check_custom``)."""
+    resource version, with the generic strategy and the CR's validation (its versions'
+    schemas, from the CRD's serving object), its ``scale`` storage, and its own request
+    checks (``check_custom``)."""
 
     version_of: Callable[[ResourceInfo], CustomResourceVersion | None]
+    rules_of: Callable[[ResourceInfo], KindStrategy | None]
     storages: StorageMap
     lifecycle: bool
 
     def _store(self, resource: ResourceInfo, subresource: str) -> Store:
-        strategy = GenericStrategy(resource, subresource)
+        strategy = GenericStrategy(resource, subresource, self.rules_of(resource))
         return Store(self.storages.for_resource(resource), strategy, lifecycle=self.lifecycle)
 
     def scope(self, resource: ResourceInfo, subresource: str) -> RequestScope | None:

@@ -39,7 +39,7 @@ from aiohttp import web
 from proxy.aggregator.server import Aggregator
 from proxy.apiextensions.apiserver import setup_apiextensions
 from proxy.app import admission
-from proxy.app.kinds import admission_plugins, register_kinds
+from proxy.app.kinds import admission_plugins, kind_rules, register_kinds
 from proxy.audit.server import Audit
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.endpoints import negotiation, responsewriter
@@ -166,6 +166,7 @@ def build_app(
     responsewriter.install(app)
     app[COMPRESSION_ENABLED] = settings.feature_gates.get("APIResponseCompression", True)
     kube_deps = KubeStrategyDeps(
+        kind_rules=kind_rules(),
         escalation=auth.check_escalation if auth is not None else None,
         delete_namespace_contents=None
         if settings.lifecycle_controllers

@@ -10,8 +10,8 @@ namespace's deletion has its own rules.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from proxy import apierrors
@@ -19,6 +19,7 @@ from proxy.registry import before_delete
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import Context
 from proxy.registry.strategy import GenericStrategy
+from proxy.registry.validation.strategy import KindStrategy
 from proxy.request.user import UserInfo
 from storage.interfaces import JSONObject
 
@@ -81,6 +82,9 @@ class KubeStrategyDeps:
 
     escalation: EscalationCheck | None = None
     delete_namespace_contents: Callable[[str], Awaitable[int]] | None = None
+    # (group, kind) -> the kind's validation: kube's built-in kinds' and those of the
+    # other kinds the server serves through the same handlers (APIService, the CRD)
+    kind_rules: Mapping[tuple[str, str], KindStrategy] = field(default_factory=dict)
 
 
 _RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -90,8 +94,9 @@ def strategy_for(
     resource: ResourceInfo, subresource: str, deps: KubeStrategyDeps
 ) -> GenericStrategy:
     """The strategy of a built-in ``resource`` written through ``subresource``."""
+    rules = deps.kind_rules.get((resource.group, resource.kind))
     if resource.group == _RBAC_GROUP and deps.escalation is not None:
-        return RBACStrategy(resource, subresource, deps.escalation)
+        return RBACStrategy(resource, subresource, rules, deps.escalation)
     if (resource.group, resource.plural, subresource) == ("", "namespaces", ""):
-        return NamespaceStrategy(resource, subresource, deps.delete_namespace_contents)
-    return GenericStrategy(resource, subresource)
+        return NamespaceStrategy(resource, subresource, rules, deps.delete_namespace_contents)
+    return GenericStrategy(resource, subresource, rules)

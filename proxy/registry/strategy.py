@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from proxy.registry import object_meta, validation
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import Context
+from proxy.registry.validation.strategy import KindStrategy
 from proxy.request.delete_options import DeleteOptions
 from storage.interfaces import JSONObject
 
@@ -25,6 +26,12 @@ class GenericStrategy:
 
     resource: ResourceInfo
     subresource: str = ""
+    # the kind's own validation (None: ObjectMeta's rules only), given by whoever serves
+    # the kind (kube's table, the aggregator's, a CRD's serving object)
+    rules: KindStrategy | None = None
+
+    def checks_required_fields(self) -> bool:
+        return self.rules is not None
 
     def allow_create_on_update(self) -> bool:
         return self.resource.create_on_update and not self.subresource
@@ -42,10 +49,10 @@ class GenericStrategy:
         """No defaulting yet (issue 26 adds it per kind)."""
 
     def validate(self, ctx: Context, obj: JSONObject) -> None:
-        validation.validate_create(obj, self.resource)
+        validation.validate_create(obj, self.resource, self.rules)
 
     def validate_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> None:
-        validation.validate_update(new, old, self.resource, self.subresource)
+        validation.validate_update(new, old, self.resource, self.subresource, self.rules)
 
     def canonicalize(self, obj: JSONObject) -> None:
         pass

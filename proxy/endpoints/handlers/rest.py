@@ -232,19 +232,21 @@ async def _write_request(
     body = await negotiation.read_body(request, scope.max_request_body_bytes)
     mode = validation.field_mode(request.query, options_kind)  # then the options (upstream)
     dry_run = is_dry_run(request.query, options_kind)
-    obj, warnings = _decode_validated(request, body, scope.kind, mode)
+    obj, warnings = _decode_validated(request, body, scope, mode)
     return media, dry_run, obj, warnings
 
 
 def _decode_validated(
-    request: web.Request, body: bytes, resource: ResourceInfo, mode: Mode
+    request: web.Request, body: bytes, scope: RequestScope, mode: Mode
 ) -> tuple[JSONObject, list[str]]:
     """The decoded, field-validated body of a create or update: (object, Warning headers)."""
     media_type = negotiation.body_media_type(request)
     decode_warnings: list[str] = []
-    obj = negotiation.decode_object(body, media_type, resource, decode_warnings)
+    obj = negotiation.decode_object(body, media_type, scope.kind, decode_warnings)
     raw = body if media_type == negotiation.JSON_TYPE else None
-    obj, warnings = validation.validate_written(obj, raw, resource, mode)
+    obj, warnings = validation.validate_written(
+        obj, raw, scope.kind, mode, required=scope.schema_required
+    )
     return obj, decode_warnings + warnings
 
 
@@ -319,6 +321,7 @@ class _Patched:
     mode: Mode
     key: str
     config: JSONObject  # the applied configuration (server-side apply), else {}
+    required: bool  # field validation checks the schema's required fields
     warnings: list[str] = field(default_factory=list)
     sent: object = None
     applied_fields: object = None
@@ -348,7 +351,7 @@ class _Patched:
         self.sent = managed.sent_managed_fields(patched)
         patched, found = validation.validate_patched(
             patched, config if self.applying else patch.decoded_patch(self.body),
-            self.kind, self.mode,
+            self.kind, self.mode, required=self.required,
         )  # fmt: skip
         self.warnings[:] = found + (
             managed.strict_decoding(self.body, self.mode) if self.applying else []
@@ -371,7 +374,9 @@ class _Patched:
         self.applied_fields = managed.sent_managed_fields(obj)
         self._check(ctx, obj)
         object_meta.ensure_namespace(obj, self.resource, ctx.namespace)
-        checked, found = validation.validate_patched(obj, config, self.resource, self.mode)
+        checked, found = validation.validate_patched(
+            obj, config, self.resource, self.mode, required=self.required
+        )
         self.warnings[:0] = found
         return await self.adm.admit_create(checked)
 
@@ -403,7 +408,9 @@ async def patch_object(
     key = scope.store.object_key(namespace, info.name)
     applying = patch_type == managed.APPLY_PATCH
     config = managed.decode_apply_body(body) if applying else {}
-    obj_info = _Patched(request, adm, resource, kind, patch_type, body, mode, key, config)
+    obj_info = _Patched(
+        request, adm, resource, kind, patch_type, body, mode, key, config, scope.schema_required
+    )
     stored, created = await storage.update_object(
         _rest_context(request, namespace, dry_run), info.name, obj_info,
         adm.validate_create, adm.validate_update,

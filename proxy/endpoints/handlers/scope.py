@@ -52,6 +52,15 @@ class RequestScope:
         return storage.kind if isinstance(storage, SubresourceStorage) else self.resource
 
     @property
+    def schema_required(self) -> bool:
+        """Whether field validation checks the schema's required fields of the route's
+        kind: not where the kind's own validation words those errors (a subresource's
+        own kind, a Scale, has none here)."""
+        if isinstance(self.storage, SubresourceStorage):
+            return True
+        return not self.store.strategy.checks_required_fields()
+
+    @property
     def qualified(self) -> str:
         """``pods/binding``: the route as errors name it."""
         if not self.subresource:
