@@ -72,7 +72,7 @@ from proxy.registry.resources import (
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.server import event_loop, gc_pauses, http_errors
 from proxy.server.aggregation import AGGREGATION
-from proxy.server.auth_chain import AUTH, Auth, auth_cleanup_ctx, build_auth
+from proxy.server.auth_chain import AUTH, Auth, add_auth_hooks, build_auth, storage_lookup
 from proxy.server.context import API_CONTEXT, APIContext
 from proxy.server.debug import setup_debug_routes
 from proxy.server.filters import handler_chain
@@ -163,7 +163,8 @@ def build_app(
     if secure:
         if "RBAC" in settings.authorization_mode:
             informer = RBACInformer(informers)
-        auth = build_auth(settings, informer, loopback)
+        lookup = storage_lookup(lambda plural: _rbac_storage(registry, storages, plural))
+        auth = build_auth(settings, informer, loopback, lookup)
     # API aggregation (proxy/aggregator): APIServices, the proxy, merged discovery
     aggregator = Aggregator(settings, registry, storages, informers)
     flow_control = FlowControl.build(settings)
@@ -213,11 +214,7 @@ def build_app(
     if auth is not None:
         app[AUTH] = auth
         setup_auth_routes(app)
-        app.cleanup_ctx.append(
-            auth_cleanup_ctx(
-                auth, lambda plural: _rbac_storage(ctx, plural), bootstrap_policy(), hooks
-            )
-        )
+        add_auth_hooks(auth, bootstrap_policy(), hooks)
     if audit is not None:
         audit.install(app)
     if flow_control is not None:
@@ -264,11 +261,11 @@ def _storage_of(ctx: APIContext, group: str, plural: str) -> ResourceStorage | N
     return ctx.storages.for_resource(resource) if resource is not None else None
 
 
-def _rbac_storage(ctx: APIContext, plural: str) -> ResourceStorage:
+def _rbac_storage(registry: Registry, storages: StorageMap, plural: str) -> ResourceStorage:
     group = "" if plural in ("serviceaccounts", "pods", "secrets") else "rbac.authorization.k8s.io"
-    resource = ctx.registry.lookup(group, plural)
+    resource = registry.lookup(group, plural)
     assert resource is not None, plural
-    return ctx.storages.for_resource(resource)
+    return storages.for_resource(resource)
 
 
 def _storages_and_compactor(
