@@ -52,6 +52,7 @@ from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
 from proxy.kube.admission import namespace_lifecycle
+from proxy.kube.auth_routes import auth_routes
 from proxy.kube.bootstrap.rbac_policy import bootstrap_policy
 from proxy.kube.bootstrap.system_namespaces import (
     SYSTEM_NAMESPACES_HOOK,
@@ -59,6 +60,7 @@ from proxy.kube.bootstrap.system_namespaces import (
 )
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
 from proxy.kube.subresources import subresource_storage
+from proxy.kube.token import ObjectReader
 from proxy.loopback.client import LoopbackClient
 from proxy.loopback.config import LoopbackConfig, loopback_host, pinned_tls_context
 from proxy.registry.informers import storage_informers
@@ -81,6 +83,7 @@ from proxy.server.loop_lag import loop_lag_context
 from proxy.server.post_start_hooks import POST_START_HOOKS, PostStartHookContext, PostStartHooks
 from proxy.server.secure_serving import server_ssl_context, serving_cert_paths
 from proxy.server.settings import ConfigError, Settings, load_settings
+from storage.interfaces import GetOptions, JSONObject
 
 __all__ = [
     "EXIT_PORT_IN_USE",
@@ -213,7 +216,7 @@ def build_app(
     app.on_response_prepare.append(name_instance)
     if auth is not None:
         app[AUTH] = auth
-        setup_auth_routes(app)
+        setup_auth_routes(app, auth_routes(auth, registry, _object_reader(ctx)))
         add_auth_hooks(auth, bootstrap_policy(), hooks)
     if audit is not None:
         audit.install(app)
@@ -254,6 +257,18 @@ def build_app(
     app.on_shutdown.append(on_shutdown)
     app.on_cleanup.append(on_cleanup)
     return app
+
+
+def _object_reader(ctx: APIContext) -> ObjectReader:
+    """Reads of core objects for TokenRequest (the service account, a bound pod or
+    secret), from etcd through their stores (404 Status when absent)."""
+
+    async def read(plural: str, namespace: str, name: str) -> JSONObject:
+        resource = ctx.registry.lookup("", plural)
+        assert resource is not None, plural
+        return (await ctx.store(resource).get(namespace, name, GetOptions())).obj
+
+    return read
 
 
 def _storage_of(ctx: APIContext, group: str, plural: str) -> ResourceStorage | None:

@@ -84,8 +84,6 @@ class Auth:
     informer: RBACInformer | None = None
     # the loopback client's token (system:apiserver), on the plain port too
     loopback: LoopbackToken | None = None
-    # set by auth_cleanup_ctx at start-up: the service-account authenticator's object
-    # lookups (from the watch cache), reached through this box from build_auth's closure
 
     def check_escalation(
         self, user: UserInfo, plural: str, namespace: str, name: str, obj: dict[str, Any]
