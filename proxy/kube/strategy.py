@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from proxy import apierrors
+from proxy.kube.prepare import namespace_defaults, pod_qos_class, secret_defaults
 from proxy.registry import before_delete
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import Context
@@ -30,7 +31,9 @@ __all__ = [
     "EscalationCheck",
     "KubeStrategyDeps",
     "NamespaceStrategy",
+    "PodStrategy",
     "RBACStrategy",
+    "SecretStrategy",
     "strategy_for",
 ]
 
@@ -63,6 +66,11 @@ class NamespaceStrategy(GenericStrategy):
 
     delete_contents: Callable[[str], Awaitable[int]] | None = None
 
+    def prepare_for_create(self, ctx: Context, obj: JSONObject) -> JSONObject:
+        obj = super().prepare_for_create(ctx, obj)
+        namespace_defaults(obj, str(obj["metadata"]["name"]))
+        return obj
+
     async def before_delete(
         self, ctx: Context, name: str, current: JSONObject | None, options: DeleteOptions
     ) -> None:
@@ -71,6 +79,32 @@ class NamespaceStrategy(GenericStrategy):
         before_delete.check_preconditions(self.resource, options.preconditions, current)
         if not ctx.dry_run and self.delete_contents is not None:
             await self.delete_contents(name)
+
+
+@dataclass(frozen=True)
+class SecretStrategy(GenericStrategy):
+    """A Secret: ``stringData`` merged into ``data`` and type ``Opaque`` by default, on
+    every write (before the update's generation is decided)."""
+
+    def prepare_for_create(self, ctx: Context, obj: JSONObject) -> JSONObject:
+        obj = super().prepare_for_create(ctx, obj)
+        secret_defaults(obj)
+        return obj
+
+    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
+        secret_defaults(new)
+        return super().prepare_for_update(ctx, new, old)
+
+
+@dataclass(frozen=True)
+class PodStrategy(GenericStrategy):
+    """A Pod: created Pending with its QoS class, unless it comes with a status."""
+
+    def prepare_for_create(self, ctx: Context, obj: JSONObject) -> JSONObject:
+        obj = super().prepare_for_create(ctx, obj)
+        if not obj.get("status"):
+            obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(obj)}
+        return obj
 
 
 @dataclass(frozen=True)
@@ -99,4 +133,8 @@ def strategy_for(
         return RBACStrategy(resource, subresource, rules, deps.escalation)
     if (resource.group, resource.plural, subresource) == ("", "namespaces", ""):
         return NamespaceStrategy(resource, subresource, rules, deps.delete_namespace_contents)
+    if (resource.group, resource.plural) == ("", "secrets"):
+        return SecretStrategy(resource, subresource, rules)
+    if (resource.group, resource.plural, subresource) == ("", "pods", ""):
+        return PodStrategy(resource, subresource, rules)
     return GenericStrategy(resource, subresource, rules)

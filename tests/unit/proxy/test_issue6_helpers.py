@@ -12,8 +12,9 @@ from multidict import MultiDict
 from proxy import apierrors
 from proxy.endpoints import negotiation
 from proxy.endpoints.handlers.delete_options import parse_delete_options
+from proxy.kube.prepare import secret_defaults
 from proxy.kube.scale import SPEC_REPLICAS
-from proxy.registry import object_meta, scale
+from proxy.registry import scale
 from proxy.request.delete_options import DeleteOptions
 from storage.interfaces import Preconditions
 
@@ -67,10 +68,10 @@ def test_scale_view_of_a_deployment() -> None:
 
 def test_secret_string_data_merges_into_data() -> None:
     secret: dict[str, Any] = {"data": {"a": "eA==", "b": "eQ=="}, "stringData": {"b": "z"}}
-    object_meta.secret_defaults(secret)
+    secret_defaults(secret)
     assert secret == {"data": {"a": "eA==", "b": "eg=="}, "type": "Opaque"}
     typed: dict[str, Any] = {"type": "kubernetes.io/tls"}
-    object_meta.secret_defaults(typed)
+    secret_defaults(typed)
     assert typed == {"type": "kubernetes.io/tls"}
 
 

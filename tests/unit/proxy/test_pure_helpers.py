@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from proxy import apierrors
+from proxy.kube.prepare import pod_qos_class
 from proxy.patch.patcher import merge_patch
 from proxy.registry import object_meta
 from proxy.registry.resources import build_registry
@@ -135,4 +136,4 @@ def test_watch_cache_settings(tmp_path: Path) -> None:
 )
 def test_pod_qos_class(resources: dict[str, object], qos: str) -> None:
     pod = {"spec": {"containers": [{"name": "c", "resources": resources}]}}
-    assert object_meta.pod_qos_class(pod) == qos
+    assert pod_qos_class(pod) == qos
