@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import base64
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from proxy import apierrors
 from proxy.authentication.filter import PLAIN_PORT_USER
 from proxy.authentication.service_account import key_id
-from proxy.endpoints import negotiation
+from proxy.endpoints import decoding, negotiation, responsewriters
 from proxy.registry.resources import Registry
 from proxy.registry.rest import Context, NamedCreater, validate_nothing
 from proxy.request.user import UserInfo, request_user
@@ -47,7 +47,7 @@ def _user(request: web.Request) -> UserInfo:
     return request_user(request) or PLAIN_PORT_USER
 
 
-Decode = Callable[[bytes, str], JSON]
+Decode = Callable[[bytes, str], Awaitable[JSON]]
 
 
 @dataclass(frozen=True)
@@ -65,14 +65,14 @@ async def _serve(request: web.Request, route: CreateRoute) -> web.StreamResponse
     prefers it: kubectl's typed clients do)."""
     if request.method != "POST":
         raise apierrors.method_not_supported(route.qualified, request.method.lower())
-    data = await negotiation.read_body(request)
-    obj = route.decode(data, negotiation.media_type_of(request))
+    data = await decoding.read_body(request)
+    obj = await route.decode(data, negotiation.media_type_of(request))
     namespace = request.match_info.get("namespace", "")
     ctx = Context(namespace=namespace, user=_user(request))
     answer = await route.storage.create_named(
         ctx, request.match_info.get("name", ""), obj, validate_nothing
     )
-    return negotiation.preferred_response(request, answer, 201)
+    return responsewriters.preferred_response(request, answer, 201)
 
 
 def as_resource(registry: Registry, group: str, plural: str) -> tuple[str, Decode]:
@@ -81,15 +81,15 @@ def as_resource(registry: Registry, group: str, plural: str) -> tuple[str, Decod
         raise ValueError(f"{plural}.{group} is not served")
     served = resource
 
-    def decode(data: bytes, media_type: str) -> JSON:
-        return negotiation.decode_object(data, media_type, served)
+    async def decode(data: bytes, media_type: str) -> JSON:
+        return await decoding.decoded_object(data, media_type, served)
 
     return served.qualified, decode
 
 
 def as_kind(api_version: str, kind: str) -> Decode:
-    def decode(data: bytes, media_type: str) -> JSON:
-        return negotiation.decode_kind(data, media_type, api_version, kind)
+    async def decode(data: bytes, media_type: str) -> JSON:
+        return await decoding.decoded_kind(data, media_type, api_version, kind)
 
     return decode
 
@@ -151,11 +151,11 @@ async def _openid_configuration(request: web.Request) -> web.StreamResponse:
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": algs,
     }
-    return negotiation.json_response(doc, headers={"Cache-Control": "public, max-age=3600"})
+    return responsewriters.json_response(doc, headers={"Cache-Control": "public, max-age=3600"})
 
 
 async def _jwks(request: web.Request) -> web.StreamResponse:
-    return negotiation.json_response(
+    return responsewriters.json_response(
         jwks(request.app[AUTH]),
         headers={"Cache-Control": "public, max-age=3600"},
         content_type="application/jwk-set+json",

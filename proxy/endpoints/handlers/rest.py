@@ -21,7 +21,7 @@ from proxy import apierrors
 from proxy.admission import handler as admission
 from proxy.admission.attributes import add_audit_annotation
 from proxy.authentication.filter import is_secure
-from proxy.endpoints import negotiation, restful_route
+from proxy.endpoints import decoding, negotiation, responsewriters, restful_route
 from proxy.endpoints.handlers import collection
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.handlers.scope import RequestScope
@@ -150,7 +150,7 @@ async def get_object(
     opts = GetOptions(resource_version=request.query.get("resourceVersion", ""))
     context = _rest_context(request, _namespace(info, scope.resource), False)
     stored = await storage.get_object(context, info.name, opts)
-    return negotiation.object_response(
+    return responsewriters.object_response(
         request, scope.kind, stored.data, fmt=media, stored=stored
     )
 
@@ -196,7 +196,7 @@ async def create_object(
             request, resource, "", None, created, managed.sent_managed_fields(created)
         ),
     )  # fmt: skip
-    return negotiation.object_response(
+    return responsewriters.object_response(
         request, resource, stored.data, 201, fmt=media, warnings=warnings, stored=stored
     )
 
@@ -210,15 +210,15 @@ async def _create_named(
     """A create on an object's path (upstream's ``rest.NamedCreater``): the body is the
     route's kind; the answer is the Status the storage returns. No admission runs (this
     server never admitted ``pods/binding``; upstream does)."""
-    body = await negotiation.read_body(request, scope.max_request_body_bytes)
+    body = await decoding.read_body(request, scope.max_request_body_bytes)
     kind = scope.kind
-    obj = negotiation.decode_kind(
+    obj = await decoding.decoded_kind(
         body, negotiation.body_media_type(request), kind.api_version, kind.kind
     )
     dry_run = is_dry_run(request.query, "CreateOptions")
     context = _rest_context(request, _namespace(info, scope.resource), dry_run)
     status = await storage.create_named(context, info.name, obj, validate_nothing)
-    return negotiation.json_response(status, int(status.get("code") or 201))
+    return responsewriters.json_response(status, int(status.get("code") or 201))
 
 
 async def _write_request(
@@ -229,25 +229,37 @@ async def _write_request(
     with its Warning headers. Options are checked (406/422) before the body is read."""
     media = _response_type(request, scope.kind)
     negotiation.check_body_type(negotiation.body_media_type(request))  # 415, then 413,
-    body = await negotiation.read_body(request, scope.max_request_body_bytes)
+    body = await decoding.read_body(request, scope.max_request_body_bytes)
     mode = validation.field_mode(request.query, options_kind)  # then the options (upstream)
     dry_run = is_dry_run(request.query, options_kind)
-    obj, warnings = _decode_validated(request, body, scope, mode)
+    media_type = negotiation.body_media_type(request)
+    obj, warnings = await decoding.off_loop(
+        body, media_type, _decode_validated, body, media_type, scope, mode
+    )  # a large body: decoded and field-validated beside the loop
     return media, dry_run, obj, warnings
 
 
 def _decode_validated(
-    request: web.Request, body: bytes, scope: RequestScope, mode: Mode
+    body: bytes, media_type: str, scope: RequestScope, mode: Mode
 ) -> tuple[JSONObject, list[str]]:
     """The decoded, field-validated body of a create or update: (object, Warning headers)."""
-    media_type = negotiation.body_media_type(request)
     decode_warnings: list[str] = []
-    obj = negotiation.decode_object(body, media_type, scope.kind, decode_warnings)
+    obj = decoding.decode_object(body, media_type, scope.kind, decode_warnings)
     raw = body if media_type == negotiation.JSON_TYPE else None
     obj, warnings = validation.validate_written(
         obj, raw, scope.kind, mode, required=scope.schema_required
     )
     return obj, decode_warnings + warnings
+
+
+def _validate_patched(
+    patched: JSONObject, config: JSONObject | None, body: bytes, kind: ResourceInfo,
+    mode: Mode, required: bool,
+) -> tuple[JSONObject, list[str]]:
+    """The patched object field-validated against what was sent (the applied
+    configuration, else the decoded patch)."""
+    sent = config if config is not None else patch.decoded_patch(body)
+    return validation.validate_patched(patched, sent, kind, mode, required=required)
 
 
 @dataclass
@@ -299,7 +311,7 @@ async def update_object(
         _rest_context(request, namespace, dry_run), info.name, obj_info,
         adm.validate_create, adm.validate_update,
     )  # fmt: skip
-    return negotiation.object_response(
+    return responsewriters.object_response(
         request, kind, stored.data, 201 if created else 200, fmt=media,
         warnings=warnings, stored=stored,
     )  # fmt: skip
@@ -342,16 +354,17 @@ class _Patched:
         elif not current:
             raise serr.NotFound(self.key)
         else:
-            patched = patch.apply_patch(
-                self.patch_type, copy.deepcopy(current), self.body, self.kind, self.mode
-            )
+            patched = await decoding.off_loop(
+                self.body, self.patch_type, patch.apply_patch,
+                self.patch_type, copy.deepcopy(current), self.body, self.kind, self.mode,
+            )  # fmt: skip
         if not isinstance(patched.get("metadata"), dict):
             patched["metadata"] = {}
         self._check(ctx, patched)
         self.sent = managed.sent_managed_fields(patched)
-        patched, found = validation.validate_patched(
-            patched, config if self.applying else patch.decoded_patch(self.body),
-            self.kind, self.mode, required=self.required,
+        patched, found = await decoding.off_loop(
+            self.body, self.patch_type, _validate_patched, patched,
+            config if self.applying else None, self.body, self.kind, self.mode, self.required,
         )  # fmt: skip
         self.warnings[:] = found + (
             managed.strict_decoding(self.body, self.mode) if self.applying else []
@@ -360,7 +373,7 @@ class _Patched:
         return await self.adm.admit_update(patched, current)
 
     def _check(self, ctx: Context, patched: JSONObject) -> None:
-        negotiation.check_kind(patched, self.kind)
+        decoding.check_kind(patched, self.kind)
         object_meta.check_name_matches_url(patched, self.adm.name, ctx.namespace, self.kind)
 
     async def _applied_create(
@@ -374,9 +387,10 @@ class _Patched:
         self.applied_fields = managed.sent_managed_fields(obj)
         self._check(ctx, obj)
         object_meta.ensure_namespace(obj, self.resource, ctx.namespace)
-        checked, found = validation.validate_patched(
-            obj, config, self.resource, self.mode, required=self.required
-        )
+        checked, found = await decoding.off_loop(
+            self.body, self.patch_type, _validate_patched, obj, config, self.body,
+            self.resource, self.mode, self.required,
+        )  # fmt: skip
         self.warnings[:0] = found
         return await self.adm.admit_create(checked)
 
@@ -402,12 +416,16 @@ async def patch_object(
     managed.check_patch_options(request.query, patch_type)
     mode = validation.field_mode(request.query, "PatchOptions")
     dry_run = is_dry_run(request.query, "PatchOptions")
-    body = await negotiation.read_body(request, scope.max_request_body_bytes)
+    body = await decoding.read_body(request, scope.max_request_body_bytes)
     namespace = _namespace(info, resource)
     adm = _request_admission(request, info, scope, dry_run, "PatchOptions")
     key = scope.store.object_key(namespace, info.name)
     applying = patch_type == managed.APPLY_PATCH
-    config = managed.decode_apply_body(body) if applying else {}
+    config = (
+        await decoding.off_loop(body, patch_type, managed.decode_apply_body, body)
+        if applying
+        else {}
+    )
     obj_info = _Patched(
         request, adm, resource, kind, patch_type, body, mode, key, config, scope.schema_required
     )
@@ -416,7 +434,7 @@ async def patch_object(
         adm.validate_create, adm.validate_update,
         force_allow_create=applying and not info.subresource,
     )  # fmt: skip
-    return negotiation.object_response(
+    return responsewriters.object_response(
         request, kind, stored.data, 201 if created else 200, fmt=media,
         warnings=obj_info.warnings, stored=stored,
     )  # fmt: skip
@@ -433,9 +451,10 @@ async def delete_object(
     if not isinstance(storage, Deleter):
         raise apierrors.method_not_supported(scope.qualified, info.verb)
     media = _response_type(request, scope.kind)
-    body = await negotiation.read_body(request, scope.max_request_body_bytes)
-    opts = parse_delete_options(
-        request.query, body, negotiation.body_media_type(request),
+    body = await decoding.read_body(request, scope.max_request_body_bytes)
+    media_type = negotiation.body_media_type(request)
+    opts = await decoding.off_loop(
+        body, media_type, parse_delete_options, request.query, body, media_type,
         unsafe_delete_gate=scope.unsafe_delete_gate,
     )  # fmt: skip
     namespace = _namespace(info, scope.resource)
@@ -450,11 +469,11 @@ async def delete_object(
         details = {"name": info.name, "kind": scope.kind.kind}
         status = {**apierrors.success_status(details), "code": 200}
         pb = media.format == "protobuf"  # a Status, negotiated like the object would be
-        return negotiation.json_response(
+        return responsewriters.json_response(
             status, media_type=negotiation.PROTOBUF_TYPE if pb else negotiation.JSON_TYPE
         )
     code = deletion.response_code(removed, opts)
-    return negotiation.object_response(
+    return responsewriters.object_response(
         request, scope.kind, stored.data, code, fmt=media, stored=stored
     )
 
