@@ -35,7 +35,7 @@ from proxy.registry.rest import SubresourceStorage
 from proxy.registry.scale import ScaleREST
 from proxy.registry.storage_factory import StorageMap
 from proxy.registry.store import Store
-from proxy.registry.strategy import GenericStrategy
+from proxy.registry.strategy import GenericStrategy, StatusStrategy
 from proxy.registry.validation.strategy import KindStrategy
 from proxy.request.request_info import RequestInfo
 from proxy.request.warning import warning_header
@@ -122,7 +122,8 @@ class CustomResourceDelegate:
     lifecycle: bool
 
     def _store(self, resource: ResourceInfo, subresource: str) -> Store:
-        strategy = GenericStrategy(resource, subresource, self.rules_of(resource))
+        kind = StatusStrategy if subresource == "status" else GenericStrategy
+        strategy = kind(resource, subresource, self.rules_of(resource))
         return Store(self.storages.for_resource(resource), strategy, lifecycle=self.lifecycle)
 
     def scope(self, resource: ResourceInfo, subresource: str) -> RequestScope | None:

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 from proxy import apierrors
 from proxy.kube.prepare import namespace_defaults, pod_qos_class, secret_defaults
-from proxy.registry import before_delete
+from proxy.registry import before_delete, object_meta
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import Context
-from proxy.registry.strategy import GenericStrategy
+from proxy.registry.strategy import GenericStrategy, StatusStrategy
 from proxy.registry.validation.strategy import KindStrategy
 from proxy.request.user import UserInfo
 from storage.interfaces import JSONObject
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EscalationCheck",
     "KubeStrategyDeps",
+    "NamespaceFinalizeStrategy",
     "NamespaceStrategy",
     "PodStrategy",
     "RBACStrategy",
@@ -107,6 +108,25 @@ class PodStrategy(GenericStrategy):
         return obj
 
 
+def _take_finalizers(merged: JSONObject, new: JSONObject) -> None:
+    finalizers = list((new.get("spec") or {}).get("finalizers") or [])
+    spec = merged.setdefault("spec", {})
+    if finalizers:
+        spec["finalizers"] = finalizers
+    else:
+        spec.pop("finalizers", None)
+
+
+@dataclass(frozen=True)
+class NamespaceFinalizeStrategy(GenericStrategy):
+    """``namespaces/NAME/finalize`` (upstream's ``FinalizeREST``): only
+    ``spec.finalizers`` changes."""
+
+    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
+        merged = object_meta.with_parts_of(new, old, _take_finalizers)
+        return object_meta.prepare_for_update(merged, old)
+
+
 @dataclass(frozen=True)
 class KubeStrategyDeps:
     """What the built-in kinds' strategies need from the server, given by the
@@ -129,6 +149,10 @@ def strategy_for(
 ) -> GenericStrategy:
     """The strategy of a built-in ``resource`` written through ``subresource``."""
     rules = deps.kind_rules.get((resource.group, resource.kind))
+    if subresource == "status":
+        return StatusStrategy(resource, subresource, rules)
+    if (resource.group, resource.plural, subresource) == ("", "namespaces", "finalize"):
+        return NamespaceFinalizeStrategy(resource, subresource, rules)
     if resource.group == _RBAC_GROUP and deps.escalation is not None:
         return RBACStrategy(resource, subresource, rules, deps.escalation)
     if (resource.group, resource.plural, subresource) == ("", "namespaces", ""):

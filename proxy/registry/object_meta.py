@@ -22,9 +22,12 @@ __all__ = [
     "check_name_matches_url",
     "ensure_namespace",
     "generate_name",
+    "keep_status",
     "now_rfc3339",
     "prepare_for_create",
     "prepare_for_update",
+    "take_status",
+    "with_parts_of",
 ]
 
 
@@ -154,42 +157,44 @@ def _without_nulls(value: object) -> object:
     return value
 
 
-def prepare_for_update(
-    new: JSONObject, old: JSONObject, resource: ResourceInfo, subresource: str
+def with_parts_of(
+    new: JSONObject, old: JSONObject, take: Callable[[JSONObject, JSONObject], None]
 ) -> JSONObject:
-    """Merge a PUT/PATCH result ``new`` onto the stored ``old`` (mutates ``new``).
+    """A subresource write (``/status``, a namespace's ``/finalize``): the stored ``old``
+    with what ``take(merged, new)`` copies from ``new``, and ``new``'s resourceVersion
+    (the precondition it was written against)."""
+    merged = copy.deepcopy(old)
+    take(merged, new)
+    new_meta = new.get("metadata") or {}
+    if new_meta.get("resourceVersion"):
+        merged["metadata"]["resourceVersion"] = new_meta["resourceVersion"]
+    return merged
 
-    - the main resource of a kind with a status subresource ignores status changes;
-      ``/status`` takes only the status (and keeps everything else as stored);
-    - uid, creationTimestamp, generation, deletionTimestamp are the server's: a
-      missing uid is taken from old (a different one is left for validation to refuse);
-    - generation bumps when anything but metadata/status changed.
-    """
-    if subresource == "status":
-        merged = copy.deepcopy(old)
-        if "status" in new:
-            merged["status"] = new["status"]
-        else:
-            merged.pop("status", None)
-        new_meta = new.get("metadata") or {}
-        if new_meta.get("resourceVersion"):
-            merged["metadata"]["resourceVersion"] = new_meta["resourceVersion"]
-        new = merged
-    elif subresource == "finalize":  # namespaces/NAME/finalize: only spec.finalizers
-        merged = copy.deepcopy(old)
-        merged.setdefault("spec", {})["finalizers"] = list(
-            (new.get("spec") or {}).get("finalizers") or [])
-        if not merged["spec"]["finalizers"]:
-            del merged["spec"]["finalizers"]
-        new_meta = new.get("metadata") or {}
-        if new_meta.get("resourceVersion"):
-            merged["metadata"]["resourceVersion"] = new_meta["resourceVersion"]
-        new = merged
-    elif resource.has_status:
-        if "status" in old:
-            new["status"] = copy.deepcopy(old["status"])
-        else:
-            new.pop("status", None)
+
+def take_status(merged: JSONObject, new: JSONObject) -> None:
+    """``new``'s status (or none) on ``merged``: what a ``/status`` write changes."""
+    if "status" in new:
+        merged["status"] = new["status"]
+    else:
+        merged.pop("status", None)
+
+
+def keep_status(new: JSONObject, old: JSONObject) -> None:
+    """The stored status on ``new``: the main resource of a kind with a status
+    subresource ignores status changes."""
+    if "status" in old:
+        new["status"] = copy.deepcopy(old["status"])
+    else:
+        new.pop("status", None)
+
+
+def prepare_for_update(new: JSONObject, old: JSONObject) -> JSONObject:
+    """The server's fields of ``new`` replacing the stored ``old`` (mutates ``new``):
+    uid, creationTimestamp, generation, deletionTimestamp are the server's (a missing
+    uid is taken from old; a different one is left for validation to refuse); the
+    generation bumps when anything but metadata and status changed. The strategy
+    decides first what of ``new`` the write may change (``with_parts_of``,
+    ``keep_status``)."""
     meta = _metadata(new)
     old_meta = old.get("metadata") or {}
     if not meta.get("uid"):  # a different one is refused by validation.validate_update
@@ -201,7 +206,7 @@ def prepare_for_update(
             meta.pop(system, None)
     meta.pop("selfLink", None)
     generation = int(old_meta.get("generation") or 0)
-    if subresource != "status" and _spec_part(new) != _spec_part(old):
+    if _spec_part(new) != _spec_part(old):
         generation += 1
     if generation:
         meta["generation"] = generation

@@ -16,7 +16,7 @@ from proxy.registry.validation.strategy import KindStrategy
 from proxy.request.delete_options import DeleteOptions
 from storage.interfaces import JSONObject
 
-__all__ = ["GenericStrategy"]
+__all__ = ["GenericStrategy", "StatusStrategy"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,9 @@ class GenericStrategy:
         return object_meta.prepare_for_create(obj, self.resource, ctx.namespace)
 
     def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
-        return object_meta.prepare_for_update(new, old, self.resource, self.subresource)
+        if self.resource.has_status and not self.subresource:
+            object_meta.keep_status(new, old)
+        return object_meta.prepare_for_update(new, old)
 
     def default(self, obj: JSONObject) -> None:
         """No defaulting yet (issue 26 adds it per kind)."""
@@ -61,3 +63,13 @@ class GenericStrategy:
         self, ctx: Context, name: str, current: JSONObject | None, options: DeleteOptions
     ) -> None:
         pass
+
+
+@dataclass(frozen=True)
+class StatusStrategy(GenericStrategy):
+    """A ``/status`` write (upstream's per-kind ``statusStrategy``): only the status
+    changes, everything else stays as stored."""
+
+    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
+        merged = object_meta.with_parts_of(new, old, object_meta.take_status)
+        return object_meta.prepare_for_update(merged, old)
