@@ -25,6 +25,7 @@ import orjson
 from proxy import apierrors
 from proxy.endpoints import decoding
 from proxy.registry.resources import ResourceInfo
+from proxy.request.write_options import APPLY_PATCH
 from storage.interfaces import JSONObject
 
 __all__ = ["JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "apply_patch", "merge_patch"]
@@ -33,7 +34,6 @@ __all__ = ["JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "apply_patch", 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
-APPLY_PATCH = "application/apply-patch+yaml"
 
 # Strategic merge patch: fn(original, patch, resource) -> patched; None if unavailable.
 StrategicFn = Callable[[JSONObject, JSONObject, ResourceInfo], JSONObject]

@@ -51,6 +51,7 @@ from proxy.endpoints.compression import with_compression
 from proxy.endpoints.metrics import with_metrics
 from proxy.endpoints.responsewriter import end_started_response, response_started
 from proxy.request.request_info import REQUEST_INFO, RequestInfo, parse_request_info
+from proxy.request.user import SYSTEM_PRIVILEGED_GROUP, request_user
 from proxy.server import http_errors
 from proxy.server.settings import Settings
 
@@ -188,8 +189,9 @@ def with_max_in_flight(settings: Settings) -> Middleware | None:
     """Upstream's ``WithMaxInFlightLimit``: at most --max-requests-inflight read-only
     and --max-mutating-requests-inflight mutating requests at once (0: no limit);
     long-running requests are not counted. Beyond it: 429 with ``Retry-After: 1`` and
-    upstream's plain-text body (``http.Error``), which clients retry. None when both
-    limits are off."""
+    upstream's plain-text body (``http.Error``), which clients retry — except for
+    ``system:masters`` (a super-admin, or the server's own loopback client), served
+    anyway, as upstream. None when both limits are off."""
     limits = {False: settings.max_requests_inflight, True: settings.max_mutating_requests_inflight}
     if not any(limits.values()):
         return None
@@ -205,6 +207,11 @@ def with_max_in_flight(settings: Settings) -> Middleware | None:
         if not limit:
             return await handler(request)
         if in_flight[mutating] >= limit:
+            user = request_user(request)
+            if user is not None and SYSTEM_PRIVILEGED_GROUP in user.groups:
+                # as upstream: "a system:master is so powerful that they should always
+                # get an answer. It's a super-admin or a loopback connection."
+                return await handler(request)
             return web.Response(
                 status=429,
                 text=TOO_MANY_REQUESTS_TEXT,
