@@ -1,6 +1,6 @@
 """The simulated cluster: node agents, a scheduler, the ReplicaSet, Deployment and Job
-controllers, the garbage collector, the namespace controller and background churn, all
-ordinary API clients of one server. The server should run with
+controllers, the garbage collector, the namespace controller, background churn and one
+Event recorder they share, all ordinary API clients of one server. The server should run with
 ``--lifecycle-controllers=true`` (the lab passes it), so that DELETE leaves to these
 controllers what kube-apiserver leaves to kubelets and kube-controller-manager.
 
@@ -26,6 +26,7 @@ from typing import Any
 from lab.sim.churn import Churn
 from lab.sim.client import Client
 from lab.sim.deployment import DeploymentController
+from lab.sim.events import EventBroadcaster
 from lab.sim.garbage_collector import GarbageCollector
 from lab.sim.informer import Informer
 from lab.sim.job import JobController
@@ -65,21 +66,25 @@ class Simulation:
                                     name="deployments")  # fmt: skip
         self.jobs = Informer(informers, informers.batch.list_job_for_all_namespaces,
                              name="jobs")  # fmt: skip
-        self.agents = NodeAgents(self.server, self.nodes, renew_seconds=self.renew_seconds,
+        self.events = events = EventBroadcaster(self.server)
+        self.agents = NodeAgents(self.server, self.nodes, events,
+                                 renew_seconds=self.renew_seconds,
                                  status_seconds=self.status_seconds)  # fmt: skip
-        self.scheduler = Scheduler(self.server, self.nodes)
+        self.scheduler = Scheduler(self.server, self.nodes, events)
         self.replicaset_controller = ReplicaSetController(self.server, self.replicasets,
-                                                          self.pods)  # fmt: skip
+                                                          self.pods, events)  # fmt: skip
         self.deployment_controller = DeploymentController(self.server, self.deployments,
-                                                          self.replicasets)  # fmt: skip
-        self.job_controller = JobController(self.server, self.jobs, self.pods)
+                                                          self.replicasets, events)  # fmt: skip
+        self.job_controller = JobController(self.server, self.jobs, self.pods, events)
         self.garbage_collector = GarbageCollector(self.server, self.pods, self.replicasets,
-                                                  self.deployments, self.jobs)  # fmt: skip
+                                                  self.deployments, self.jobs,
+                                                  events)  # fmt: skip
         self.namespace_controller = NamespaceController(self.server)
         self.churner = Churn(self.agents, self.churn)
         # handlers first, then the informers: every controller sees every first ADDED
-        runs = [self.agents.run(), self.scheduler.run(), self.replicaset_controller.run(),
-                self.deployment_controller.run(), self.job_controller.run(),
+        runs = [events.run(), self.agents.run(), self.scheduler.run(),
+                self.replicaset_controller.run(), self.deployment_controller.run(),
+                self.job_controller.run(),
                 self.garbage_collector.run(), self.namespace_controller.run(),
                 self.churner.run(), self.nodes.run(), self.pods.run(), self.replicasets.run(),
                 self.deployments.run(), self.jobs.run()]  # fmt: skip
@@ -99,7 +104,8 @@ class Simulation:
         renewals = sum(a.renewals for a in self.agents.agents.values())
         return (f"{len(self.agents.agents)} node agents ({renewals} lease renewals), "
                 f"{self.scheduler.bindings} pods bound, {self.churner.changes} container "
-                "restarts")  # fmt: skip
+                f"restarts, {self.events.written} event writes ({self.events.dropped} "
+                "events dropped)")  # fmt: skip
 
 
 async def _logged(coro: Coroutine[Any, Any, None]) -> None:

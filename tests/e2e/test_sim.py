@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
 import time
@@ -371,3 +372,116 @@ kind: ConfigMap
 metadata: {name: kopf-cm, namespace: default, labels: {kopf-example: "yes"}}
 data: {a: "1", b: "2"}
 """
+
+
+def _events(cluster: Cluster, *selector: str) -> list[JSON]:
+    items: list[JSON] = cluster.json("get", "events", *selector)["items"]
+    return items
+
+
+def _reasons(events: list[JSON]) -> dict[str, JSON]:
+    return {e["reason"]: e for e in events}
+
+
+def test_kubectl_describe_pod_shows_the_scheduler_and_kubelet_events(cluster: Cluster) -> None:
+    cluster.kubectl("run", "ev", "--image=nginx:1.27")
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/ev", "--timeout=30s", timeout=40)
+    pod = cluster.json("get", "pod", "ev")
+    node = pod["spec"]["nodeName"]
+    wanted = {"Scheduled", "Pulling", "Pulled", "Created", "Started"}
+    _wait("the pod's Events", lambda: wanted <= set(_reasons(
+        _events(cluster, "--field-selector", "involvedObject.name=ev"))), 15)  # fmt: skip
+    events = _reasons(_events(cluster, "--field-selector", "involvedObject.name=ev"))
+    scheduled = events["Scheduled"]
+    assert scheduled["message"] == f"Successfully assigned default/ev to {node}"
+    assert scheduled["source"] == {"component": "default-scheduler"}
+    assert scheduled["involvedObject"]["uid"] == pod["metadata"]["uid"]
+    started = events["Started"]
+    assert started["message"] == "Started container ev"
+    assert started["source"] == {"component": "kubelet", "host": node}
+    assert started["involvedObject"]["fieldPath"] == "spec.containers{ev}"
+    assert events["Pulling"]["message"] == 'Pulling image "nginx:1.27"'
+    assert events["Created"]["message"] == "Created container: ev"
+    out = cluster.kubectl("describe", "pod", "ev")
+    block = out.split("\nEvents:", 1)[1]
+    assert re.search(r"Type\s+Reason\s+Age\s+From\s+Message", block), block
+    assert re.search(rf"Normal\s+Scheduled\s+\S+\s+default-scheduler\s+Successfully "
+                     rf"assigned default/ev to {node}", block), block  # fmt: skip
+    # kubectl prefixes an Event's fieldPath (the kubelet's container events carry one)
+    assert re.search(r"Normal\s+Started\s+\S+\s+kubelet\s+spec.containers\{ev\}: Started "
+                     r"container ev", block), block  # fmt: skip
+    # `kubectl get events` sorts nothing itself: every Event is one row of the table
+    table = cluster.kubectl("get", "events", "--field-selector", "involvedObject.name=ev")
+    assert table.splitlines()[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT",
+                                             "MESSAGE"]  # fmt: skip
+    assert "pod/ev" in table and "Started container ev" in table
+    cluster.kubectl("delete", "pod", "ev", "--wait=false")
+    _wait("the kubelet's Killing Event", lambda: "Killing" in _reasons(
+        _events(cluster, "--field-selector", "involvedObject.name=ev")))  # fmt: skip
+    killing = _reasons(_events(cluster, "--field-selector", "involvedObject.name=ev"))["Killing"]
+    assert killing["message"] == "Stopping container ev"
+
+
+def test_the_controllers_record_what_they_do(cluster: Cluster) -> None:
+    cluster.kubectl("apply", "-f", "-", stdin=_deployment("recorded", 2))
+    cluster.kubectl("rollout", "status", "deploy/recorded", "--timeout=60s", timeout=70)
+    (rs,) = _names(cluster, "rs", "app=recorded")
+    _wait("ScalingReplicaSet", lambda: "ScalingReplicaSet" in _reasons(
+        _events(cluster, "--field-selector", "involvedObject.name=recorded")))  # fmt: skip
+    scaling = _reasons(_events(cluster, "--field-selector", "involvedObject.name=recorded"))
+    assert scaling["ScalingReplicaSet"]["message"] == f"Scaled up replica set {rs} from 0 to 2"
+    assert scaling["ScalingReplicaSet"]["source"] == {"component": "deployment-controller"}
+    pods = sorted(_names(cluster, "pods", "app=recorded"))
+    _wait("SuccessfulCreate per pod", lambda: len(_events(
+        cluster, "--field-selector", f"involvedObject.name={rs},reason=SuccessfulCreate")) == 2)
+    created = _events(cluster, "--field-selector", f"involvedObject.name={rs}")
+    assert sorted(e["message"] for e in created) == [f"Created pod: {p}" for p in pods]
+    assert "Created pod: " in cluster.kubectl("describe", "rs", rs)
+    cluster.kubectl("scale", "deploy/recorded", "--replicas=1")
+    _wait("scaled down", lambda: any(e["message"] == f"Scaled down replica set {rs} from 2 to 1"
+                                     for e in _events(cluster, "--field-selector",
+                                                      "involvedObject.name=recorded")))
+    _wait("SuccessfulDelete", lambda: "SuccessfulDelete" in _reasons(
+        _events(cluster, "--field-selector", f"involvedObject.name={rs}")))  # fmt: skip
+    cluster.kubectl("create", "job", "recorded-job", "--image=busybox", "--", "true")
+    cluster.kubectl("wait", "--for=condition=complete", "job/recorded-job", "--timeout=30s",
+                    timeout=40)  # fmt: skip
+    _wait("Completed", lambda: "Completed" in _reasons(
+        _events(cluster, "--field-selector", "involvedObject.name=recorded-job")))  # fmt: skip
+    job_events = _reasons(_events(cluster, "--field-selector", "involvedObject.name=recorded-job"))
+    assert job_events["Completed"]["message"] == "Job completed"
+    assert job_events["SuccessfulCreate"]["source"] == {"component": "job-controller"}
+
+
+CRASHING = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: crashing
+  namespace: default
+  annotations: {lab.watchcache.io/run-seconds: "0.3", lab.watchcache.io/exit-code: "1"}
+spec:
+  restartPolicy: Always
+  containers: [{name: app, image: busybox}]
+"""
+
+
+def test_a_repeated_event_is_one_event_with_a_count(cluster: Cluster) -> None:
+    """client-go's correlator: the same BackOff again is a PATCH of the Event's count and
+    lastTimestamp, not a new Event; `describe` shows it as 'xN over'."""
+    cluster.kubectl("apply", "-f", "-", stdin=CRASHING)
+
+    def backoffs() -> list[JSON]:
+        return _events(cluster, "--field-selector", "involvedObject.name=crashing,reason=BackOff")
+
+    _wait("BackOff three times", lambda: sum(e.get("count", 1) for e in backoffs()) >= 3, 40)
+    (backoff,) = backoffs()
+    uid = cluster.json("get", "pod", "crashing")["metadata"]["uid"]
+    assert backoff["type"] == "Warning" and backoff["count"] >= 3
+    assert backoff["message"] == (f"Back-off restarting failed container app in pod "
+                                  f"crashing_default({uid})")  # fmt: skip
+    assert backoff["firstTimestamp"] < backoff["lastTimestamp"]
+    assert "Back-off restarting failed container app" in cluster.kubectl(
+        "describe", "pod", "crashing")  # fmt: skip
+    assert " over " in cluster.kubectl("describe", "pod", "crashing").split("\nEvents:")[1]
+    cluster.kubectl("delete", "pod", "crashing", "--wait=false")
