@@ -166,7 +166,8 @@ class Lab:
             start_extension, self.server.url, ext_pki, new_log(self.dir / "extension.log")
         )
         if self.a.sim:
-            self.sim = Simulation(self.server.url, churn=self.a.churn)
+            self.sim = Simulation(self.server.url, churn=self.a.churn,
+                                  root_ca=(pki.dir / "ca.crt").read_text())  # fmt: skip
             self.sim.start()
         if self.a.page:
             self.page = LabPage(self.server.url, self.a.page_port)

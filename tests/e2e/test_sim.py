@@ -24,6 +24,7 @@ from lab.apiserver import cli_command
 from lab.etcd import EtcdCluster
 from lab.kubeconfig import write_kubeconfig
 from lab.process import stop_process
+from proxy.server.certs import new_ca
 from tests.integration.conftest import JSON, KUBECTL, ServerProcess, start_server
 
 pytestmark = pytest.mark.etcd
@@ -36,6 +37,7 @@ class Cluster:
     server: ServerProcess
     kubeconfig: Path
     sim: subprocess.Popen[bytes]
+    root_ca: str
 
     def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 60) -> str:
         r = subprocess.run([str(KUBECTL), "--kubeconfig", str(self.kubeconfig), *args],
@@ -53,16 +55,19 @@ def cluster(etcd: EtcdCluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
     """A server seeded with a few nodes and pods, and `watchcache sim` against it (Leases
     renewed every second to keep the test short)."""
     d = tmp_path_factory.mktemp("sim")
+    (d / "ca.crt").write_bytes(new_ca("sim-root-ca").cert_pem)
     with start_server(etcd.endpoints, None, "--lifecycle-controllers=true") as server:
         plan = seed.Plan(pods=12, nodes=NODES, namespaces=2, configmaps=1)
         result = asyncio.run(seed.seed_with_progress(server.url, plan, quiet=True))
         assert result.ok, result.errors
         log = open(d / "sim.log", "wb")  # noqa: SIM115 - the child's, closed below
         sim = subprocess.Popen(cli_command("sim", "--server", server.url, "--renew-seconds",
-                                           "1", "--churn", "2", "-v"),
+                                           "1", "--churn", "2", "--root-ca-file",
+                                           str(d / "ca.crt"), "-v"),
                                stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
         try:
-            yield Cluster(server, write_kubeconfig(d / "kubeconfig", server.url), sim)
+            yield Cluster(server, write_kubeconfig(d / "kubeconfig", server.url), sim,
+                          (d / "ca.crt").read_text())  # fmt: skip
         finally:
             stop_process(sim, 20)
             log.close()
@@ -485,3 +490,39 @@ def test_a_repeated_event_is_one_event_with_a_count(cluster: Cluster) -> None:
         "describe", "pod", "crashing")  # fmt: skip
     assert " over " in cluster.kubectl("describe", "pod", "crashing").split("\nEvents:")[1]
     cluster.kubectl("delete", "pod", "crashing", "--wait=false")
+
+
+def _try_json(cluster: Cluster, *args: str) -> JSON | None:
+    r = subprocess.run([str(KUBECTL), "--kubeconfig", str(cluster.kubeconfig), *args, "-o",
+                        "json"], capture_output=True, text=True, timeout=30)  # fmt: skip
+    return orjson.loads(r.stdout) if r.returncode == 0 else None
+
+
+def test_a_new_namespace_gets_its_default_service_account_and_root_ca(cluster: Cluster) -> None:
+    """The serviceaccounts controller and the root CA publisher, within a second of the
+    namespace's creation; a deleted or altered object is put back."""
+    cluster.kubectl("create", "namespace", "fresh")
+    created = time.monotonic()
+    _wait("default ServiceAccount and kube-root-ca.crt", lambda: (
+        _try_json(cluster, "get", "sa", "default", "-n", "fresh") is not None
+        and _try_json(cluster, "get", "cm", "kube-root-ca.crt", "-n", "fresh") is not None),
+        10)  # fmt: skip
+    # the poll itself (two kubectl runs) takes most of a second on a busy machine
+    assert time.monotonic() - created < 3.0
+    cm = cluster.json("get", "cm", "kube-root-ca.crt", "-n", "fresh")
+    assert cm["data"] == {"ca.crt": cluster.root_ca}
+    assert cm["metadata"]["annotations"]["kubernetes.io/description"].startswith(
+        "Contains a CA bundle that can be used to verify the kube-apiserver")  # fmt: skip
+    # every namespace, the system ones and the seeded ones too
+    for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
+        assert _try_json(cluster, "get", "sa", "default", "-n", ns) is not None, ns
+        assert _try_json(cluster, "get", "cm", "kube-root-ca.crt", "-n", ns) is not None, ns
+    cluster.kubectl("delete", "sa", "default", "-n", "fresh")
+    _wait("default ServiceAccount back", lambda: _try_json(
+        cluster, "get", "sa", "default", "-n", "fresh") is not None, 10)  # fmt: skip
+    cluster.kubectl("patch", "cm", "kube-root-ca.crt", "-n", "fresh", "--type=merge", "-p",
+                    '{"data": {"ca.crt": "tampered", "extra": "x"}}')  # fmt: skip
+    _wait("kube-root-ca.crt restored", lambda: cluster.json(
+        "get", "cm", "kube-root-ca.crt", "-n", "fresh")["data"] == {"ca.crt": cluster.root_ca},
+        10)  # fmt: skip
+    cluster.kubectl("delete", "namespace", "fresh", "--wait=false")
