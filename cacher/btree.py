@@ -21,6 +21,7 @@ references; iterating k values from a key O(log n + k); rank O(B log n).
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from typing import Generic, TypeVar
@@ -275,6 +276,32 @@ def _slices(
     i = max(bisect_right(node.keys, start) - 1, 0) if start else 0
     for child in node.children[i:j]:
         yield from _slices(child, start, end)
+
+
+def extra_bytes(trees: Iterable[BTreeMap[V]], live: BTreeMap[V]) -> tuple[int, int]:
+    """What ``trees`` (snapshots) hold beyond ``live``: (nodes, bytes of those nodes and
+    their tuples). Values are not counted (old versions are the history's too). A walk
+    stops at a node already seen, so its cost is the number of nodes counted."""
+    seen: set[int] = set()
+    _walk(live._root, seen, None)
+    sizes = [0, 0]
+    for tree in trees:
+        _walk(tree._root, seen, sizes)
+    return sizes[0], sizes[1]
+
+
+def _walk(node: _Node | None, seen: set[int], sizes: list[int] | None) -> None:
+    if node is None or id(node) in seen:
+        return
+    seen.add(id(node))
+    if sizes is not None:
+        sizes[0] += 1
+        parts = (node.keys, node.vals) if isinstance(node, _Leaf) else (
+            node.keys, node.children, node.counts)  # fmt: skip
+        sizes[1] += sys.getsizeof(node) + sum(sys.getsizeof(p) for p in parts)
+    if isinstance(node, _Branch):
+        for child in node.children:
+            _walk(child, seen, sizes)
 
 
 def check_invariants(tree: BTreeMap[V]) -> None:

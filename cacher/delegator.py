@@ -173,6 +173,8 @@ class CacheDelegator:
         if match != "":
             return None
         if pred.continue_token:
+            if self.cacher.snapshots is None or not opts.recursive:
+                return None  # (upstream decides before reading the token)
             start, token_rv = decode_continue(pred.continue_token, scope_key(key, opts.recursive))
             if token_rv > 0:
                 return await self._exact_route(opts, token_rv, start)

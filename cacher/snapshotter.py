@@ -72,6 +72,10 @@ class Snapshotter(Generic[T]):
             self._until.append(None)
         self.expire(now)
 
+    def held(self) -> list[T]:
+        """Every snapshot held, oldest first."""
+        return [s for s in self._snaps[self._start :] if s is not None]
+
     def get_less_or_equal(self, resource_version: int) -> T | None:
         """The state at ``resource_version`` if held: the newest snapshot not after it."""
         i = bisect_right(self._rvs, resource_version, lo=self._start) - 1

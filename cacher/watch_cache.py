@@ -207,6 +207,11 @@ class WatchCache:
         obj: CachedObject | None = self._store.get(key)
         return obj
 
+    @property
+    def store(self) -> Store:
+        """The store as it is now (immutable: later changes make a new one)."""
+        return self._store
+
     def objects(self) -> Iterable[CachedObject]:
         """Every object held now (an immutable map: safe to read across awaits)."""
         return self._store.values()

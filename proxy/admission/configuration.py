@@ -14,9 +14,7 @@ sync (they wait for it, bounded).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 from proxy.informer import (
@@ -85,18 +83,8 @@ class ConfigurationSource:
         self._sorted.pop(plural, None)
         self.version += 1
 
-    async def _wait_for_sync(self) -> None:
+    async def run(self) -> None:
+        """Set ``synced`` once the informers (run by their factory) have synced (the
+        post-start hook ``admission-configurations``: up when it returns)."""
         await wait_for_cache_sync(*self._informers.values())
         self.synced.set()
-
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        """Set ``synced`` once the informers (run by their factory) have synced, while
-        inside; cancels the wait on exit."""
-        task = asyncio.create_task(self._wait_for_sync(), name="admission-configurations")
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task

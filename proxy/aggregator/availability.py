@@ -19,9 +19,9 @@ Services and endpoints it depends on have no informer here to wake it). A check 
   ``FailedDiscoveryCheck``, ``failing or missing response from <url>: <error>``;
 - otherwise True, ``Passed``, ``all checks passed``.
 
-The condition is written through ``/status`` semantics (``guaranteed_update`` on the
-stored object) only when it changed; ``lastTransitionTime`` moves only when the status
-flips. A storage error requeues the key with the queue's backoff. Cancelling ``run``
+The condition is written to ``/status`` through the loopback client only when it
+changed; ``lastTransitionTime`` moves only when the status
+flips. A failed check or write requeues the key with the queue's backoff. Cancelling ``run``
 stops the checks (the app's cleanup does it on shutdown). Each check also sets
 upstream's ``aggregator_unavailable_apiservice`` metrics (``proxy.aggregator.metrics``).
 """
@@ -29,7 +29,6 @@ upstream's ``aggregator_unavailable_apiservice`` metrics (``proxy.aggregator.met
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import logging
 from typing import Any, Protocol
@@ -38,6 +37,7 @@ import aiohttp
 
 from proxy.aggregator import metrics
 from proxy.aggregator.apiservice import (
+    GROUP,
     LOCAL_MESSAGE,
     LOCAL_REASON,
     APIServiceRef,
@@ -49,8 +49,7 @@ from proxy.aggregator.proxy_handler import Backends, go_dial_error
 from proxy.aggregator.service_resolver import ResolveError
 from proxy.aggregator.transport import REMOTE_GROUP, REMOTE_USER
 from proxy.informer import WorkQueue, run_workers
-from proxy.registry.storage_factory import ResourceStorage
-from storage import errors as serr
+from proxy.loopback.client import LoopbackClient, resource_path
 
 __all__ = ["AvailabilityController", "check"]
 
@@ -63,13 +62,11 @@ AGGREGATOR_USER = "system:kube-aggregator"
 
 
 class AvailabilityDeps(Backends, Protocol):
-    """What the controller reads and writes through (the ``Aggregator`` of
-    ``proxy.aggregator.server``)."""
+    """What the controller reads through (the ``Aggregator`` of
+    ``proxy.aggregator.server``); it writes through the loopback client."""
 
     endpoint_routing: bool
     lister: APIServiceLister
-
-    def storage(self) -> ResourceStorage: ...
 
     async def get(self, group: str, plural: str, namespace: str, name: str) -> JSON | None: ...
 
@@ -153,6 +150,7 @@ class AvailabilityController:
         self.aggregator = aggregator
         self.interval = interval
         self.queue: WorkQueue[str] = WorkQueue("apiservice-availability")
+        self.client: LoopbackClient | None = None
         self._available: dict[str, bool] = {}  # name -> Available, for the metrics
         self._exported: set[str] = set()  # APIService names with a gauge series
 
@@ -161,16 +159,14 @@ class AvailabilityController:
         self.queue.add(name)
 
     async def _write(self, name: str, cond: JSON) -> None:
-        rs = self.aggregator.storage()
-        key = rs.object_key("", name)
+        assert self.client is not None, "run() sets the client"
 
-        async def apply(obj: JSON) -> JSON:
-            out = copy.deepcopy(obj)
-            set_condition(out, cond)
-            return out
+        def apply(obj: JSON) -> JSON | None:
+            return obj if set_condition(obj, cond) else None
 
-        with contextlib.suppress(serr.NotFound):  # deleted meanwhile
-            await rs.store.guaranteed_update(key, None, apply)
+        # None: deleted meanwhile; a failure raises (the queue retries the key)
+        await self.client.update(resource_path(GROUP, "v1", "apiservices", name=name,
+                                               sub="status"), apply)  # fmt: skip
 
     async def reconcile(self, name: str) -> None:
         """Check ``name`` and write its condition if it changed; check it again after
@@ -193,8 +189,9 @@ class AvailabilityController:
         self._exported = metrics.set_unavailable(self._available, self._exported)
         self.queue.add_after(name, self.interval)
 
-    async def run(self) -> None:
-        """Check until cancelled (the queue is shut down then)."""
+    async def run(self, client: LoopbackClient) -> None:
+        """Check until cancelled (the queue is shut down then); ``client`` writes."""
+        self.client = client
         await self.aggregator.lister.synced.wait()
         for name in list(self.aggregator.lister.refs):
             self.enqueue(name)

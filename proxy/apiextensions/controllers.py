@@ -23,7 +23,10 @@ reconcile accepted are seen by the next one before the informer delivers them: t
 controller keeps the CRDs it wrote until the informer holds a version as new (upstream's
 mutation cache in the naming controller).
 
-Status writes go straight to the CRD's store (the controllers are the server itself).
+Status writes and the finalizer's removal go through the loopback client (as
+``system:apiserver``: validated, admitted, audited, managedFields by the server's field
+manager, as upstream's controllers write through their clientset); the instances are
+deleted through their own store, as upstream's finalizer deletes through the storage.
 ``run`` returns only when cancelled.
 """
 
@@ -36,15 +39,13 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from proxy import apierrors
 from proxy.apiextensions.crd_strategy import CLEANUP_FINALIZER
 from proxy.apiextensions.serving import CustomResources
-from proxy.fieldmanager.wiring import field_manager, set_managed_fields
 from proxy.informer import DeletedFinalStateUnknown, EventHandlers, WorkQueue, run_workers
-from proxy.registry.store import Store
+from proxy.loopback.client import LoopbackClient, resource_path
 from proxy.request.delete_options import DeleteOptions
 from proxy.server.context import APIContext
-from storage.interfaces import JSONObject, ListOptions
+from storage.interfaces import ListOptions
 
 __all__ = ["CRDControllers", "calculate_names"]
 
@@ -52,8 +53,6 @@ log = logging.getLogger("watchcache.apiextensions")
 
 JSON = dict[str, Any]
 CRD_GROUP, CRD_PLURAL = "apiextensions.k8s.io", "customresourcedefinitions"
-# the manager upstream's in-process controllers write as
-CONTROLLER_MANAGER = "kube-apiserver"
 
 
 def _now() -> str:
@@ -183,11 +182,7 @@ class CRDControllers:
         self._written: dict[str, JSON] = {}
         self.informer.add_event_handler(EventHandlers.each(self._enqueue))
         self.synced = asyncio.Event()  # set once the informer has synced (``run``)
-
-    def _crd_store(self) -> Store:
-        resource = self.ctx.registry.get(CRD_GROUP, "v1", CRD_PLURAL)
-        assert resource is not None
-        return self.ctx.store(resource)
+        self.client: LoopbackClient | None = None
 
     @property
     def crds(self) -> dict[str, JSON]:
@@ -211,8 +206,14 @@ class CRDControllers:
             for other in self.informer.indexer.index_keys("group", group):
                 self.queue.add(other)
 
-    async def run(self) -> None:
-        """Run until cancelled (the queue is shut down then)."""
+    def _client(self) -> LoopbackClient:
+        assert self.client is not None, "run() sets the client"
+        return self.client
+
+    async def run(self, client: LoopbackClient) -> None:
+        """Run until cancelled (the queue is shut down then); writes go through
+        ``client``."""
+        self.client = client
         await self.informer.wait_for_sync()
         self.synced.set()
         try:
@@ -236,28 +237,23 @@ class CRDControllers:
             await self._finalize(crd)
 
     async def _update_status(self, name: str, change: Callable[[JSON], None]) -> bool:
-        """Apply ``change`` to the CRD's status; False when it changed nothing."""
+        """Apply ``change`` to the CRD's status through ``/status``, as upstream's
+        controllers' ``UpdateStatus`` (managedFields: kube-apiserver updating /status);
+        False when it changed nothing."""
         changed = False
 
-        async def try_update(current: JSONObject) -> JSONObject:
+        def changed_status(current: JSON) -> JSON | None:
             nonlocal changed
             new = copy.deepcopy(current)
             change(new.setdefault("status", {}))
             changed = new != current
-            if not changed:
-                return current
-            # recorded as upstream's controllers are: kube-apiserver updating /status
-            status_fm = field_manager(CRD_GROUP, "v1", "CustomResourceDefinition", "status", True)
-            return set_managed_fields(new, status_fm.update(current, new, CONTROLLER_MANAGER))
+            return new if changed else None
 
-        try:
-            stored = await self._crd_store().update("", name, try_update)
-        except apierrors.StatusError as e:
-            if e.code == 404:
-                return False
-            raise
+        stored = await self._client().update(_crd_path(name, "status"), changed_status)
+        if stored is None:  # deleted meanwhile
+            return False
         if changed:
-            self._written[name] = stored.obj
+            self._written[name] = stored
         return changed
 
     async def _update_names(self, crd: JSON) -> bool:
@@ -293,18 +289,17 @@ class CRDControllers:
         }  # fmt: skip
         await self._update_status(name, lambda s: set_condition(s, done))
 
-        async def lift(current: JSONObject) -> JSONObject:
-            new = copy.deepcopy(current)
+        def lift(current: JSON) -> JSON:
             finalizers = [
-                f for f in new["metadata"].get("finalizers") or [] if f != CLEANUP_FINALIZER
+                f for f in current["metadata"].get("finalizers") or [] if f != CLEANUP_FINALIZER
             ]
             if finalizers:
-                new["metadata"]["finalizers"] = finalizers
+                current["metadata"]["finalizers"] = finalizers
             else:
-                new["metadata"].pop("finalizers", None)
-            return new
+                current["metadata"].pop("finalizers", None)
+            return current
 
-        await self._crd_store().update("", name, lift)
+        await self._client().update(_crd_path(name), lift)
 
     async def _delete_instances(self, name: str) -> int:
         """Delete every instance (finalizers honoured); how many are left."""
@@ -315,3 +310,7 @@ class CRDControllers:
         await store.delete_collection("", ListOptions(), options=DeleteOptions())
         left = await store.list("", ListOptions())
         return len(left.items)
+
+
+def _crd_path(name: str, sub: str = "") -> str:
+    return resource_path(CRD_GROUP, "v1", CRD_PLURAL, name=name, sub=sub)

@@ -27,7 +27,6 @@ skipped by classification, and marked so in its status.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 from collections.abc import Callable
@@ -38,6 +37,7 @@ import orjson
 
 from cacher.cacher import cancel_all
 from proxy.flowcontrol import bootstrap, metrics
+from proxy.flowcontrol.config_producer import GROUP
 from proxy.flowcontrol.fairqueuing.queueset import QueueSet, QueuingConfig
 from proxy.flowcontrol.matching import FlowSchemaSpec, matches, parse_flow_schema, sort_schemas
 from proxy.informer import (
@@ -47,11 +47,10 @@ from proxy.informer import (
     run_workers,
     wait_for_cache_sync,
 )
+from proxy.loopback.client import LoopbackClient, resource_path
 from proxy.registry.object_meta import now_rfc3339
-from proxy.registry.storage_factory import ResourceStorage
 from proxy.request.request_info import RequestInfo
 from proxy.request.user import UserInfo
-from storage import errors as serr
 
 __all__ = ["APFController", "PriorityLevel", "allocate"]
 
@@ -154,7 +153,8 @@ def _builtin(plural: str) -> list[JSON]:
 class APFController:
     """Classification and the priority levels; ``run()`` keeps them current."""
 
-    storages: dict[str, ResourceStorage] | None
+    # writes the FlowSchemas' Dangling conditions; None: the built-in configuration only
+    client: LoopbackClient | None
     total_seats: int
     clock: Callable[[], float] | None = None
     objects: dict[str, dict[str, JSON]] = field(default_factory=dict)
@@ -305,18 +305,16 @@ class APFController:
         }
 
     async def _write_status(self, name: str, wanted: JSON) -> None:
-        assert self.storages is not None
-        rs = self.storages["flowschemas"]
+        assert self.client is not None
 
-        async def set_condition(obj: JSON) -> JSON:
+        def set_condition(obj: JSON) -> JSON:
             conditions = [c for c in (obj.get("status") or {}).get("conditions") or ()
                           if c.get("type") != "Dangling"]  # fmt: skip
             conditions.append({**wanted, "lastTransitionTime": now_rfc3339()})
-            obj = {**obj, "status": {**(obj.get("status") or {}), "conditions": conditions}}
-            return obj
+            return {**obj, "status": {**(obj.get("status") or {}), "conditions": conditions}}
 
-        with contextlib.suppress(serr.NotFound):
-            await rs.store.guaranteed_update(rs.object_key("", name), None, set_condition)
+        path = resource_path(GROUP, "v1", "flowschemas", name=name, sub="status")
+        await self.client.update(path, set_condition)  # None: deleted meanwhile
 
     async def _write_statuses(self) -> None:
         for name, obj in list(self.objects["flowschemas"].items()):
@@ -339,7 +337,7 @@ class APFController:
     async def run(self) -> None:
         """Run until cancelled."""
         tasks = [asyncio.create_task(self._adjust_forever(), name="apf-borrowing")]
-        if self.storages is not None and self.informers is not None:
+        if self.client is not None and self.informers is not None:
             tasks.append(asyncio.create_task(self._control(), name="apf-controller"))
         try:
             await asyncio.gather(*tasks)

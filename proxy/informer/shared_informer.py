@@ -37,6 +37,7 @@ from proxy.informer.indexer import (
 )
 from proxy.informer.lister_watcher import ListerWatcher
 from proxy.informer.reflector import Reflector
+from proxy.server.supervised_task import SupervisedTask
 from storage.interfaces import JSONObject
 
 __all__ = [
@@ -194,7 +195,10 @@ class SharedInformerFactory:
     ``lister_watcher_for(group, resource)`` gives the resource's lister-watcher, or None
     when the resource is not served. ``start()`` runs every informer asked for so far
     and, from then on, each new one as it is asked for; ``shutdown()`` cancels and
-    awaits them. The factory owns those tasks (a reflector only ends by cancellation).
+    awaits them. The factory owns those tasks, supervised (``proxy.server.supervised_task``):
+    a reflector only ends by cancellation, so one that dies of a bug is logged and run
+    again after a backoff, and ``not_synced()`` names it meanwhile (readyz's
+    ``informer-sync``).
     """
 
     def __init__(
@@ -206,7 +210,7 @@ class SharedInformerFactory:
         self._lister_watcher_for = lister_watcher_for
         self.clock = clock or RealClock()
         self._informers: dict[GroupResource, SharedIndexInformer] = {}
-        self._tasks: dict[GroupResource, asyncio.Task[None]] = {}
+        self._tasks: dict[GroupResource, SupervisedTask] = {}
         self._started = False
 
     def informer_for(
@@ -241,7 +245,19 @@ class SharedInformerFactory:
                 self._start_one(gr, informer)
 
     def _start_one(self, gr: GroupResource, informer: SharedIndexInformer) -> None:
-        self._tasks[gr] = asyncio.create_task(informer.run(), name=f"informer-{informer.name}")
+        task = SupervisedTask(
+            f"informer-{informer.name}", informer.run, ready=informer.has_synced, clock=self.clock
+        )
+        self._tasks[gr] = task
+        task.start()
+
+    def not_synced(self) -> list[str]:
+        """The informers not synced yet, or down after a crash (upstream's
+        ``informer-sync`` readyz check lists them)."""
+        return sorted(
+            i.name for gr, i in self._informers.items()
+            if not i.has_synced() or (gr in self._tasks and self._tasks[gr].crashed)
+        )  # fmt: skip
 
     def has_synced(self) -> bool:
         return all(i.has_synced() for i in self._informers.values())
@@ -254,5 +270,4 @@ class SharedInformerFactory:
         self._started = False
         tasks, self._tasks = list(self._tasks.values()), {}
         for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+            await task.stop()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,11 +43,6 @@ class APIContext:
     # the OpenAPI v3 documents, built on first request
     openapi: OpenAPIV3 | None = None
     shutting_down: bool = False
-    # set once the system namespaces (default, kube-system, ...) exist; None: not run
-    system_namespaces_ready: asyncio.Event | None = None
-    # set once the bootstrap FlowSchemas and priority levels are written (APF's config
-    # producer); None: APF off
-    flowcontrol_config_ready: asyncio.Event | None = None
     # authentication and authorization (the secure port's); None: plain port only
     auth: Auth | None = None
     # the custom resources served now (proxy.apiextensions.serving.CustomResources)

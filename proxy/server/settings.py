@@ -196,6 +196,8 @@ class Settings:
     # proxy/registry/deletion.py). Finalizers already on an object are honoured either way.
     lifecycle_controllers: bool = False
     log_level: str = "info"
+    # asyncio's own loop, or uvloop's (the optional uvloop extra): proxy.server.event_loop
+    event_loop: str = "asyncio"
     # kube-apiserver's admission flags (proxy.admission.chain: default-on set, order)
     enable_admission_plugins: tuple[str, ...] = ()
     disable_admission_plugins: tuple[str, ...] = ()
@@ -230,6 +232,12 @@ def _parse_storage_media_type(value: str) -> str:
     return value
 
 
+def _parse_event_loop(value: str) -> str:
+    if value not in ("asyncio", "uvloop"):
+        raise ConfigError(f"{value!r}: asyncio or uvloop")
+    return value
+
+
 _CONVERTERS: dict[str, Any] = {
     "storage_media_type": _parse_storage_media_type,
     "etcd_servers": _parse_servers,
@@ -250,6 +258,7 @@ _CONVERTERS: dict[str, Any] = {
     "watch_bookmark_interval": _parse_duration,
     "watch_cache_snapshot_retention": _parse_duration,
     "watch_cache_snapshot_max": int,
+    "event_loop": _parse_event_loop,
     "port": _parse_port,
     "secure_port": _parse_port,
     "tls_cipher_suites": _parse_servers,
@@ -347,6 +356,8 @@ _FLAG_HELP: dict[str, str] = {
     "propagationPolicy Foreground/Orphan adds its finalizer, a deleted namespace goes "
     "Terminating; false (default): deletes are immediate",
     "log_level": "debug, info, warning or error",
+    "event_loop": "asyncio (default) or uvloop (needs the optional uvloop extra: "
+    "pip install 'watchcache[uvloop]'; see docs/performance.md)",
     "enable_admission_plugins": "admission plugins to enable besides the default-on ones "
     "(comma-separated; they run in kube-apiserver's order, see docs/admission.md)",
     "disable_admission_plugins": "default-on admission plugins to disable (comma-separated)",

@@ -1,7 +1,8 @@
-"""The shared informer's reflector against the real etcd3 store on a real etcd: the
-first LIST, live events through the WATCH, a watch that ends resumed from the last
-resourceVersion, and after a compaction past that resourceVersion one 410 that relists
-and delivers the deletion it missed as a tombstone.
+"""The shared informer's reflector against real storage on a real etcd: over the etcd3
+store, the first LIST, live events through the WATCH, a watch that ends resumed from
+the last resourceVersion, and after a compaction past that resourceVersion one 410 that
+relists and delivers the deletion it missed as a tombstone; over the watch cache,
+bookmarks that move its resourceVersion while nothing it watches changes.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from proxy.informer import (
     SharedIndexInformer,
     StorageListerWatcher,
 )
-from proxy.informer.lister_watcher import ListResult, WatchStream
+from proxy.informer.lister_watcher import ListResult, WatchEvent, WatchStream
 from storage import keys
 from storage.etcd3 import Etcd3Store
 from tests.integration.storage_suite import create, key_of, pod
+from tests.integration.test_cacher_support import cached_store
 
 pytestmark = pytest.mark.etcd
 
@@ -56,6 +58,22 @@ class Seen:
                 await self._changed.wait()
 
 
+class _Tapped:
+    """A watch stream that sets ``passed`` as each event goes by."""
+
+    def __init__(self, inner: WatchStream, passed: asyncio.Event) -> None:
+        self.inner = inner
+        self.passed = passed
+
+    async def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        async for event in self.inner:
+            yield event
+            self.passed.set()
+
+    async def stop(self) -> None:
+        await self.inner.stop()
+
+
 class Gated:
     """The real storage lister-watcher, with a test hand on when watches open and end:
     ``cut()`` ends the open watch (as a dropped connection would) and holds the next
@@ -68,6 +86,7 @@ class Gated:
         self.current: WatchStream | None = None
         self.watch_rvs: list[str] = []
         self.watched = asyncio.Event()  # set at every watch opened
+        self.passed = asyncio.Event()  # set at every event a watch delivers (bookmarks too)
 
     async def list(self, resource_version: str) -> ListResult:
         return await self.inner.list(resource_version)
@@ -77,7 +96,7 @@ class Gated:
         self.watch_rvs.append(resource_version)
         self.current = await self.inner.watch(resource_version, timeout_seconds=timeout_seconds)
         self.watched.set()
-        return self.current
+        return _Tapped(self.current, self.passed)
 
     async def cut(self) -> None:
         self.gate.clear()
@@ -139,3 +158,28 @@ async def test_reflector_over_etcd_watches_then_relists_once_after_compaction(
         assert deletes[0].key == "ns/c"
         assert int(informer.last_sync_resource_version) >= latest.resource_version
         await store.close()
+
+
+async def test_over_the_watch_cache_bookmarks_move_the_resource_version_without_events(
+    etcd: EtcdCluster, etcd_prefix: str
+) -> None:
+    """Watching one namespace of the pods cache: writes in another namespace deliver
+    nothing, but the cache's BOOKMARKs carry its progress to the informer."""
+    async with (
+        EtcdClient(etcd.endpoints, request_timeout=5.0) as client,
+        cached_store(client, etcd_prefix, bookmark_interval=0.2) as cached,
+    ):
+        prefix = f"{etcd_prefix}/pods/"
+        lw = Gated(StorageListerWatcher(lambda: (cached, prefix + "ns/")))
+        informer = SharedIndexInformer("pods-in-ns", lw)
+        seen = Seen(informer)
+        await create(cached, prefix, pod("a"))
+        async with running(informer):
+            await seen.until(lambda: "ns/a" in informer.indexer)
+            elsewhere = await create(cached, prefix, pod("b", namespace="other"))
+            async with asyncio.timeout(EVENT_TIMEOUT):
+                while int(informer.last_sync_resource_version) < elsewhere.resource_version:
+                    lw.passed.clear()
+                    await lw.passed.wait()
+        assert seen.events == [("add", "a")]
+        assert informer.reflector.lists == 1 and informer.reflector.watches == 1

@@ -8,8 +8,8 @@ Every ClusterRole change the informer sees enqueues every aggregated ClusterRole
 upstream's ``enqueueAll``: any role may now match a selector), so adding a labelled
 role, relabelling or deleting one updates admin/edit/view within one watch event's
 delay; the work queue coalesces a burst of changes into one reconcile per aggregated
-role. Write conflicts are retried by the storage's update loop; other failures are
-retried with the queue's per-item backoff.
+role. It writes through the loopback client (as ``system:apiserver``; a Conflict is
+read again and retried); other failures are retried with the queue's per-item backoff.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.authorization.rbac.label_selector import selector_matches
+from proxy.authorization.rbac.policy_rule import RBAC_GROUP
 from proxy.informer import WorkQueue, run_workers
-from proxy.registry.storage_factory import ResourceStorage
-from storage import errors as serr
+from proxy.loopback.client import LoopbackClient, resource_path
 
 __all__ = ["AggregationController", "aggregated_rules"]
 
@@ -47,10 +47,10 @@ def aggregated_rules(informer: RBACInformer, name: str) -> list[dict[str, Any]] 
 
 
 class AggregationController:
-    def __init__(self, informer: RBACInformer, storage: ResourceStorage) -> None:
+    def __init__(self, informer: RBACInformer) -> None:
         self.informer = informer
-        self.storage = storage
         self.queue: WorkQueue[str] = WorkQueue("clusterrole-aggregation")
+        self.client: LoopbackClient | None = None
         informer.on_change(self._changed)
 
     def _changed(self, plural: str) -> None:
@@ -61,15 +61,15 @@ class AggregationController:
                 self.queue.add(name)
 
     async def _sync(self, name: str, rules: list[dict[str, Any]]) -> None:
-        async def try_update(obj: dict[str, Any]) -> dict[str, Any]:
+        def with_rules(obj: dict[str, Any]) -> dict[str, Any] | None:
+            if obj.get("rules") == rules:
+                return None
             obj["rules"] = rules
             return obj
 
-        key = self.storage.object_key("", name)
-        try:
-            await self.storage.store.guaranteed_update(key, None, try_update)
-        except serr.NotFound:
-            return
+        assert self.client is not None, "run() sets the client"
+        await self.client.update(resource_path(RBAC_GROUP, "v1", "clusterroles", name=name),
+                                 with_rules)  # fmt: skip
 
     async def reconcile(self, name: str) -> None:
         """Write the rules ``name`` should have, if they differ from its stored ones."""
@@ -80,8 +80,9 @@ class AggregationController:
         if current != rules:
             await self._sync(name, rules)
 
-    async def run(self) -> None:
-        """Run until cancelled (the queue is shut down then)."""
+    async def run(self, client: LoopbackClient) -> None:
+        """Run until cancelled (the queue is shut down then); ``client`` writes."""
+        self.client = client
         await self.informer.synced.wait()
         self._changed("clusterroles")
         try:

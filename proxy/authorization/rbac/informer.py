@@ -9,7 +9,7 @@ aggregation controller enqueues on ``clusterroles``). Handlers run synchronously
 event loop, so readers (the authorizer, on the event loop too) see a consistent object
 per key. ``synced`` is set once all four informers have synced (``run``); until then
 the authorizer sees what has been delivered so far, and kube-apiserver's readiness
-waits for it (``Auth.rbac_ready``).
+waits for it (the ``rbac/bootstrap-roles`` post-start hook).
 """
 
 from __future__ import annotations

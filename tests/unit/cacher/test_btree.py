@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from cacher.btree import MAX_NODE, BTreeMap, check_invariants
+from cacher.btree import MAX_NODE, BTreeMap, check_invariants, extra_bytes
 
 
 def _key(i: int) -> str:
@@ -66,3 +66,16 @@ def test_removing_everything_shrinks_the_tree() -> None:
     for k in keys[-3:]:
         tree = tree.remove(k)
     assert len(tree) == 0 and list(tree.values()) == []
+
+
+def test_extra_bytes_counts_only_what_snapshots_add() -> None:
+    keys = sorted(_key(i) for i in range(2000))
+    live = BTreeMap.from_sorted((k, 0) for k in keys)
+    snapshots = []
+    for n in range(10):
+        snapshots.append(live)
+        live = live.set(keys[n * 150], n + 1)
+    nodes, size = extra_bytes(snapshots, live)
+    assert nodes == 10 * live.depth()  # one path per change, nothing shared counted
+    assert 0 < size < 10 * live.depth() * 2000
+    assert extra_bytes([live], live) == (0, 0)
