@@ -161,7 +161,7 @@ class Lab:
         self._step()
         self.console.print(f"server ready (pid {self.server.pid}); its watch caches start "
                            "at the seeded revision")  # fmt: skip
-        # the extension API server of metrics.watchcache.dev, registered as an APIService
+        # the extension API server of metrics.k8s.io, registered as an APIService
         self.extension = await asyncio.to_thread(
             start_extension, self.server.url, ext_pki, new_log(self.dir / "extension.log")
         )
@@ -297,7 +297,7 @@ class Lab:
   kubectl get pods -A --watch                  # a watch, from the cache
   kubectl get leases -n kube-node-lease -w     # the node agents' heartbeats
   kubectl run web --image=nginx && kubectl get pod web -w   # scheduled, Running
-  kubectl get apiservices; kubectl get podmetrics -A   # API aggregation
+  kubectl get apiservices; kubectl top pods -A   # API aggregation
 
 [bold]curl[/bold] (see where each read is served from, and what it cost):
   curl -si -G {url}/api/v1/pods \\
