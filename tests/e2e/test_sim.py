@@ -526,3 +526,27 @@ def test_a_new_namespace_gets_its_default_service_account_and_root_ca(cluster: C
         "get", "cm", "kube-root-ca.crt", "-n", "fresh")["data"] == {"ca.crt": cluster.root_ca},
         10)  # fmt: skip
     cluster.kubectl("delete", "namespace", "fresh", "--wait=false")
+
+
+def test_node_conditions_read_as_the_kubelet_writes_them(cluster: Cluster) -> None:
+    """The seeded nodes and every status the node agents post carry the kubelet's
+    condition reasons and messages (pkg/kubelet/nodestatus/setters.go)."""
+    node = seed.node_name(1)
+
+    def posted() -> bool:  # the agent's first status, after the seeded one
+        conditions = cluster.json("get", "node", node)["status"]["conditions"]
+        return all(c["lastHeartbeatTime"] > seed.STARTED for c in conditions)
+
+    _wait("the node agent's status", posted)
+    conditions = {c["type"]: c for c in cluster.json("get", "node", node)["status"]["conditions"]}
+    assert {t: (c["status"], c["reason"], c["message"]) for t, c in conditions.items()} == {
+        "MemoryPressure": ("False", "KubeletHasSufficientMemory",
+                           "kubelet has sufficient memory available"),
+        "DiskPressure": ("False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+        "PIDPressure": ("False", "KubeletHasSufficientPID",
+                        "kubelet has sufficient PID available"),
+        "Ready": ("True", "KubeletReady", "kubelet is posting ready status"),
+    }  # fmt: skip
+    described = cluster.kubectl("describe", "node", node)
+    assert re.search(r"Ready\s+True\s+.+KubeletReady\s+kubelet is posting ready status",
+                     described), described  # fmt: skip
