@@ -233,7 +233,7 @@ class NodeAgent:
             status = pod_status.container_restarted(status, index, code)
         self._ending.pop(uid, None)  # runs again: the next event sets a new end
         await self._write_status(pod, status)
-        self._restart_events(pod, None, code)
+        self._restart_events(pod, status, None, code)
 
     async def restart_container(self) -> str | None:
         """Restart a container of a random running pod of this node, as after a crash:
@@ -256,7 +256,7 @@ class NodeAgent:
             if e.status in (404, 409):
                 return None
             raise
-        self._restart_events(pod, index, code)
+        self._restart_events(pod, status, index, code)
         return key_of(pod)
 
     # -- events -------------------------------------------------------------------------
@@ -273,17 +273,21 @@ class NodeAgent:
                 self.recorder.event(ref, "Normal", reason,
                                     _container_message(reason, name, image, restarted))
 
-    def _restart_events(self, pod: JSON, index: int | None, code: int) -> None:
-        """A container (``index``; None: all) exited with ``code`` and runs again: a
-        failed one was in CrashLoopBackOff first (the kubelet's BackOff warning)."""
+    def _restart_events(self, pod: JSON, status: JSON, index: int | None, code: int) -> None:
+        """A container (``index``; None: all) exited with ``code`` and runs again
+        (``status``: the pod's new one). One that failed again, restarted before, was
+        held in CrashLoopBackOff first: the kubelet's BackOff warning; a first crash is
+        restarted at once."""
         containers = (pod.get("spec") or {}).get("containers") or []
         if not containers:
             return
         names = ([str(c.get("name")) for c in containers] if index is None
                  else [str(containers[index % len(containers)].get("name"))])  # fmt: skip
+        restarts = {str(c.get("name")): int(c.get("restartCount") or 0)
+                    for c in status.get("containerStatuses") or []}  # fmt: skip
         meta = pod.get("metadata") or {}
         for name in names:
-            if code != 0:
+            if code != 0 and restarts.get(name, 0) >= 2:
                 ref = object_reference(pod, "Pod", field_path=f"spec.containers{{{name}}}")
                 self.recorder.event(ref, "Warning", "BackOff",
                                     f"Back-off restarting failed container {name} in pod "
