@@ -8,6 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy.admission.chain import AdmissionChain
 from proxy.informer import SharedInformerFactory
 from proxy.openapi.documents import OpenAPIV3
 from proxy.registry.resources import Registry, ResourceInfo
@@ -49,8 +50,8 @@ class APIContext:
     custom_resources: Any = None
     # API aggregation (proxy.aggregator); set by build_app
     aggregator: Aggregation | None = None
-    # the admission chain (proxy.admission.chain.AdmissionChain); None: no admission
-    admission: Any = None
+    # the admission chain; None: no admission
+    admission: AdmissionChain | None = None
 
     def store(self, resource: ResourceInfo) -> Store:
         """The generic store of ``resource`` (the only way handlers reach storage)."""
