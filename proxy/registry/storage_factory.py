@@ -106,6 +106,14 @@ class StorageContext:
     def allow_unsafe_malformed_object_deletion(self) -> bool:
         return self.settings.feature_gates.get(UNSAFE_DELETE_GATE, True)
 
+    def ttl_seconds(self, group_resource: tuple[str, str]) -> int:
+        """How long a value of ``group_resource`` lives after its last write (0: for
+        ever): kube-apiserver gives only the events REST storage a TTLFunc
+        (``--event-ttl``); events.k8s.io Events are the same storage."""
+        if group_resource in (("", "events"), ("events.k8s.io", "events")):
+            return max(int(self.settings.event_ttl), 0)
+        return 0
+
     def etcd3(self, resource: ResourceInfo | None = None) -> Etcd3Store:
         """The etcd3 store of ``resource`` (one per resource, as kube-apiserver's, so its
         etcd calls are labelled in etcd_request_duration_seconds)."""
@@ -119,6 +127,7 @@ class StorageContext:
                 resource=key[1],
                 allow_unsafe_malformed_object_deletion=self.allow_unsafe_malformed_object_deletion,
                 codec=self.codec,
+                ttl_seconds=self.ttl_seconds(key),
             )
             self._etcd3[key] = store
         return store
