@@ -23,7 +23,18 @@ import orjson
 
 from storage.protobuf import converter as ref
 from storage.protobuf.converter import ConversionError, Report
-from storage.protobuf.plans import BOOL, BYTES, INT32, INT64, MAP, MESSAGE, STRING, Field, Message
+from storage.protobuf.plans import (
+    BOOL,
+    BYTES,
+    DOUBLE,
+    INT32,
+    INT64,
+    MAP,
+    MESSAGE,
+    STRING,
+    Field,
+    Message,
+)
 from storage.protobuf.wire import WireError, read_varint, varint
 
 Decoder = Callable[[bytes, Report], Any]
@@ -235,7 +246,8 @@ class Compiler:
         env: dict[str, Any] = {
             "rv": read_varint, "CE": ConversionError, "other": _other, "MSG": msg,
             "D": self.decoders, "packed": ref._packed, "i32": _i32, "i64": _i64,
-            "b64": _b64, "map_ss": _map_ss, "map_sq": _map_sq, "ref_map": ref._decode_map,
+            "b64": _b64, "f64": ref.unpack_double, "map_ss": _map_ss, "map_sq": _map_sq,
+            "ref_map": ref._decode_map,
         }  # fmt: skip
         lines = [
             "def dec(data, report):",
@@ -268,13 +280,13 @@ class Compiler:
         if msg.special is not None:
 
             def special(obj: Any, report: Report, path: str, inline: bool = False) -> bytes:
-                return ref._encode_special(msg, obj, path)
+                return ref._encode_special(msg, obj, path, report)
 
             return special
         env: dict[str, Any] = {
             "E": self.encoders, "vi": _vi, "CE": ConversionError, "bad": _bad, "int_": _int,
             "unb64": _unb64, "NAMES": msg.json_names, "ref_map": ref._encode_map,
-            "json_type": ref._json_type,
+            "json_type": ref._json_type, "d64": ref.pack_double,
         }  # fmt: skip
         lines = [
             "def enc(obj, report, path, inline=False):",
@@ -330,6 +342,13 @@ _VAR = [
 ]
 
 
+_FIXED64 = [
+    "if pos + 8 > end:",
+    "    raise CE('unexpected EOF')",
+    "c = data[pos:pos + 8]",
+    "pos += 8",
+]
+
 _CHAIN = 6  # cases tested one after the other; more are split in halves first
 
 
@@ -358,8 +377,8 @@ def _parse_cases(f: Field) -> list[tuple[int, list[str]]]:
     """(tag, statements) reading one occurrence of ``f`` into ``v<number>``."""
     v = f"v{f.number}"
     length_delimited = f.kind in (STRING, BYTES, MESSAGE, MAP)
-    read = _LEN if length_delimited else _VAR
-    tag = (f.number << 3) | (2 if length_delimited else 0)
+    read = _LEN if length_delimited else _FIXED64 if f.kind == DOUBLE else _VAR
+    tag = (f.number << 3) | f.wire_type
     if f.kind == MAP or f.repeated:
         cases = [(tag, [*read, f"if {v} is None:", f"    {v} = [c]", "else:",
                         f"    {v}.append(c)"])]  # fmt: skip
@@ -372,8 +391,8 @@ def _parse_cases(f: Field) -> list[tuple[int, list[str]]]:
 
 
 _CONVERT = {STRING: "{}.decode('utf-8', 'replace')", BYTES: "b64({})", INT32: "i32({})",
-            INT64: "i64({})", BOOL: "bool({})"}  # fmt: skip
-_ZERO = {STRING: '""', INT32: "0", INT64: "0", BOOL: "False"}
+            INT64: "i64({})", BOOL: "bool({})", DOUBLE: "f64({})"}  # fmt: skip
+_ZERO = {STRING: '""', INT32: "0", INT64: "0", BOOL: "False", DOUBLE: "0"}
 
 
 def _emit(f: Field) -> list[str]:
@@ -431,7 +450,8 @@ def _encode_field(f: Field) -> list[str]:
         return [*lines, "if v is not None:", *("    " + line for line in _encode_one(f, "v"))]
     if f.kind == MESSAGE:
         return [*lines, *_encode_one(f, "v")]  # None encodes the zero message
-    zero = {STRING: "b'\\x00'", INT32: "b'\\x00'", INT64: "b'\\x00'", BOOL: "b'\\x00'"}[f.kind]
+    zero = {STRING: "b'\\x00'", INT32: "b'\\x00'", INT64: "b'\\x00'", BOOL: "b'\\x00'",
+            DOUBLE: "bytes(8)"}[f.kind]  # fmt: skip
     return [*lines, "if v is None:", f"    ap(T{n} + {zero})", "else:",
             *("    " + line for line in _encode_one(f, "v"))]  # fmt: skip
 
@@ -455,6 +475,8 @@ def _encode_one(f: Field, v: str) -> list[str]:
         ]
     if f.kind == BYTES:
         return [f"b = unb64({v}, path, {j})", f"ap(T{n} + vi(len(b)) + b)"]
+    if f.kind == DOUBLE:
+        return [f"ap(T{n} + d64({v}, path + '.' + {j}))"]
     return [
         f"b = E[{f.type_name!r}]({v}, report, path + '.' + {j})",
         f"ap(T{n} + vi(len(b)) + b)",

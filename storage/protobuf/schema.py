@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from storage.protobuf import gotypes
+from storage.protobuf import extensions, gotypes
 from storage.protobuf.debian import DebianUnavailable, download_and_unpack
 
 SUITE = "trixie"  # Debian 13
@@ -130,6 +130,11 @@ class RawSchema:
         self.debian_versions: dict[str, str] = facts["debian"]
         self.packages: dict[str, Any] = facts["packages"]
         self.wrappers: frozenset[str] = frozenset(facts["wrappers"])
+        # the kinds Debian lacks (CRDs, APIServices): our own protos, compiled beside
+        extra = descriptor_pb2.FileDescriptorSet()
+        extra.ParseFromString(extensions.build(folder).read_bytes())
+        self.descriptors.file.extend(extra.file)
+        self.packages.update(extensions.packages())
 
 
 _lock = threading.Lock()
