@@ -17,6 +17,7 @@ import base64
 import datetime as dt
 import re
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -26,7 +27,16 @@ from google.protobuf import json_format
 
 from etcdclient import EtcdClient
 from tests.integration.conftest import ServerProcess, create
-from tests.integration.test_rest_protobuf import PB, _watch, cls, envelope, frames, open_envelope
+from tests.integration.test_rest_protobuf import (
+    PB,
+    DeleteOptions,
+    _watch,
+    cls,
+    envelope,
+    frames,
+    open_envelope,
+    pb_server,
+)
 
 pytestmark = pytest.mark.etcd
 
@@ -40,6 +50,18 @@ APIServiceList = cls(f"{_REG}.APIServiceList")
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 APISERVICES = "/apis/apiregistration.k8s.io/v1/apiservices"
 HEADERS = {"Content-Type": PB, "Accept": PB}
+__all__ = ["pb_server"]  # once uncached, once with the watch cache
+
+
+@pytest.fixture
+def server(pb_server: ServerProcess) -> ServerProcess:
+    return pb_server
+
+
+@pytest.fixture
+async def http(server: ServerProcess) -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(base_url=server.url) as session:
+        yield session
 
 
 def _raw(value: Any) -> JSON:
@@ -297,13 +319,28 @@ async def test_crd_in_protobuf(server: ServerProcess, http: aiohttp.ClientSessio
     assert (event, kind) == ("MODIFIED", "CustomResourceDefinition")
     assert CRD.FromString(raw) == patched
 
+    # PUT in protobuf, as client-go's Update sends it
+    patched.metadata.labels["put"] = "pb"
+    body = envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition", patched)
+    async with http.put(f"{CRDS}/{name}", data=body, headers=HEADERS) as resp:
+        assert resp.status == 200, await resp.read()
+        updated = CRD.FromString(open_envelope(await resp.read())[2])
+    assert dict(updated.metadata.labels) == {"pb": "yes", "put": "pb"}
+    assert updated.spec == patched.spec
+
     # stored as JSON, as kube-apiserver stores CRDs, whatever --storage-media-type says
     async with EtcdClient(list(server.etcd_servers)) as client:
         stored = await client.get(f"{server.prefix}/apiextensions.k8s.io/"
                                   f"customresourcedefinitions/{name}".encode())  # fmt: skip
     assert stored.kv is not None and stored.kv.value.startswith(b"{")
-    async with http.delete(f"{CRDS}/{name}") as resp:
-        assert resp.status == 200
+    # DELETE with DeleteOptions in protobuf, as client-go's Delete sends them
+    options = envelope(
+        "meta.k8s.io/v1", "DeleteOptions", DeleteOptions(propagationPolicy="Background")
+    )
+    async with http.delete(f"{CRDS}/{name}", data=options, headers=HEADERS) as resp:
+        assert resp.status == 200, await resp.read()
+        _, kind, _ = open_envelope(await resp.read())
+    assert kind == "CustomResourceDefinition"  # terminating: its instances are cleaned up
 
 
 async def _wait_established(http: aiohttp.ClientSession, name: str) -> JSON:
