@@ -14,6 +14,7 @@ and the ``.proto`` does not say (``storage.protobuf.gotypes``): per struct, each
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -132,7 +133,7 @@ def build(folder: Path) -> Path:
     target = folder / f"extensions-{digest.hexdigest()[:16]}.binpb"
     if target.exists():
         return target
-    partial = target.with_suffix(f".{id(target)}.tmp")
+    partial = target.with_suffix(f".{os.getpid()}.tmp")
     args = [sys.executable, "-m", "grpc_tools.protoc", f"-I{PROTO_ROOT}",
             f"--descriptor_set_in={folder / 'descriptors.binpb'}",
             f"--descriptor_set_out={partial}", *protos]  # fmt: skip

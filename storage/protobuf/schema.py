@@ -161,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         folder = build(args.cache_dir)
+        extensions.build(folder)
     except SchemaUnavailable as err:
         print(f"warning: {err}" if args.optional else f"error: {err}", file=sys.stderr)
         return 0 if args.optional else 1
