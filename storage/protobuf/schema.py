@@ -9,6 +9,8 @@ inline). Nothing generated is committed: the cache is ``$WATCHCACHE_CACHE_DIR/k8
 else ``.cache/k8s-proto`` in a source checkout, else ``~/.cache/watchcache/k8s-proto``.
 ``make venv`` builds it (``python -m storage.protobuf.schema``); otherwise the first
 ``load()`` does, and ``SchemaUnavailable`` says what is missing and how to get it.
+The kinds Debian has no ``generated.proto`` for (CRDs, APIServices) come from our own
+protos, compiled beside it (``storage.protobuf.extensions``).
 """
 
 from __future__ import annotations
