@@ -29,6 +29,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from etcdclient import EtcdClient
 from etcdclient.types import KeyValue
 from storage import codec, metrics
+from storage.codec import JSON_CODEC, Codec
 from storage.errors import (
     UNSAFE_DELETE_OF_DECODABLE,
     AlreadyExists,
@@ -86,12 +87,15 @@ class Etcd3Store:
         group: str = "",
         resource: str = "",
         allow_unsafe_malformed_object_deletion: bool = True,
+        codec: Codec = JSON_CODEC,
     ) -> None:
         """``list_page_size``: keys per etcd Range when a list without a limit is read
         page by page at one revision (see ``storage.etcd3.lister``). ``group`` and
         ``resource`` label this store's etcd calls in etcd_request_duration_seconds
         (unlabelled stores record nothing), as kube-apiserver has one store per resource.
-        ``allow_unsafe_malformed_object_deletion``: the feature gate of that name."""
+        ``allow_unsafe_malformed_object_deletion``: the feature gate of that name.
+        ``codec``: what writes encode to (reads decode whatever they find)."""
+        self._codec = codec
         self._unsafe_delete = allow_unsafe_malformed_object_deletion
         self._progress_supported: bool | None = None
         self._group = group
@@ -200,7 +204,7 @@ class Etcd3Store:
             raise InternalStorageError(
                 "resourceVersion should not be set on objects to be created", key
             )
-        data = codec.encode(obj)
+        data = self._codec.encode(obj)
         txn = await call(
             self._client.create(key.encode(), data), self._timeout, key, operation="create"
         )
@@ -227,7 +231,7 @@ class Etcd3Store:
             if preconditions is not None:
                 preconditions.check(key, desired)
             updated = await try_update(desired)
-            data = codec.encode(updated)
+            data = self._codec.encode(updated)
             if kv is not None and data == kv.value:
                 return current  # nothing changed: no write, no event
             expected = kv.mod_revision if kv is not None else 0

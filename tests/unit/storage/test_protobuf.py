@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -492,21 +491,12 @@ def test_resource_version_splice(pb: Serializer, name: str, make: Any) -> None:
     assert with_resource_version(b'{"kind":"Pod"}', 5) is None
 
 
-@pytest.fixture
-def protobuf_storage() -> Iterator[None]:
-    codec.set_storage_media_type("application/vnd.kubernetes.protobuf")
-    try:
-        yield
-    finally:
-        codec.set_storage_media_type("application/json")
-
-
-@pytest.mark.usefixtures("protobuf_storage")
 def test_a_write_reads_back_as_protobuf_normalises_it() -> None:
+    protobuf = codec.codec_for("application/vnd.kubernetes.protobuf")
     obj = seed.pod(4, 1, 1)
     obj["metadata"]["creationTimestamp"] = "2024-01-01T00:00:00.5Z"  # Time keeps seconds
     obj["spec"]["activeDeadlineSeconds"] = None  # a null pointer is no value
-    value = codec.encode(obj)
+    value = protobuf.encode(obj)
     assert value.startswith(MAGIC)
     stored = codec.stored_from_encoded("/registry/pods/a/b", value, 9, copy.deepcopy(obj))
     assert stored.obj == orjson.loads(stored.data)  # the dict is what the bytes say
@@ -515,7 +505,7 @@ def test_a_write_reads_back_as_protobuf_normalises_it() -> None:
     assert stored.data == codec.decode("/registry/pods/a/b", value, 9).data  # as a re-read
     # what protobuf cannot carry stays JSON, whole
     obj["spec"]["fieldFrom137"] = True
-    assert codec.encode(obj).startswith(b"{")
+    assert protobuf.encode(obj).startswith(b"{")
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,164 @@
+"""The write strategy of the built-in kinds (upstream's ``pkg/registry/<group>/<kind>/
+strategy.go``), one object per (resource, subresource) route.
+
+Every built-in kind starts from the generic strategy (``proxy.registry.strategy``:
+ObjectMeta's system fields, and the kind's validation rules). The RBAC kinds add
+escalation prevention (upstream's ``pkg/registry/rbac/*/policybased`` storages): a
+Role, ClusterRole or binding that grants more than its writer holds is 403. A
+namespace's deletion has its own rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from proxy import apierrors
+from proxy.kube.prepare import namespace_defaults, pod_qos_class, secret_defaults
+from proxy.registry import before_delete, object_meta
+from proxy.registry.resources import ResourceInfo
+from proxy.registry.rest import Context
+from proxy.registry.strategy import GenericStrategy, StatusStrategy
+from proxy.registry.validation.strategy import KindStrategy
+from proxy.request.user import UserInfo
+from storage.interfaces import JSONObject
+
+if TYPE_CHECKING:
+    from proxy.request.delete_options import DeleteOptions
+
+__all__ = [
+    "EscalationCheck",
+    "KubeStrategyDeps",
+    "NamespaceFinalizeStrategy",
+    "NamespaceStrategy",
+    "PodStrategy",
+    "RBACStrategy",
+    "SecretStrategy",
+    "strategy_for",
+]
+
+# (user, resource plural, namespace, name, object) -> None or a 403 Status error
+EscalationCheck = Callable[[UserInfo, str, str, str, JSONObject], None]
+
+
+@dataclass(frozen=True)
+class RBACStrategy(GenericStrategy):
+    """A Role, ClusterRole, RoleBinding or ClusterRoleBinding: escalation prevention on
+    every write of an authorized request."""
+
+    escalation: EscalationCheck | None = None
+
+    def check_write(self, ctx: Context, obj: JSONObject) -> None:
+        if self.escalation is None or not ctx.authorized or ctx.user is None:
+            return
+        meta = obj.get("metadata") or {}
+        namespace = str(meta.get("namespace") or ctx.namespace)
+        name = str(meta.get("name") or "")
+        self.escalation(ctx.user, self.resource.plural, namespace, name, obj)
+
+
+@dataclass(frozen=True)
+class NamespaceStrategy(GenericStrategy):
+    """A Namespace: its deletion checks the options' preconditions first (404 for an
+    absent one), then, where no namespace controller runs (``delete_contents`` set),
+    deletes what is in it before the namespace itself, so a client that waits for the
+    namespace to be gone (``kubectl delete ns``) sees what it sees against upstream."""
+
+    delete_contents: Callable[[str], Awaitable[int]] | None = None
+
+    def prepare_for_create(self, ctx: Context, obj: JSONObject) -> JSONObject:
+        obj = super().prepare_for_create(ctx, obj)
+        namespace_defaults(obj, str(obj["metadata"]["name"]))
+        return obj
+
+    async def before_delete(
+        self, ctx: Context, name: str, current: JSONObject | None, options: DeleteOptions
+    ) -> None:
+        if current is None:
+            raise apierrors.not_found(self.resource.qualified, name)
+        before_delete.check_preconditions(self.resource, options.preconditions, current)
+        if not ctx.dry_run and self.delete_contents is not None:
+            await self.delete_contents(name)
+
+
+@dataclass(frozen=True)
+class SecretStrategy(GenericStrategy):
+    """A Secret: ``stringData`` merged into ``data`` and type ``Opaque`` by default, on
+    every write (before the update's generation is decided)."""
+
+    def prepare_for_create(self, ctx: Context, obj: JSONObject) -> JSONObject:
+        obj = super().prepare_for_create(ctx, obj)
+        secret_defaults(obj)
+        return obj
+
+    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
+        secret_defaults(new)
+        return super().prepare_for_update(ctx, new, old)
+
+
+@dataclass(frozen=True)
+class PodStrategy(GenericStrategy):
+    """A Pod: created Pending with its QoS class, unless it comes with a status."""
+
+    def prepare_for_create(self, ctx: Context, obj: JSONObject) -> JSONObject:
+        obj = super().prepare_for_create(ctx, obj)
+        if not obj.get("status"):
+            obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(obj)}
+        return obj
+
+
+def _take_finalizers(merged: JSONObject, new: JSONObject) -> None:
+    finalizers = list((new.get("spec") or {}).get("finalizers") or [])
+    spec = merged.setdefault("spec", {})
+    if finalizers:
+        spec["finalizers"] = finalizers
+    else:
+        spec.pop("finalizers", None)
+
+
+@dataclass(frozen=True)
+class NamespaceFinalizeStrategy(GenericStrategy):
+    """``namespaces/NAME/finalize`` (upstream's ``FinalizeREST``): only
+    ``spec.finalizers`` changes."""
+
+    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
+        merged = object_meta.with_parts_of(new, old, _take_finalizers)
+        return object_meta.prepare_for_update(merged, old)
+
+
+@dataclass(frozen=True)
+class KubeStrategyDeps:
+    """What the built-in kinds' strategies need from the server, given by the
+    composition root. ``escalation``: the RBAC kinds' check (None: authorization is not
+    RBAC, nothing to escalate). ``delete_namespace_contents``: None where the namespace
+    controller empties deleted namespaces (``--lifecycle-controllers``)."""
+
+    escalation: EscalationCheck | None = None
+    delete_namespace_contents: Callable[[str], Awaitable[int]] | None = None
+    # (group, kind) -> the kind's validation: kube's built-in kinds' and those of the
+    # other kinds the server serves through the same handlers (APIService, the CRD)
+    kind_rules: Mapping[tuple[str, str], KindStrategy] = field(default_factory=dict)
+
+
+_RBAC_GROUP = "rbac.authorization.k8s.io"
+
+
+def strategy_for(
+    resource: ResourceInfo, subresource: str, deps: KubeStrategyDeps
+) -> GenericStrategy:
+    """The strategy of a built-in ``resource`` written through ``subresource``."""
+    rules = deps.kind_rules.get((resource.group, resource.kind))
+    if subresource == "status":
+        return StatusStrategy(resource, subresource, rules)
+    if (resource.group, resource.plural, subresource) == ("", "namespaces", "finalize"):
+        return NamespaceFinalizeStrategy(resource, subresource, rules)
+    if resource.group == _RBAC_GROUP and deps.escalation is not None:
+        return RBACStrategy(resource, subresource, rules, deps.escalation)
+    if (resource.group, resource.plural, subresource) == ("", "namespaces", ""):
+        return NamespaceStrategy(resource, subresource, rules, deps.delete_namespace_contents)
+    if (resource.group, resource.plural) == ("", "secrets"):
+        return SecretStrategy(resource, subresource, rules)
+    if (resource.group, resource.plural, subresource) == ("", "pods", ""):
+        return PodStrategy(resource, subresource, rules)
+    return GenericStrategy(resource, subresource, rules)
