@@ -28,7 +28,7 @@ from storage import known_versions
 from storage.errors import CorruptObject
 from storage.interfaces import JSONObject
 from storage.protobuf.converter import ConversionError, Report
-from storage.protobuf.schema import SchemaUnavailable
+from storage.protobuf.errors import SchemaUnavailable
 from storage.protobuf.serializer import MAGIC, NotRegistered, Serializer, get_serializer
 
 JSON = "application/json"

@@ -27,7 +27,7 @@ from storage.errors import NotReady
 from storage.etcd3 import Compactor, Etcd3Store
 from storage.fields import attrs_func
 from storage.interfaces import AttrsFunc, Interface
-from storage.protobuf.schema import SchemaUnavailable
+from storage.protobuf.errors import SchemaUnavailable
 
 if TYPE_CHECKING:
     from etcdclient import EtcdClient

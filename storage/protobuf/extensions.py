@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from storage.protobuf.errors import SchemaUnavailable
 from storage.protobuf.gotypes import GoField
 
 PROTO_ROOT = Path(__file__).resolve().parent / "proto"
@@ -124,8 +125,6 @@ def _protos() -> list[str]:
 def build(folder: Path) -> Path:
     """``folder/extensions-<hash>.binpb``, compiled against ``folder/descriptors.binpb``
     (the Debian schema) if not there yet; SchemaUnavailable when protoc fails."""
-    from storage.protobuf.schema import SchemaUnavailable
-
     protos = _protos()
     digest = hashlib.sha256()
     for rel in protos:

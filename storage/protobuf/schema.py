@@ -28,6 +28,7 @@ from typing import Any
 
 from storage.protobuf import extensions, gotypes
 from storage.protobuf.debian import DebianUnavailable, download_and_unpack
+from storage.protobuf.errors import SchemaUnavailable
 
 SUITE = "trixie"  # Debian 13
 PACKAGES = ("golang-k8s-api-dev", "golang-k8s-apimachinery-dev")
@@ -36,10 +37,6 @@ _SRC = Path("usr/share/gocode/src")
 _SKIPPED = ("k8s.io/apimachinery/pkg/apis/testapigroup/",)
 
 _ROOT = Path(__file__).resolve().parents[2]
-
-
-class SchemaUnavailable(RuntimeError):
-    """The schema is not in the cache and could not be built."""
 
 
 def cache_dir() -> Path:
