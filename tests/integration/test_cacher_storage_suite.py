@@ -45,17 +45,38 @@ def store_kind() -> str:
     return "cacher"
 
 
+class CompactedRevision:
+    """The latest compaction the suite made: the cacher reads it as production's reads
+    the etcd3 compactor's (upstream's cacher tests likewise tell the cacher)."""
+
+    def __init__(self) -> None:
+        self.revision = 0
+
+    def __call__(self) -> int:
+        return self.revision
+
+
 @pytest.fixture
-async def store(suite_client: EtcdClient, key_prefix: str) -> AsyncIterator[Interface]:
+def compacted() -> CompactedRevision:
+    return CompactedRevision()
+
+
+@pytest.fixture
+async def store(
+    suite_client: EtcdClient, key_prefix: str, compacted: CompactedRevision
+) -> AsyncIterator[Interface]:
     prefix = key_prefix.removesuffix("/pods/")
-    async with cached_store(suite_client, prefix) as cached:
+    async with cached_store(suite_client, prefix, compact_revision=compacted) as cached:
         yield cached
 
 
 @pytest.fixture
-def compact(suite_client: EtcdClient, store: CacheDelegator) -> Compact:
+def compact(
+    suite_client: EtcdClient, store: CacheDelegator, compacted: CompactedRevision
+) -> Compact:
     async def do(revision: int) -> None:
         with contextlib.suppress(Compacted):
             await suite_client.compact(revision)
+        compacted.revision = max(compacted.revision, revision)
 
     return do
