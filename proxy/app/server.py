@@ -41,7 +41,7 @@ from proxy.apiextensions.apiserver import setup_apiextensions
 from proxy.app import admission
 from proxy.app.kinds import admission_plugins, kind_rules, register_kinds
 from proxy.audit.server import Audit
-from proxy.authentication.filter import plain_port_authentication
+from proxy.authentication.filter import answer_unauthorized, plain_port_authentication
 from proxy.authentication.loopback import LoopbackToken
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.endpoints import responsewriter, responsewriters
@@ -176,7 +176,11 @@ def build_app(
         middlewares=handler_chain(
             settings,
             authentication=(
-                auth.authentication_filters() if auth else [plain_port_authentication(loopback)]
+                auth.authentication_filters(
+                    audit.failed_authentication() if audit else answer_unauthorized
+                )
+                if auth
+                else [plain_port_authentication(loopback)]
             ),
             authorization=auth.authorization_filters() if auth else (),
             aggregation=[aggregator.middleware()],

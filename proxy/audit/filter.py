@@ -10,11 +10,17 @@ returns, and at Panic (500) when it raises something unexpected — each unless 
 policy omits that stage. Authorization and admission annotations are copied in as
 they were recorded by then. The impersonated user, when impersonation changed the
 user, is ``impersonatedUser``.
+
+A request whose authentication failed never reaches this filter (authentication is
+outside it); ``failed_authentication_audit`` audits its 401 as upstream's
+``WithFailedAuthenticationAudit`` does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 from collections.abc import Callable
 from typing import Any
 
@@ -24,14 +30,20 @@ from aiohttp.typedefs import Handler, Middleware
 from proxy.audit.event import AuditEvent, RawObject, new_audit_id
 from proxy.audit.log_backend import LEVELS
 from proxy.audit.policy import Decision, Policy
-from proxy.authentication.filter import PLAIN_PORT_USER
+from proxy.authentication.filter import PLAIN_PORT_USER, FailedHandler
+from proxy.authentication.x509 import peer_certificate
 from proxy.endpoints.responsewriter import response_started
 from proxy.request.audit_context import REQUEST_BODY, RESPONSE_CHUNKS, audit_annotations
 from proxy.request.request_info import REQUEST_INFO
 from proxy.request.user import UserInfo, request_user
 from proxy.server.filters import is_long_running
 
-__all__ = ["AUDIT_ID_HEADER", "audit_middleware", "on_response_prepare"]
+__all__ = [
+    "AUDIT_ID_HEADER",
+    "audit_middleware",
+    "failed_authentication_audit",
+    "on_response_prepare",
+]
 
 AUDIT_ID_HEADER = "Audit-Id"
 AUDIT_ID = web.RequestKey("watchcache_audit_id", str)
@@ -142,3 +154,66 @@ def audit_middleware(policy: Policy, emit: Emit) -> Middleware:
         return response
 
     return audit
+
+
+# the user a failed authentication is evaluated and audited as: none (upstream's nil
+# user: a rule naming users or groups does not match it, its event's user is ``{}``)
+_NO_USER = UserInfo(name="")
+
+
+def _basic_auth(header: str) -> bool:
+    """Does ``Authorization`` hold Basic credentials (Go's ``Request.BasicAuth``)?"""
+    scheme, _, encoded = header.partition(" ")
+    if scheme.lower() != "basic":
+        return False
+    try:
+        return b":" in base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+
+
+def _auth_methods(request: web.Request) -> str:
+    """What the client tried, as upstream's ``getAuthMethods`` words it."""
+    header = request.headers.get("Authorization", "")
+    methods = []
+    if _basic_auth(header):
+        methods.append("basic")
+    parts = header.strip().split(" ")
+    if len(parts) > 1 and parts[0].lower() == "bearer":
+        methods.append("bearer")
+    if request.query.get("access_token", "").strip():
+        methods.append("access_token")
+    if peer_certificate(request) is not None:
+        methods.append("x509")
+    if methods:
+        return f"Authentication failed, attempted: {', '.join(methods)}"
+    return "Authentication failed, no credentials provided"
+
+
+def failed_authentication_audit(
+    failed: FailedHandler, policy: Policy, emit: Emit
+) -> FailedHandler:
+    """The authentication filter's answer to a failed authentication, audited
+    (upstream's ``WithFailedAuthenticationAudit``): the policy decides for no user, and
+    one event is written, at ResponseStarted (unless omitted), with the answer's code
+    and a message naming the credentials tried; no other stage. The answer carries
+    its ``Audit-Id`` as every other (upstream's ``WithAuditInit`` is outside
+    authentication)."""
+
+    def audited(request: web.Request) -> web.StreamResponse:
+        audit_id = request.headers.get("Audit-ID") or new_audit_id()
+        request[AUDIT_ID] = audit_id
+        response = failed(request)
+        decision = policy.decide(_NO_USER, request[REQUEST_INFO])
+        if decision.level == "None" or "ResponseStarted" in decision.omit_stages:
+            return response
+        _LEVEL_CHILDREN[decision.level].inc()
+        event = AuditEvent(request, request[REQUEST_INFO], _NO_USER, decision.level,
+                           audit_id, decision.omit_managed_fields)  # fmt: skip
+        event.user = {}
+        event.response_status = {"metadata": {}, "message": _auth_methods(request),
+                                 "code": response.status}  # fmt: skip
+        emit(event.at("ResponseStarted"))
+        return response
+
+    return audited

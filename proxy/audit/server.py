@@ -14,6 +14,7 @@ from aiohttp.typedefs import Middleware
 from proxy.audit import filter as audit_filter
 from proxy.audit.log_backend import LogBackend
 from proxy.audit.policy import Policy, PolicyError, load_policy
+from proxy.authentication.filter import FailedHandler, answer_unauthorized
 from proxy.server.settings import ConfigError, Settings
 from proxy.server.supervised_task import SupervisedTask
 
@@ -44,6 +45,12 @@ class Audit:
 
     def middleware(self) -> Middleware:
         return audit_filter.audit_middleware(self.policy, self.backend.process)
+
+    def failed_authentication(self) -> FailedHandler:
+        """The 401 of a failed authentication, audited."""
+        return audit_filter.failed_authentication_audit(
+            answer_unauthorized, self.policy, self.backend.process
+        )
 
     def install(self, app: web.Application) -> None:
         """The response hook and the writer task (cancelled, after a flush, at cleanup)."""

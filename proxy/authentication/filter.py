@@ -35,6 +35,8 @@ from proxy.request.user import (
 
 __all__ = [
     "PLAIN_PORT_USER",
+    "FailedHandler",
+    "answer_unauthorized",
     "authentication_middleware",
     "is_secure",
     "plain_port_authentication",
@@ -45,6 +47,9 @@ __all__ = [
 log = logging.getLogger("watchcache.authentication")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# the answer to a failed authentication (upstream's ``failedHandler``: 401, audited
+# when auditing is on, ``proxy.audit.filter.failed_authentication_audit``)
+FailedHandler = Callable[[web.Request], web.StreamResponse]
 
 PLAIN_PORT_USER = UserInfo(
     name="system:unsecured", groups=(SYSTEM_PRIVILEGED_GROUP, ALL_AUTHENTICATED)
@@ -54,6 +59,11 @@ PLAIN_PORT_USER = UserInfo(
 def unauthorized() -> apierrors.StatusError:
     body = apierrors.status_body(401, "Unauthorized", "Unauthorized")
     return apierrors.StatusError(body)
+
+
+def answer_unauthorized(request: web.Request) -> web.StreamResponse:
+    """The failed handler without auditing: 401 ``Unauthorized``."""
+    return status_response(request, unauthorized())
 
 
 def status_response(request: web.Request, err: apierrors.StatusError) -> web.Response:
@@ -96,6 +106,7 @@ def authentication_middleware(
     authenticator: RequestAuthenticator,
     api_audiences: tuple[str, ...] = (),
     loopback: LoopbackToken | None = None,
+    failed: FailedHandler = answer_unauthorized,
 ) -> Middleware:
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -108,10 +119,10 @@ def authentication_middleware(
         except AuthenticationError as e:
             record_authentication("error", time.perf_counter() - start)
             log.info("Unable to authenticate the request: %s", e)
-            return status_response(request, unauthorized())
+            return failed(request)
         if response is None:
             record_authentication("failure", time.perf_counter() - start)
-            return status_response(request, unauthorized())
+            return failed(request)
         if not _audiences_acceptable(api_audiences, response.audiences):
             record_authentication("error", time.perf_counter() - start)
             log.info(
@@ -119,7 +130,7 @@ def authentication_middleware(
                 list(response.audiences),
                 list(api_audiences),
             )
-            return status_response(request, unauthorized())
+            return failed(request)
         record_authentication("success", time.perf_counter() - start, response.user.name)
         request[USER_KEY] = response.user
         return await handler(request)

@@ -33,7 +33,11 @@ from proxy.authentication.authenticator import (
     WithAnonymous,
 )
 from proxy.authentication.bearer_token import BearerToken
-from proxy.authentication.filter import authentication_middleware
+from proxy.authentication.filter import (
+    FailedHandler,
+    answer_unauthorized,
+    authentication_middleware,
+)
 from proxy.authentication.impersonation import impersonation_middleware
 from proxy.authentication.loopback import LoopbackToken
 from proxy.authentication.request_header import RequestHeaderConfig, front_proxy_authenticators
@@ -95,10 +99,13 @@ class Auth:
             resolver = RuleResolver(self.informer)
             check_escalation(self.authorizer, resolver, user, plural, namespace, name, obj)
 
-    def authentication_filters(self) -> list[Middleware]:
-        """Authentication, then impersonation (before flow control, as upstream)."""
+    def authentication_filters(
+        self, failed: FailedHandler = answer_unauthorized
+    ) -> list[Middleware]:
+        """Authentication, then impersonation (before flow control, as upstream);
+        ``failed`` answers a failed authentication (audited when auditing is on)."""
         return [
-            authentication_middleware(self.authenticator, self.audiences, self.loopback),
+            authentication_middleware(self.authenticator, self.audiences, self.loopback, failed),
             impersonation_middleware(self.authorizer),
         ]
 

@@ -54,14 +54,15 @@ class Hostile:
             [orjson.loads(line) for line in log.read_bytes().splitlines()] if log.exists() else []
         )
 
-    async def audited(self, audit_ids: set[str], patience: float = 10.0) -> dict[str, list[Any]]:
-        """The ResponseComplete events of ``audit_ids``, once all are written (or
-        ``patience`` seconds passed: the missing ones are absent)."""
+    async def audited(self, audit_ids: set[str], patience: float = 10.0,
+                      stage: str = "ResponseComplete") -> dict[str, list[Any]]:  # fmt: skip
+        """The ``stage`` events of ``audit_ids``, once all are written (or ``patience``
+        seconds passed: the missing ones are absent)."""
         deadline = time.monotonic() + patience
         while True:
             found: dict[str, list[Any]] = {}
             for e in self.events():
-                if e["auditID"] in audit_ids and e["stage"] == "ResponseComplete":
+                if e["auditID"] in audit_ids and e["stage"] == stage:
                     found.setdefault(e["auditID"], []).append(e)
             if len(found) == len(audit_ids) or time.monotonic() > deadline:
                 return found
@@ -184,9 +185,64 @@ async def test_header_bytes_that_are_not_utf8_never_answer_500(
         return
     status = orjson.loads(answer.body)
     assert status["kind"] == "Status" and status["code"] == expected
-    if code != 401:  # failed authentication is not audited here (docs/security.md)
-        ids = {answer.header("Audit-Id") or ""}
-        assert set(await hostile.audited(ids)) == ids
+    ids = {answer.header("Audit-Id") or ""}
+    stage = "ResponseStarted" if code == 401 else "ResponseComplete"  # upstream's stages
+    assert set(await hostile.audited(ids, stage=stage)) == ids
+
+
+# ------------------------------------------------ failed authentication is audited
+
+
+@pytest.mark.parametrize(
+    ("headers", "query", "message"),
+    [
+        ({"Authorization": "Bearer nosuchtoken"}, "", "attempted: bearer"),
+        ({"Authorization": "Bearer nosuchtoken"}, "?access_token=x",
+         "attempted: bearer, access_token"),
+        ({"Authorization": "Bearer a.b.c", "Audit-ID": "client-chosen-401"}, "",
+         "attempted: bearer"),
+    ],
+)  # fmt: skip
+async def test_a_failed_authentication_is_audited_as_upstream(
+    hostile: Hostile, headers: dict[str, str], query: str, message: str
+) -> None:
+    """A 401 left no trace in the audit log: authentication answers before the audit
+    filter. Upstream's ``WithFailedAuthenticationAudit`` writes one event for it, at
+    ResponseStarted, with no user and the credentials tried; the answer carries its
+    Audit-Id (``WithAuditInit`` is outside authentication)."""
+    path = "/api/v1/namespaces/default/configmaps"
+    answer = await _raw(hostile, "GET", path + query, headers)
+    assert answer.status == 401, answer
+    audit_id = answer.header("Audit-Id") or ""
+    assert audit_id == headers.get("Audit-ID", audit_id) and audit_id
+    found = await hostile.audited({audit_id}, stage="ResponseStarted")
+    (event,) = found[audit_id]
+    assert event["user"] == {}
+    assert event["verb"] == "list" and event["requestURI"] == path + query
+    assert event["objectRef"] == {"resource": "configmaps", "namespace": "default",
+                                  "apiVersion": "v1"}  # fmt: skip
+    assert event["responseStatus"] == {
+        "metadata": {}, "message": f"Authentication failed, {message}", "code": 401,
+    }  # fmt: skip
+    assert event["level"] == "Metadata"
+    assert [e["stage"] for e in hostile.events() if e["auditID"] == audit_id] == [
+        "ResponseStarted"
+    ]
+
+
+async def test_a_failed_authentication_under_a_none_rule_is_not_audited(
+    hostile: Hostile,
+) -> None:
+    """The policy decides for the unauthenticated request too (``/healthz`` is None)."""
+    answer = await _raw(hostile, "GET", "/healthz", {"Authorization": "Bearer nosuchtoken"})
+    assert answer.status == 401, answer
+    audit_id = answer.header("Audit-Id") or ""
+    assert audit_id
+    # a later 401 that is audited: once its event is written, the first's would be too
+    later = await _raw(hostile, "GET", "/api", {"Authorization": "Bearer nosuchtoken"})
+    later_id = later.header("Audit-Id") or ""
+    assert later.status == 401 and await hostile.audited({later_id}, stage="ResponseStarted")
+    assert not [e for e in hostile.events() if e["auditID"] == audit_id]
 
 
 def _signed(h: Hostile, **claims: object) -> str:
