@@ -34,6 +34,7 @@ from etcdclient import _convert
 from etcdclient._endpoints import Endpoint, EndpointPool, TLSFiles
 from etcdclient._pb import rpc_pb2
 from etcdclient._translate import RevisionOutOfRange, translate
+from etcdclient.deadline import call_timeout
 from etcdclient.errors import (
     ClientClosed,
     Compacted,
@@ -174,11 +175,14 @@ class EtcdClient:
         """``_call`` that also tells which endpoint answered."""
         self._check_open()
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.request_timeout
+        # a reachable endpoint is awaited request_timeout at most; the call itself may
+        # run until the caller's deadline when it has a later one (etcdclient.deadline)
+        ready_by = loop.time() + self.request_timeout
+        deadline = loop.time() + call_timeout(self.request_timeout)
         backoff = _RETRY_BACKOFF_INITIAL
         while True:
             if endpoint is None:
-                ep = await self._pool.ready(deadline)
+                ep = await self._pool.ready(ready_by)
             else:
                 self._pool.open()
                 ep = self._pool.by_url(endpoint)
@@ -193,7 +197,7 @@ class EtcdClient:
             if not isinstance(err, Unavailable):
                 raise err
             self._pool.failed(ep, str(err))
-            if not idempotent or endpoint is not None or loop.time() + backoff >= deadline:
+            if not idempotent or endpoint is not None or loop.time() + backoff >= ready_by:
                 raise err
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, _RETRY_BACKOFF_MAX)

@@ -45,6 +45,7 @@ from collections.abc import Sequence
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from etcdclient.deadline import REQUEST_DEADLINE
 from proxy import apierrors
 from proxy.endpoints import responsewriters
 from proxy.endpoints.compression import with_compression
@@ -167,6 +168,9 @@ def with_timeout(settings: Settings) -> Middleware:
             if 0 < seconds < deadline:
                 deadline = seconds
         scope = asyncio.timeout(deadline)
+        # etcd reads may take until this deadline (upstream passes the request's context
+        # down to etcd), not only --etcd-request-timeout; this task's context only
+        token = REQUEST_DEADLINE.set(asyncio.get_running_loop().time() + deadline)
         try:
             async with scope:
                 return await handler(request)
@@ -178,6 +182,8 @@ def with_timeout(settings: Settings) -> Middleware:
                 log.warning("request timeout after the response started: %s", request.path)
                 return end_started_response(request, started)
             return _write_status(request, apierrors.timeout(apierrors.REQUEST_TIMEOUT_MESSAGE))
+        finally:
+            REQUEST_DEADLINE.reset(token)  # a kept-alive connection's next request
 
     return timeout_filter
 

@@ -1,9 +1,10 @@
 """The one place where etcd client errors become storage errors.
 
 Every etcd call of the store goes through ``call``: it bounds the call by the
-store's request timeout, records etcd_request_duration_seconds under the operation
-the caller names (upstream's ``metrics.RecordEtcdRequest`` verbs: get, list, create,
-update, delete, listWithCount, getCurrentResourceVersion), and translates
+store's request timeout (or the request's deadline when later, ``etcdclient.deadline``),
+records etcd_request_duration_seconds under the operation the caller names
+(upstream's ``metrics.RecordEtcdRequest`` verbs: get, list, create, update, delete,
+listWithCount, getCurrentResourceVersion), and translates
 ``etcdclient.errors`` by type (never by message): Unavailable → Unavailable,
 DeadlineExceeded or our own deadline → Unavailable(timeout=True), Compacted → Expired,
 InvalidArgument / ResourceExhausted (etcd refused the request) → RequestRejected,
@@ -20,6 +21,7 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 from etcdclient import errors as etcd_errors
+from etcdclient.deadline import call_timeout
 from storage import errors, metrics
 
 T = TypeVar("T")
@@ -73,12 +75,13 @@ async def call(
     Errors of the types in ``raw`` are re-raised untranslated for the caller to
     interpret."""
     started = time.perf_counter()
+    timeout = call_timeout(request_timeout)  # the request's deadline, when later
     try:
-        async with asyncio.timeout(request_timeout):
+        async with asyncio.timeout(timeout):
             return await awaitable
     except TimeoutError:
         raise errors.Unavailable(
-            f"etcd request did not complete within {request_timeout:g}s", timeout=True
+            f"etcd request did not complete within {timeout:g}s", timeout=True
         ) from None
     except etcd_errors.EtcdError as err:
         if raw and isinstance(err, raw):

@@ -5,6 +5,8 @@ clean shutdown on SIGTERM with a watch open."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -131,6 +133,44 @@ async def test_etcd_down_fails_bounded_then_recovers(
         await asyncio.to_thread(srv.wait_ready, 30)  # recovers by itself
         created = await create(http, "/api/v1/namespaces/d/pods", pod_body("back"))
         assert created["metadata"]["name"] == "back"
+
+
+async def test_a_read_on_a_slow_etcd_is_bounded_by_its_request_deadline(
+    server_factory: ServerFactory, etcd_own: EtcdCluster
+) -> None:
+    """Issue 23 §8: under many concurrent large LISTs, reads that etcd (or the loop)
+    answered slowly were cut at the fixed --etcd-request-timeout with a 504, though
+    their request had 60 s. Upstream passes the request's context to etcd: a read on a
+    live etcd may take until the request's deadline. etcd is frozen (SIGSTOP: its
+    connections stay open) for three times --etcd-request-timeout while a LIST and a
+    GET wait on it; both are answered once it resumes. A request with its own shorter
+    ``?timeout=`` still ends at that with the timeout filter's 504."""
+    srv = server_factory("--watch-cache=false", "--etcd-request-timeout=1s", etcd=etcd_own)
+    pid = etcd_own.members[0].pid
+    assert pid is not None
+    async with aiohttp.ClientSession(base_url=srv.url) as http:
+        await create(http, "/api/v1/namespaces", {"metadata": {"name": "slow"}})
+
+        async def status(path: str) -> tuple[int, float]:
+            started = time.monotonic()
+            async with http.get(path) as resp:
+                await resp.read()
+                return resp.status, time.monotonic() - started
+
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            waiting = [
+                asyncio.ensure_future(status(p))
+                for p in ("/api/v1/namespaces/slow/configmaps", "/api/v1/namespaces/slow",
+                          "/api/v1/namespaces/slow/pods?timeout=1500ms")
+            ]  # fmt: skip
+            await asyncio.sleep(3.0)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        (listed, list_took), (got, get_took), (short, short_took) = await asyncio.gather(*waiting)
+    assert (listed, got) == (200, 200), (list_took, get_took)
+    assert list_took >= 2.5 and get_took >= 2.5
+    assert short == 504 and 1.4 < short_took < 2.9
 
 
 async def test_sigterm_with_open_watch_shuts_down_cleanly(server_factory: ServerFactory) -> None:
