@@ -95,6 +95,8 @@ class WatchCache:
             f: {} for f in self.index_fields
         }
         self.resource_version = 0
+        # the stored bytes of every object held (APF's list estimate: average size)
+        self.object_bytes = 0
         self._on_rv = on_resource_version
         self._seq = itertools.count()
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []  # heap by rv
@@ -113,6 +115,7 @@ class WatchCache:
         """Swap the whole state for a LIST taken at ``resource_version`` (one step, no
         per-object work)."""
         self._store = replacement.build()
+        self.object_bytes = replacement.object_bytes
         self._indexes = replacement.indexes
         self.history.replaced(resource_version)
         if self.snapshots is not None:  # a new series: nothing older is known
@@ -141,6 +144,7 @@ class WatchCache:
                 self._set_rv(resource_version)
                 return None
             self._store = self._store.remove(key)
+            self.object_bytes -= len(prev.stored.data)
             self._index_remove(prev)
             last = with_resource_version(prev.stored, resource_version)
             event = WatchCacheEvent(
@@ -154,7 +158,9 @@ class WatchCache:
             obj = self._attrs.cached(stored)
             if prev is not None:
                 self._index_remove(prev)
+                self.object_bytes -= len(prev.stored.data)
             self._store = self._store.set(key, obj)
+            self.object_bytes += len(stored.data)
             self._index_add(obj)
             kind: ChangeType = "ADDED" if prev is None else "MODIFIED"
             event = WatchCacheEvent(kind, obj, prev, resource_version, self._clock.now())
@@ -364,6 +370,7 @@ class Replacement:
         self._keys: list[str] = []
         self._objects: list[CachedObject] = []
         self._sorted = True  # etcd lists in key order; anything else is sorted at build
+        self.object_bytes = 0
         self.indexes: dict[str, dict[str, dict[str, CachedObject]]] = {f: {} for f in index_fields}
 
     def add(self, objects: Iterable[StoredObject]) -> list[CorruptObject]:
@@ -380,6 +387,7 @@ class Replacement:
                 self._sorted = False
             self._keys.append(obj.key)
             self._objects.append(obj)
+            self.object_bytes += len(stored.data)
             _index_add(self.indexes, obj)
         return skipped
 
@@ -388,5 +396,6 @@ class Replacement:
         if self._sorted:
             return BTreeMap.from_sorted_lists(self._keys, self._objects)
         by_key = dict(zip(self._keys, self._objects, strict=True))
+        self.object_bytes = sum(len(o.stored.data) for o in by_key.values())
         keys = sorted(by_key)
         return BTreeMap.from_sorted_lists(keys, [by_key[k] for k in keys])

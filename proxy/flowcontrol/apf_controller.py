@@ -84,6 +84,18 @@ class PriorityLevel:
     def exempt(self) -> bool:
         return self.spec.get("type") == "Exempt"
 
+    @property
+    def max_seats(self) -> int:
+        """The most seats one request may occupy here (upstream's ``MaxSeatsTracker``,
+        0: no bound of the level's): a hand's share of the nominal limit, and at most
+        15% of it, at least 1. Without it one 100-seat LIST would take a whole level
+        and every other flow of the level would wait for it to finish."""
+        if self.exempt:
+            return 0
+        queuing = _queuing(self.spec)
+        hand = queuing.hand_size if queuing is not None else 1
+        return max(1, min(self.nominal // hand, math.ceil(self.nominal * 0.15)))
+
 
 def _shares(spec: JSON) -> tuple[int, int, int | None]:
     """(nominalConcurrencyShares, lendablePercent, borrowingLimitPercent or None)."""

@@ -43,7 +43,7 @@ CLASSIFIED = web.RequestKey("watchcache_apf_classified", tuple)
 # frees a WATCH's seats when its response starts (set by the filter, called once)
 RELEASE = web.RequestKey("watchcache_apf_release", object)
 
-SeatEstimator = Callable[[RequestInfo, Mapping[str, str]], int]
+SeatEstimator = Callable[[RequestInfo, Mapping[str, str], int], int]  # (info, query, level max)
 
 
 def _too_many(schema: FlowSchemaSpec, level: PriorityLevel) -> web.Response:
@@ -88,7 +88,7 @@ def apf_middleware(
         request[CLASSIFIED] = (schema.uid, level.uid)
         fs, pl = schema.name, level.name
         m = metrics.for_flow(fs, pl)
-        seats = estimate(info, request.query)
+        seats = estimate(info, request.query, level.max_seats)
         item = Request(fs, distinguisher(schema, user, info), seats, time.monotonic(), time.time(),
                        (user, info))  # fmt: skip
         qs = level.queue_set

@@ -22,7 +22,7 @@ from proxy.flowcontrol.config_producer import (
     ensure_bootstrap_configuration,
 )
 from proxy.flowcontrol.debug import setup_apf_debug_routes
-from proxy.flowcontrol.work_estimator import estimate_seats, served_from_cache
+from proxy.flowcontrol.work_estimator import Stats, estimate_seats, served_from_cache
 from proxy.informer import SharedInformerFactory
 from proxy.registry.storage_factory import ResourceStorage
 from proxy.request.request_info import RequestInfo
@@ -65,15 +65,18 @@ class FlowControl:
                 self._storages[(group, resource)] = found
         return found
 
-    def object_count(self, group: str, resource: str) -> int | None:
-        """Stored objects of a resource: the watch cache's size, else the last etcd
-        count (None until one is known: the estimator then charges the maximum)."""
+    def stats(self, group: str, resource: str) -> Stats | None:
+        """Stored objects of a resource: the watch cache's size and bytes, else the
+        last etcd count (no sizes; None until one is known: the estimator then charges
+        the maximum)."""
         rs = self._storage(group, resource)
         cacher = getattr(rs.store, "cacher", None) if rs is not None else None
         if cacher is not None:
-            return len(cacher.cache)
+            count = len(cacher.cache)
+            return Stats(count, cacher.cache.object_bytes // count if count else 0)
         self.wanted.add((group, resource))
-        return self.counts.get((group, resource))
+        counted = self.counts.get((group, resource))
+        return None if counted is None else Stats(counted)
 
     def _from_cache(self, info: RequestInfo, query: Mapping[str, str]) -> bool:
         rs = self._storage(info.group, info.resource)
@@ -81,8 +84,9 @@ class FlowControl:
         gates = self.settings.feature_gates
         return served_from_cache(query, cached, gates.get("ConsistentListFromCache", False))
 
-    def seats(self, info: RequestInfo, query: Mapping[str, str]) -> int:
-        return estimate_seats(info, query, self.object_count, self._from_cache)
+    def seats(self, info: RequestInfo, query: Mapping[str, str], level_max: int = 0) -> int:
+        size_based = self.settings.feature_gates.get("SizeBasedListCostEstimate", True)
+        return estimate_seats(info, query, self.stats, self._from_cache, size_based, level_max)
 
     async def _count_forever(self) -> None:
         while True:

@@ -94,3 +94,21 @@ async def test_wait_until_fresh_times_out_with_too_large_rv() -> None:
     with pytest.raises(TooLargeResourceVersion) as err:
         await waiter
     assert err.value.message == "Too large resource version: 9, current: 5"
+
+
+def test_the_bytes_held_follow_every_change() -> None:
+    """APF's list estimate reads the average stored size (SizeBasedListCostEstimate):
+    the total follows replaces (a repeated key counted once), adds, updates, deletes."""
+    c = new_cache(FakeClock())
+    first, second, again = pod("b", 3), pod("a", 2), pod("b", 4, labels={"x": "y" * 50})
+    c.replace([first, second, again], 10)  # unsorted, "b" twice: the last one counts
+    assert c.object_bytes == len(second.data) + len(again.data)
+    grown = pod("a", 11, labels={"k": "v" * 300})
+    c.process(second.key, grown, 11)
+    assert c.object_bytes == len(grown.data) + len(again.data)
+    added = pod("c", 12)
+    c.process(added.key, added, 12)
+    c.process(again.key, None, 13)
+    assert c.object_bytes == len(grown.data) + len(added.data)
+    c.replace([], 14)
+    assert c.object_bytes == 0

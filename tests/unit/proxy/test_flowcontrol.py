@@ -7,11 +7,11 @@ import asyncio
 
 import pytest
 
-from proxy.flowcontrol.apf_controller import APFController, allocate
+from proxy.flowcontrol.apf_controller import APFController, PriorityLevel, allocate
 from proxy.flowcontrol.debug import tabulate
 from proxy.flowcontrol.fairqueuing.queueset import QueueSet, QueuingConfig, Rejected, Request
 from proxy.flowcontrol.fairqueuing.shufflesharding import deal, flow_hash
-from proxy.flowcontrol.work_estimator import estimate_seats, served_from_cache
+from proxy.flowcontrol.work_estimator import Stats, estimate_seats, served_from_cache
 from proxy.request.request_info import parse_request_info
 from proxy.request.user import UserInfo
 from tests.unit.proxy.informer.fakes import fake_factory
@@ -128,24 +128,77 @@ def test_nominal_limits_and_borrowing() -> None:
     assert shares == pytest.approx([75, 25])
 
 
-def test_list_seats_grow_with_the_objects_to_process() -> None:
+def _cached(info, query):  # type: ignore[no-untyped-def]
+    return served_from_cache(query, True, False)
+
+
+def test_list_seats_by_object_count_without_the_size_gate() -> None:
+    """SizeBasedListCostEstimate off (or no sizes known): one seat per 100 objects."""
     lst = _info("GET", "/api/v1/pods", {"resourceVersion": "0"})
-    counts = {"pods": 2500}
+    stats = {"pods": Stats(2500)}
 
-    def get(group: str, resource: str) -> int | None:
-        return counts.get(resource)
+    def get(group: str, resource: str) -> Stats | None:
+        return stats.get(resource)
 
-    def cached(info, query):  # type: ignore[no-untyped-def]
-        return served_from_cache(query, True, False)
-
-    assert estimate_seats(lst, {"resourceVersion": "0"}, get, cached) == 10
-    counts["pods"] = 250
-    assert estimate_seats(lst, {"resourceVersion": "0"}, get, cached) == 3
+    assert estimate_seats(lst, {"resourceVersion": "0"}, get, _cached, False) == 10
+    assert estimate_seats(lst, {"resourceVersion": "0"}, get, _cached) == 25  # no sizes
+    stats["pods"] = Stats(250)
+    assert estimate_seats(lst, {"resourceVersion": "0"}, get, _cached, False) == 3
     # from etcd with a page: twice the page
-    assert estimate_seats(lst, {"limit": "50"}, get, cached) == 1
-    counts.clear()
-    assert estimate_seats(lst, {}, get, cached) == 10  # unknown: the maximum
-    assert estimate_seats(_info("GET", "/api/v1/namespaces/a/pods/p"), {}, get, cached) == 1
+    assert estimate_seats(lst, {"limit": "50"}, get, _cached, False) == 1
+    stats.clear()
+    assert estimate_seats(lst, {}, get, _cached, False) == 10  # unknown: the maximum
+    assert estimate_seats(lst, {}, get, _cached) == 100
+    assert estimate_seats(_info("GET", "/api/v1/namespaces/a/pods/p"), {}, get, _cached) == 1
+
+
+@pytest.mark.parametrize(
+    ("count", "size", "query", "expected"),
+    [
+        # upstream's TestListWorkEstimator: "limit 399, expect read 4MB read from etcd"
+        (699, 10_000, {"limit": "399", "resourceVersion": "1"}, 40),
+        # from the cache: it streams, at most 1 MB at once
+        (2500, 5_000, {"resourceVersion": "0"}, 10),
+        (10, 5_000, {"resourceVersion": "0"}, 1),
+        # from etcd without a page: every object, capped at 100 seats
+        (5000, 5_600, {}, 100),
+        (1000, 5_000, {}, 50),
+        # a selector on etcd loads half of them at least
+        (1000, 10_000, {"labelSelector": "a=b", "limit": "10"}, 50),
+        # a list naming one object
+        (1000, 10_000, {"fieldSelector": "metadata.name=x"}, 1),
+        (0, 0, {}, 1),
+    ],
+)  # fmt: skip
+def test_list_seats_by_the_bytes_held_at_once(
+    count: int, size: int, query: dict[str, str], expected: int
+) -> None:
+    """Issue 23 §8: a 28 MB LIST cost the seats of any 5,000-object list; upstream's
+    SizeBasedListCostEstimate (on since 1.34) charges one seat per 100 kB in memory."""
+    lst = _info("GET", "/api/v1/pods", query)
+    seats = estimate_seats(lst, query, lambda g, r: Stats(count, size), _cached)
+    assert seats == expected
+
+
+@pytest.mark.parametrize(
+    ("nominal", "hand", "expected"),
+    [(5, 6, 1), (10, 6, 1), (15, 6, 2), (20, 6, 3), (35, 6, 5), (100, 6, 15), (200, 6, 30),
+     (10, 1, 2), (100, 20, 5)],
+)  # fmt: skip
+def test_a_levels_most_seats_per_request_are_upstreams(
+    nominal: int, hand: int, expected: int
+) -> None:
+    """Upstream's Test_GetMaxSeats table; a list's seats are capped by them, so that one
+    big LIST never takes a whole level from its other flows."""
+    spec = {"type": "Limited", "limited": {"limitResponse": {
+        "type": "Queue", "queuing": {"handSize": hand}}}}  # fmt: skip
+    level = PriorityLevel("pl", "", spec, QueueSet("pl", limit=1, exempt=False, queuing=None))
+    level.nominal = nominal
+    assert level.max_seats == expected
+    lst = _info("GET", "/api/v1/pods", {})
+    seats = estimate_seats(lst, {}, lambda g, r: Stats(5000, 5_600), _cached,
+                           level_max=level.max_seats)  # fmt: skip
+    assert seats == expected
 
 
 def test_dumps_align_like_go_tabwriter() -> None:
