@@ -218,6 +218,14 @@ class WatchCache:
         """The store as it is now (immutable: later changes make a new one)."""
         return self._store
 
+    def bytes_under(self, prefix: str) -> int:
+        """About how many stored bytes the objects under ``prefix`` hold (their count,
+        O(log n), times the average size): what a LIST of them reads."""
+        total = len(self._store)
+        if not total:
+            return 0
+        return self._store.count(prefix, prefix_end(prefix)) * self.object_bytes // total
+
     def objects(self) -> Iterable[CachedObject]:
         """Every object held now (an immutable map: safe to read across awaits)."""
         return self._store.values()

@@ -16,8 +16,11 @@ measures only the named ones. Unless ``--no-custom-resources``, the LISTs also r
 as many custom resources as pods (:mod:`lab.bench_crd`, scenarios ``cr_*``). Every
 scenario reports the server's event-loop lag while it ran
 (``watchcache_event_loop_lag_seconds``); the Table, metadata-only and YAML LISTs also
-how long a concurrent ``/readyz`` waited. ``--reference`` instead runs the same
-reads side by side with any kube-apiserver (:mod:`lab.bench_reference`).
+how long a concurrent ``/readyz`` waited. ``concurrent_lists``
+(:mod:`lab.bench_concurrency`, issue 23 §8) runs ``--lists`` LISTs of every pod at once
+beside a light client and reports its latency, the loop lag and the RSS.
+``--reference`` instead runs the same reads side by side with any kube-apiserver
+(:mod:`lab.bench_reference`).
 """
 
 from __future__ import annotations
@@ -40,7 +43,14 @@ import aiohttp
 import orjson
 import psutil  # type: ignore[import-untyped]
 
-from lab import bench_client, bench_crd, bench_managed_fields, bench_snapshots, seed
+from lab import (
+    bench_client,
+    bench_concurrency,
+    bench_crd,
+    bench_managed_fields,
+    bench_snapshots,
+    seed,
+)
 from lab import bench_report as report
 from lab.apiserver import APIServer, cli_command
 from lab.etcd import EtcdCluster, free_port
@@ -76,6 +86,7 @@ class BenchConfig:
     quiet: bool = False
     managed_fields: bool = True  # also measure what managedFields cost (not in --quick)
     custom_resources: bool = True  # the LISTs on as many widgets (lab.bench_crd) too
+    lists: int = 20  # concurrent_lists: how many LISTs of every pod at once (issue 23 §8)
 
 
 def source_revision(root: Path | None = None) -> str:
@@ -430,6 +441,11 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
                     snaps = asyncio.run(bench_snapshots.measure(topo.main, pids, min(n // 2, 2000)))
                     runs[-1]["snapshots"] = snaps
                     topo.notes.append(f"At {n} pods: {bench_snapshots.describe(snaps)}")
+                if not cfg.scenarios or "concurrent_lists" in cfg.scenarios:
+                    pids = topo.processes.get("server", [])
+                    conc = asyncio.run(bench_concurrency.measure(topo.main, pids, cfg.lists))
+                    runs[-1]["concurrency"] = conc
+                    topo.notes.append(f"At {n} pods: {bench_concurrency.describe(conc)}")
                 if cfg.managed_fields and (not cfg.scenarios or "managed_fields" in cfg.scenarios):
                     few = max(10, min(50, n // 20))
                     mf = asyncio.run(bench_managed_fields.measure(topo.main, few, rounds=2))
@@ -501,6 +517,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenarios", default="", help="comma-separated scenario names (all)")
     p.add_argument("--custom-resources", action=argparse.BooleanOptionalAction, default=True,
                    help="also run the LISTs on as many custom resources (default: on)")
+    p.add_argument("--lists", type=int, default=None,
+                   help="concurrent_lists: LISTs of every pod at once (default 20; quick 4)")
     p.add_argument("--machine", default="", help="label for the report (default: detected)")
     p.add_argument("--quiet", action="store_true")
     ref = p.add_argument_group("side by side with a kube-apiserver (lab.bench_reference)")
@@ -544,6 +562,7 @@ def main(argv: list[str]) -> int:
         custom_resources=a.custom_resources,
         etcd_servers=[u for u in a.etcd_servers.split(",") if u],
         sweep=[int(x) for x in a.sweep.split(",") if x.strip()],
+        lists=a.lists or (4 if quick else 20),
         scenarios=[x.strip() for x in a.scenarios.split(",") if x.strip()],
     )  # fmt: skip
     if cfg.pods < 1 or cfg.nodes < 1 or cfg.runs < 1:

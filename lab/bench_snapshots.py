@@ -21,7 +21,7 @@ import aiohttp
 import orjson
 import psutil  # type: ignore[import-untyped]
 
-__all__ = ["describe", "measure"]
+__all__ = ["describe", "measure", "rss"]
 
 CONCURRENCY = 8
 
@@ -33,7 +33,8 @@ async def _pods_cache(s: aiohttp.ClientSession, url: str) -> dict[str, Any]:
     return found
 
 
-def _rss(pids: list[int]) -> int:
+def rss(pids: list[int]) -> int:
+    """The resident memory of ``pids`` together (0 for those gone)."""
     total = 0
     for pid in pids:
         with contextlib.suppress(psutil.Error):
@@ -71,12 +72,12 @@ async def measure(url: str, pids: list[int], updates: int) -> dict[str, Any]:
         names = [f"/api/v1/namespaces/{i['metadata']['namespace']}/pods/"
                  f"{i['metadata']['name']}" for i in items]  # fmt: skip
         before = await _pods_cache(s, url)
-        rss_before = _rss(pids)
+        rss_before = rss(pids)
         last = await _touch(s, url, names, updates)
         async with s.get(f"{url}/api/v1/pods?resourceVersion={last}&limit=1") as r:
             await r.read()  # the cache has seen every update
         after = await _pods_cache(s, url)
-        rss_after = _rss(pids)
+        rss_after = rss(pids)
     snaps = after.get("snapshots") or {}
     count, size = int(snaps.get("count", 0)), int(snaps.get("bytes", 0))
     return {

@@ -62,10 +62,12 @@ from storage.resource_version import parse_resource_version
 MAX_LIMIT = 10_000
 # Paging of a list without a limit: at most PAGE_SIZE keys per etcd Range, FIRST_PAGE
 # keys in the first one (value sizes still unknown), then about PAGE_BYTES of values per
-# Range (~2,000 pods of 4 KB: each page costs about three times its size while decoded).
+# Range (~250 pods of 4 KB: each page costs about three times its size while decoded).
+# The gRPC response of one Range is parsed in one step of the event loop: 8 MB pages
+# held it ~100 ms each, so 20 concurrent large LISTs made others wait (issue 23 §8).
 PAGE_SIZE = 10_000
 FIRST_PAGE = 500
-PAGE_BYTES = 8 * 1024 * 1024
+PAGE_BYTES = 1024 * 1024
 # Values decoded between two yields to the event loop.
 DECODE_SLICE = 500
 

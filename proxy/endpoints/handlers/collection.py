@@ -44,6 +44,7 @@ from proxy.endpoints import (
     responsewriters,
 )
 from proxy.endpoints.handlers.delete_options import parse_delete_options
+from proxy.endpoints.large_lists import expected_bytes, large_list_slot
 from proxy.registry.storage_factory import ResourceStorage
 from proxy.registry.store import Store, interpret_storage_error
 from proxy.request.audit_context import RESPONSE_CHUNKS
@@ -179,11 +180,13 @@ async def list_objects(
 ) -> web.StreamResponse:
     negotiation.response_format(request, is_list=True, resource=store.resource)  # 406 first
     opts = _list_options(request, info, store)
-    result = await store.list(_namespace(info, store), opts)
-    metrics.observe_list(request, info, result)
-    return await write_list(
-        request, store.rs, result.items, list_metadata(result), cost_headers(result)
-    )
+    namespace = _namespace(info, store)
+    async with large_list_slot(expected_bytes(store.rs, namespace, opts)):
+        result = await store.list(namespace, opts)
+        metrics.observe_list(request, info, result)
+        return await write_list(
+            request, store.rs, result.items, list_metadata(result), cost_headers(result)
+        )
 
 
 def _event_line(event_type: str, data: bytes) -> bytes:

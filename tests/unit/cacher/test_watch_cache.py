@@ -112,3 +112,14 @@ def test_the_bytes_held_follow_every_change() -> None:
     assert c.object_bytes == len(grown.data) + len(added.data)
     c.replace([], 14)
     assert c.object_bytes == 0
+
+
+def test_bytes_under_a_prefix_are_its_share_of_the_average() -> None:
+    """The large-LIST estimate (proxy.endpoints.large_lists): one namespace's share."""
+    c = new_cache(FakeClock())
+    pods = [pod(f"p{i}", i + 1, ns="a" if i < 3 else "b") for i in range(4)]
+    c.replace(pods, 10)
+    average = sum(len(p.data) for p in pods) // 4
+    assert c.bytes_under(f"{PREFIX}a/") == 3 * average
+    assert c.bytes_under(f"{PREFIX}c/") == 0
+    assert c.bytes_under(PREFIX) == 4 * average
