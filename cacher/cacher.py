@@ -127,7 +127,8 @@ class Cacher:
             lambda: len(self.reflector.corrupt_keys)
         )
         self.progress = ProgressRequester(
-            store, self.cache, self._clock, interval=config.progress_request_interval
+            store, self.cache, self._clock, interval=config.progress_request_interval,
+            prefix=resource_prefix,
         )
         self._tasks: set[asyncio.Task[None]] = set()
         self._supervisor: asyncio.Task[None] | None = None

@@ -49,8 +49,11 @@ class ProgressRequester:
         clock: Clock,
         *,
         interval: float = PROGRESS_REQUEST_INTERVAL,
+        prefix: str = "",
     ) -> None:
+        """``prefix``: the reflector's, whose watch stream the requests go to."""
         self._store = store
+        self._prefix = prefix
         self._cache = cache
         self._clock = clock
         self._interval = interval
@@ -96,7 +99,7 @@ class ProgressRequester:
             self._kick.clear()
             while self._waiting > 0:
                 try:
-                    await self._store.request_watch_progress()
+                    await self._store.request_watch_progress(self._prefix)
                     self.requests += 1
                 except StorageError as err:
                     log.debug("progress request failed: %s", err)

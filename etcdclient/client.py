@@ -91,9 +91,8 @@ class EtcdClient:
         self.dial_timeout = dial_timeout
         self.request_timeout = request_timeout
         self._pool = EndpointPool(self.endpoints, TLSFiles.read(ca_file, cert_file, key_file))
-        self._watches = WatchStream(
-            self._pool, request_timeout=request_timeout, dial_timeout=dial_timeout
-        )
+        # watch streams by name (``watch(stream=...)``), opened on first use
+        self._watch_streams: dict[str, WatchStream] = {}
         self._keepalive_tasks: set[asyncio.Task[None]] = set()
         self._closed = False
 
@@ -148,7 +147,8 @@ class EtcdClient:
         if self._closed:
             return
         self._closed = True
-        await self._watches.close()
+        for stream in self._watch_streams.values():
+            await stream.close()
         for task in list(self._keepalive_tasks):
             task.cancel()
         await asyncio.gather(*self._keepalive_tasks, return_exceptions=True)
@@ -351,20 +351,36 @@ class EtcdClient:
         progress_notify: bool = False,
         filters: Sequence[str] = (),
         buffer_size: int = 1024,
+        stream: str = "",
     ) -> Watch:
         """Watch [key, range_end) from ``start_revision`` (0: from now). See ``Watch`` and
         ``etcdclient.watch`` for ordering, resumption, lagging and errors. ``filters``:
-        "NOPUT", "NODELETE". Must be called with the event loop running."""
+        "NOPUT", "NODELETE". ``stream``: the name of the gRPC watch stream it shares
+        with the other watches of that name (see ``request_progress``). Must be called
+        with the event loop running."""
         self._check_open()
+        watches = self._stream(stream)
         w = Watch(
-            self._watches, key, range_end, start_revision=start_revision, prev_kv=prev_kv,
+            watches, key, range_end, start_revision=start_revision, prev_kv=prev_kv,
             progress_notify=progress_notify, filters=filters, buffer_size=buffer_size,
         )  # fmt: skip
-        self._watches.add(w)
+        watches.add(w)
         return w
 
-    async def request_progress(self) -> None:
-        """Ask etcd for a progress notification on the shared watch stream: every watch
-        that is caught up then receives a WatchBatch with ``progress_notify`` True."""
+    def _stream(self, name: str) -> WatchStream:
+        found = self._watch_streams.get(name)
+        if found is None:
+            found = self._watch_streams[name] = WatchStream(
+                self._pool, request_timeout=self.request_timeout, dial_timeout=self.dial_timeout
+            )
+        return found
+
+    async def request_progress(self, stream: str = "") -> None:
+        """Ask etcd for a progress notification on the watch stream ``stream``: every
+        watch of it that is caught up then receives a WatchBatch with ``progress_notify``
+        True. etcd answers only when *every* watch of the stream is synced (it drops the
+        request otherwise), so a watch catching up a long backlog denies progress to the
+        others of its stream: callers that need progress give their watches a stream of
+        their own."""
         self._check_open()
-        self._watches.request_progress()
+        self._stream(stream).request_progress()

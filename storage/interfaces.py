@@ -375,6 +375,8 @@ class ListerWatcher(Protocol):
         upstream's feature support checker for RequestWatchProgress)."""
         ...
 
-    async def request_watch_progress(self) -> None:
-        """Ask etcd for a progress notification on every watch of this client."""
+    async def request_watch_progress(self, prefix: str = "") -> None:
+        """Ask etcd for a progress notification on the watch stream of ``prefix``'s
+        changes (``watch_changes``: one stream per prefix, so that another resource's
+        watch catching up never makes etcd drop the request)."""
         ...

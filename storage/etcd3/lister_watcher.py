@@ -101,7 +101,8 @@ class ChangeStream:
     def __init__(self, client: EtcdClient, prefix: str, start_revision: int) -> None:
         key = prefix.encode()
         self._watch: Watch = client.watch(
-            key, prefix_end(key), start_revision=start_revision, progress_notify=True
+            key, prefix_end(key), start_revision=start_revision, progress_notify=True,
+            stream=prefix,  # a stream of its own: see EtcdClient.request_progress
         )
 
     def __aiter__(self) -> AsyncIterator[ChangeBatch]:

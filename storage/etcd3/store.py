@@ -198,8 +198,9 @@ class Etcd3Store:
         return self._progress_supported
 
     @_labelled
-    async def request_watch_progress(self) -> None:
-        await call(self._client.request_progress(), self._timeout, operation="requestWatchProgress")
+    async def request_watch_progress(self, prefix: str = "") -> None:
+        await call(self._client.request_progress(prefix), self._timeout,
+                   operation="requestWatchProgress")  # fmt: skip
 
     # ----------------------------------------------------------------------- writes
 

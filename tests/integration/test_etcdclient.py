@@ -170,6 +170,54 @@ async def test_idle_watch_gets_progress_after_request_progress(
         assert batch.revision >= rev
 
 
+BACKLOG = 15_000  # revisions: etcd syncs a catching-up watch 1,000 a round (100 ms)
+
+
+async def _progress_while_catching_up(
+    client: EtcdClient, prefix: bytes, quiet_stream: str, busy_stream: str
+) -> bool:
+    """Write a backlog, start a watch catching it up on ``busy_stream``, and ask for
+    progress on ``quiet_stream`` until an idle watch there gets it: True when it got it
+    while the busy watch was still behind."""
+    busy, quiet = prefix + b"/busy/", prefix + b"/quiet/"
+    limit = asyncio.Semaphore(64)
+
+    async def put(i: int) -> int:
+        async with limit:
+            return await client.put(busy + b"%05d" % i, b"v")
+
+    revs = await asyncio.gather(*(put(i) for i in range(BACKLOG)))
+    first, last = min(revs), max(revs)
+    async with client.watch(quiet, prefix_end(quiet), stream=quiet_stream) as idle:
+        backlog = client.watch(busy, prefix_end(busy), start_revision=first,
+                               stream=busy_stream, buffer_size=BACKLOG)  # fmt: skip
+        async with backlog:
+            async with asyncio.timeout(30):
+                while True:
+                    await client.request_progress(quiet_stream)
+                    try:
+                        async with asyncio.timeout(0.05):
+                            batch = await anext(idle)
+                    except TimeoutError:
+                        continue
+                    assert batch.progress_notify
+                    return backlog.next_revision <= last
+
+
+async def test_a_watch_catching_up_denies_progress_to_its_own_stream_only(
+    client: EtcdClient, etcd_prefix: str
+) -> None:
+    """Issue 23 §9: etcd drops a stream-wide progress request while any watch of the
+    stream is unsynced, and a watch catching up a backlog stays unsynced for rounds.
+    When every cache's watch shared one stream, one resource catching up (a lagging
+    watch re-created under load, a new CRD's cache) denied progress to all of them:
+    every consistent read of every resource waited 3 s and went to etcd. Each cache's
+    watch now has a stream of its own: an idle watch gets progress while another
+    stream's watch is still behind."""
+    prefix = etcd_prefix.encode()
+    assert await _progress_while_catching_up(client, prefix + b"/own", "quiet", "busy")
+
+
 async def test_lagging_watch_resumes_without_loss(client: EtcdClient, etcd_prefix: str) -> None:
     p = etcd_prefix.encode() + b"/lag/"
     async with client.watch(p, prefix_end(p), buffer_size=2) as slow:

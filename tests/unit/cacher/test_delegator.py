@@ -44,7 +44,7 @@ class FakeStore:
         status = Status("e", self.version, 1, 1, 1, 1, 0, 0)
         return progress_requests_supported(status.version_tuple)
 
-    async def request_watch_progress(self) -> None:
+    async def request_watch_progress(self, prefix: str = "") -> None:
         self.progress_requests += 1
 
     async def get(self, key: str, opts: GetOptions) -> StoredObject:

@@ -75,7 +75,7 @@ class FakeStore:
     async def supports_request_watch_progress(self) -> bool:
         return False
 
-    async def request_watch_progress(self) -> None:
+    async def request_watch_progress(self, prefix: str = "") -> None:
         raise AssertionError("not requested")
 
 
