@@ -44,6 +44,7 @@ from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
+from proxy.kube.defaulting import default_object
 from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.server import gc_pauses, http_errors
@@ -164,6 +165,7 @@ def build_app(
         storage_ctx=storage_ctx,
         storages=storages,
         auth=auth,
+        defaulter=default_object,
     )
     app[API_CONTEXT] = ctx
     instance = os.environ.get(INSTANCE_ID_ENV) or uuid.uuid4().hex

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -15,14 +16,19 @@ from proxy.registry.storage_factory import StorageContext, StorageMap
 from proxy.registry.store import Store
 from proxy.server.auth_chain import Auth
 from proxy.server.settings import Settings
-from storage.interfaces import Watcher
+from storage.interfaces import JSONObject, Watcher
 
 if TYPE_CHECKING:
     from proxy.aggregator.server import Aggregator
 
-__all__ = ["API_CONTEXT", "APIContext"]
+__all__ = ["API_CONTEXT", "APIContext", "ObjectDefaulter"]
 
 log = logging.getLogger("watchcache.proxy")
+
+# (group, version, kind, object) -> the object with its kind's defaults set in place:
+# kube's built-in kinds' defaulting (proxy.kube.defaulting), handed in by the
+# composition root (the generic library never imports proxy.kube)
+ObjectDefaulter = Callable[[str, str, str, JSONObject], JSONObject]
 
 
 @dataclass
@@ -56,6 +62,15 @@ class APIContext:
     aggregator: Aggregator | None = None
     # the admission chain (proxy.admission.chain.AdmissionChain); None: no admission
     admission: Any = None
+    # the built-in kinds' defaulting; None: objects are stored as decoded
+    defaulter: ObjectDefaulter | None = None
+
+    def default(self, resource: ResourceInfo, obj: JSONObject) -> JSONObject:
+        """``obj`` (decoded as ``resource``'s version) with its kind's defaults set in
+        place, as kube-apiserver's decoder defaults every body and patch result."""
+        if self.defaulter is not None:
+            self.defaulter(resource.group, resource.version, resource.kind, obj)
+        return obj
 
     def store(self, resource: ResourceInfo) -> Store:
         """The generic store of ``resource`` (the only way handlers reach storage)."""

@@ -186,7 +186,7 @@ async def _write_request(
     mode = validation.field_mode(request.query, options_kind)  # then the options (upstream)
     dry_run = is_dry_run(request.query, options_kind)
     obj, warnings = _decode_validated(request, body, store.resource, mode)
-    return media, dry_run, obj, warnings
+    return media, dry_run, ctx.default(store.resource, obj), warnings
 
 
 def _decode_validated(
@@ -360,6 +360,7 @@ async def patch_object(
         patched, found = validation.validate_patched(
             patched, config if applying else patch.decoded_patch(body), resource, mode
         )
+        ctx.default(resource, patched)  # the patch result, decoded as kube's patcher does
         warnings[:] = found + (managed.strict_decoding(body, mode) if applying else [])
         _admit_rbac_write(request, ctx, resource, namespace, info.name, patched)
         applied_fields = managed.sent_managed_fields(patched) if applying else None
@@ -427,6 +428,7 @@ def _checked_apply_create(
     the kind's schema (types, unknown fields; their warnings go first) and RBAC
     escalation prevention (a Role granting more than its creator holds is 403)."""
     checked, found = validation.validate_patched(obj, config, resource, mode)
+    ctx.default(resource, checked)
     warnings[:0] = found
     meta = checked["metadata"]
     namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
