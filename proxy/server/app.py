@@ -44,6 +44,7 @@ from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
+from proxy.kube import bootstrap
 from proxy.kube.defaulting import default_object
 from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
@@ -201,6 +202,7 @@ def build_app(
     admission.install(app, ctx)  # the chain, its Warning headers, its configurations
     if settings.system_namespaces:
         app.cleanup_ctx.append(_system_namespaces_task(ctx))
+        app.cleanup_ctx.append(bootstrap.cleanup_ctx(ctx))
 
     async def on_shutdown(app: web.Application) -> None:
         await ctx.stop_watches()
@@ -309,7 +311,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         # talk plain HTTP keep working when a secure port is added
         if settings.port is not None:
             plain_address = settings.insecure_bind_address or settings.bind_address
-            await _start_site(runner, plain_address, settings, settings.port, None)
+            bound = await _start_site(runner, plain_address, settings, settings.port, None)
+            app[API_CONTEXT].serving_port = bound
             if not _is_loopback(plain_address):
                 log.warning(
                     "the plain port %d on %s is reachable from the network and serves every "
@@ -317,7 +320,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
                     settings.port, plain_address,
                 )  # fmt: skip
         if settings.secure_port is not None:
-            await _start_site(
+            app[API_CONTEXT].serving_port = await _start_site(
                 runner, settings.bind_address, settings, settings.secure_port, ssl_context
             )
         await stop.wait()
@@ -344,9 +347,9 @@ async def _start_site(
     settings: Settings,
     port: int,
     ssl_context: ssl.SSLContext | None,
-) -> None:
-    """Listen on ``host``:``port``; :class:`PortInUse` (not a bare OSError) when the
-    port is taken."""
+) -> int:
+    """Listen on ``host``:``port`` and return the port bound; :class:`PortInUse` (not
+    a bare OSError) when the port is taken."""
     site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     try:
         await site.start()
@@ -369,6 +372,7 @@ async def _start_site(
         "serving on %s://%s:%d (etcd %s, prefix %s)",
         scheme, host, bound, ",".join(settings.etcd_servers), settings.etcd_prefix,
     )  # fmt: skip
+    return bound
 
 
 def main(argv: Sequence[str]) -> int:

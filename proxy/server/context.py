@@ -62,6 +62,9 @@ class APIContext:
     aggregator: Aggregator | None = None
     # the admission chain (proxy.admission.chain.AdmissionChain); None: no admission
     admission: Any = None
+    # the port the API is served on (the secure port, else the plain one), once it
+    # listens; set by ``serve`` only
+    serving_port: int | None = None
     # the built-in kinds' defaulting; None: objects are stored as decoded
     defaulter: ObjectDefaulter | None = None
 
