@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable
 
 from proxy import apierrors
-from proxy.registry.resources import ResourceInfo
+from proxy.registry.resources import SERVED, ResourceInfo
 from storage.interfaces import JSONObject
 
 __all__ = [
@@ -93,9 +93,10 @@ def prepare_for_create(
     400), cleared for cluster-scoped ones. Name from ``generateName`` when unset (the
     name is validated afterwards, by ``validation.validate_create``).
     ``metadata.resourceVersion`` must be empty (as upstream's store refuses it).
-    Server-owned fields are set: uid, creationTimestamp, generation 1. Status of a
-    resource with a status subresource is kept as sent (upstream strategies reset some,
-    we keep what the client wrote so tests and seeders can create complete objects).
+    Server-owned fields are set: uid, creationTimestamp, generation 1 where the kind
+    tracks it (:func:`tracks_generation`). Status of a resource with a status
+    subresource is kept as sent (upstream strategies reset some, we keep what the
+    client wrote so tests and seeders can create complete objects).
     """
     meta = ensure_namespace(obj, resource, namespace)
     if _parsed_resource_version(meta.pop("resourceVersion", None)):
@@ -106,7 +107,10 @@ def prepare_for_create(
         name = meta["name"] = generate_name(str(meta["generateName"]))
     meta["uid"] = str(uuid.uuid4())
     meta["creationTimestamp"] = now_rfc3339(clock)
-    meta["generation"] = 1
+    if tracks_generation(resource):
+        meta["generation"] = 1
+    else:
+        meta.pop("generation", None)
     if resource.plural == "namespaces":
         _namespace_defaults(obj, str(name))
     elif is_core(resource, "secrets"):
@@ -117,6 +121,39 @@ def prepare_for_create(
         meta.pop(system, None)
     meta.pop("resourceVersion", None)
     return obj
+
+
+# Built-in resources whose strategy tracks metadata.generation (PrepareForCreate sets 1,
+# PrepareForUpdate bumps it when the spec changes), as kube-apiserver 1.37's; pods since
+# 1.33 (KEP-5067). Every other built-in kind has none (ConfigMap, Namespace, Service,
+# ...); custom resources all do.
+_GENERATION_TRACKED = frozenset({
+    ("", "pods"), ("", "replicationcontrollers"), ("", "podtemplates"),
+    ("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets"),
+    ("apps", "daemonsets"), ("batch", "jobs"), ("batch", "cronjobs"),
+    ("autoscaling", "horizontalpodautoscalers"), ("policy", "poddisruptionbudgets"),
+    ("networking.k8s.io", "networkpolicies"), ("networking.k8s.io", "ingresses"),
+    ("networking.k8s.io", "ingressclasses"), ("discovery.k8s.io", "endpointslices"),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
+    ("resource.k8s.io", "deviceclasses"), ("resource.k8s.io", "resourceslices"),
+    ("resource.k8s.io", "devicetaintrules"),
+    ("apiextensions.k8s.io", "customresourcedefinitions"),
+})  # fmt: skip
+_BUILTIN_GROUPS = frozenset(group for group, _, _ in SERVED) | {"apiregistration.k8s.io"}
+
+
+def tracks_generation(resource: ResourceInfo) -> bool:
+    """Whether ``metadata.generation`` is set and bumped for ``resource``'s objects."""
+    if resource.group not in _BUILTIN_GROUPS:
+        return True  # a custom resource
+    return (resource.group, resource.plural) in _GENERATION_TRACKED
 
 
 def is_core(resource: ResourceInfo, plural: str) -> bool:
@@ -268,8 +305,11 @@ def prepare_for_update(
             meta.pop(system, None)
     meta.pop("selfLink", None)
     generation = int(old_meta.get("generation") or 0)
-    if subresource != "status" and _spec_part(new) != _spec_part(old):
+    tracked = tracks_generation(resource)
+    if tracked and subresource != "status" and _spec_part(new) != _spec_part(old):
         generation += 1
     if generation:
         meta["generation"] = generation
+    else:  # a kind without generation keeps none (a client cannot set it)
+        meta.pop("generation", None)
     return new
