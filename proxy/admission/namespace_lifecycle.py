@@ -54,11 +54,18 @@ def check_not_terminating(namespace: JSON, resource: ResourceInfo, name: str) ->
     meta = namespace.get("metadata") or {}
     if meta.get("deletionTimestamp") or (namespace.get("status") or {}).get(
             "phase") == "Terminating":  # fmt: skip
-        raise apierrors.forbidden(
+        error = apierrors.forbidden(
             resource.qualified, name,
             f"unable to create new content in namespace {meta.get('name')} because it is "
             "being terminated",
         )  # fmt: skip
+        # the cause clients match on (v1.NamespaceTerminatingCause), as upstream adds it
+        error.body["details"].setdefault("causes", []).append({
+            "reason": "NamespaceTerminating",
+            "message": f"namespace {meta.get('name')} is being terminated",
+            "field": "metadata.namespace",
+        })  # fmt: skip
+        raise error
 
 
 async def delete_contents(ctx: APIContext, namespace: str) -> int:

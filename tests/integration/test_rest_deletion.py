@@ -144,6 +144,9 @@ async def test_a_namespace_terminates_until_finalized(lifecycle: aiohttp.ClientS
     assert code == 403 and status["message"] == (
         f'configmaps "late" is forbidden: unable to create new content in namespace {ns} '
         "because it is being terminated")  # fmt: skip
+    assert status["details"]["causes"] == [{
+        "reason": "NamespaceTerminating", "message": f"namespace {ns} is being terminated",
+        "field": "metadata.namespace"}]  # fmt: skip
     # the contents stay for the namespace controller to remove
     assert (await _call(lifecycle, "GET", f"/api/v1/namespaces/{ns}/configmaps/inside"))[0] == 200
     obj["spec"]["finalizers"] = []
