@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 # The server's answer names its instance, and its exit code says "port taken"
-# (proxy.server.app's constants; literals here so the launcher does not import the server).
+# (proxy.app.server's constants; literals here so the launcher does not import the server).
 INSTANCE_HEADER = "X-Watchcache-Instance"
 INSTANCE_ID_ENV = "WATCHCACHE_INSTANCE_ID"
 EXIT_PORT_IN_USE = 3

@@ -29,7 +29,7 @@ from lab.admission_webhook import DENY_MESSAGE, MUTATED_LABEL, ca_bundle, genera
 from lab.etcd import free_port
 
 if TYPE_CHECKING:
-    from lab.demos import DemoContext
+    from lab.demo_context import DemoContext
 
 __all__ = ["admission_webhook", "pod_security", "validating_policy"]
 

@@ -29,7 +29,7 @@ from lab.extension.metrics import GROUP as METRICS_GROUP
 from lab.extension.metrics import VERSION as METRICS_VERSION
 
 if TYPE_CHECKING:
-    from lab.demos import DemoContext
+    from lab.demo_context import DemoContext
 
 __all__ = ["crd_vs_aggregation"]
 

@@ -29,7 +29,7 @@ from lab.observe import request
 from lab.pki import ADMIN, LEARNER, TOKEN_USER
 
 if TYPE_CHECKING:
-    from lab.demos import DemoContext
+    from lab.demo_context import DemoContext
 
 __all__ = ["LAB_AUDIT_POLICY", "apf", "audit", "audit_flags"]
 

@@ -26,7 +26,7 @@ from lab.observe import request
 from lab.pki import ADMIN, LEARNER, TOKEN_USER, LabPKI
 
 if TYPE_CHECKING:
-    from lab.demos import DemoContext
+    from lab.demo_context import DemoContext
 
 __all__ = ["authn", "rbac"]
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from lab.observe import watch
 
 if TYPE_CHECKING:
-    from lab.demos import DemoContext
+    from lab.demo_context import DemoContext
 
 __all__ = ["crd"]
 

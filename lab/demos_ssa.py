@@ -23,7 +23,7 @@ from lab.observe import Observation
 from proxy.fieldmanager.fieldpath import Set, path_string
 
 if TYPE_CHECKING:
-    from lab.demos import DemoContext
+    from lab.demo_context import DemoContext
 
 __all__ = ["ssa"]
 

@@ -45,7 +45,7 @@ from aiohttp.typedefs import Handler, Middleware
 from lab.extension import metrics, openapi
 from proxy.authentication.authenticator import AuthenticationError
 from proxy.authentication.request_header import RequestHeaderAuthenticator, RequestHeaderConfig
-from proxy.authentication.user import UserInfo
+from proxy.request.user import UserInfo
 
 __all__ = ["build_app", "main"]
 

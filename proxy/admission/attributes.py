@@ -15,9 +15,9 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy.audit import context as audit_context
-from proxy.authentication.user import UserInfo
 from proxy.registry.resources import ResourceInfo
+from proxy.request import audit_context
+from proxy.request.user import UserInfo
 
 __all__ = [
     "AUDIT_ANNOTATIONS_KEY",
@@ -41,7 +41,7 @@ DELETE = "DELETE"
 CONNECT = "CONNECT"
 
 # key -> value; written by admission (plugins, webhooks, policies), read by audit
-# the audit trail's own annotations (proxy.audit.context): admission adds to the same dict
+# the audit trail's own annotations (proxy.request.audit_context): admission adds to the same dict
 AUDIT_ANNOTATIONS_KEY = audit_context.AUDIT_ANNOTATIONS
 # Warning texts in order, without duplicates; sent as ``Warning: 299 - "..."`` headers
 WARNINGS_KEY = web.RequestKey("watchcache_admission_warnings", list[str])

@@ -16,10 +16,11 @@ logs them at start-up. Unknown names are start-up errors with upstream's words.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from proxy.admission.attributes import Attributes
 from proxy.admission.interfaces import Plugin, PluginDeps
+from proxy.admission.plugins import Plugins
 
 __all__ = [
     "DEFAULT_ON",
@@ -28,7 +29,6 @@ __all__ = [
     "PluginDeps",
     "enabled_plugins",
     "not_implemented",
-    "register",
 ]
 
 log = logging.getLogger("watchcache.admission")
@@ -86,24 +86,9 @@ DEFAULT_ON: frozenset[str] = frozenset({
 })  # fmt: skip
 
 
-Factory = Callable[[PluginDeps], Plugin]
-_FACTORIES: dict[str, Factory] = {}
-
-
-def register(name: str, factory: Factory) -> None:
-    """Make ``name`` buildable (called by each plugin module at import)."""
-    _FACTORIES[name] = factory
-
-
-def _implemented() -> frozenset[str]:
-    from proxy.admission import plugins  # noqa: F401  (registers the built-in plugins)
-
-    return frozenset(_FACTORIES)
-
-
-def not_implemented() -> frozenset[str]:
-    """The plugins upstream has that run here as no-ops."""
-    return frozenset(ORDERED_PLUGINS) - _implemented()
+def not_implemented(plugins: Plugins) -> frozenset[str]:
+    """The plugins upstream has that run here as no-ops (none of ``plugins``)."""
+    return frozenset(ORDERED_PLUGINS) - plugins.registered()
 
 
 def enabled_plugins(enable: Iterable[str], disable: Iterable[str]) -> list[str]:
@@ -123,13 +108,15 @@ class AdmissionChain:
         self._validating = tuple(p for p in plugins if p.validating)
 
     @classmethod
-    def build(cls, names: Sequence[str], deps: PluginDeps) -> AdmissionChain:
-        implemented = _implemented()
+    def build(cls, names: Sequence[str], deps: PluginDeps, plugins: Plugins) -> AdmissionChain:
+        """The chain of ``names`` (in order) built from ``plugins``; a name without a
+        plugin there is a no-op, logged."""
+        implemented = plugins.registered()
         skipped = [n for n in names if n not in implemented]
         if skipped:
             log.info("admission plugins enabled but not implemented here (no-ops): %s",
                      ", ".join(skipped))
-        return cls([_FACTORIES[n](deps) for n in names if n in implemented])
+        return cls([plugins.new(n, deps) for n in names if n in implemented])
 
     @property
     def names(self) -> list[str]:

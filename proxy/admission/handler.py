@@ -14,8 +14,8 @@ from aiohttp import web
 
 from proxy.admission.attributes import WARNINGS_KEY, Attributes
 from proxy.admission.chain import AdmissionChain
-from proxy.authentication.user import request_user
-from proxy.registry.validation.field_validation import warning_header
+from proxy.request.user import request_user
+from proxy.request.warning import warning_header
 
 if TYPE_CHECKING:
     from proxy.registry.resources import ResourceInfo

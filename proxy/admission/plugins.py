@@ -1,22 +1,35 @@
-"""Imports every built-in plugin module, each of which registers its plugin(s) with
-``proxy.admission.chain.register``."""
+"""The admission plugins a server can build, by name (upstream's ``admission.Plugins``).
+
+Nothing registers itself on import: whoever builds the server fills a :class:`Plugins`
+explicitly, as upstream's ``RegisterAllAdmissionPlugins`` functions do — the generic
+server's (webhooks and policies, ``proxy.server.admission_plugins``) and kube's
+built-in ones (``proxy.kube.admission.plugins``) — and the chain is built from it.
+"""
 
 from __future__ import annotations
 
-from proxy.admission import (
-    always,
-    default_toleration_seconds,
-    limit_ranger,
-    namespace_lifecycle,
-    priority,
-    resource_quota,
-    service_account,
-)
-from proxy.admission.pod_security import plugin as pod_security
-from proxy.admission.policy import mutating as mutating_policy
-from proxy.admission.policy import validating as validating_policy
-from proxy.admission.webhook import dispatcher
+from collections.abc import Callable
 
-__all__ = ["always", "default_toleration_seconds", "dispatcher", "limit_ranger",
-           "mutating_policy", "namespace_lifecycle",
-           "pod_security", "priority", "resource_quota", "service_account", "validating_policy"]
+from proxy.admission.interfaces import Plugin, PluginDeps
+
+__all__ = ["Factory", "Plugins"]
+
+Factory = Callable[[PluginDeps], Plugin]
+
+
+class Plugins:
+    """Plugin factories by name; filled before the chain is built, then only read."""
+
+    def __init__(self) -> None:
+        self._factories: dict[str, Factory] = {}
+
+    def register(self, name: str, factory: Factory) -> None:
+        """Make ``name`` buildable (a second registration of a name replaces the first)."""
+        self._factories[name] = factory
+
+    def registered(self) -> frozenset[str]:
+        return frozenset(self._factories)
+
+    def new(self, name: str, deps: PluginDeps) -> Plugin:
+        """A new instance of the plugin registered as ``name`` (KeyError if none)."""
+        return self._factories[name](deps)

@@ -1,7 +1,7 @@
 """The APIService object (``apiregistration.k8s.io/v1``) as the aggregator reads it, its
 ``Available`` condition, and the local APIServices kube-apiserver registers for the
 built-in group-versions it serves (``controlplane/apiserver/aggregator.go``). Validation
-and strategy: ``proxy.registry.validation.apiregistration``."""
+and strategy: ``proxy.aggregator.validation``."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import copy
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import aiohttp
 
@@ -42,13 +42,12 @@ from proxy.aggregator.apiservice import (
     available_condition,
     set_condition,
 )
-from proxy.aggregator.proxy_handler import go_dial_error
+from proxy.aggregator.lister import APIServiceLister
+from proxy.aggregator.proxy_handler import Backends, go_dial_error
 from proxy.aggregator.service_resolver import ResolveError
 from proxy.aggregator.transport import REMOTE_GROUP, REMOTE_USER
+from proxy.registry.storage_factory import ResourceStorage
 from storage import errors as serr
-
-if TYPE_CHECKING:
-    from proxy.aggregator.server import Aggregator
 
 __all__ = ["AvailabilityController", "check"]
 
@@ -59,7 +58,21 @@ DISCOVERY_TIMEOUT = 5.0
 AGGREGATOR_USER = "system:kube-aggregator"
 
 
-async def _service_checks(aggregator: Aggregator, ref: APIServiceRef) -> JSON | None:
+class AvailabilityDeps(Backends, Protocol):
+    """What the controller reads and writes through (the ``Aggregator`` of
+    ``proxy.aggregator.server``)."""
+
+    endpoint_routing: bool
+    lister: APIServiceLister
+
+    def storage(self) -> ResourceStorage: ...
+
+    async def get(self, group: str, plural: str, namespace: str, name: str) -> JSON | None: ...
+
+    async def refresh_discovery(self, ref: APIServiceRef) -> None: ...
+
+
+async def _service_checks(aggregator: AvailabilityDeps, ref: APIServiceRef) -> JSON | None:
     """The condition when the Service (or its endpoints) rule the backend out."""
     where = f'service/{ref.service_name} in "{ref.service_namespace}"'
     service = await aggregator.get("", "services", ref.service_namespace, ref.service_name)
@@ -86,7 +99,7 @@ async def _service_checks(aggregator: Aggregator, ref: APIServiceRef) -> JSON | 
     return None
 
 
-async def _discovery_check(aggregator: Aggregator, ref: APIServiceRef) -> JSON:
+async def _discovery_check(aggregator: AvailabilityDeps, ref: APIServiceRef) -> JSON:
     try:
         target = await aggregator.resolve(ref)
     except ResolveError as e:
@@ -121,7 +134,7 @@ def _failing(url: str, message: str) -> str:
     return f"failing or missing response from {url}: {message}"
 
 
-async def check(aggregator: Aggregator, ref: APIServiceRef) -> JSON:
+async def check(aggregator: AvailabilityDeps, ref: APIServiceRef) -> JSON:
     """The ``Available`` condition ``ref`` has now (see the module docstring)."""
     if ref.local:
         return available_condition("True", LOCAL_REASON, LOCAL_MESSAGE)
@@ -132,7 +145,7 @@ async def check(aggregator: Aggregator, ref: APIServiceRef) -> JSON:
 class AvailabilityController:
     """Checks every APIService periodically and writes its condition when it changed."""
 
-    def __init__(self, aggregator: Aggregator, interval: float = 10.0) -> None:
+    def __init__(self, aggregator: AvailabilityDeps, interval: float = 10.0) -> None:
         self.aggregator = aggregator
         self.interval = interval
         self._wake = asyncio.Event()

@@ -21,22 +21,19 @@ import errno
 import logging
 import re
 import ssl
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import aiohttp
 from aiohttp import web
 
 from proxy.aggregator.apiservice import APIServiceRef
-from proxy.aggregator.service_resolver import ResolveError
-from proxy.aggregator.transport import auth_proxy_headers
+from proxy.aggregator.service_resolver import Resolved, ResolveError
+from proxy.aggregator.transport import Transport, auth_proxy_headers
 from proxy.authentication.filter import PLAIN_PORT_USER
-from proxy.authentication.user import request_user
 from proxy.endpoints.responsewriter import end_started_response, response_started
+from proxy.request.user import request_user
 
-if TYPE_CHECKING:
-    from proxy.aggregator.server import Aggregator
-
-__all__ = ["SERVICE_UNAVAILABLE", "plain_error", "proxy_request"]
+__all__ = ["SERVICE_UNAVAILABLE", "Backends", "plain_error", "proxy_request"]
 
 log = logging.getLogger("watchcache.aggregator")
 
@@ -92,8 +89,18 @@ def go_dial_error(host: str, port: int, err: BaseException) -> str:
     return f"dial tcp {host}:{port}: {getattr(os_error, 'strerror', None) or os_error}"
 
 
+class Backends(Protocol):
+    """How the proxy reaches an APIService's backend (the ``Aggregator`` is one)."""
+
+    transport: Transport
+
+    async def resolve(self, ref: APIServiceRef) -> Resolved:
+        """The backend's address (``ResolveError`` when it has none)."""
+        ...
+
+
 async def proxy_request(
-    request: web.Request, aggregator: Aggregator, ref: APIServiceRef
+    request: web.Request, aggregator: Backends, ref: APIServiceRef
 ) -> web.StreamResponse:
     """Proxy one request to ``ref``'s backend (see the module docstring)."""
     if not ref.available:

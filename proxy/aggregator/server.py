@@ -38,7 +38,7 @@ from proxy.server.settings import Settings
 from storage import errors as serr
 from storage.interfaces import GetOptions, ListOptions
 
-__all__ = ["AGGREGATOR", "Aggregator"]
+__all__ = ["Aggregator"]
 
 log = logging.getLogger("watchcache.aggregator")
 
@@ -176,6 +176,9 @@ class Aggregator:
             return 304, {"ETag": merged.etag}, b""
         return 200, {"Content-Type": "application/json", "ETag": merged.etag}, merged.body
 
+    def autoregistered(self) -> bool:
+        return self.autoregister.ready.is_set()
+
     def legacy_apis(self) -> JSON:
         return discovery.legacy_group_list(self.local_versions(), self.lister.refs.values())
 
@@ -236,4 +239,3 @@ class Aggregator:
         return run
 
 
-AGGREGATOR = web.AppKey("watchcache_aggregator", Aggregator)

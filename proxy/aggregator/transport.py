@@ -21,7 +21,7 @@ from urllib.parse import quote
 import aiohttp
 from multidict import CIMultiDict
 
-from proxy.authentication.user import UserInfo
+from proxy.request.user import UserInfo
 
 __all__ = ["REMOTE_EXTRA_PREFIX", "REMOTE_GROUP", "REMOTE_UID", "REMOTE_USER", "Transport",
            "auth_proxy_headers"]  # fmt: skip

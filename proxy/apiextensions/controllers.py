@@ -37,9 +37,9 @@ from cacher.cacher import cancel_all
 from proxy import apierrors
 from proxy.apiextensions.crd_strategy import CLEANUP_FINALIZER
 from proxy.apiextensions.serving import CustomResources
-from proxy.endpoints.handlers.delete_options import DeleteOptions
 from proxy.fieldmanager.wiring import field_manager, set_managed_fields
 from proxy.registry.store import Store
+from proxy.request.delete_options import DeleteOptions
 from proxy.server.context import APIContext
 from storage.interfaces import JSONObject, ListOptions
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from proxy.apiextensions import schema_hooks
+from proxy.apimachinery.validation.field import ErrorList
+from proxy.apimachinery.validation.object_meta import validate_object_meta
 from proxy.registry.deletion import CRD_CLEANUP_FINALIZER
-from proxy.registry.validation.field import ErrorList
-from proxy.registry.validation.object_meta import validate_object_meta
 from proxy.registry.validation.strategy import KindStrategy
 
 __all__ = ["CLEANUP_FINALIZER", "STRATEGY", "set_defaults"]

@@ -23,16 +23,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.apiextensions import schema_hooks
+from proxy.apimachinery.validation import names
+from proxy.apimachinery.validation.field import ErrorList
+from proxy.apimachinery.validation.object_meta import (
+    validate_object_meta,
+    validate_object_meta_update,
+)
 from proxy.openapi import schemas
 from proxy.printers.columns import NAME, Column, TablePrinter
 from proxy.printers.duration import since
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.validation import names
-from proxy.registry.validation.field import ErrorList
-from proxy.registry.validation.object_meta import (
-    validate_object_meta,
-    validate_object_meta_update,
-)
 from proxy.registry.validation.strategy import KindStrategy
 from storage.interfaces import AttrsFunc
 

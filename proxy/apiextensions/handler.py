@@ -26,11 +26,11 @@ from proxy import apierrors
 from proxy.apiextensions import custom_resource as cr_mod
 from proxy.apiextensions.custom_resource import CustomResourceVersion
 from proxy.endpoints import negotiation
-from proxy.endpoints.request_info import RequestInfo
 from proxy.registry import scale
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.store import Store
-from proxy.registry.validation.field_validation import warning_header
+from proxy.request.request_info import RequestInfo
+from proxy.request.warning import warning_header
 from proxy.server.context import APIContext
 
 __all__ = ["CR_PATCH_TYPES", "custom_version", "handle_custom", "install_warnings"]

@@ -12,7 +12,7 @@ import importlib
 from types import ModuleType
 from typing import Any
 
-from proxy.registry.validation.field import ErrorList
+from proxy.apimachinery.validation.field import ErrorList
 
 __all__ = ["apply_defaults", "available", "prune", "validate_crd", "validate_custom_resource"]
 

@@ -20,8 +20,8 @@ import orjson
 import yaml
 from aiohttp import web
 
-from proxy.authentication.user import UserInfo
-from proxy.endpoints.request_info import RequestInfo
+from proxy.request.request_info import RequestInfo
+from proxy.request.user import UserInfo
 from storage import codec
 from storage.codec import PROTOBUF_MAGIC
 

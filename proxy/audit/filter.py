@@ -21,14 +21,14 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from proxy.audit.context import REQUEST_BODY, RESPONSE_CHUNKS, audit_annotations
 from proxy.audit.event import AuditEvent, RawObject, new_audit_id
 from proxy.audit.log_backend import LEVELS
 from proxy.audit.policy import Decision, Policy
 from proxy.authentication.filter import PLAIN_PORT_USER
-from proxy.authentication.user import UserInfo, request_user
-from proxy.endpoints.request_info import REQUEST_INFO
 from proxy.endpoints.responsewriter import response_started
+from proxy.request.audit_context import REQUEST_BODY, RESPONSE_CHUNKS, audit_annotations
+from proxy.request.request_info import REQUEST_INFO
+from proxy.request.user import UserInfo, request_user
 from proxy.server.filters import is_long_running
 
 __all__ = ["AUDIT_ID_HEADER", "audit_middleware", "on_response_prepare"]

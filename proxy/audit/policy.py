@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from proxy.authentication.user import UserInfo
-from proxy.endpoints.request_info import RequestInfo
+from proxy.request.request_info import RequestInfo
+from proxy.request.user import UserInfo
 
 __all__ = ["LEVELS", "STAGES", "Decision", "Policy", "PolicyError", "load_policy", "parse_policy"]
 

@@ -23,7 +23,7 @@ from typing import Protocol
 
 from aiohttp import web
 
-from proxy.authentication.user import (
+from proxy.request.user import (
     ALL_AUTHENTICATED,
     ALL_UNAUTHENTICATED,
     ANONYMOUS,

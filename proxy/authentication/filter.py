@@ -23,13 +23,13 @@ from aiohttp.typedefs import Middleware
 from proxy import apierrors
 from proxy.authentication.authenticator import AuthenticationError, RequestAuthenticator
 from proxy.authentication.metrics import record_authentication
-from proxy.authentication.user import (
+from proxy.endpoints import negotiation
+from proxy.request.user import (
     ALL_AUTHENTICATED,
     SYSTEM_PRIVILEGED_GROUP,
     USER_KEY,
     UserInfo,
 )
-from proxy.endpoints import negotiation
 
 __all__ = [
     "PLAIN_PORT_USER",

@@ -23,7 +23,10 @@ from multidict import CIMultiDictProxy
 
 from proxy.apierrors import go_quote
 from proxy.authentication.filter import is_secure, status_response
-from proxy.authentication.user import (
+from proxy.authorization.authorizer import Attributes, Decision
+from proxy.authorization.filter import authorize, forbidden
+from proxy.authorization.modes import Union
+from proxy.request.user import (
     ALL_AUTHENTICATED,
     ALL_UNAUTHENTICATED,
     ANONYMOUS,
@@ -34,9 +37,6 @@ from proxy.authentication.user import (
     service_account_username,
     split_service_account_username,
 )
-from proxy.authorization.authorizer import Attributes, Decision
-from proxy.authorization.filter import authorize, forbidden
-from proxy.authorization.modes import Union
 
 __all__ = ["ImpersonationRequest", "impersonation_middleware", "impersonation_requests"]
 

@@ -33,8 +33,8 @@ from proxy.authentication.authenticator import (
     RequestAuthenticator,
     Response,
 )
-from proxy.authentication.user import UserInfo
 from proxy.authentication.x509 import CertificatePool, X509Authenticator, peer_certificate
+from proxy.request.user import UserInfo
 
 __all__ = ["RequestHeaderAuthenticator", "RequestHeaderConfig", "front_proxy_authenticators"]
 

@@ -34,7 +34,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from proxy.authentication.authenticator import AuthenticationError, Response
-from proxy.authentication.user import (
+from proxy.request.user import (
     UserInfo,
     service_account_groups,
     service_account_username,

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from proxy.authentication.authenticator import Response
-from proxy.authentication.user import UserInfo
+from proxy.request.user import UserInfo
 
 __all__ = ["TokenFile", "TokenFileError", "parse_token_file"]
 

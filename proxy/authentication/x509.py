@@ -24,7 +24,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.x509.oid import NameOID
 
 from proxy.authentication.authenticator import AuthenticationError, Response
-from proxy.authentication.user import UserInfo
+from proxy.request.user import UserInfo
 
 __all__ = ["CertificatePool", "X509Authenticator", "peer_certificate", "user_from_subject"]
 

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from proxy.authentication.user import UserInfo
-from proxy.endpoints.request_info import RequestInfo
+from proxy.request.request_info import RequestInfo
+from proxy.request.user import UserInfo
 
 __all__ = [
     "Attributes",

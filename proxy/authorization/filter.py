@@ -28,12 +28,12 @@ from prometheus_client import Counter, Histogram
 
 from proxy import apierrors
 from proxy.apierrors import go_quote
-from proxy.audit.context import add_audit_annotation
 from proxy.authentication.filter import is_secure, status_response, unauthorized
-from proxy.authentication.user import request_user
 from proxy.authorization.authorizer import Attributes, Decision, attributes_for
 from proxy.authorization.modes import Union
-from proxy.endpoints.request_info import request_info_of
+from proxy.request.audit_context import add_audit_annotation
+from proxy.request.request_info import request_info_of
+from proxy.request.user import request_user
 
 __all__ = [
     "authorization_middleware",

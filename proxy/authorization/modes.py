@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from proxy.authentication.user import SYSTEM_PRIVILEGED_GROUP, UserInfo
 from proxy.authorization.authorizer import (
     Attributes,
     Authorizer,
@@ -21,6 +20,7 @@ from proxy.authorization.authorizer import (
     RuleResolver,
     RulesResult,
 )
+from proxy.request.user import SYSTEM_PRIVILEGED_GROUP, UserInfo
 
 __all__ = [
     "MODES",

@@ -18,10 +18,10 @@ from typing import Any
 
 from proxy import apierrors
 from proxy.apierrors import FieldError
-from proxy.authentication.user import UserInfo
 from proxy.authorization.authorizer import Attributes, Decision
 from proxy.authorization.filter import authorize
 from proxy.authorization.modes import Union
+from proxy.request.user import UserInfo
 
 __all__ = ["access_review", "rules_review"]
 

@@ -25,7 +25,7 @@ from typing import Any
 import cel as engine
 
 from proxy.cel import library
-from proxy.cel.errors import CompileError, CostLimitError, EvalError
+from proxy.cel.errors import CompileError, CostLimitError, EvalError, LibraryError, no_such_overload
 
 __all__ = [
     "DYN",
@@ -186,7 +186,7 @@ class Program:
         try:
             return self._compiled.execute(context)
         except Exception as err:  # the engine raises builtin exception types
-            failure: library.LibraryError | None = _failure.error
+            failure: LibraryError | None = _failure.error
             raise EvalError(_eval_message(err, failure)) from None
 
 
@@ -293,11 +293,11 @@ def _wrap(name: str, function: Any) -> Any:
     def call(*args: Any) -> Any:
         try:
             return function(*args)
-        except library.LibraryError as err:
+        except LibraryError as err:
             _failure.error = err
             raise
         except (TypeError, ValueError, ArithmeticError, KeyError, IndexError):
-            _failure.error = library.no_such_overload()
+            _failure.error = no_such_overload()
             raise
 
     call.__name__ = name
@@ -340,7 +340,7 @@ def _wrapped_functions() -> dict[str, Any]:
     return _WRAPPED
 
 
-def _eval_message(err: Exception, failure: library.LibraryError | None) -> str:
+def _eval_message(err: Exception, failure: LibraryError | None) -> str:
     if failure is not None:
         return str(failure)
     text = str(err)

@@ -9,12 +9,20 @@
 
 Both carry ``message``, worded as cel-go words it where the engine can tell
 (``no such key: x``, ``no such overload``, ``operation cancelled: actual cost limit
-exceeded``).
+exceeded``). A Kubernetes library function (``library``, ``net``, ``quantity``,
+``semver``) raises ``LibraryError``, which the environment turns into an ``EvalError``.
 """
 
 from __future__ import annotations
 
-__all__ = ["CelError", "CompileError", "CostLimitError", "EvalError"]
+__all__ = [
+    "CelError",
+    "CompileError",
+    "CostLimitError",
+    "EvalError",
+    "LibraryError",
+    "no_such_overload",
+]
 
 
 class CelError(Exception):
@@ -38,3 +46,11 @@ class CostLimitError(EvalError):
 
     def __init__(self) -> None:
         super().__init__("operation cancelled: actual cost limit exceeded")
+
+
+class LibraryError(Exception):
+    """A CEL evaluation error raised by a library function (``message`` is cel-go's)."""
+
+
+def no_such_overload() -> LibraryError:
+    return LibraryError("no such overload")

@@ -4,8 +4,8 @@
 The engine calls a receiver-style call ``x.f(a)`` as ``f(x, a)``, and one name serves
 every receiver type, so functions shared by several types (``indexOf`` on strings and
 lists, ``isGreaterThan`` on quantities and semvers) dispatch on their first argument.
-A function signals a CEL error by raising :class:`LibraryError`, whose text is the
-cel-go error message.
+A function signals a CEL error by raising :class:`~proxy.cel.errors.LibraryError`, whose
+text is the cel-go error message.
 
 Covered: lists (isSorted, sum, min, max, indexOf, lastIndexOf), regex (find,
 findAll), strings ext (charAt, indexOf, lastIndexOf, lowerAscii, upperAscii, replace,
@@ -22,17 +22,11 @@ import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from proxy.cel import net, quantity, semver
+from proxy.cel.errors import LibraryError, no_such_overload
 from proxy.cel.values import opaque, opaque_value, type_name
 
-__all__ = ["LibraryError", "functions", "no_such_overload"]
-
-
-class LibraryError(Exception):
-    """A CEL evaluation error raised by a library function (``message`` is cel-go's)."""
-
-
-def no_such_overload() -> LibraryError:
-    return LibraryError("no such overload")
+__all__ = ["functions"]
 
 
 # ------------------------------------------------------------------------- lists
@@ -296,8 +290,6 @@ def get_query(value: Any) -> dict[str, list[str]]:
 
 
 def _library() -> dict[str, Callable[..., Any]]:
-    from proxy.cel import net, quantity, semver
-
     functions: dict[str, Callable[..., Any]] = {
         "isSorted": is_sorted,
         "sum": list_sum,
@@ -338,7 +330,7 @@ def _ascii_case(text: str, change: Callable[[str], str]) -> str:
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {}
-"""Filled on first use by :func:`functions` (the modules import each other)."""
+"""Filled on first use by :func:`functions`."""
 
 
 def functions() -> dict[str, Callable[..., Any]]:

@@ -8,7 +8,7 @@ import ipaddress
 from collections.abc import Callable
 from typing import Any
 
-from proxy.cel.library import LibraryError, no_such_overload
+from proxy.cel.errors import LibraryError, no_such_overload
 from proxy.cel.values import opaque, opaque_value
 
 __all__ = ["FUNCTIONS"]

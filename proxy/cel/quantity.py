@@ -7,9 +7,9 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from proxy.cel.library import LibraryError, no_such_overload
+from proxy.apimachinery import quantity as kq
+from proxy.cel.errors import LibraryError, no_such_overload
 from proxy.cel.values import opaque, opaque_value
-from proxy.registry.validation import quantity as kq
 
 __all__ = ["FUNCTIONS"]
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from proxy.cel.library import LibraryError, no_such_overload
+from proxy.cel.errors import LibraryError, no_such_overload
 from proxy.cel.values import opaque, opaque_value
 
 __all__ = ["FUNCTIONS", "compare_with", "is_semver"]

@@ -37,9 +37,9 @@ import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 
-from proxy.authentication.user import request_user
-from proxy.endpoints.request_info import REQUEST_INFO, RequestInfo, query_bool
 from proxy.endpoints.responsewriter import response_started
+from proxy.request.request_info import REQUEST_INFO, RequestInfo, query_bool
+from proxy.request.user import request_user
 from storage.interfaces import ListResult
 
 __all__ = [

@@ -23,12 +23,12 @@ import yaml
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.audit.context import REQUEST_BODY
 from proxy.endpoints import encoders, protobuf
 from proxy.endpoints.media_types import AcceptedFormat, NotAcceptableError, parse_accept
 from proxy.endpoints.scheme import check_kind
 from proxy.printers import table
 from proxy.registry.resources import ResourceInfo
+from proxy.request.audit_context import REQUEST_BODY
 from storage.interfaces import JSONObject, StoredObject
 
 __all__ = [

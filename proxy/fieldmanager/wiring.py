@@ -19,12 +19,12 @@ import yaml
 from aiohttp import web
 
 from proxy import apierrors
+from proxy.apimachinery.validation import field
 from proxy.endpoints import negotiation
 from proxy.fieldmanager.field_manager import FieldManager, manager_or_user_agent
 from proxy.fieldmanager.fieldpath import PathElement, Set
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.validation import field
-from proxy.registry.validation import field_validation as fv
+from proxy.request.warning import warning_header
 from storage.interfaces import JSONObject
 
 __all__ = [
@@ -277,4 +277,4 @@ def strict_decoding(body: bytes, mode: str) -> list[str]:
             "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal "
             "errors:\n  " + "\n  ".join(found)
         )
-    return [fv.warning_header(w) for w in found]
+    return [warning_header(w) for w in found]

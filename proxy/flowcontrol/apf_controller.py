@@ -32,13 +32,13 @@ from typing import Any
 import orjson
 
 from cacher.cacher import cancel_all
-from proxy.authentication.user import UserInfo
-from proxy.endpoints.request_info import RequestInfo
 from proxy.flowcontrol import bootstrap, metrics
 from proxy.flowcontrol.fairqueuing.queueset import QueueSet, QueuingConfig
 from proxy.flowcontrol.matching import FlowSchemaSpec, matches, parse_flow_schema, sort_schemas
 from proxy.registry.object_meta import now_rfc3339
 from proxy.registry.storage_factory import ResourceStorage
+from proxy.request.request_info import RequestInfo
+from proxy.request.user import UserInfo
 from storage import errors as serr
 from storage.interfaces import ListOptions
 

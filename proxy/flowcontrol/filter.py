@@ -19,12 +19,12 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from proxy.authentication.filter import PLAIN_PORT_USER
-from proxy.authentication.user import request_user
-from proxy.endpoints.request_info import REQUEST_INFO, RequestInfo
 from proxy.flowcontrol import metrics
 from proxy.flowcontrol.apf_controller import APFController, PriorityLevel
 from proxy.flowcontrol.fairqueuing.queueset import Rejected, Request
 from proxy.flowcontrol.matching import FlowSchemaSpec, distinguisher
+from proxy.request.request_info import REQUEST_INFO, RequestInfo
+from proxy.request.user import request_user
 from proxy.server.filters import TOO_MANY_REQUESTS_TEXT, is_long_running
 
 __all__ = [

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from proxy.authentication.user import UserInfo, split_service_account_username
-from proxy.endpoints.request_info import RequestInfo
+from proxy.request.request_info import RequestInfo
+from proxy.request.user import UserInfo, split_service_account_username
 
 __all__ = ["FlowSchemaSpec", "distinguisher", "matches", "parse_flow_schema", "sort_schemas"]
 

@@ -15,13 +15,13 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from cacher.cacher import cancel_all
-from proxy.endpoints.request_info import RequestInfo
 from proxy.flowcontrol import filter as apf_filter
 from proxy.flowcontrol.apf_controller import APFController
 from proxy.flowcontrol.config_producer import GROUP, BootstrapEnsurer
 from proxy.flowcontrol.debug import setup_apf_debug_routes
 from proxy.flowcontrol.work_estimator import estimate_seats, served_from_cache
 from proxy.registry.storage_factory import ResourceStorage
+from proxy.request.request_info import RequestInfo
 from proxy.server.settings import Settings
 
 __all__ = ["FlowControl"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
-from proxy.endpoints.request_info import RequestInfo
+from proxy.request.request_info import RequestInfo
 
 __all__ = ["MAX_SEATS", "MIN_SEATS", "OBJECTS_PER_SEAT", "estimate_seats", "served_from_cache"]
 

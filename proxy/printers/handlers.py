@@ -1,35 +1,32 @@
 """The column handlers by (group, resource), as kubectl's ``AddHandlers`` registers them
 (``pkg/printers/internalversion/printers.go``), and the default for everything else.
 
-Each API group's module exports ``HANDLERS`` (resource -> handler); this module joins
-them. A resource without a handler (custom resources, kinds kubectl has no printer
-for) gets NAME and AGE, as a custom resource without printer columns does.
+The table starts empty: the composition root registers kube's built-in kinds'
+(``proxy.kube.printers``) and APIService's (``proxy.aggregator.printers``), the
+apiextensions server each CRD's. A resource without a handler (custom resources, kinds
+kubectl has no printer for) gets NAME and AGE, as a custom resource without printer
+columns does.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 
-from proxy.printers import apiregistration, apps, batch, coordination, core, rbac
 from proxy.printers.columns import AGE, JSON, NAME, Row, TablePrinter, name_age
 from proxy.registry.served_resource import NamedResource
 
-__all__ = ["DEFAULT", "HANDLERS", "printer_for"]
+__all__ = ["DEFAULT", "HANDLERS", "printer_for", "register_printers"]
 
-_BY_GROUP: dict[str, dict[str, TablePrinter]] = {
-    "": core.HANDLERS,
-    "apps": apps.HANDLERS,
-    "batch": batch.HANDLERS,
-    "coordination.k8s.io": coordination.HANDLERS,
-    "rbac.authorization.k8s.io": rbac.HANDLERS,
-    "apiregistration.k8s.io": apiregistration.HANDLERS,
-}
+# (group, plural) -> handler; changed by register_printers (when the server is built)
+# and by the apiextensions server (a CRD's columns come and go with it)
+HANDLERS: dict[tuple[str, str], TablePrinter] = {}
 
-HANDLERS: dict[tuple[str, str], TablePrinter] = {
-    (group, resource): handler
-    for group, handlers in _BY_GROUP.items()
-    for resource, handler in handlers.items()
-}
+
+def register_printers(group: str, handlers: Mapping[str, TablePrinter]) -> None:
+    """Add (or replace) the handlers of ``group``'s resources (plural -> handler)."""
+    for resource, handler in handlers.items():
+        HANDLERS[(group, resource)] = handler
 
 
 def print_default(obj: dict[str, JSON], now: dt.datetime) -> Row:

@@ -5,7 +5,8 @@ kubectl asks every ``get`` with ``Accept: application/json;as=Table;v=v1;g=meta.
 application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json`` and prints the
 cells it gets back. The columns and cells are those of kubectl's printers
 (``pkg/printers/internalversion/printers.go``), one module of handlers per API group
-(:mod:`proxy.printers.core`, ``apps``, ``batch``, ``coordination``, ``rbac``) joined by
+(:mod:`proxy.kube.printers.core`, ``apps``, ``batch``, ``coordination``, ``rbac``;
+APIService's in :mod:`proxy.aggregator.printers`) registered in
 :mod:`proxy.printers.handlers`; they are generated as the apiserver does: always "wide"
 (columns with ``priority`` 1 are hidden by kubectl unless ``-o wide``). Every other
 resource gets NAME and AGE, as custom resources without printer columns do. (kube's

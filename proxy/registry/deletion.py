@@ -36,7 +36,7 @@ from proxy.registry.resources import ResourceInfo
 from storage.interfaces import JSONObject
 
 if TYPE_CHECKING:  # the request's options, parsed by the handler layer
-    from proxy.endpoints.handlers.delete_options import DeleteOptions
+    from proxy.request.delete_options import DeleteOptions
 
 __all__ = [
     "FOREGROUND",

@@ -22,9 +22,9 @@ from aiohttp import web
 
 from proxy import apierrors
 from proxy.endpoints import negotiation
-from proxy.endpoints.request_info import RequestInfo
-from proxy.registry.dry_run import is_dry_run
 from proxy.registry.store import Store
+from proxy.request.dry_run import is_dry_run
+from proxy.request.request_info import RequestInfo
 from proxy.server.context import APIContext
 from storage.interfaces import JSONObject, Preconditions, StoredObject
 

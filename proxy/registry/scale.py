@@ -27,14 +27,14 @@ from proxy.admission import handler as admission
 from proxy.admission.attributes import UPDATE
 from proxy.apierrors import FieldError
 from proxy.endpoints import negotiation
-from proxy.endpoints.request_info import RequestInfo
 from proxy.fieldmanager import wiring as managed
 from proxy.patch import patcher as patch
 from proxy.printers.columns import format_label_selector
 from proxy.registry import object_meta, validation
-from proxy.registry.dry_run import is_dry_run
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.store import Store
+from proxy.request.dry_run import is_dry_run
+from proxy.request.request_info import RequestInfo
 from proxy.server.context import APIContext
 from storage import errors as serr
 from storage.interfaces import GetOptions, JSONObject

@@ -63,7 +63,7 @@ from storage.interfaces import (
 )
 
 if TYPE_CHECKING:  # the request's options, parsed by the handler layer
-    from proxy.endpoints.handlers.delete_options import DeleteOptions
+    from proxy.request.delete_options import DeleteOptions
 
 __all__ = ["Store", "Verb", "interpret_storage_error"]
 

@@ -47,17 +47,16 @@ from proxy.authentication.service_account import (
     load_public_keys,
 )
 from proxy.authentication.token_file import TokenFile, TokenFileError
-from proxy.authentication.user import request_user
 from proxy.authorization import modes
 from proxy.authorization.filter import authorization_middleware
 from proxy.authorization.rbac.aggregation import AggregationController
-from proxy.authorization.rbac.bootstrap_policy import cluster_role_bindings
 from proxy.authorization.rbac.escalation import check_escalation
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.authorization.rbac.policy_rule import RBAC_GROUP
-from proxy.authorization.rbac.reconcile import BootstrapPolicy
+from proxy.authorization.rbac.reconcile import BootstrapPolicy, RBACPolicy
 from proxy.authorization.rbac.rule_resolver import RBACAuthorizer, RuleResolver
 from proxy.registry.storage_factory import ResourceStorage
+from proxy.request.user import request_user
 from proxy.server.certs import new_rsa_key_pem
 from proxy.server.settings import ConfigError, Settings
 from storage import errors as serr
@@ -95,7 +94,7 @@ class Auth:
             return False
         seen = self.informer.cluster_bindings
         return self.informer.synced.is_set() and all(
-            b["metadata"]["name"] in seen for b in cluster_role_bindings()
+            b["metadata"]["name"] in seen for b in self.bootstrap.policy.cluster_role_bindings
         )
 
     def admit_rbac_write(
@@ -232,12 +231,13 @@ def build_auth(settings: Settings, informer: RBACInformer | None) -> Auth:
 
 
 def auth_cleanup_ctx(
-    auth: Auth, storage_for: Callable[[str], ResourceStorage]
+    auth: Auth, storage_for: Callable[[str], ResourceStorage], policy: RBACPolicy
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     """A cleanup context that, for the app's lifetime, runs the RBAC informer, the
-    ClusterRole aggregation controller and the bootstrap-policy reconciler (``auth.bootstrap``,
-    whose ``ready`` the readyz check reads), and gives the service-account authenticator
-    its object lookups (from the watch cache: resourceVersion 0)."""
+    ClusterRole aggregation controller and the reconciler of the bootstrap ``policy``
+    (``auth.bootstrap``, whose ``ready`` the readyz check reads), and gives the
+    service-account authenticator its object lookups (from the watch cache:
+    resourceVersion 0)."""
 
     async def get(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
         rs = storage_for(plural)
@@ -253,7 +253,7 @@ def auth_cleanup_ctx(
         if auth.informer is not None:
             informer = auth.informer
             auth.bootstrap = BootstrapPolicy(
-                storage_for("clusterroles"), storage_for("clusterrolebindings")
+                storage_for("clusterroles"), storage_for("clusterrolebindings"), policy
             )
             aggregation = AggregationController(informer, storage_for("clusterroles"))
             tasks += [

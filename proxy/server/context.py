@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
@@ -14,12 +14,10 @@ from proxy.openapi.documents import OpenAPIV3
 from proxy.registry.resources import Registry, ResourceInfo
 from proxy.registry.storage_factory import StorageContext, StorageMap
 from proxy.registry.store import Store
+from proxy.server.aggregation import Aggregation
 from proxy.server.auth_chain import Auth
 from proxy.server.settings import Settings
 from storage.interfaces import JSONObject, Watcher
-
-if TYPE_CHECKING:
-    from proxy.aggregator.server import Aggregator
 
 __all__ = ["API_CONTEXT", "APIContext", "ObjectDefaulter"]
 
@@ -59,7 +57,7 @@ class APIContext:
     # the custom resources served now (proxy.apiextensions.serving.CustomResources)
     custom_resources: Any = None
     # API aggregation (proxy.aggregator); set by build_app
-    aggregator: Aggregator | None = None
+    aggregator: Aggregation | None = None
     # the admission chain (proxy.admission.chain.AdmissionChain); None: no admission
     admission: Any = None
     # the port the API is served on (the secure port, else the plain one), once it

@@ -49,8 +49,8 @@ from proxy import apierrors
 from proxy.endpoints import negotiation
 from proxy.endpoints.compression import with_compression
 from proxy.endpoints.metrics import with_metrics
-from proxy.endpoints.request_info import REQUEST_INFO, RequestInfo, parse_request_info
 from proxy.endpoints.responsewriter import end_started_response, response_started
+from proxy.request.request_info import REQUEST_INFO, RequestInfo, parse_request_info
 from proxy.server import http_errors
 from proxy.server.settings import Settings
 

@@ -9,7 +9,7 @@ ending ``<name> check failed``; success answers ``ok`` (or the list, ending
 - ``etcd``: a quorum read of etcd's revision within a short deadline. Part of healthz
   and readyz: readyz fails while etcd is unreachable.
 - ``poststarthook/start-system-namespaces-controller`` (readyz only): fails until the
-  system namespaces exist (``proxy.server.system_namespaces``).
+  system namespaces exist (``proxy.kube.bootstrap.system_namespaces``).
 - ``poststarthook/storage-readiness`` (readyz only): fails until every resource's watch
   cache (all built at start-up) has been ready once, as kube-apiserver's hook of that
   name; passes at once with ``--watch-cache=false``.
@@ -86,7 +86,7 @@ async def _rbac_bootstrap(ctx: APIContext) -> None:
 
 
 async def _autoregister(ctx: APIContext) -> None:
-    if ctx.aggregator is not None and not ctx.aggregator.autoregister.ready.is_set():
+    if ctx.aggregator is not None and not ctx.aggregator.autoregistered():
         raise RuntimeError("the local APIServices are not registered yet")
 
 

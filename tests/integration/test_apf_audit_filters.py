@@ -17,9 +17,9 @@ from aiohttp.test_utils import TestServer
 from aiohttp.typedefs import Handler
 
 from proxy.audit.server import Audit
-from proxy.authentication.user import USER_KEY, UserInfo
 from proxy.endpoints import responsewriter
 from proxy.flowcontrol.server import FlowControl
+from proxy.request.user import USER_KEY, UserInfo
 from proxy.server.filters import handler_chain
 from proxy.server.settings import Settings
 

@@ -13,7 +13,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from proxy.endpoints import responsewriter
-from proxy.endpoints.request_info import request_info_of
+from proxy.request.request_info import request_info_of
 from proxy.server.filters import handler_chain, parse_go_duration
 from proxy.server.settings import Settings, load_settings
 

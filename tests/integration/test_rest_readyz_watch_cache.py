@@ -13,8 +13,8 @@ from aiohttp import web
 import cacher.cacher as cacher_module
 from etcdclient import EtcdClient
 from lab.etcd import EtcdCluster, free_port
+from proxy.app.server import build_app
 from proxy.registry.storage_factory import StorageContext
-from proxy.server.app import build_app
 from proxy.server.context import API_CONTEXT
 from proxy.server.settings import load_settings
 from storage.interfaces import JSONObject, ListOptions

@@ -83,9 +83,9 @@ async def test_one_compactor_per_client_owned_by_the_storage_context(
     context owns the client's one compactor (running), stopped at shutdown."""
     from aiohttp import web
 
+    from proxy.app.server import build_app
     from proxy.registry.resources import REVIEW_GROUPS
     from proxy.registry.storage_factory import StorageContext
-    from proxy.server.app import build_app
     from proxy.server.context import API_CONTEXT
     from proxy.server.settings import load_settings
 

@@ -28,7 +28,6 @@ import jsonpatch
 
 from proxy import apierrors, cel
 from proxy.admission.attributes import Attributes
-from proxy.admission.chain import register
 from proxy.admission.configuration import ConfigurationSource
 from proxy.admission.interfaces import Plugin, PluginDeps
 from proxy.admission.policy.activation import Activation, evaluate
@@ -124,6 +123,3 @@ def _run(expression: str, activation: Activation) -> Any:
         return evaluate(rewrite(expression), activation)
     except (cel.CompileError, cel.EvalError) as e:
         raise _Failed(f"expression '{expression}' resulted in error: {e}") from None
-
-
-register(MutatingAdmissionPolicy.name, MutatingAdmissionPolicy)

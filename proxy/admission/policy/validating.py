@@ -29,7 +29,7 @@ import orjson
 
 from proxy import apierrors, cel
 from proxy.admission.attributes import Attributes
-from proxy.admission.chain import PluginDeps, register
+from proxy.admission.chain import PluginDeps
 from proxy.admission.configuration import ConfigurationSource
 from proxy.admission.interfaces import Plugin
 from proxy.admission.policy.activation import Activation, evaluate
@@ -149,6 +149,3 @@ class ValidatingAdmissionPolicy(Plugin):
             attrs.add_warning(f"Validation failed for {prefix}: {failure.message}")
         if "Deny" in actions:
             raise _deny(attrs, f"{prefix} denied request: {failure.message}", failure.reason)
-
-
-register(ValidatingAdmissionPolicy.name, ValidatingAdmissionPolicy)

@@ -32,7 +32,7 @@ import orjson
 
 from proxy import apierrors
 from proxy.admission.attributes import Attributes
-from proxy.admission.chain import PluginDeps, register
+from proxy.admission.chain import PluginDeps
 from proxy.admission.configuration import ConfigurationSource
 from proxy.admission.interfaces import Plugin
 from proxy.admission.webhook import client, match_conditions, rules
@@ -232,7 +232,3 @@ class MutatingWebhook(_WebhookPlugin):
             f"mutation.webhook.admission.k8s.io/round_{round_}_index_{hook.index}",
             orjson.dumps(annotation).decode())
         return changed
-
-
-register(MutatingWebhook.name, MutatingWebhook)
-register(ValidatingWebhook.name, ValidatingWebhook)

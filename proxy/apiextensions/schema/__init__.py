@@ -8,7 +8,7 @@
 - :func:`prune`: unknown fields removed, their paths returned (``spec.foo``);
 - :func:`apply_defaults`: defaults applied, non-nullable nulls dropped.
 
-Errors are :class:`proxy.registry.validation.field.FieldError`; the caller makes one
+Errors are :class:`proxy.apimachinery.validation.field.FieldError`; the caller makes one
 422 of them with ``field.to_status``. docs/crd-schema.md lists what is covered.
 """
 

@@ -19,8 +19,8 @@ from typing import Any
 from proxy.apiextensions.schema import names_validation
 from proxy.apiextensions.schema.structural import JSON, mapping
 from proxy.apiextensions.schema.structural_validation import validate_schema
-from proxy.registry.validation import field
-from proxy.registry.validation.field import ErrorList
+from proxy.apimachinery.validation import field
+from proxy.apimachinery.validation.field import ErrorList
 
 __all__ = ["validate_crd"]
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from proxy.admission.webhook.validation import validate_client_config
 from proxy.apiextensions.schema.rules import parse_field_path
 from proxy.apiextensions.schema.structural import mapping
-from proxy.registry.validation import field, names
-from proxy.registry.validation.admissionregistration import validate_client_config
-from proxy.registry.validation.field import ErrorList, GoLiteral
+from proxy.apimachinery.validation import field, names
+from proxy.apimachinery.validation.field import ErrorList, GoLiteral
 
 __all__ = [
     "dns1035",

@@ -18,7 +18,7 @@ from proxy.apiextensions.schema.structural import (
     map_value_schema,
     preserves_unknown,
 )
-from proxy.registry.validation import field
+from proxy.apimachinery.validation import field
 
 __all__ = ["prune"]
 

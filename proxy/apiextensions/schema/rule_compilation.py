@@ -21,8 +21,8 @@ from proxy import cel
 from proxy.apiextensions.schema import field_check
 from proxy.apiextensions.schema.rules import RULE_VARIABLES, parse_field_path
 from proxy.apiextensions.schema.structural import Schema
-from proxy.registry.validation import field
-from proxy.registry.validation.field import ErrorList, GoLiteral
+from proxy.apimachinery.validation import field
+from proxy.apimachinery.validation.field import ErrorList, GoLiteral
 
 __all__ = [
     "CostTotal",

@@ -29,8 +29,8 @@ from proxy.apiextensions.schema.structural import (
     correlated_children,
     map_value_schema,
 )
-from proxy.registry.validation import field
-from proxy.registry.validation.field import ErrorList, FieldError
+from proxy.apimachinery.validation import field
+from proxy.apimachinery.validation.field import ErrorList, FieldError
 
 __all__ = ["RULE_VARIABLES", "parse_field_path", "validate_rules"]
 

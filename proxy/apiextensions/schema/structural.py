@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from proxy.registry.validation import field
+from proxy.apimachinery.validation import field
 
 __all__ = [
     "JSON",

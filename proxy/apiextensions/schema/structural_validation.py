@@ -28,8 +28,8 @@ from proxy.apiextensions.schema.structural import (
     schema_children,
 )
 from proxy.apiextensions.schema.validation import validate_value
-from proxy.registry.validation import field
-from proxy.registry.validation.field import ErrorList, GoLiteral
+from proxy.apimachinery.validation import field
+from proxy.apimachinery.validation.field import ErrorList, GoLiteral
 
 __all__ = ["validate_schema"]
 

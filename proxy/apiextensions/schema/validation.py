@@ -28,8 +28,8 @@ from proxy.apiextensions.schema.structural import (
     json_type,
     mapping,
 )
-from proxy.registry.validation import field, names, object_meta
-from proxy.registry.validation.field import ErrorList, FieldError, GoLiteral
+from proxy.apimachinery.validation import field, names, object_meta
+from proxy.apimachinery.validation.field import ErrorList, FieldError, GoLiteral
 
 __all__ = ["validate_custom_resource", "validate_value"]
 

@@ -23,7 +23,6 @@ from typing import Any
 
 from proxy import apierrors
 from proxy.apierrors import go_quote
-from proxy.authentication.user import SYSTEM_PRIVILEGED_GROUP, UserInfo
 from proxy.authorization.authorizer import Attributes, Decision
 from proxy.authorization.modes import Union
 from proxy.authorization.rbac.policy_rule import (
@@ -35,6 +34,7 @@ from proxy.authorization.rbac.policy_rule import (
     parse_rules,
 )
 from proxy.authorization.rbac.rule_resolver import RuleResolver
+from proxy.request.user import SYSTEM_PRIVILEGED_GROUP, UserInfo
 
 __all__ = ["check_escalation", "covers", "missing_rules"]
 

@@ -19,25 +19,32 @@ import asyncio
 import contextlib
 import copy
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from proxy.authorization.rbac.bootstrap_policy import (
-    AUTOUPDATE,
-    cluster_role_bindings,
-    cluster_roles,
-)
 from proxy.registry import object_meta
 from proxy.registry.storage_factory import ResourceStorage
 from storage import errors as serr
 from storage.interfaces import GetOptions
 
-__all__ = ["BootstrapPolicy", "reconcile_binding", "reconcile_role"]
+__all__ = ["AUTOUPDATE", "BootstrapPolicy", "RBACPolicy", "reconcile_binding", "reconcile_role"]
 
 log = logging.getLogger("watchcache.authorization")
 
 JSON = dict[str, Any]
 RETRY_SECONDS = 1.0
+# an object annotated "false" is left as its owner changed it
+AUTOUPDATE = "rbac.authorization.kubernetes.io/autoupdate"
+
+
+@dataclass(frozen=True)
+class RBACPolicy:
+    """The ClusterRoles and ClusterRoleBindings to reconcile (kube's bootstrap policy,
+    ``proxy.kube.bootstrap.rbac_policy``, passed in by the composition root)."""
+
+    cluster_roles: Sequence[JSON]
+    cluster_role_bindings: Sequence[JSON]
 
 
 def _merge_meta(existing: JSON, wanted: JSON) -> None:
@@ -80,9 +87,12 @@ def reconcile_binding(existing: JSON, wanted: JSON) -> JSON:
 
 
 class BootstrapPolicy:
-    def __init__(self, roles: ResourceStorage, bindings: ResourceStorage) -> None:
+    def __init__(
+        self, roles: ResourceStorage, bindings: ResourceStorage, policy: RBACPolicy
+    ) -> None:
         self.roles = roles
         self.bindings = bindings
+        self.policy = policy
         self.ready = asyncio.Event()
         self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
@@ -117,9 +127,9 @@ class BootstrapPolicy:
 
     async def ensure_once(self) -> bool:
         try:
-            for role in cluster_roles():
+            for role in self.policy.cluster_roles:
                 await self._ensure(self.roles, role)
-            for binding in cluster_role_bindings():
+            for binding in self.policy.cluster_role_bindings:
                 await self._ensure(self.bindings, binding)
         except serr.StorageError as e:
             log.info("reconciling the bootstrap RBAC policy: %s (will retry)", e)

@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from proxy.apierrors import go_quote
-from proxy.authentication.user import UserInfo, service_account_username
 from proxy.authorization.authorizer import (
     Attributes,
     Decision,
@@ -35,6 +34,7 @@ from proxy.authorization.rbac.policy_rule import (
     Subject,
     rule_allows,
 )
+from proxy.request.user import UserInfo, service_account_username
 
 __all__ = ["RBACAuthorizer", "RBACState", "RuleResolver", "applies_to"]
 

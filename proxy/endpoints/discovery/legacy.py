@@ -21,11 +21,11 @@ import hashlib
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.aggregator.server import AGGREGATOR
 from proxy.endpoints import negotiation, restful_route
 from proxy.endpoints.discovery import aggregated as discovery_aggregated
 from proxy.openapi import documents as openapi
 from proxy.registry.resources import Registry, ResourceInfo
+from proxy.server.aggregation import AGGREGATION
 from proxy.server.context import API_CONTEXT
 from storage.interfaces import JSONObject
 
@@ -132,7 +132,7 @@ def _aggregated(request: web.Request, path: str) -> web.StreamResponse | None:
     if not ctx.aggregated_discovery:
         ctx.aggregated_discovery.update(discovery_aggregated.build_documents(ctx.registry))
     document = ctx.aggregated_discovery[path]
-    aggregator = request.app.get(AGGREGATOR)  # API aggregation: remote groups merged in
+    aggregator = request.app.get(AGGREGATION)  # API aggregation: remote groups merged in
     if aggregator is not None and path == "/apis":
         document = aggregator.aggregated_apis(document)
     code, headers, body = discovery_aggregated.respond(document, request.headers)
@@ -166,7 +166,7 @@ async def _api_v1(request: web.Request) -> web.StreamResponse:
 
 async def _apis(request: web.Request) -> web.StreamResponse:
     _check_accept(request, restful=False)
-    aggregator = request.app.get(AGGREGATOR)  # API aggregation: APIService priorities
+    aggregator = request.app.get(AGGREGATION)  # API aggregation: APIService priorities
     groups = (
         aggregator.legacy_apis()
         if aggregator is not None
@@ -178,7 +178,7 @@ async def _apis(request: web.Request) -> web.StreamResponse:
 async def _apis_group(request: web.Request) -> web.StreamResponse:
     registry = request.app[API_CONTEXT].registry
     group = request.match_info["group"]
-    aggregator = request.app.get(AGGREGATOR)  # API aggregation: a remote group
+    aggregator = request.app.get(AGGREGATION)  # API aggregation: a remote group
     remote = aggregator.api_group(group) if aggregator is not None else None
     if remote is not None and group not in registry.groups():
         _check_accept(request, restful=False)
@@ -210,7 +210,7 @@ async def _openapi_v3(request: web.Request) -> web.StreamResponse:
         request_headers=request.headers,
         now=dt.datetime.now(dt.UTC),
     )
-    aggregator = request.app.get(AGGREGATOR)  # API aggregation: remote group-versions
+    aggregator = request.app.get(AGGREGATION)  # API aggregation: remote group-versions
     if aggregator is not None and not request.match_info.get("path"):
         code, headers, body = aggregator.openapi_index(ctx.openapi.index(), request.headers)
     return web.Response(status=code, headers=headers, body=body)

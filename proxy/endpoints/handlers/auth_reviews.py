@@ -25,10 +25,10 @@ from proxy.apierrors import FieldError
 from proxy.authentication.authenticator import AuthenticationError
 from proxy.authentication.filter import PLAIN_PORT_USER
 from proxy.authentication.service_account import BoundObject, key_id
-from proxy.authentication.user import UserInfo, request_user
 from proxy.authorization.review import access_review, rules_review
 from proxy.endpoints import negotiation
 from proxy.registry.resources import ResourceInfo
+from proxy.request.user import UserInfo, request_user
 from proxy.server.auth_chain import AUTH, Auth
 from proxy.server.context import API_CONTEXT
 from storage.interfaces import GetOptions

@@ -34,18 +34,18 @@ import orjson
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.audit.context import RESPONSE_CHUNKS
 from proxy.endpoints import compression, encoders, metrics, negotiation, protobuf
 from proxy.endpoints.handlers.delete_options import parse_delete_options
-from proxy.endpoints.handlers.list_options import (
+from proxy.registry.storage_factory import ResourceStorage
+from proxy.registry.store import Store, interpret_storage_error
+from proxy.request.audit_context import RESPONSE_CHUNKS
+from proxy.request.list_options import (
     parse_list_query,
     to_list_options,
     validate_list_query,
     watch_timeout,
 )
-from proxy.endpoints.request_info import RequestInfo
-from proxy.registry.storage_factory import ResourceStorage
-from proxy.registry.store import Store, interpret_storage_error
+from proxy.request.request_info import RequestInfo
 from proxy.server.context import APIContext
 from storage import errors as serr
 from storage.interfaces import ListOptions, ListResult, StoredObject

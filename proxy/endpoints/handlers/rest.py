@@ -17,21 +17,21 @@ from aiohttp import web
 
 from proxy import apierrors
 from proxy.admission import handler as admission
-from proxy.admission import namespace_lifecycle
 from proxy.admission.attributes import CREATE, DELETE, UPDATE, add_audit_annotation
 from proxy.apiextensions.handler import custom_version, handle_custom
 from proxy.endpoints import negotiation, restful_route
 from proxy.endpoints.handlers import collection
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.media_types import AcceptedFormat
-from proxy.endpoints.request_info import RequestInfo, request_info_of
 from proxy.fieldmanager import wiring as managed
+from proxy.kube.admission import namespace_lifecycle
 from proxy.patch import patcher as patch
 from proxy.registry import before_delete, deletion, object_meta, pods, scale, validation
-from proxy.registry.dry_run import is_dry_run
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.store import Store
 from proxy.registry.validation import Mode
+from proxy.request.dry_run import is_dry_run
+from proxy.request.request_info import RequestInfo, request_info_of
 from proxy.server.context import API_CONTEXT, APIContext
 from storage import errors as serr
 from storage.interfaces import GetOptions, JSONObject

@@ -1,45 +1,8 @@
-"""What kube-apiserver writes at start (its post-start hooks' bootstrap controllers):
-the ``default/kubernetes`` Service with its Endpoints and EndpointSlice
-(``kubernetes_service``), and ``kube-system/extension-apiserver-authentication``
-(``cluster_authentication``). Each writes through ``writer.BootstrapWriter``: today
-straight into the resources' storages, as the system namespaces are created; the seam
-for the in-process loopback client when it lands.
-"""
-
-from __future__ import annotations
-
-import asyncio
-from collections.abc import AsyncIterator, Callable
-
-from aiohttp import web
-
-from proxy.kube.bootstrap.cluster_authentication import ClusterAuthentication, authentication_data
-from proxy.kube.bootstrap.kubernetes_service import KubernetesService, advertise_address
-from proxy.kube.bootstrap.writer import BootstrapWriter
-from proxy.server.context import APIContext
-
-__all__ = ["BootstrapWriter", "ClusterAuthentication", "KubernetesService", "cleanup_ctx"]
-
-
-def cleanup_ctx(ctx: APIContext) -> Callable[[web.Application], AsyncIterator[None]]:
-    """A cleanup context that runs the bootstrap controllers for the app's lifetime."""
-
-    async def run(app: web.Application) -> AsyncIterator[None]:
-        settings = ctx.settings
-        writer = BootstrapWriter(ctx.registry, ctx.storages)
-        address = advertise_address(settings.advertise_address, settings.bind_address)
-        controllers = {
-            "bootstrap-controller": KubernetesService(
-                writer, settings.service_cluster_ip_range, address, lambda: ctx.serving_port
-            ).run(),
-            "start-cluster-authentication-info-controller": ClusterAuthentication(
-                writer, authentication_data(settings)
-            ).run(),
-        }
-        tasks = [asyncio.create_task(c, name=name) for name, c in controllers.items()]
-        yield
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)  # (their CancelledErrors)
-
-    return run
+"""The objects kube-apiserver creates at start for its built-in kinds (upstream's
+bootstrap data and post-start hooks): the system priority classes, the RBAC bootstrap
+policy, API Priority and Fairness' bootstrap configuration, the system namespaces; and
+the bootstrap controllers (``controllers``): the ``default/kubernetes`` Service with its
+Endpoints and EndpointSlice (``kubernetes_service``) and
+``kube-system/extension-apiserver-authentication`` (``cluster_authentication``), which
+write through ``writer.BootstrapWriter`` (straight into the storages today; the seam for
+the in-process loopback client)."""

@@ -6,13 +6,12 @@ Two stages, in the order of upstream's write path:
   options, strict decoding (``field_validation``: unknown and duplicate fields), the
   schema's type checks (``schema``);
 - the object (``strategy``), after the system fields are set: ``validate_create`` /
-  ``validate_update`` run the kind's ``strategy.Validate`` / ``ValidateUpdate`` —
-  ObjectMeta (``object_meta``, names by ``names``), Pod (``pod``), other core kinds
-  (``core``), ``apps``, ``batch`` — and report every violation in one 422 Invalid
-  built from field errors (``field``) as ``errors.NewInvalid`` builds it.
-
-Helpers: ``go_values`` (bad values as Go prints them), ``quantity`` (resource
-quantities), ``cron`` (CronJob schedules).
+  ``validate_update`` run the kind's registered ``strategy.Validate`` /
+  ``ValidateUpdate`` (kube's built-in kinds: ``proxy.kube.validation``; APIService:
+  ``proxy.aggregator.validation``; CRDs and custom resources: ``proxy.apiextensions``),
+  or ObjectMeta alone for a kind without one, and report every violation in one 422
+  Invalid built from field errors (``proxy.apimachinery.validation.field``) as
+  ``errors.NewInvalid`` builds it.
 """
 
 from __future__ import annotations

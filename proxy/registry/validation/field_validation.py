@@ -42,7 +42,6 @@ __all__ = [
     "validate_fields",
     "validate_patched",
     "validate_yaml_fields",
-    "warning_header",
     "warnings_of",
 ]
 
@@ -105,12 +104,6 @@ class StrictDecodingError(ValueError):
         return f' "" is invalid: patch: {body}', [
             {"reason": "FieldValueInvalid", "message": body, "field": "patch"}
         ]
-
-
-def warning_header(message: str) -> str:
-    """A ``Warning`` header value as kube-apiserver sends it: ``299 - "<message>"``."""
-    escaped = message.replace("\\", "\\\\").replace('"', '\\"')
-    return f'299 - "{escaped}"'
 
 
 # ------------------------------------------------------------------- raw decoding

@@ -18,12 +18,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from proxy import apierrors
+from proxy.apimachinery.validation import field
 from proxy.openapi import schemas
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.validation import field
 from proxy.registry.validation import field_validation as fv
 from proxy.registry.validation.schema import check_bytes, check_schema
 from proxy.registry.validation.strategy import has_validation
+from proxy.request.warning import warning_header
 
 __all__ = ["check_field_manager", "field_mode", "validate_patched", "validate_written"]
 
@@ -65,7 +66,7 @@ def check_field_manager(query: Mapping[str, str], options_kind: str) -> None:
 
 
 def _warning_headers(warnings: list[str]) -> list[str]:
-    return [fv.warning_header(w) for w in warnings]
+    return [warning_header(w) for w in warnings]
 
 
 def validate_written(

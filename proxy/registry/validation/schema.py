@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from proxy import apierrors
+from proxy.apimachinery.validation import field
+from proxy.apimachinery.validation.field import ErrorList
 from proxy.openapi import schemas
 from proxy.openapi.schemas import SchemaNode
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.validation import field
-from proxy.registry.validation.field import ErrorList
 
 __all__ = ["check_bytes", "check_schema", "schema_violations"]
 

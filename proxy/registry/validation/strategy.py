@@ -19,23 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from proxy.registry.resources import ResourceInfo
-from proxy.registry.validation import (
-    admissionregistration,
-    apiregistration,
-    apps,
-    batch,
-    core,
-    event,
-    field,
-    names,
-    pod,
-)
-from proxy.registry.validation.field import ErrorList
-from proxy.registry.validation.object_meta import (
+from proxy.apimachinery.validation import field, names
+from proxy.apimachinery.validation.field import ErrorList
+from proxy.apimachinery.validation.object_meta import (
     validate_object_meta,
     validate_object_meta_update,
 )
+from proxy.registry.resources import ResourceInfo
 
 __all__ = [
     "KindStrategy",
@@ -62,49 +52,15 @@ class KindStrategy:
     validate_status_update: Callable[[JSON, JSON], ErrorList] | None = None
 
 
-_STRATEGIES: dict[tuple[str, str], KindStrategy] = {
-    ("", "Pod"): KindStrategy(pod.validate_pod, pod.validate_pod_update),
-    ("", "Service"): KindStrategy(
-        core.validate_service,
-        core.validate_service_update,
-        prepare_update=core.prepare_service_update,
-    ),
-    ("", "ConfigMap"): KindStrategy(core.validate_config_map, core.validate_config_map_update),
-    ("", "Secret"): KindStrategy(core.validate_secret, core.validate_secret_update),
-    ("", "Namespace"): KindStrategy(core.validate_namespace, core.validate_namespace_update),
-    ("", "Node"): KindStrategy(core.validate_node, core.validate_node_update),
-    ("", "Event"): KindStrategy(event.validate_event, event.validate_event_update),
-    ("apps", "Deployment"): KindStrategy(apps.validate_deployment, apps.validate_deployment_update),
-    ("apps", "ReplicaSet"): KindStrategy(
-        apps.validate_replica_set, apps.validate_replica_set_update
-    ),
-    ("apps", "StatefulSet"): KindStrategy(
-        apps.validate_stateful_set, apps.validate_stateful_set_update
-    ),
-    ("apps", "DaemonSet"): KindStrategy(apps.validate_daemon_set, apps.validate_daemon_set_update),
-    ("batch", "Job"): KindStrategy(
-        batch.validate_job, batch.validate_job_update, prepare_create=batch.prepare_job_for_create
-    ),
-    ("batch", "CronJob"): KindStrategy(batch.validate_cron_job, batch.validate_cron_job_update),
-    # admission webhooks and policies (proxy/admission)
-    **{
-        ("admissionregistration.k8s.io", kind): KindStrategy(create, update)
-        for kind, (create, update) in admissionregistration.VALIDATORS.items()
-    },
-    # API aggregation (proxy/aggregator)
-    ("apiregistration.k8s.io", "APIService"): KindStrategy(
-        apiregistration.validate,
-        apiregistration.validate_update,
-        prepare_create=apiregistration.prepare_create,
-        prepare_update=apiregistration.prepare_update,
-        validate_status_update=apiregistration.validate_status_update,
-    ),
-}
+# (group, kind) -> its strategy: the composition root registers kube's built-in kinds
+# (``proxy.kube.validation.strategies``) and APIService (``proxy.aggregator``), the
+# apiextensions server CRDs and each custom resource
+_STRATEGIES: dict[tuple[str, str], KindStrategy] = {}
 
 
 def register_strategy(group: str, kind: str, strategy: KindStrategy) -> None:
-    """Add (or replace) a kind's strategy at run time (CRDs and custom resources,
-    ``proxy.apiextensions``)."""
+    """Add (or replace) a kind's strategy: the built-in kinds' when the server is built,
+    CRDs' and custom resources' at run time (``proxy.apiextensions``)."""
     _STRATEGIES[(group, kind)] = strategy
 
 

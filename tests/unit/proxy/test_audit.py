@@ -14,8 +14,8 @@ import yaml
 from proxy.audit.event import RawObject, materialize, new_audit_id, timestamp
 from proxy.audit.log_backend import LogBackend, RotatingFile, encode_event
 from proxy.audit.policy import PolicyError, parse_policy
-from proxy.authentication.user import UserInfo
-from proxy.endpoints.request_info import parse_request_info
+from proxy.request.request_info import parse_request_info
+from proxy.request.user import UserInfo
 
 POLICY = yaml.safe_load("""
 apiVersion: audit.k8s.io/v1

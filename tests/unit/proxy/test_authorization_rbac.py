@@ -7,12 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from proxy.authentication.user import UserInfo
 from proxy.authorization.authorizer import Attributes, Decision
 from proxy.authorization.filter import forbidden
 from proxy.authorization.modes import AlwaysDeny, NamedAuthorizer, PrivilegedGroups, Union
 from proxy.authorization.rbac.aggregation import aggregated_rules
-from proxy.authorization.rbac.bootstrap_policy import cluster_role_bindings, cluster_roles
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.authorization.rbac.policy_rule import (
     Binding,
@@ -24,6 +22,8 @@ from proxy.authorization.rbac.policy_rule import (
 )
 from proxy.authorization.rbac.reconcile import reconcile_role
 from proxy.authorization.rbac.rule_resolver import RBACAuthorizer
+from proxy.kube.bootstrap.rbac_policy import cluster_role_bindings, cluster_roles
+from proxy.request.user import UserInfo
 
 ALICE = UserInfo("alice", groups=("devs", "system:authenticated"))
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from proxy import apierrors
+from proxy.apimachinery.validation import field
 from proxy.openapi.schemas import kind_schema
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.validation import field
 from proxy.registry.validation.field_validation import (
     FieldValidationOptionError,
     StrictDecodingError,
@@ -22,10 +22,10 @@ from proxy.registry.validation.field_validation import (
     validate_fields,
     validate_patched,
     validate_yaml_fields,
-    warning_header,
 )
 from proxy.registry.validation.request_body import validate_written
 from proxy.registry.validation.schema import schema_violations
+from proxy.request.warning import warning_header
 
 DEPLOYMENT = kind_schema("apps", "v1", "Deployment")
 POD = kind_schema("", "v1", "Pod")

@@ -7,13 +7,13 @@ import asyncio
 
 import pytest
 
-from proxy.authentication.user import UserInfo
-from proxy.endpoints.request_info import parse_request_info
 from proxy.flowcontrol.apf_controller import APFController, allocate
 from proxy.flowcontrol.debug import tabulate
 from proxy.flowcontrol.fairqueuing.queueset import QueueSet, QueuingConfig, Rejected, Request
 from proxy.flowcontrol.fairqueuing.shufflesharding import deal, flow_hash
 from proxy.flowcontrol.work_estimator import estimate_seats, served_from_cache
+from proxy.request.request_info import parse_request_info
+from proxy.request.user import UserInfo
 
 
 class FakeClock:

@@ -12,10 +12,11 @@ from multidict import MultiDict
 
 from proxy import apierrors
 from proxy.endpoints import negotiation
-from proxy.endpoints.handlers.delete_options import DeleteOptions, parse_delete_options
+from proxy.endpoints.handlers.delete_options import parse_delete_options
+from proxy.kube.bootstrap.system_namespaces import SYSTEM_NAMESPACES, SystemNamespaces
 from proxy.registry import object_meta, scale
 from proxy.registry.resources import build_registry
-from proxy.server.system_namespaces import SYSTEM_NAMESPACES, SystemNamespaces
+from proxy.request.delete_options import DeleteOptions
 from storage import errors as serr
 from storage.interfaces import Preconditions, StoredObject
 

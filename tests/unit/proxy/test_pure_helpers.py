@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 from proxy import apierrors
-from proxy.endpoints.handlers.list_options import (
+from proxy.patch.patcher import merge_patch
+from proxy.registry import object_meta
+from proxy.registry.resources import build_registry
+from proxy.request.list_options import (
     ListQuery,
     parse_list_query,
     validate_list_query,
     watch_timeout,
 )
-from proxy.patch.patcher import merge_patch
-from proxy.registry import object_meta
-from proxy.registry.resources import build_registry
 from proxy.server.settings import ConfigError, load_settings
 
 

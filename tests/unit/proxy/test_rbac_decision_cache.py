@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.authentication.user import UserInfo
 from proxy.authorization.authorizer import Attributes, Decision
 from proxy.authorization.rbac import decision_cache
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.authorization.rbac.rule_resolver import RBACAuthorizer
+from proxy.request.user import UserInfo
 
 ALICE = UserInfo("alice", groups=("devs", "system:authenticated"))
 GET_POD = Attributes(ALICE, "get", namespace="team", resource="pods", name="p1")

@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 from multidict import MultiDict
 
-from proxy.endpoints.request_info import RequestInfo, parse_request_info, query_bool
+from proxy.request.request_info import RequestInfo, parse_request_info, query_bool
 
 
 def _info(method: str, url: str) -> RequestInfo:

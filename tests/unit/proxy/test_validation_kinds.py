@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from proxy.registry.validation import apps, batch, core, cron, event, quantity
+from proxy.apimachinery import quantity
+from proxy.kube.validation import apps, batch, core, cron, event
 
 JSON = dict[str, Any]
 META = {"name": "x", "namespace": "ns", "uid": "u1"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.registry.validation import names
+from proxy.apimachinery.validation import names
 
 DNS1123_LABEL_MSG = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from proxy.registry.validation import field, go_values
-from proxy.registry.validation.names import name_is_dns_subdomain
-from proxy.registry.validation.object_meta import (
+from proxy.apimachinery.validation import field, go_values
+from proxy.apimachinery.validation.names import name_is_dns_subdomain
+from proxy.apimachinery.validation.object_meta import (
     TOTAL_ANNOTATION_SIZE_LIMIT,
     validate_annotations,
     validate_label_selector,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from proxy.registry.validation.pod import validate_pod, validate_pod_update
+from proxy.kube.validation.pod import validate_pod, validate_pod_update
 
 JSON = dict[str, Any]
 

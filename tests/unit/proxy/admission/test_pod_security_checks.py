@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from proxy.admission.pod_security.checks import evaluate
-from proxy.admission.pod_security.plugin import describe
+from proxy.kube.admission.pod_security.checks import evaluate
+from proxy.kube.admission.pod_security.plugin import describe
 
 PLAIN: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox"},
                                         {"name": "d", "image": "busybox"}]}

@@ -13,6 +13,7 @@ import pytest
 
 from proxy import apierrors
 from proxy.admission.webhook import client
+from proxy.kube.validation.strategies import register_builtin_strategies
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.validation.strategy import validate_create
 
@@ -24,6 +25,12 @@ MWC = ResourceInfo(REG, "v1", "MutatingWebhookConfiguration",
                    "mutatingwebhookconfigurations", False, ("create",))  # fmt: skip
 RULE: JSON = {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
               "resources": ["configmaps"]}  # fmt: skip
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _strategies() -> None:
+    """The built-in kinds' strategies, as the composition root registers them."""
+    register_builtin_strategies()
 
 
 def configuration(kind: str, *webhooks: JSON) -> JSON:

@@ -19,8 +19,10 @@ from proxy.aggregator.apiservice import (
     set_condition,
 )
 from proxy.aggregator.autoregister import local_apiservices
+from proxy.aggregator.validation import STRATEGY
 from proxy.registry.resources import build_registry
 from proxy.registry.validation import validate_create
+from proxy.registry.validation.strategy import register_strategy
 
 JSON = dict[str, Any]
 _DNS1123 = (
@@ -33,6 +35,12 @@ _DNS1035 = (
     "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
     "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
 )
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _strategy() -> None:
+    """APIService's strategy, as the composition root registers it."""
+    register_strategy("apiregistration.k8s.io", "APIService", STRATEGY)
 
 
 def _apiservice(name: str, **spec: Any) -> JSON:

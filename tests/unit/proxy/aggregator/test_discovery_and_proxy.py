@@ -21,8 +21,8 @@ from proxy.authentication.request_header import (
     RequestHeaderConfig,
     front_proxy_authenticators,
 )
-from proxy.authentication.user import UserInfo
 from proxy.authentication.x509 import CertificatePool, X509Authenticator
+from proxy.request.user import UserInfo
 from proxy.server.certs import new_ca, sign
 
 JSON = dict[str, Any]

@@ -1,0 +1,41 @@
+"""What the composition root registers with the generic server library before it
+builds a server: the validation strategies and Table printers of kube's built-in kinds
+and of APIService, and the admission plugins it can run (the CRD's and custom
+resources' strategies and printers are registered by the apiextensions server)."""
+
+from __future__ import annotations
+
+from proxy.admission.plugins import Plugins
+from proxy.aggregator import printers as apiservice_printers
+from proxy.aggregator import validation as apiservice_validation
+from proxy.aggregator.apiservice import GROUP as APISERVICE_GROUP
+from proxy.kube.admission.plugins import (
+    register_all_admission_plugins as register_kube_admission_plugins,
+)
+from proxy.kube.printers import register_builtin_printers
+from proxy.kube.validation.strategies import register_builtin_strategies
+from proxy.printers.handlers import register_printers
+from proxy.registry.validation.strategy import register_strategy
+from proxy.server.admission_plugins import (
+    register_all_admission_plugins as register_generic_admission_plugins,
+)
+
+__all__ = ["admission_plugins", "register_kinds"]
+
+
+def register_kinds() -> None:
+    """Strategies and printers of the built-in kinds and APIService (idempotent: every
+    server built in one process registers the same objects)."""
+    register_builtin_strategies()
+    register_strategy(APISERVICE_GROUP, "APIService", apiservice_validation.STRATEGY)
+    register_builtin_printers()
+    register_printers(APISERVICE_GROUP, apiservice_printers.HANDLERS)
+
+
+def admission_plugins() -> Plugins:
+    """Every admission plugin this server can run: the generic server's and kube's
+    (upstream's two ``RegisterAllAdmissionPlugins``)."""
+    plugins = Plugins()
+    register_generic_admission_plugins(plugins)
+    register_kube_admission_plugins(plugins)
+    return plugins

@@ -1,0 +1,409 @@
+"""``watchcache serve``: the aiohttp application and its lifecycle.
+
+    watchcache serve --etcd-servers=URLS [--etcd-prefix=/registry] [--bind-address=127.0.0.1]
+                     [--port=8080] [--watch-cache=false] [--config=FILE]
+                     [--etcd-cafile= --etcd-certfile= --etcd-keyfile=]
+                     [--etcd-request-timeout=10s] ...
+
+Starts even when etcd is unreachable (readyz then fails, requests fail with 503/504
+within ``--etcd-request-timeout``) and recovers by itself when etcd returns. Prints
+``serving on http://HOST:PORT`` once listening. On SIGINT/SIGTERM: readyz turns
+failed, open watches are ended, in-flight requests get ``--shutdown-timeout`` to finish,
+remaining tasks are cancelled, the storages and the etcd connections are closed.
+
+The composition root (upstream's ``cmd/kube-apiserver/app``): the only module that
+knows the generic server library, kube's kinds (``proxy.kube``, wired by
+``proxy.app.kinds``), the apiextensions server and the aggregator at once.
+
+Every request passes the handler chain of ``proxy.server.filters`` (panic recovery,
+request info, metrics, timeout, max in flight, handler errors: kube-apiserver's
+``DefaultBuildHandlerChain``) before its route.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import ipaddress
+import logging
+import os
+import signal
+import ssl
+import sys
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+
+from aiohttp import web
+
+from proxy.aggregator.server import Aggregator
+from proxy.apiextensions.apiserver import setup_apiextensions
+from proxy.app import admission
+from proxy.app.kinds import admission_plugins, register_kinds
+from proxy.audit.server import Audit
+from proxy.authorization.rbac.informer import RBACInformer
+from proxy.endpoints import negotiation, responsewriter
+from proxy.endpoints.compression import COMPRESSION_ENABLED
+from proxy.endpoints.discovery.legacy import setup_discovery_routes
+from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
+from proxy.endpoints.handlers.rest import handle_resource
+from proxy.endpoints.metrics import setup_metrics_routes
+from proxy.flowcontrol.server import FlowControl
+from proxy.kube.bootstrap import controllers as bootstrap_controllers
+from proxy.kube.bootstrap.rbac_policy import bootstrap_policy
+from proxy.kube.bootstrap.system_namespaces import SystemNamespaces
+from proxy.kube.defaulting import default_object
+from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
+from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
+from proxy.server import gc_pauses, http_errors
+from proxy.server.aggregation import AGGREGATION
+from proxy.server.auth_chain import AUTH, Auth, auth_cleanup_ctx, build_auth
+from proxy.server.context import API_CONTEXT, APIContext
+from proxy.server.debug import setup_debug_routes
+from proxy.server.filters import handler_chain
+from proxy.server.healthz import setup_health_routes
+from proxy.server.loop_lag import loop_lag_context
+from proxy.server.secure_serving import server_ssl_context
+from proxy.server.settings import ConfigError, Settings, load_settings
+from storage import codec
+from storage.protobuf.schema import SchemaUnavailable
+
+__all__ = [
+    "EXIT_PORT_IN_USE",
+    "INSTANCE_HEADER",
+    "INSTANCE_ID_ENV",
+    "PortInUse",
+    "build_app",
+    "main",
+    "serve",
+    "version_info",
+]
+
+log = logging.getLogger("watchcache.proxy")
+
+KUBERNETES_MAJOR, KUBERNETES_MINOR = "1", "37"
+
+# Every response names the process that sent it, so a launcher polling /readyz can tell
+# its own server from another one already listening on the port (kube-apiserver's
+# counterpart is its identity lease, apiserver-<id>). The launcher chooses the id.
+INSTANCE_HEADER = "X-Watchcache-Instance"
+INSTANCE_ID_ENV = "WATCHCACHE_INSTANCE_ID"
+# The exit code when the port is taken, so a launcher can say so without reading the log.
+EXIT_PORT_IN_USE = 3
+
+
+class PortInUse(OSError):
+    """The listen address is taken by another process."""
+
+
+def version_info() -> dict[str, str]:
+    """The /version document (the Kubernetes API version this server mirrors)."""
+    py = sys.version_info
+    return {
+        "major": KUBERNETES_MAJOR,
+        "minor": KUBERNETES_MINOR,
+        "gitVersion": f"v{KUBERNETES_MAJOR}.{KUBERNETES_MINOR}.0+watchcache",
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "",
+        "goVersion": f"python{py.major}.{py.minor}.{py.micro}",
+        "compiler": "cpython",
+        "platform": f"{sys.platform}/amd64",
+    }
+
+
+async def _version(request: web.Request) -> web.Response:
+    return negotiation.json_response(version_info())
+
+
+def _set_storage_media_type(media_type: str) -> None:
+    """--storage-media-type; protobuf without its schema falls back to JSON, loudly
+    (reads of protobuf values then fail as undecodable, naming the remedy)."""
+    try:
+        codec.set_storage_media_type(media_type)
+    except SchemaUnavailable as err:
+        log.warning("storing JSON instead of %s: %s", media_type, err)
+        codec.set_storage_media_type("application/json")
+
+
+def _stop_gc_timing(stop: Callable[[], None]) -> Callable[[web.Application], Awaitable[None]]:
+    async def cleanup(app: web.Application) -> None:
+        stop()
+
+    return cleanup
+
+
+def build_app(
+    settings: Settings, storage_ctx: StorageContext, registry: Registry | None = None
+) -> web.Application:
+    """The application: health, version, discovery and resource routes over ``storage_ctx``;
+    with a secure port, authentication and authorization (``proxy.server.auth_chain``)
+    in front of them and the review, TokenRequest and OIDC routes."""
+    _set_storage_media_type(settings.storage_media_type)
+    register_kinds()
+    secure = settings.secure_port is not None
+    auth: Auth | None = None
+    informer: RBACInformer | None = None
+    storages = StorageMap(storage_ctx)
+    if secure:
+        if "RBAC" in settings.authorization_mode:
+            informer = RBACInformer(lambda plural: _rbac_storage(ctx, plural))
+        auth = build_auth(settings, informer)
+    registry = registry or build_registry(SERVED + REVIEWS if secure else SERVED)
+    # API aggregation (proxy/aggregator): APIServices, the proxy, merged discovery
+    aggregator = Aggregator(settings, registry, storages)
+    flow_control = FlowControl.build(settings)
+    audit = Audit.build(settings)
+    app = web.Application(
+        middlewares=handler_chain(
+            settings,
+            authentication=auth.authentication_filters() if auth else (),
+            authorization=auth.authorization_filters() if auth else (),
+            aggregation=[aggregator.middleware()],
+            flowcontrol=flow_control.middleware() if flow_control else None,
+            audit=audit.middleware() if audit else None,
+        ),
+        # bodies are read by the handlers with their own limit (413 as a Status)
+        client_max_size=settings.max_request_body_bytes + 1,
+    )
+    responsewriter.install(app)
+    app[COMPRESSION_ENABLED] = settings.feature_gates.get("APIResponseCompression", True)
+    ctx = APIContext(
+        settings=settings,
+        registry=registry,
+        storage_ctx=storage_ctx,
+        storages=storages,
+        auth=auth,
+        defaulter=default_object,
+    )
+    app[API_CONTEXT] = ctx
+    instance = os.environ.get(INSTANCE_ID_ENV) or uuid.uuid4().hex
+
+    async def name_instance(request: web.Request, response: web.StreamResponse) -> None:
+        response.headers[INSTANCE_HEADER] = instance
+
+    app.on_response_prepare.append(name_instance)
+    if auth is not None:
+        app[AUTH] = auth
+        setup_auth_routes(app)
+        app.cleanup_ctx.append(
+            auth_cleanup_ctx(auth, lambda plural: _rbac_storage(ctx, plural), bootstrap_policy())
+        )
+    if audit is not None:
+        audit.install(app)
+    if flow_control is not None:
+        flow_control.install(app, lambda group, plural: _storage_of(ctx, group, plural))
+        ctx.flowcontrol_config_ready = flow_control.config_ready
+    setup_health_routes(app)
+    setup_metrics_routes(app)
+    setup_debug_routes(app)
+    app.router.add_get("/version", _version)
+    app.router.add_get("/version/", _version)
+    setup_discovery_routes(app)
+    app.router.add_route("*", "/api/{tail:.+}", handle_resource)
+    app.router.add_route("*", "/apis/{tail:.+}", handle_resource)
+
+    app.cleanup_ctx.append(loop_lag_context())
+    app.on_cleanup.append(_stop_gc_timing(gc_pauses.install()))
+    app.cleanup_ctx.append(_storages_and_compactor(ctx))
+    setup_apiextensions(app, ctx)  # after the storages: its controllers use them
+    app[AGGREGATION] = ctx.aggregator = aggregator
+    app.cleanup_ctx.append(aggregator.cleanup_ctx())
+    # the chain, its Warning headers, its configurations
+    admission.install(app, ctx, admission_plugins())
+    if settings.system_namespaces:
+        app.cleanup_ctx.append(_system_namespaces_task(ctx))
+        app.cleanup_ctx.append(bootstrap_controllers.cleanup_ctx(ctx))
+
+    async def on_shutdown(app: web.Application) -> None:
+        await ctx.stop_watches()
+
+    async def on_cleanup(app: web.Application) -> None:
+        await ctx.storages.close()
+        await storage_ctx.close()
+
+    app.on_response_prepare.append(http_errors.on_response_prepare)
+    app.on_shutdown.append(on_shutdown)
+    app.on_cleanup.append(on_cleanup)
+    return app
+
+
+def _storage_of(ctx: APIContext, group: str, plural: str) -> ResourceStorage | None:
+    resource = ctx.registry.lookup(group, plural)
+    return ctx.storages.for_resource(resource) if resource is not None else None
+
+
+def _rbac_storage(ctx: APIContext, plural: str) -> ResourceStorage:
+    group = "" if plural in ("serviceaccounts", "pods", "secrets") else "rbac.authorization.k8s.io"
+    resource = ctx.registry.lookup(group, plural)
+    assert resource is not None, plural
+    return ctx.storages.for_resource(resource)
+
+
+def _storages_and_compactor(
+    ctx: APIContext,
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    """A cleanup context that, at start-up, builds every served resource's storage (so
+    every watch cache primes at once, as kube-apiserver creates its cachers) and starts
+    the storage context (the etcd client's one compactor, ``--etcd-compaction-interval``,
+    whether or not the watch cache is on); the storage context stops it at close."""
+
+    async def run(app: web.Application) -> AsyncIterator[None]:
+        ctx.storage_ctx.start()
+        ctx.storages.build_all(r for r in ctx.registry if r.group not in REVIEW_GROUPS)
+        yield
+
+    return run
+
+
+def _system_namespaces_task(
+    ctx: APIContext,
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    """A cleanup context that runs ``SystemNamespaces`` for the app's lifetime."""
+
+    async def run(app: web.Application) -> AsyncIterator[None]:
+        creator = SystemNamespaces(ctx.registry, ctx.storages)
+        ctx.system_namespaces_ready = creator.ready
+        task = asyncio.create_task(creator.run(), name="system-namespaces")
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    return run
+
+
+def _new_client(settings: Settings) -> object:
+    from etcdclient import EtcdClient
+
+    return EtcdClient(
+        list(settings.etcd_servers),
+        ca_file=settings.etcd_cafile or None,
+        cert_file=settings.etcd_certfile or None,
+        key_file=settings.etcd_keyfile or None,
+        dial_timeout=settings.etcd_dial_timeout,
+        request_timeout=settings.etcd_request_timeout,
+    )
+
+
+async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
+    """Run until ``stop`` is set or SIGINT/SIGTERM arrives; returns the exit code."""
+    from etcdclient import EtcdClient
+    from etcdclient import Unavailable as EtcdUnavailable
+
+    client = _new_client(settings)
+    assert isinstance(client, EtcdClient)
+    try:
+        await client.connect()
+    except EtcdUnavailable as e:
+        # keep going: readyz reports etcd, requests fail fast, and the client reconnects
+        log.warning("etcd is not reachable yet: %s", e)
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    storage_ctx = StorageContext(settings=settings, client=client)
+    try:
+        ssl_context = server_ssl_context(settings) if settings.secure_port is not None else None
+        app = build_app(settings, storage_ctx)
+    except ConfigError:
+        await client.close()
+        raise
+    runner = web.AppRunner(
+        app,
+        handler_cancellation=True,  # a client that goes away cancels its handler (watches)
+        shutdown_timeout=settings.shutdown_timeout,
+        access_log=None,
+        **http_errors.protocol_options(),
+    )
+    try:
+        await runner.setup()
+        # the plain port first: scripts that wait for the first "serving on" line and
+        # talk plain HTTP keep working when a secure port is added
+        if settings.port is not None:
+            plain_address = settings.insecure_bind_address or settings.bind_address
+            bound = await _start_site(runner, plain_address, settings, settings.port, None)
+            app[API_CONTEXT].serving_port = bound
+            if not _is_loopback(plain_address):
+                log.warning(
+                    "the plain port %d on %s is reachable from the network and serves every "
+                    "request as system:masters; serve --secure-port instead",
+                    settings.port, plain_address,
+                )  # fmt: skip
+        if settings.secure_port is not None:
+            app[API_CONTEXT].serving_port = await _start_site(
+                runner, settings.bind_address, settings, settings.secure_port, ssl_context
+            )
+        await stop.wait()
+        log.info("shutting down")
+        app[API_CONTEXT].shutting_down = True
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await runner.cleanup()
+        await client.close()
+    return 0
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address == "localhost"
+
+
+async def _start_site(
+    runner: web.AppRunner,
+    host: str,
+    settings: Settings,
+    port: int,
+    ssl_context: ssl.SSLContext | None,
+) -> int:
+    """Listen on ``host``:``port`` and return the port bound; :class:`PortInUse` (not
+    a bare OSError) when the port is taken."""
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
+    try:
+        await site.start()
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            flag = "--port" if ssl_context is None else "--secure-port"
+            raise PortInUse(
+                e.errno,
+                f"{host}:{port} is already in use by another process; choose another port "
+                f"with {flag} (0 picks a free one)",
+            ) from e
+        raise
+    bound = port
+    server = site._server  # aiohttp exposes the bound port only through the server
+    if isinstance(server, asyncio.base_events.Server) and server.sockets:
+        bound = int(server.sockets[0].getsockname()[1])
+    scheme = "https" if ssl_context is not None else "http"
+    print(f"serving on {scheme}://{host}:{bound}", flush=True)
+    log.info(
+        "serving on %s://%s:%d (etcd %s, prefix %s)",
+        scheme, host, bound, ",".join(settings.etcd_servers), settings.etcd_prefix,
+    )  # fmt: skip
+    return bound
+
+
+def main(argv: Sequence[str]) -> int:
+    try:
+        settings = load_settings(argv)
+    except ConfigError as e:
+        print(f"watchcache serve: {e}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=getattr(logging, settings.log_level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        try:
+            return asyncio.run(serve(settings))
+        except ConfigError as e:
+            print(f"watchcache serve: {e}", file=sys.stderr)
+            return 2
+        except PortInUse as e:
+            print(f"watchcache serve: {e.strerror}", file=sys.stderr)
+            return EXIT_PORT_IN_USE
+    return 0

@@ -1,0 +1,4 @@
+"""kube-apiserver's built-in admission plugins for kube's own kinds (upstream's
+``plugin/pkg/admission``): AlwaysAdmit/AlwaysDeny, NamespaceLifecycle, LimitRanger,
+ServiceAccount, PodSecurity, Priority, DefaultTolerationSeconds, ResourceQuota;
+``plugins`` registers them (``RegisterAllAdmissionPlugins``)."""

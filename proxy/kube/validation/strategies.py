@@ -1,0 +1,51 @@
+"""The validation strategies of kube's built-in kinds (upstream's per-kind
+``strategy.go``: ``Validate``, ``ValidateUpdate`` and the preparation they rely on),
+registered by the composition root when it builds the server, as upstream's
+``controlplane`` installs each API group's REST storage with its strategy."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from proxy.kube.validation import admissionregistration, apps, batch, core, event, pod
+from proxy.registry.validation.strategy import KindStrategy, register_strategy
+
+__all__ = ["BUILTIN_STRATEGIES", "register_builtin_strategies"]
+
+BUILTIN_STRATEGIES: Mapping[tuple[str, str], KindStrategy] = {
+    ("", "Pod"): KindStrategy(pod.validate_pod, pod.validate_pod_update),
+    ("", "Service"): KindStrategy(
+        core.validate_service,
+        core.validate_service_update,
+        prepare_update=core.prepare_service_update,
+    ),
+    ("", "ConfigMap"): KindStrategy(core.validate_config_map, core.validate_config_map_update),
+    ("", "Secret"): KindStrategy(core.validate_secret, core.validate_secret_update),
+    ("", "Namespace"): KindStrategy(core.validate_namespace, core.validate_namespace_update),
+    ("", "Node"): KindStrategy(core.validate_node, core.validate_node_update),
+    ("", "Event"): KindStrategy(event.validate_event, event.validate_event_update),
+    ("apps", "Deployment"): KindStrategy(apps.validate_deployment, apps.validate_deployment_update),
+    ("apps", "ReplicaSet"): KindStrategy(
+        apps.validate_replica_set, apps.validate_replica_set_update
+    ),
+    ("apps", "StatefulSet"): KindStrategy(
+        apps.validate_stateful_set, apps.validate_stateful_set_update
+    ),
+    ("apps", "DaemonSet"): KindStrategy(apps.validate_daemon_set, apps.validate_daemon_set_update),
+    ("batch", "Job"): KindStrategy(
+        batch.validate_job, batch.validate_job_update, prepare_create=batch.prepare_job_for_create
+    ),
+    ("batch", "CronJob"): KindStrategy(batch.validate_cron_job, batch.validate_cron_job_update),
+    # admission webhooks and policies (proxy/admission runs them)
+    **{
+        ("admissionregistration.k8s.io", kind): KindStrategy(create, update)
+        for kind, (create, update) in admissionregistration.VALIDATORS.items()
+    },
+}
+
+
+def register_builtin_strategies() -> None:
+    """Give every built-in kind its strategy (idempotent: a second server built in the
+    same process registers the same objects)."""
+    for (group, kind), strategy in BUILTIN_STRATEGIES.items():
+        register_strategy(group, kind, strategy)
