@@ -23,7 +23,7 @@ from proxy.openapi import schemas
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.validation import field_validation as fv
 from proxy.registry.validation.schema import check_bytes, check_schema
-from proxy.registry.validation.strategy import has_validation
+from proxy.registry.validation.strategy import has_validation, validates_types
 from proxy.request.warning import warning_header
 
 __all__ = ["check_field_manager", "field_mode", "validate_patched", "validate_written"]
@@ -80,7 +80,8 @@ def validate_written(
     except fv.StrictDecodingError as e:
         raise apierrors.bad_request(e.for_create(resource.kind, resource.version)) from None
     check_bytes(cleaned, resource)
-    check_schema(cleaned, resource, required=not has_validation(resource))
+    if not validates_types(resource):
+        check_schema(cleaned, resource, required=not has_validation(resource))
     return cleaned, _warning_headers(warnings)
 
 
@@ -100,5 +101,6 @@ def validate_patched(
             apierrors.status_body(422, "Invalid", message, details)
         ) from None
     check_bytes(cleaned, resource)
-    check_schema(cleaned, resource, required=not has_validation(resource))
+    if not validates_types(resource):
+        check_schema(cleaned, resource, required=not has_validation(resource))
     return cleaned, _warning_headers(warnings)

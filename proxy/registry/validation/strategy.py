@@ -34,6 +34,7 @@ __all__ = [
     "unregister_strategy",
     "validate_create",
     "validate_update",
+    "validates_types",
 ]
 
 JSON = dict[str, Any]
@@ -50,6 +51,9 @@ class KindStrategy:
     prepare_update: Callable[[JSON, JSON], None] | None = None
     # the ``/status`` writes' own rules (``ValidateXStatusUpdate``), where a kind has them
     validate_status_update: Callable[[JSON, JSON], ErrorList] | None = None
+    # the strategy reports wrong JSON types itself, with its other errors (a custom
+    # resource's schema validation: upstream's unstructured decoding checks no types)
+    validates_types: bool = False
 
 
 # (group, kind) -> its strategy: the composition root registers kube's built-in kinds
@@ -75,6 +79,13 @@ _PATH_SEGMENT_NAMED = frozenset({"roles", "rolebindings", "clusterroles", "clust
 
 def _strategy(resource: ResourceInfo) -> KindStrategy | None:
     return _STRATEGIES.get((resource.group, resource.kind))
+
+
+def validates_types(resource: ResourceInfo) -> bool:
+    """Whether the kind's strategy reports wrong JSON types (the request-body check
+    then leaves them to it)."""
+    strategy = _strategy(resource)
+    return strategy is not None and strategy.validates_types
 
 
 def has_validation(resource: ResourceInfo) -> bool:
