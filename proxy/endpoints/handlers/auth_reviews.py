@@ -59,6 +59,10 @@ async def _body(request: web.Request, resource: ResourceInfo) -> JSON:
     """A review's JSON, YAML or (as kubectl's typed clients send it) protobuf body."""
     if request.method != "POST":
         raise apierrors.method_not_supported(resource.qualified, request.method.lower())
+    # the output is negotiated first, as upstream's create handler: a review has no
+    # Table convertor, so a Table is 406 (the conformance spec "should return a 406 for
+    # a backend which does not implement metadata")
+    negotiation.response_format(request, resource=resource, table=False)
     data = await negotiation.read_body(request)
     return negotiation.decode_object(data, negotiation.media_type_of(request), resource)
 
