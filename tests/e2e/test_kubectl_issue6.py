@@ -497,6 +497,8 @@ async def test_get_watch_prints_table_events(kc: Path) -> None:
         await asyncio.to_thread(ok, kc, "label", "pod", "w1", "-n", ns, "seen=yes")
         assert (await _line(proc.stdout)).split()[:4] == ["MODIFIED", "w1", "0/1", "Pending"]
         await asyncio.to_thread(ok, kc, "delete", "pod", "w1", "-n", ns, "--wait=false")
+        # as kube-apiserver: the pod is written Terminating, then removed
+        assert (await _line(proc.stdout)).split()[:4] == ["MODIFIED", "w1", "0/1", "Terminating"]
         assert (await _line(proc.stdout)).split()[:2] == ["DELETED", "w1"]
     finally:
         proc.terminate()
