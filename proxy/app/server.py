@@ -53,7 +53,13 @@ from proxy.kube.bootstrap import controllers as bootstrap_controllers
 from proxy.kube.bootstrap.rbac_policy import bootstrap_policy
 from proxy.kube.bootstrap.system_namespaces import SystemNamespaces
 from proxy.kube.defaulting import default_object
-from proxy.registry.resources import REVIEW_GROUPS, REVIEWS, SERVED, Registry, build_registry
+from proxy.registry.resources import (
+    REVIEWS,
+    SERVED,
+    VIRTUAL,
+    Registry,
+    build_registry,
+)
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.server import gc_pauses, http_errors
 from proxy.server.aggregation import AGGREGATION
@@ -149,7 +155,7 @@ def build_app(
         if "RBAC" in settings.authorization_mode:
             informer = RBACInformer(lambda plural: _rbac_storage(ctx, plural))
         auth = build_auth(settings, informer)
-    registry = registry or build_registry(SERVED + REVIEWS if secure else SERVED)
+    registry = registry or build_registry(SERVED + VIRTUAL + (REVIEWS if secure else ()))
     # API aggregation (proxy/aggregator): APIServices, the proxy, merged discovery
     aggregator = Aggregator(settings, registry, storages)
     flow_control = FlowControl.build(settings)
@@ -250,7 +256,7 @@ def _storages_and_compactor(
 
     async def run(app: web.Application) -> AsyncIterator[None]:
         ctx.storage_ctx.start()
-        ctx.storages.build_all(r for r in ctx.registry if r.group not in REVIEW_GROUPS)
+        ctx.storages.build_all(r for r in ctx.registry if r.has_storage)
         yield
 
     return run

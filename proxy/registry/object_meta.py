@@ -256,6 +256,38 @@ def _without_nulls(value: object) -> object:
     return value
 
 
+def _approval_update(new: JSONObject, old: JSONObject) -> JSONObject:
+    """csrApprovalStrategy's PrepareForUpdate: only ``status.conditions`` change; a
+    condition's timestamps default to now, ``lastTransitionTime`` to the stored one of
+    a condition of the same type and status (``populateConditionTimestamps``)."""
+    merged = copy.deepcopy(old)
+    sent = (new.get("status") or {}).get("conditions") or []
+    before = {
+        (c.get("type"), c.get("status")): c
+        for c in (old.get("status") or {}).get("conditions") or [] if isinstance(c, dict)
+    }  # fmt: skip
+    now = now_rfc3339()
+    conditions = []
+    for condition in sent if isinstance(sent, list) else []:
+        if not isinstance(condition, dict):
+            continue
+        condition = {**condition, "status": condition.get("status") or "True"}
+        condition.setdefault("lastUpdateTime", now)
+        stored = before.get((condition.get("type"), condition["status"]))
+        kept = stored.get("lastTransitionTime") if stored else None
+        condition.setdefault("lastTransitionTime", kept or now)
+        conditions.append(condition)
+    status = merged.setdefault("status", {})
+    if conditions:
+        status["conditions"] = conditions
+    else:
+        status.pop("conditions", None)
+    new_meta = new.get("metadata") or {}
+    if new_meta.get("resourceVersion"):
+        merged["metadata"]["resourceVersion"] = new_meta["resourceVersion"]
+    return merged
+
+
 def prepare_for_update(
     new: JSONObject, old: JSONObject, resource: ResourceInfo, subresource: str
 ) -> JSONObject:
@@ -277,6 +309,8 @@ def prepare_for_update(
         if new_meta.get("resourceVersion"):
             merged["metadata"]["resourceVersion"] = new_meta["resourceVersion"]
         new = merged
+    elif subresource == "approval":  # certificatesigningrequests/NAME/approval
+        new = _approval_update(new, old)
     elif subresource == "finalize":  # namespaces/NAME/finalize: only spec.finalizers
         merged = copy.deepcopy(old)
         merged.setdefault("spec", {})["finalizers"] = list(

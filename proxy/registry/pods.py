@@ -41,7 +41,8 @@ class _Refused(Exception):
 async def handle_binding(
     request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
-    """POST pods/NAME/binding."""
+    """POST pods/NAME/binding, or POST bindings (the legacy resource: the pod is the one
+    the Binding names)."""
     if info.verb != "create":
         raise apierrors.method_not_supported(BINDING, info.verb)
     body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
@@ -50,7 +51,8 @@ async def handle_binding(
         raise apierrors.bad_request(f"not a Binding object: {str(binding)[:200]}")
     meta = binding.get("metadata") if isinstance(binding.get("metadata"), dict) else {}
     assert isinstance(meta, dict)
-    if str(meta.get("name") or "") != info.name:
+    name = info.name if info.subresource else str(meta.get("name") or "")
+    if str(meta.get("name") or "") != name:
         raise apierrors.bad_request("name in URL does not match name in Binding object")
     target = binding.get("target") if isinstance(binding.get("target"), dict) else {}
     assert isinstance(target, dict)
@@ -65,7 +67,7 @@ async def handle_binding(
     annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
     assert isinstance(annotations, dict)
     await bind(
-        store, info.namespace, info.name, str(target["name"]), annotations, preconditions,
+        store, info.namespace, name, str(target["name"]), annotations, preconditions,
         dry_run=is_dry_run(request.query, "CreateOptions"),
     )  # fmt: skip
     status = apierrors.success_status()

@@ -24,6 +24,7 @@ __all__ = [
     "REVIEWS",
     "REVIEW_GROUPS",
     "SERVED",
+    "VIRTUAL",
     "Registry",
     "ResourceInfo",
     "build_registry",
@@ -117,7 +118,18 @@ REVIEWS: tuple[tuple[str, str, str], ...] = (
 )
 REVIEW_GROUPS = frozenset(group for group, _, _ in REVIEWS)
 
-SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding", "finalize"})
+SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding", "finalize", "approval"})
+
+# Resources served without storage of their own (kube-apiserver's legacy REST storages):
+# POST /api/v1/namespaces/NS/bindings binds the pod the Binding names
+# (``proxy.registry.pods``); componentstatuses probe the control plane
+# (``proxy.registry.componentstatus``). No watch cache is built for them.
+VIRTUAL: tuple[tuple[str, str, str], ...] = (
+    ("", "v1", "bindings"),
+    ("", "v1", "componentstatuses"),
+)
+# what upstream's REST storages declare where the catalogue differs
+_VIRTUAL_VERBS = {"componentstatuses": ("get", "list")}
 
 # kubectl's short names, as kube-apiserver's REST storages declare them (ShortNames()).
 SHORT_NAMES: dict[str, tuple[str, ...]] = {
@@ -149,6 +161,7 @@ SHORT_NAMES: dict[str, tuple[str, ...]] = {
     "ipaddresses": ("ip",),
     "volumeattributesclasses": ("vac",),
     "customresourcedefinitions": ("crd", "crds"),
+    "componentstatuses": ("cs",),
 }
 
 # Categories (Categories()): `kubectl get all` expands "all" through discovery.
@@ -213,6 +226,13 @@ class ResourceInfo:
     @property
     def singular(self) -> str:
         return self.singular_name or self.kind.lower()
+
+    @property
+    def has_storage(self) -> bool:
+        """False for the review APIs and the virtual resources (``VIRTUAL``): no etcd
+        keys, no watch cache."""
+        key = (self.group, self.version, self.plural)
+        return self.group not in REVIEW_GROUPS and key not in VIRTUAL
 
     @property
     def api_version(self) -> str:
@@ -399,5 +419,6 @@ def build_registry(
         if info is None:
             raise LookupError(f"resource {key} is not in the lightkube-models catalogue")
         served_subresources = tuple(s for s in info.subresources if s in SERVED_SUBRESOURCES)
-        registry.add(dataclasses.replace(info, subresources=served_subresources))
+        verbs = _VIRTUAL_VERBS.get(info.plural, info.verbs) if key in VIRTUAL else info.verbs
+        registry.add(dataclasses.replace(info, subresources=served_subresources, verbs=verbs))
     return registry

@@ -26,7 +26,15 @@ from proxy.endpoints.media_types import AcceptedFormat
 from proxy.fieldmanager import wiring as managed
 from proxy.kube.admission import namespace_lifecycle
 from proxy.patch import patcher as patch
-from proxy.registry import before_delete, deletion, object_meta, pods, scale, validation
+from proxy.registry import (
+    before_delete,
+    componentstatus,
+    deletion,
+    object_meta,
+    pods,
+    scale,
+    validation,
+)
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.store import Store
 from proxy.registry.validation import Mode
@@ -86,6 +94,8 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
         # there are GET only
         raise apierrors.method_not_allowed()
     restful_route.check(request.method, info.verb, request.headers)  # 415/406 of go-restful
+    if not resource.has_storage:  # the legacy virtual resources of /api/v1
+        return await _handle_virtual(request, ctx, info)
     store = ctx.store(resource)
     custom = custom_version(ctx, resource)
     if custom is not None:  # a custom resource's own checks and subresources
@@ -98,6 +108,17 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
         return await pods.handle_binding(request, ctx, info, store)
     handler = _HANDLERS[info.verb]
     return await handler(request, ctx, info, store)
+
+
+async def _handle_virtual(
+    request: web.Request, ctx: APIContext, info: RequestInfo
+) -> web.StreamResponse:
+    """``bindings`` (a pod bound by the Binding's name) and ``componentstatuses``."""
+    if info.resource == "bindings":
+        pods_resource = ctx.registry.get("", "v1", "pods")
+        assert pods_resource is not None
+        return await pods.handle_binding(request, ctx, info, ctx.store(pods_resource))
+    return await componentstatus.handle_component_statuses(request, ctx, info)
 
 
 def _namespace(info: RequestInfo, resource: ResourceInfo) -> str:

@@ -72,7 +72,7 @@ async def delete_contents(ctx: APIContext, namespace: str) -> int:
     replaced meanwhile are skipped. Returns how many were deleted."""
     deleted = 0
     for resource in ctx.registry:
-        if not resource.namespaced:
+        if not resource.namespaced or not resource.has_storage:
             continue
         _, gone = await ctx.store(resource).delete_collection(namespace, ListOptions())
         deleted += len(gone)
