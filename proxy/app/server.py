@@ -52,7 +52,9 @@ from proxy.flowcontrol.server import FlowControl
 from proxy.kube.bootstrap import controllers as bootstrap_controllers
 from proxy.kube.bootstrap.rbac_policy import bootstrap_policy
 from proxy.kube.bootstrap.system_namespaces import SystemNamespaces
+from proxy.kube.conversion import VIEWS
 from proxy.kube.defaulting import default_object
+from proxy.registry.conversion import VersionedStorage
 from proxy.registry.resources import (
     REVIEWS,
     SERVED,
@@ -256,10 +258,24 @@ def _storages_and_compactor(
 
     async def run(app: web.Application) -> AsyncIterator[None]:
         ctx.storage_ctx.start()
+        _serve_conversion_views(ctx)
         ctx.storages.build_all(r for r in ctx.registry if r.has_storage)
         yield
 
     return run
+
+
+def _serve_conversion_views(ctx: APIContext) -> None:
+    """The built-in kinds served in a version other than their storage's
+    (``autoscaling/v1``, ``events.k8s.io/v1``): each a converting view over the stored
+    version's storage and watch cache."""
+    for served, (stored, converter) in VIEWS.items():
+        view, base = ctx.registry.get(*served), ctx.registry.get(*stored)
+        if view is None or base is None:
+            continue
+        inner = ctx.storages.for_resource(base).store
+        versioned = VersionedStorage(inner, view.api_version, base.api_version, converter)
+        ctx.storages.add_view(view, versioned)
 
 
 def _system_namespaces_task(

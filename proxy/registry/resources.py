@@ -63,6 +63,7 @@ SERVED: tuple[tuple[str, str, str], ...] = (
     ("", "v1", "resourcequotas"),
     ("apps", "v1", "controllerrevisions"),
     ("autoscaling", "v2", "horizontalpodautoscalers"),
+    ("autoscaling", "v1", "horizontalpodautoscalers"),  # over v2's storage (proxy.kube.conversion)
     ("policy", "v1", "poddisruptionbudgets"),
     ("networking.k8s.io", "v1", "ingresses"),
     ("networking.k8s.io", "v1", "ingressclasses"),
@@ -94,16 +95,16 @@ SERVED: tuple[tuple[str, str, str], ...] = (
     ("resource.k8s.io", "v1", "resourceclaimtemplates"),
     ("resource.k8s.io", "v1", "resourceslices"),
     ("storagemigration.k8s.io", "v1", "storageversionmigrations"),
+    ("events.k8s.io", "v1", "events"),  # the core Events, converted (proxy.kube.conversion)
     ("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
     # API aggregation (proxy/aggregator): the APIService objects
     ("apiregistration.k8s.io", "v1", "apiservices"),
 )
-# Not served: virtual resources without storage (bindings, componentstatuses,
-# tokenreviews, *accessreviews, selfsubject*, pods/eviction, serviceaccounts/token);
-# custom resources are added and removed at run time
-# (``proxy.apiextensions``), alpha and beta versions (off by
-# default in kube-apiserver), and events.k8s.io/v1 events (the core events' storage seen
-# through a conversion this server does not have).
+# Not served: virtual resources without storage (tokenreviews, *accessreviews and
+# selfsubject* are REVIEWS, bindings and componentstatuses VIRTUAL), pods/eviction,
+# serviceaccounts/token;
+# custom resources are added and removed at run time (``proxy.apiextensions``), and
+# alpha and beta versions (off by default in kube-apiserver).
 
 # Subresources served (the catalogue lists more: scale, log, eviction, ...).
 # the review APIs: create-only, never stored; served (routes, discovery) with the secure

@@ -111,7 +111,8 @@ async def test_one_compactor_per_client_owned_by_the_storage_context(
             assert len(ctx.storages._by_resource) == len(served)
             compactor = storage_ctx.compactor
             assert compactor is not None and compactor.running
-            cached = sum(hasattr(rs.store, "cacher") for rs in ctx.storages._by_resource.values())
+            cached = sum(getattr(rs.store, "cacher", None) is not None
+                         for rs in ctx.storages._by_resource.values())  # fmt: skip
             assert cached == (len(served) if watch_cache == "true" else 0)
         finally:
             await runner.cleanup()
