@@ -32,8 +32,10 @@ from cacher.objects import CachedObject, WatchCacheEvent
 from cacher.progress import ProgressRequester
 from cacher.ready import Ready
 from cacher.reflector import Reflector
-from cacher.watch_cache import CacheList, WatchCache, exact_match
+from cacher.snapshotter import Snapshotter
+from cacher.watch_cache import CacheList, Store, WatchCache, exact_match
 from storage import known_versions
+from storage.continue_token import encode_continue
 from storage.errors import CorruptObject, NotReady, StorageError
 from storage.interfaces import (
     AttrsFunc,
@@ -86,12 +88,19 @@ class Cacher:
         self._clock = config.clock
         self.ready = Ready(self._clock)
         self.history = History(config.history_capacity(resource))
+        self.snapshots: Snapshotter[Store] | None = None
+        if config.list_from_cache_snapshot:
+            self.snapshots = Snapshotter(
+                retention=config.snapshot_retention, max_count=config.snapshot_max
+            )
+        self._compacted = 0  # the last etcd compaction applied to the snapshots
         self.cache = WatchCache(
             attrs=attrs,
             clock=self._clock,
             history=self.history,
             indexes=indexes,
             on_resource_version=metrics.RESOURCE_VERSION.labels(resource).set,
+            snapshots=self.snapshots,
         )
         self.dispatcher = Dispatcher(
             clock=self._clock,
@@ -214,6 +223,7 @@ class Cacher:
             await self._clock.sleep(self.config.tick)
             self.dispatcher.tick(self.cache.resource_version)
             capacity.set(self.history.capacity)
+            self._expire_snapshots()
             if self.dispatcher.terminated_slow > reported_slow:
                 terminated.inc(self.dispatcher.terminated_slow - reported_slow)
                 reported_slow = self.dispatcher.terminated_slow
@@ -224,6 +234,23 @@ class Cacher:
     @property
     def resource_version(self) -> int:
         return self.cache.resource_version
+
+    def observe_compaction(self) -> None:
+        """Drop the snapshots of revisions etcd compacted (upstream's cacher compactor;
+        here read when needed: the compactor's revision is in memory)."""
+        source = self.config.compact_revision
+        if self.snapshots is None or source is None:
+            return
+        revision = source()
+        if revision > self._compacted:
+            self._compacted = revision
+            self.snapshots.compact(revision)
+
+    def _expire_snapshots(self) -> None:
+        if self.snapshots is not None:
+            self.observe_compaction()
+            self.snapshots.expire(self._clock.now())
+            metrics.SNAPSHOTS.labels(self.resource).set(len(self.snapshots))
 
     async def wait_ready(self, seconds: float) -> bool:
         return await self.ready.wait(seconds)
@@ -246,16 +273,41 @@ class Cacher:
         obj = self.cache.get(key)
         return obj.stored if obj is not None else None
 
-    async def get_list(self, key: str, opts: ListOptions, resource_version: int) -> ListResult:
-        """Every match under ``key`` once the cache reached ``resource_version``; ``limit``
-        is ignored (the whole list, no continue token), as kube-apiserver does."""
+    async def get_list(
+        self,
+        key: str,
+        opts: ListOptions,
+        resource_version: int,
+        *,
+        exact: bool = False,
+        start: str = "",
+    ) -> ListResult:
+        """A LIST from memory once the cache reached ``resource_version`` (upstream's
+        ``Cacher.GetList``): with ``exact`` the state at that revision from the
+        snapshots (Expired "too old resource version" when not held), else the current
+        state; from continue key ``start`` on when given. ``limit`` is honoured (a
+        continue token at the list's revision when more remain) except with
+        resourceVersion "0", whose LIST is whole, as kube-apiserver's."""
         await self.wait_until_fresh(resource_version)
         key = scope_key(key, opts.recursive)
-        res = self.cache.list_objects(key, opts.predicate, recursive=opts.recursive)
+        pred = opts.predicate
+        limit = pred.limit if pred.limit > 0 and opts.resource_version != "0" else 0
+        if exact:
+            res = self.cache.list_at(key, pred, resource_version, start=start, limit=limit)
+        else:
+            res = self.cache.list_objects(
+                key, pred, recursive=opts.recursive, start=start, limit=limit
+            )
         self._count_list(res)
+        token, remaining = "", None
+        if res.last_key:
+            token = encode_continue(res.last_key + "\x00", key, res.resource_version)
+            remaining = res.remaining if res.remaining >= 0 else None
         return ListResult(
             items=[o.stored for o in res.items],
             resource_version=res.resource_version,
+            continue_token=token,
+            remaining_item_count=remaining,
             served_from="cache",
             fetched=res.fetched,
             evaluated=res.evaluated,

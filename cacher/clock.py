@@ -83,6 +83,10 @@ class FakeClock:
         """Timers not yet fired nor cancelled."""
         return sum(1 for _, _, t in self._timers if not t.cancelled)
 
+    def deadlines(self) -> list[float]:
+        """When the pending timers are due, soonest first (what a test advances to)."""
+        return sorted(when for when, _, t in self._timers if not t.cancelled)
+
     def advance(self, seconds: float) -> None:
         target = self._now + seconds
         while self._timers and self._timers[0][0] <= target:

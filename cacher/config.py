@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from cacher.clock import Clock, RealClock
+from cacher.snapshotter import DEFAULT_MAX_SNAPSHOTS, DEFAULT_RETENTION
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,14 @@ class CacherConfig:
     longer than the budget (or reaches twice the size) is closed.
     ``consistent_list_from_cache``: ``--feature-gates=ConsistentListFromCache=true``.
     ``freshness_wait``: the bound on waiting for the cache to reach a requested RV (3 s).
+    ``list_from_cache_snapshot``: ``--feature-gates=ListFromCacheSnapshot`` (on, as in
+    kube-apiserver 1.34+): keep snapshots of the store and serve LISTs at an exact
+    revision and continue pages from them.
+    ``snapshot_retention`` / ``snapshot_max``: ``--watch-cache-snapshot-retention`` and
+    ``--watch-cache-snapshot-max`` (ours; upstream keeps snapshots as long as its event
+    history, see ``cacher.snapshotter``).
+    ``compact_revision``: the latest etcd compaction known (the etcd3 compactor's, shared
+    by every resource); snapshots below it are dropped. None: none known.
     """
 
     default_watch_cache_size: int = -1
@@ -33,6 +42,10 @@ class CacherConfig:
     freshness_wait: float = 3.0
     progress_request_interval: float = 0.1
     page_size: int = 10_000
+    list_from_cache_snapshot: bool = True
+    snapshot_retention: float = DEFAULT_RETENTION
+    snapshot_max: int = DEFAULT_MAX_SNAPSHOTS
+    compact_revision: Callable[[], int] | None = None
     clock: Clock = field(default_factory=RealClock)
 
     def history_capacity(self, resource: str) -> int | None:

@@ -1,13 +1,19 @@
-"""Cache or etcd, per request: kube-apiserver's ``cacher/delegator.go`` (the "classic"
-routing of ``shouldDelegateList`` / ``ShouldDelegateExactRV``, plus ConsistentListFromCache
-behind its gate).
+"""Cache or etcd, per request: kube-apiserver's ``cacher/delegator.go`` and
+``delegator/interface.go`` as of 1.34+ (``ShouldDelegateList`` with a cache that keeps
+snapshots, ``ListFromCacheSnapshot``), ConsistentListFromCache behind its gate.
 
 GET:  RV unset → etcd; RV 0 → cache (etcd while the cache is not ready); RV N → cache
       once it reached N (3 s, then 504 TooLargeResourceVersion).
-LIST: RV unset → etcd (or, with ConsistentListFromCache, the cache once it reached etcd's
-      current revision, else etcd); RV 0 / NotOlderThan → cache, limit ignored; RV N
-      without limit → cache after waiting for N; Exact, legacy exact (RV N + limit) and
-      continue → etcd.
+LIST (``_route_list``; the table with examples is docs/routing.md):
+      match=Exact N, legacy exact (RV N + limit), continue token of revision N →
+        the cache's snapshot at N when it holds one ("exact"), N not reached yet → the
+        cache only when consistent reads are possible, else etcd;
+      RV unset, continue token of rv -1 → a consistent read: with ConsistentListFromCache
+        the cache once it reached etcd's current revision (else etcd), gate off etcd;
+      RV 0, RV N without limit, NotOlderThan → the cache's current state (after waiting
+        for N); ``limit`` is honoured except at RV 0 (a continue token at the list's
+        revision, which the next page reads from the snapshot).
+      A snapshot gone between the decision and the read (Expired) → etcd.
 WATCH: the cache (a streaming list from "now" on an etcd without usable progress
        notifications: etcd). A watch with ``sendInitialEvents`` set and RV unset needs
        etcd's current revision first (upstream's getWatchCacheResourceVersion); if etcd
@@ -15,19 +21,28 @@ WATCH: the cache (a streaming list from "now" on an etcd without usable progress
        error's text: upstream's newErrWatcher), never the cache's state as if current.
 Writes, count and current_resource_version: always etcd.
 A read or watch that needs the cache while it is (re)initializing waits up to 3 s for it,
-then gets NotReady (429). Every etcd call goes through the store (the storage floor).
+then gets NotReady (429); exact reads go to etcd then. Every etcd call goes through the
+store (the storage floor).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from cacher import metrics
 from cacher.cache_watcher import ErrorWatcher
-from cacher.cacher import Cacher, parse_resource_version
+from cacher.cacher import Cacher, parse_resource_version, scope_key
 from cacher.progress import Outcome
 from cacher.ready import Stopped
-from storage.errors import NotFound, NotReady, StorageError, TooLargeResourceVersion
+from storage.continue_token import decode_continue
+from storage.errors import (
+    Expired,
+    InvalidContinue,
+    NotFound,
+    NotReady,
+    StorageError,
+    TooLargeResourceVersion,
+)
 from storage.interfaces import (
     GetOptions,
     Interface,
@@ -41,6 +56,18 @@ from storage.interfaces import (
     Watcher,
 )
 from storage.watch_errors import error_event
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """A LIST the cache serves: the current state (once it reached the request's RV),
+    the state at ``resource_version`` from a snapshot (``exact``), or a consistent
+    read (etcd's current revision first); ``start``: a continue token's key."""
+
+    exact: bool = False
+    consistent: bool = False
+    resource_version: int = 0
+    start: str = ""
 
 
 class CacheDelegator:
@@ -111,22 +138,78 @@ class CacheDelegator:
         raise NotFound(key)
 
     async def get_list(self, key: str, opts: ListOptions) -> ListResult:
+        """Route a LIST as upstream's ``ShouldDelegateList`` (1.34+, the module
+        docstring's table), then serve it; a snapshot gone meanwhile (Expired from the
+        cache) falls back to etcd, as upstream's delegator does."""
         rv = parse_resource_version(opts.resource_version)
-        pred = opts.predicate
-        match = opts.resource_version_match
-        if match == "Exact" or pred.continue_token:
+        if opts.predicate.continue_token and opts.resource_version not in ("", "0"):
+            raise InvalidContinue("specifying resource version is not allowed when using continue")
+        route = await self._route_list(key, opts, rv)
+        if route is None:
             return await self.store.get_list(key, opts)
+        if route.consistent:
+            return await self._consistent_list(key, opts, route.start)
+        if not route.exact:
+            rv = rv or 0  # NotOlderThan without an RV (the REST layer refuses it): any
+            if not self.cacher.ready.check():
+                if rv == 0:
+                    return await self.store.get_list(key, opts)
+                await self._wait_ready()
+            return await self.cacher.get_list(key, opts, rv)
+        try:
+            return await self.cacher.get_list(
+                key, opts, route.resource_version, exact=True, start=route.start
+            )
+        except Expired:
+            return await self.store.get_list(key, opts)
+
+    async def _route_list(self, key: str, opts: ListOptions, rv: int | None) -> _Route | None:
+        """Where a LIST is served (None: etcd), upstream's ``ShouldDelegateList``."""
+        pred, match = opts.predicate, opts.resource_version_match
+        if match == "Exact":
+            return await self._exact_route(opts, rv or 0, "")
+        if match == "NotOlderThan":
+            return _Route()
+        if match != "":
+            return None
+        if pred.continue_token:
+            if self.cacher.snapshots is None or not opts.recursive:
+                return None  # (upstream decides before reading the token)
+            start, token_rv = decode_continue(pred.continue_token, scope_key(key, opts.recursive))
+            if token_rv > 0:
+                return await self._exact_route(opts, token_rv, start)
+            return _Route(consistent=True, start=start) if self._consistent_gate else None
+        if pred.limit > 0 and rv:  # legacy exact: RV=N with a limit
+            return await self._exact_route(opts, rv, "")
         if rv is None:
-            if self.cacher.config.consistent_list_from_cache and not pred.limit:
-                return await self._consistent_list(key, opts)
-            return await self.store.get_list(key, opts)
-        if rv > 0 and pred.limit and match == "":  # legacy exact
-            return await self.store.get_list(key, opts)
-        if not self.cacher.ready.check():
-            if rv == 0:
-                return await self.store.get_list(key, opts)
-            await self._wait_ready()
-        return await self.cacher.get_list(key, opts, rv)
+            return _Route(consistent=True) if self._consistent_gate else None
+        return _Route()
+
+    async def _exact_route(self, opts: ListOptions, rv: int, start: str) -> _Route | None:
+        """The state at ``rv`` (upstream ``shouldDelegateExactRV``): from a snapshot when
+        one holds it; a revision the cache has not reached yet only when consistent
+        reads are possible (the cache can be made to reach it); else etcd."""
+        cacher = self.cacher
+        if cacher.snapshots is None or not opts.recursive or not cacher.ready.check():
+            return None
+        cacher.observe_compaction()
+        route = _Route(exact=True, resource_version=rv, start=start)
+        if rv > cacher.resource_version:
+            return route if await self._consistent_reads_supported() else None
+        return route if cacher.cache.holds(rv) else None
+
+    @property
+    def _consistent_gate(self) -> bool:
+        return self.cacher.config.consistent_list_from_cache
+
+    async def _consistent_reads_supported(self) -> bool:
+        """ConsistentListFromCache on and an etcd that answers progress requests."""
+        if not self._consistent_gate:
+            return False
+        try:
+            return await self.cacher.progress.detect()
+        except StorageError:
+            return False
 
     async def _wait_ready(self) -> None:
         """A read or watch that needs the cache waits a bounded time for it (it is
@@ -139,8 +222,9 @@ class CacheDelegator:
         if not ready:
             raise NotReady()
 
-    async def _consistent_list(self, key: str, opts: ListOptions) -> ListResult:
-        """Serve an unset-RV LIST from the cache once it reached etcd's current revision."""
+    async def _consistent_list(self, key: str, opts: ListOptions, start: str = "") -> ListResult:
+        """Serve an unset-RV LIST (or a continue token of rv -1, from key ``start``) from
+        the cache once it reached etcd's current revision."""
         if not self.cacher.ready.check():
             return await self.store.get_list(key, opts)
         try:
@@ -149,18 +233,18 @@ class CacheDelegator:
         except StorageError:
             return await self.store.get_list(key, opts)
         if self.cacher.resource_version >= target:
-            return await self._from_cache(key, opts, target, Outcome.FRESH)
+            return await self._from_cache(key, opts, target, Outcome.FRESH, start)
         if not supported:
             return await self._fallback(key, opts, Outcome.FALLBACK_UNSUPPORTED)
         try:
-            return await self._from_cache(key, opts, target, Outcome.PROGRESS)
+            return await self._from_cache(key, opts, target, Outcome.PROGRESS, start)
         except TooLargeResourceVersion:
             return await self._fallback(key, opts, Outcome.FALLBACK_TIMEOUT)
 
     async def _from_cache(
-        self, key: str, opts: ListOptions, target: int, outcome: Outcome
+        self, key: str, opts: ListOptions, target: int, outcome: Outcome, start: str
     ) -> ListResult:
-        result = await self.cacher.get_list(key, opts, target)
+        result = await self.cacher.get_list(key, opts, target, start=start)
         self._count(outcome, success=True, fallback=False)
         return result
 

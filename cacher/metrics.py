@@ -78,3 +78,10 @@ DECODE_ERRORS = Counter(
     "Number of stored object decode errors split by object type",
     ["resource"],
 )
+# Ours: snapshots held for LISTs at an exact revision and continue pages
+# (ListFromCacheSnapshot; see cacher.snapshotter).
+SNAPSHOTS = Gauge(
+    "watchcache_watch_cache_snapshots",
+    "Snapshots of the watch cache's store held for exact and paginated LISTs.",
+    ["resource"],
+)

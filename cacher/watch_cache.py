@@ -1,7 +1,11 @@
 """The cache's store, after kube-apiserver's ``watch_cache.go``.
 
-Objects are kept in key order (a ``SortedDict``), so a namespace LIST is a range scan,
-with exact-value indexes on selectable fields (pods by ``spec.nodeName`` built in). The
+Objects are kept in key order in a persistent B-tree (``cacher.btree``), so a namespace
+LIST is a range scan, with exact-value indexes on selectable fields (pods by
+``spec.nodeName`` built in). Because the tree is copy-on-write, the store as it was after
+each event is kept for a while at no copying cost (``cacher.snapshotter``): LISTs at an
+exact revision and the pages after the first are served from those snapshots
+(``ListFromCacheSnapshot``). The
 cache's ``resource_version`` is the revision up to which it has seen every change of its
 prefix: it advances with each event and with etcd progress notifications. Readers may
 wait (bounded) until it reaches a revision they need.
@@ -15,16 +19,16 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from sortedcontainers import SortedDict
-
+from cacher.btree import BTreeMap
 from cacher.clock import Clock, wait_for_future
 from cacher.history import History
 from cacher.objects import AttrsCache, CachedObject, ChangeType, WatchCacheEvent
+from cacher.snapshotter import Snapshotter
 from storage.codec import with_resource_version
-from storage.errors import CorruptObject, TooLargeResourceVersion
+from storage.errors import CorruptObject, Expired, TooLargeResourceVersion
 from storage.interfaces import AttrsFunc, SelectionPredicate, StoredObject
 
 DEFAULT_FRESHNESS_WAIT = 3.0  # kube-apiserver's blockTimeout
@@ -39,6 +43,13 @@ class CacheList:
     fetched: int  # cache entries examined (the index bucket when an index was used)
     evaluated: int  # entries tested against the selector
     index: str = ""  # the index used, "" for a scan
+    # a page (a limit was given) that stopped before the end: the last key it holds, and
+    # how many keys follow it in the range (remainingItemCount; -1 with a selector)
+    last_key: str = ""
+    remaining: int = 0
+
+
+Store = BTreeMap[CachedObject]
 
 
 def prefix_end(prefix: str) -> str:
@@ -69,12 +80,16 @@ class WatchCache:
         history: History | None = None,
         indexes: Sequence[str] = (),
         on_resource_version: Callable[[int], None] | None = None,
+        snapshots: Snapshotter[Store] | None = None,
     ) -> None:
+        """``snapshots``: where the store after each event is kept for LISTs at an exact
+        revision (None: ``ListFromCacheSnapshot`` off, nothing kept)."""
         self._attrs = AttrsCache(attrs)
         self._clock = clock
         self.history = history if history is not None else History()
         self.index_fields = tuple(indexes)
-        self._store: SortedDict = SortedDict()  # key -> CachedObject
+        self._store: Store = BTreeMap()  # key -> CachedObject, replaced on every change
+        self.snapshots = snapshots
         # field -> value -> key -> object
         self._indexes: dict[str, dict[str, dict[str, CachedObject]]] = {
             f: {} for f in self.index_fields
@@ -97,9 +112,12 @@ class WatchCache:
     def swap(self, replacement: Replacement, resource_version: int) -> None:
         """Swap the whole state for a LIST taken at ``resource_version`` (one step, no
         per-object work)."""
-        self._store = replacement.store
+        self._store = replacement.build()
         self._indexes = replacement.indexes
         self.history.replaced(resource_version)
+        if self.snapshots is not None:  # a new series: nothing older is known
+            self.snapshots.reset()
+            self.snapshots.add(resource_version, self._store, self._clock.now())
         self._set_rv(resource_version)
 
     def replace(self, objects: Iterable[StoredObject], resource_version: int) -> None:
@@ -122,7 +140,7 @@ class WatchCache:
             if prev is None:
                 self._set_rv(resource_version)
                 return None
-            del self._store[key]
+            self._store = self._store.remove(key)
             self._index_remove(prev)
             last = with_resource_version(prev.stored, resource_version)
             event = WatchCacheEvent(
@@ -136,11 +154,13 @@ class WatchCache:
             obj = self._attrs.cached(stored)
             if prev is not None:
                 self._index_remove(prev)
-            self._store[key] = obj
+            self._store = self._store.set(key, obj)
             self._index_add(obj)
             kind: ChangeType = "ADDED" if prev is None else "MODIFIED"
             event = WatchCacheEvent(kind, obj, prev, resource_version, self._clock.now())
         self.history.append(event)
+        if self.snapshots is not None:
+            self.snapshots.add(resource_version, self._store, event.record_time)
         self._set_rv(resource_version)
         return event
 
@@ -187,10 +207,14 @@ class WatchCache:
         obj: CachedObject | None = self._store.get(key)
         return obj
 
+    @property
+    def store(self) -> Store:
+        """The store as it is now (immutable: later changes make a new one)."""
+        return self._store
+
     def objects(self) -> Iterable[CachedObject]:
-        """Every object held now (read it before the loop moves on)."""
-        objects: Iterable[CachedObject] = self._store.values()
-        return objects
+        """Every object held now (an immutable map: safe to read across awaits)."""
+        return self._store.values()
 
     def version_at(self, key: str, resource_version: int) -> StoredObject | None:
         """The version of ``key`` held now if its resourceVersion is
@@ -201,29 +225,51 @@ class WatchCache:
         return obj.stored
 
     def list_objects(
-        self, key: str, pred: SelectionPredicate, *, recursive: bool = True
+        self,
+        key: str,
+        pred: SelectionPredicate,
+        *,
+        recursive: bool = True,
+        start: str = "",
+        limit: int = 0,
     ) -> CacheList:
-        """Objects under prefix ``key`` (or the one object ``key``) matching ``pred``."""
+        """Objects under prefix ``key`` (or the one object ``key``) matching ``pred``, as
+        they are now; from key ``start`` on (a continue key) and at most ``limit`` of
+        them (0: all) when given. An index serves an exact field match unless the list
+        continues (upstream passes no index with a continue key)."""
         rv = self.resource_version
         if not recursive:
             one = self._store.get(key)
             found = [one] if one is not None and one.matches(pred) else []
             return CacheList(found, rv, int(one is not None), int(one is not None))
-        index, bucket = self._bucket(pred)
+        index, bucket = self._bucket(pred) if not start else ("", None)
         if bucket is not None:
             candidates = [bucket[k] for k in sorted(bucket) if k.startswith(key)]
-            fetched = len(bucket)
-        else:
-            candidates = list(
-                self._store.values()[
-                    self._store.bisect_left(key) : self._store.bisect_left(prefix_end(key))
-                ]
-            )
-            fetched = len(candidates)
-        if pred.empty:
-            return CacheList(candidates, rv, fetched, 0, index)
-        items = [o for o in candidates if o.matches(pred)]
-        return CacheList(items, rv, fetched, len(candidates), index)
+            if limit:
+                return _page(iter(candidates), len(candidates), pred, limit, rv, index)
+            return _filtered(candidates, len(bucket), pred, rv, index)
+        return _range(self._store, key, start, pred, limit, rv)
+
+    def list_at(
+        self, key: str, pred: SelectionPredicate, resource_version: int, *, start: str = "",
+        limit: int = 0,
+    ) -> CacheList:  # fmt: skip
+        """``list_objects`` of the state at ``resource_version``, from the snapshots
+        (upstream's ``listExactRV``): Expired "too old resource version: N" when that
+        state is not held (the delegator then asks etcd)."""
+        snapshot = None if self.snapshots is None else self.snapshots.get_less_or_equal(
+            resource_version
+        )  # fmt: skip
+        if snapshot is None:
+            raise Expired(f"too old resource version: {resource_version}")
+        return _range(snapshot, key, start, pred, limit, resource_version)
+
+    def holds(self, resource_version: int) -> bool:
+        """Whether the state at ``resource_version`` is held (upstream CanServeExactRV)."""
+        return (
+            self.snapshots is not None
+            and self.snapshots.get_less_or_equal(resource_version) is not None
+        )
 
     def _bucket(self, pred: SelectionPredicate) -> tuple[str, dict[str, CachedObject] | None]:
         for f in self.index_fields:
@@ -259,13 +305,65 @@ def _index_add(indexes: dict[str, dict[str, dict[str, CachedObject]]], obj: Cach
             idx.setdefault(value, {})[obj.key] = obj
 
 
+def _range(
+    store: Store, key: str, start: str, pred: SelectionPredicate, limit: int, rv: int
+) -> CacheList:
+    """The objects of ``store`` under prefix ``key`` from ``start`` on, paged."""
+    lo, hi = max(start, key), prefix_end(key)
+    if limit:
+        total = store.count(lo, hi) if pred.empty else None
+        return _page(store.values(lo, hi), total, pred, limit, rv, "")
+    candidates = store.value_list(lo, hi)
+    return _filtered(candidates, len(candidates), pred, rv, "")
+
+
+def _filtered(
+    candidates: list[CachedObject], fetched: int, pred: SelectionPredicate, rv: int, index: str
+) -> CacheList:
+    if pred.empty:
+        return CacheList(candidates, rv, fetched, 0, index)
+    items = [o for o in candidates if o.matches(pred)]
+    return CacheList(items, rv, fetched, len(candidates), index)
+
+
+def _page(
+    candidates: Iterator[CachedObject],
+    total: int | None,
+    pred: SelectionPredicate,
+    limit: int,
+    rv: int,
+    index: str,
+) -> CacheList:
+    """At most ``limit`` matches, as upstream's cacher pages: without a selector the
+    page is the first ``limit`` and more remain when ``total`` is larger; with one,
+    more remain as soon as a candidate follows a full page (matching or not, so the
+    next page may be empty, as on kube-apiserver)."""
+    if pred.empty:
+        assert total is not None
+        items = list(itertools.islice(candidates, limit))
+        if total <= limit:
+            return CacheList(items, rv, len(items), 0, index)
+        return CacheList(items, rv, len(items), 0, index, items[-1].key, total - limit)
+    selected: list[CachedObject] = []
+    fetched = 0
+    for obj in candidates:
+        if len(selected) >= limit:
+            return CacheList(selected, rv, fetched, fetched, index, selected[-1].key, -1)
+        fetched += 1
+        if obj.matches(pred):
+            selected.append(obj)
+    return CacheList(selected, rv, fetched, fetched, index)
+
+
 class Replacement:
     """A state under construction for ``WatchCache.swap``: owned by the reflector
     while it re-lists; nothing reads it before the swap."""
 
     def __init__(self, attrs: AttrsCache, index_fields: Sequence[str]) -> None:
         self._attrs = attrs
-        self.store: SortedDict = SortedDict()
+        self._keys: list[str] = []
+        self._objects: list[CachedObject] = []
+        self._sorted = True  # etcd lists in key order; anything else is sorted at build
         self.indexes: dict[str, dict[str, dict[str, CachedObject]]] = {f: {} for f in index_fields}
 
     def add(self, objects: Iterable[StoredObject]) -> list[CorruptObject]:
@@ -278,6 +376,17 @@ class Replacement:
             except CorruptObject as err:
                 skipped.append(err)
                 continue
-            self.store[obj.key] = obj
+            if self._keys and obj.key <= self._keys[-1]:
+                self._sorted = False
+            self._keys.append(obj.key)
+            self._objects.append(obj)
             _index_add(self.indexes, obj)
         return skipped
+
+    def build(self) -> Store:
+        """The store of everything added (the last version of a key repeated wins)."""
+        if self._sorted:
+            return BTreeMap.from_sorted_lists(self._keys, self._objects)
+        by_key = dict(zip(self._keys, self._objects, strict=True))
+        keys = sorted(by_key)
+        return BTreeMap.from_sorted_lists(keys, [by_key[k] for k in keys])

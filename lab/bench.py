@@ -40,7 +40,7 @@ import aiohttp
 import orjson
 import psutil  # type: ignore[import-untyped]
 
-from lab import bench_crd, bench_managed_fields, seed
+from lab import bench_crd, bench_managed_fields, bench_snapshots, seed
 from lab import bench_report as report
 from lab.apiserver import APIServer, cli_command
 from lab.etcd import EtcdCluster, free_port
@@ -50,7 +50,10 @@ __all__ = ["BenchConfig", "main", "run_bench"]
 
 NOINDEX_FLAG = "--watch-cache-index=false"
 CONSISTENT_FLAG = "--feature-gates=ConsistentListFromCache=true"
-PAGE = 500
+# the third server is also the cache as it was before snapshots: its pages after the
+# first come from etcd (list_paginated), the default server's from the cache
+NOSNAPSHOT_FLAG = "--feature-gates=ListFromCacheSnapshot=false"
+PAGE = 500  # kubectl's --chunk-size
 TABLE_ACCEPT = ("application/json;as=Table;v=v1;g=meta.k8s.io,"
                 "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")  # kubectl's
 METADATA_ACCEPT = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
@@ -158,9 +161,10 @@ def _start_own(cfg: BenchConfig, workdir: Path) -> Topology:
         if server_has_flag(CONSISTENT_FLAG):
             servers.append(("server-consistent", (CONSISTENT_FLAG,)))
         else:
-            topo.unavailable["list_consistent"] = "the server has no --feature-gates flag yet"
+            for name in ("list_consistent", "paged_list_consistent"):
+                topo.unavailable[name] = "the server has no --feature-gates flag yet"
         if server_has_flag(NOINDEX_FLAG):
-            servers.append(("server-noindex", (NOINDEX_FLAG,)))
+            servers.append(("server-noindex", (NOINDEX_FLAG, NOSNAPSHOT_FLAG)))
         else:
             topo.unavailable["field_cache_noindex"] = (
                 f"the server has no {NOINDEX_FLAG.split('=')[0]} flag yet")
@@ -190,7 +194,8 @@ def _external(cfg: BenchConfig) -> Topology:
                     etcd_binary="external, --etcd-servers")
     topo.processes["server"] = []
     topo.processes["etcd"] = []
-    topo.unavailable["list_consistent"] = "--server given: no second server with the gate on"
+    for name in ("list_consistent", "paged_list_consistent"):
+        topo.unavailable[name] = "--server given: no second server with the gate on"
     topo.unavailable["field_cache_noindex"] = "--server given: no server without the index"
     if not cfg.etcd_servers:
         topo.unavailable["floor_etcd_range"] = "no --etcd-servers given"
@@ -271,17 +276,28 @@ async def _prepare(topo: Topology, cfg: BenchConfig, pods: int, pods_from: int) 
             "pod": seed.pod(0, cfg.nodes, cfg.namespaces)}  # fmt: skip
 
 
-def _scenarios(topo: Topology, cfg: BenchConfig, pod: dict[str, Any]) -> list[dict[str, Any]]:
+def page_size(pods: int) -> int:
+    """kubectl's 500, or a quarter of a smaller data set (so --quick pages too)."""
+    return PAGE if pods >= 4 * PAGE else max(1, pods // 4)
+
+
+def _scenarios(topo: Topology, cfg: BenchConfig, pod: dict[str, Any],
+               pods: int) -> list[dict[str, Any]]:  # fmt: skip
     node = seed.node_name(1 % cfg.nodes)
     fs = f"fieldSelector=spec.nodeName%3D{node}"
     ls = "labelSelector=app%3Dweb"
     one = f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{pod['metadata']['name']}"
     m = topo.main
+    pages = f"/api/v1/pods?limit={page_size(pods)}"
+    # pages from etcd: the server without snapshots (or, against --server, the one given)
+    etcd_pages = (topo.noindex, "server-noindex") if topo.noindex else (m, "server")
     sc: list[tuple[str, str, str, str]] = [
         ("list_etcd", "http", f"{m}/api/v1/pods", "server"),
         ("list_cache", "http", f"{m}/api/v1/pods?resourceVersion=0", "server"),
         ("list_consistent", "http", f"{topo.consistent}/api/v1/pods", "server-consistent"),
-        ("list_paginated", "paginate", f"{m}/api/v1/pods?limit={PAGE}", "server"),
+        ("list_paginated", "paginate", f"{etcd_pages[0]}{pages}", etcd_pages[1]),
+        ("paged_list_cache", "paginate", f"{m}{pages}", "server"),
+        ("paged_list_consistent", "paginate", f"{topo.consistent}{pages}", "server-consistent"),
         ("field_etcd", "http", f"{m}/api/v1/pods?{fs}", "server"),
         ("field_cache_indexed", "http", f"{m}/api/v1/pods?{fs}&resourceVersion=0", "server"),
         ("field_cache_noindex", "http", f"{topo.noindex}/api/v1/pods?{fs}&resourceVersion=0",
@@ -315,7 +331,9 @@ def _scenarios(topo: Topology, cfg: BenchConfig, pod: dict[str, Any]) -> list[di
         converted.update(dict.fromkeys(bench_crd.TABLE, TABLE_ACCEPT))
     accept = {**converted, **{n: PROTOBUF for n, *_ in sc if n.endswith("_protobuf")},
               "table_cache_gzip": TABLE_ACCEPT}  # fmt: skip
+    touch = {"paged_list_cache": m + one, "paged_list_consistent": f"{topo.consistent}{one}"}
     return [{"name": n, "kind": k, "target": t, "serving": p, "churn": n == "list_consistent",
+             "touch": touch.get(n, ""),
              "headers": request_headers(n, accept.get(n)), "readyz": n in converted,
              "resource": bench_crd.RESOURCE if n in bench_crd.SCENARIOS else "pods"}
             for n, k, t, p in sc
@@ -391,7 +409,7 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
                 if topo.floor is not None:
                     topo.stoppers.pop()()  # the floor serves fixed bytes: this size's
                 _start_floor(topo, facts["cached_body"], facts["cached_protobuf_body"], workdir)
-                scenarios = _scenarios(topo, cfg, facts["pod"])
+                scenarios = _scenarios(topo, cfg, facts["pod"], n)
                 console.print(f"measuring {len(scenarios)} scenarios x {cfg.runs} runs "
                               f"at {n} pods ...")  # fmt: skip
                 raw = _measure(topo, cfg, scenarios, workdir, n)
@@ -400,6 +418,11 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
                 runs.append({"pods": n, "scenarios": report.stats_dicts(stats),
                              "targets": report.target_dicts(report.targets(stats)),
                              "raw": raw})  # fmt: skip
+                if not cfg.scenarios or "paged_list_cache" in cfg.scenarios:
+                    pids = topo.processes.get("server", [])
+                    snaps = asyncio.run(bench_snapshots.measure(topo.main, pids, min(n // 2, 2000)))
+                    runs[-1]["snapshots"] = snaps
+                    topo.notes.append(f"At {n} pods: {bench_snapshots.describe(snaps)}")
                 if cfg.managed_fields and (not cfg.scenarios or "managed_fields" in cfg.scenarios):
                     few = max(10, min(50, n // 20))
                     mf = asyncio.run(bench_managed_fields.measure(topo.main, few, rounds=2))

@@ -6,6 +6,10 @@ authentication with ``--authorization-mode=AlwaysAllow``, APF off
 
     watchcache bench-chain [--pods 2000] [--requests 1000] [--rounds 6] [--out FILE]
                            [--audit-level Metadata] [--etcd-servers URLS] [--quick]
+                           [--event-loops]
+
+With ``--event-loops`` it compares instead the full chain on asyncio's event loop with
+the same chain on uvloop's (``--event-loop=uvloop``, the optional ``uvloop`` extra).
 
 The audit policy logs every request at ``--audit-level`` (Metadata by default: what a
 production policy does for most reads) to a file. Measured as ``bench-auth`` measures
@@ -26,6 +30,7 @@ from lab.bench_auth import measure_modes, table
 __all__ = ["main", "run"]
 
 BASELINE, CHAIN = "baseline", "full chain"
+ASYNCIO, UVLOOP = "asyncio", "uvloop"
 
 
 def _flags(mode: str, work: Path, level: str) -> tuple[str, ...]:
@@ -38,10 +43,15 @@ def _flags(mode: str, work: Path, level: str) -> tuple[str, ...]:
 
 
 def run(
-    pods: int, requests: int, rounds: int, etcd_servers: list[str], level: str
-) -> dict[str, Any]:
+    pods: int, requests: int, rounds: int, etcd_servers: list[str], level: str,
+    *, event_loops: bool = False,
+) -> dict[str, Any]:  # fmt: skip
     work = Path(tempfile.mkdtemp(prefix="bench-chain-"))
-    modes = {mode: _flags(mode, work, level) for mode in (BASELINE, CHAIN)}
+    if event_loops:
+        chain = _flags(CHAIN, work, level)
+        modes = {loop: (*chain, f"--event-loop={loop}") for loop in (ASYNCIO, UVLOOP)}
+    else:
+        modes = {mode: _flags(mode, work, level) for mode in (BASELINE, CHAIN)}
     return measure_modes(work, modes, pods, requests, rounds, etcd_servers)
 
 
@@ -55,12 +65,15 @@ def main(argv: list[str]) -> int:
     p.add_argument("--etcd-servers", default="", help="use this etcd instead of starting one")
     p.add_argument("--out", type=Path, default=None, help="also write the results as JSON")
     p.add_argument("--quick", action="store_true", help="tiny, for tests")
+    p.add_argument("--event-loops", action="store_true",
+                   help="compare the full chain on asyncio's loop and on uvloop's")  # fmt: skip
     a = p.parse_args(argv)
     if a.quick:
         a.pods, a.requests, a.rounds = 40, 20, 1
     endpoints = [u for u in a.etcd_servers.split(",") if u]
-    results = run(a.pods, a.requests, a.rounds, endpoints, a.audit_level)
-    print(table(results, BASELINE, CHAIN))
+    results = run(a.pods, a.requests, a.rounds, endpoints, a.audit_level,
+                  event_loops=a.event_loops)  # fmt: skip
+    print(table(results, *((ASYNCIO, UVLOOP) if a.event_loops else (BASELINE, CHAIN))))
     if a.out is not None:
         a.out.write_text(json.dumps(results, indent=2) + "\n")
     return 0

@@ -10,10 +10,13 @@ scenario's CPU cost is measured even though all processes run throughout; peak R
 sampled after each request.
 
 Kinds of scenario: ``http`` (one GET, body read in full, not parsed), ``paginate``
-(follow ``continue`` tokens until the list ends; one sample is the whole walk) and
+(follow ``continue`` tokens until the list ends; one sample is the whole walk, served
+from "etcd", "cache" or "etcd+cache" as its pages were) and
 ``etcd_range`` (one Range of the prefix through etcdclient: the etcd path's floor).
 A ``churn`` scenario first writes an unrelated key (untimed), so that etcd's revision is
-ahead of the watch cache's and a consistent read must establish freshness. ``headers``
+ahead of the watch cache's and a consistent read must establish freshness; a ``touch``
+scenario first changes a pod (untimed) and waits until the cache has it, so that the
+cache has seen etcd's revision. ``headers``
 are sent with each request (``Accept`` for Table, YAML, metadata-only lists).
 
 Loop lag: around every request of a server with ``watchcache_event_loop_lag_seconds``
@@ -61,6 +64,10 @@ class Scenario:
     headers: dict[str, str] = field(default_factory=dict)  # sent with each request (Accept)
     readyz: bool = False  # probe /readyz concurrently while the request runs
     resource: str = "pods"  # the resource label of the /metrics counters it moves
+    # a pod's URL to change (untimed) before each request, then read at that revision
+    # from the cache: the cache has then seen etcd's revision (a paged list's first page,
+    # read from etcd, is at a revision its pages after the first can find in the cache)
+    touch: str = ""
 
 
 @dataclass
@@ -198,13 +205,13 @@ async def _http(session: aiohttp.ClientSession, sc: Scenario, parse: bool) -> Sa
 async def _paginate(session: aiohttp.ClientSession, sc: Scenario, parse: bool) -> Sample:
     t0 = time.perf_counter()
     total = requests = items = fetched = returned = 0
-    token, status, served = "", 200, None
+    token, status, sources = "", 200, []
     while True:
         url = sc.target + (f"&continue={quote(token)}" if token else "")
         async with session.get(url) as r:
             body = await r.read()
             status, requests, total = r.status, requests + 1, total + len(body)
-            served = r.headers.get(SERVED_FROM)
+            sources.append(r.headers.get(SERVED_FROM) or "?")
             fetched += _int(r.headers.get(FETCHED)) or 0
             returned += _int(r.headers.get(RETURNED)) or 0
         if status != 200:
@@ -215,10 +222,22 @@ async def _paginate(session: aiohttp.ClientSession, sc: Scenario, parse: bool) -
         token = (doc.get("metadata") or {}).get("continue") or ""
         if not token:
             break
+    # where the pages came from, in order: "etcd", "cache", or "etcd+cache" (the first
+    # page from etcd, the others from the cache's snapshot)
+    served = "+".join(dict.fromkeys(sources)) if sources else None
     s = Sample(time.perf_counter() - t0, total, status, requests, served, fetched or None,
                returned or None)  # fmt: skip
     s.items = items if parse else None
     return s
+
+
+async def _touch(session: aiohttp.ClientSession, url: str, rnd: int) -> None:
+    body = orjson.dumps({"metadata": {"labels": {"bench-touch": str(rnd)}}})
+    headers = {"Content-Type": "application/merge-patch+json"}
+    async with session.patch(url, data=body, headers=headers) as r:
+        rv = orjson.loads(await r.read())["metadata"]["resourceVersion"]
+    async with session.get(f"{url}?resourceVersion={rv}") as r:  # waits for the cache
+        await r.read()
 
 
 async def _etcd_range(client: Any, sc: Scenario) -> Sample:
@@ -253,6 +272,8 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
             for sc in random.Random(rnd).sample(scenarios, len(scenarios)):
                 if sc.churn:
                     await etcd.put(CHURN_KEY, str(rnd).encode())
+                if sc.touch:
+                    await _touch(session, sc.touch, rnd)
                 # Metrics around every request, outside timing and CPU: the loop lag
                 # each time, the objects counters on the parsed round.
                 metered = sc.kind != "etcd_range"

@@ -25,7 +25,13 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "list_etcd": ("LIST all", "RV unset: quorum read from etcd"),
     "list_cache": ("LIST all", "RV=0: from the watch cache"),
     "list_consistent": ("LIST all", "RV unset, ConsistentListFromCache on, etcd revision moved"),
-    "list_paginated": ("LIST all", "limit=500 pages from etcd (full walk)"),
+    "list_paginated": ("LIST all", "limit=500 pages, every one from etcd (a cache without "
+                       "snapshots, ListFromCacheSnapshot=false)"),
+    "paged_list_cache": ("LIST all", "limit=500 pages: the first from etcd (RV unset), "
+                         "pages 2..N from the cache's snapshot (the cache had seen etcd's "
+                         "revision: a pod changed first, untimed)"),
+    "paged_list_consistent": ("LIST all", "limit=500 pages with ConsistentListFromCache: "
+                              "every page from the cache (the same untimed change first)"),
     "field_etcd": ("fieldSelector", "spec.nodeName=X, RV unset: etcd full scan"),
     "field_cache_indexed": ("fieldSelector", "spec.nodeName=X, RV=0: cache, nodeName index"),
     "field_cache_noindex": ("fieldSelector", "spec.nodeName=X, RV=0: cache, no index"),

@@ -108,7 +108,7 @@ class DeploymentController:
         self.deployments = deployments
         self.replicasets = replicasets
         self.owned = ControllerIndex(replicasets, "Deployment")
-        self.queue = WorkQueue()
+        self.queue: WorkQueue[str] = WorkQueue()
 
     async def run(self) -> None:
         self.deployments.add_handler(lambda kind, d, old: self.queue.add(key_of(d)))

@@ -60,7 +60,7 @@ class GarbageCollector:
         self.seen: dict[str, tuple[str, str]] = {}  # uid of every owner seen -> (kind, key)
         self.gone: set[str] = set()  # uids of owners seen deleted
         self.dependents: dict[str, set[tuple[str, str]]] = {}  # owner uid -> (kind, key)
-        self.queue = WorkQueue()  # "owner:<uid>" or "dependent:<kind>:<key>"
+        self.queue: WorkQueue[str] = WorkQueue()  # "owner:<uid>" or "dependent:<kind>:<key>"
         self.collected = 0
 
     async def run(self) -> None:

@@ -135,7 +135,7 @@ class JobController:
         self.owned = ControllerIndex(pods, "Job")
         self.expectations = Expectations()
         self.pod_control = PodControl(self.client, self.expectations)
-        self.queue = WorkQueue()
+        self.queue: WorkQueue[str] = WorkQueue()
         # uid -> the outcome decided, so that a Job the informer shows stale (before
         # its new conditions) is not started again once its pods are deleted
         self.outcomes: dict[str, Outcome] = {}

@@ -33,7 +33,7 @@ class NamespaceController:
         self.client = Client(server, "namespace-controller")
         self.namespaces = Informer(self.client, self.client.core.list_namespace,
                                    name="namespaces")  # fmt: skip
-        self.queue = WorkQueue()
+        self.queue: WorkQueue[str] = WorkQueue()
         self._resources: list[tuple[str, bool]] | None = None  # (collection path, bulk)
         self.finalized = 0
 

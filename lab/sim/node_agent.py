@@ -104,7 +104,7 @@ class NodeAgent:
         self.pods = Informer(self.client, self.client.core.list_pod_for_all_namespaces,
                              field_selector=f"spec.nodeName={name}",
                              name=f"kubelet {name} pods")  # fmt: skip
-        self.queue = WorkQueue()
+        self.queue: WorkQueue[str] = WorkQueue()
         self.node: JSON = {}
         self.renewals = 0
         self._starting: dict[str, float] = {}  # pod uid -> when its containers run

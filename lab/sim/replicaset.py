@@ -63,7 +63,7 @@ class ReplicaSetController:
         self.owned = ControllerIndex(pods, "ReplicaSet")
         self.expectations = Expectations()
         self.pod_control = PodControl(self.client, self.expectations)
-        self.queue = WorkQueue()
+        self.queue: WorkQueue[str] = WorkQueue()
 
     async def run(self) -> None:
         self.replicasets.add_handler(lambda kind, rs, old: self.queue.add(key_of(rs)))

@@ -40,7 +40,7 @@ class Scheduler:
         self.nodes = nodes
         self.pods = Informer(self.client, self.client.core.list_pod_for_all_namespaces,
                              field_selector="spec.nodeName=", name="scheduler pods")  # fmt: skip
-        self.queue = WorkQueue()
+        self.queue: WorkQueue[str] = WorkQueue()
         self.bound: dict[str, int] = {}  # node -> pods this scheduler bound there
         self.bindings = 0
 

@@ -1,28 +1,29 @@
-"""The admission configuration objects kept in memory by watching them (kube's
-``configuration`` package and its informers): MutatingWebhookConfigurations,
-ValidatingWebhookConfigurations, Validating- and MutatingAdmissionPolicies and their bindings.
+"""The admission configuration objects, read from their shared informers (kube's
+``configuration`` package over its informers): MutatingWebhookConfigurations,
+ValidatingWebhookConfigurations, Validating- and MutatingAdmissionPolicies and their
+bindings.
 
-``ConfigurationSource`` lists each resource from the watch cache, then follows its
-watch; on an error or a closed watch it lists again. Readers take ``items(plural)``,
-a snapshot sorted by name (upstream sorts configurations by name), which changes only
-on the event loop. Until the first list, ``synced`` is unset and the webhook plugins
-answer as kube does before its informers sync (they wait for it, bounded).
+Readers take ``items(plural)``, a snapshot sorted by name (upstream sorts
+configurations by name), rebuilt on the first read after a change; the informers'
+handlers only mark the resource changed and bump ``version``. A resource the server
+does not serve has no informer and no objects. Until every informer has synced,
+``synced`` is unset and the webhook plugins answer as kube does before its informers
+sync (they wait for it, bounded).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import orjson
-
-from storage.interfaces import ListOptions
-
-if TYPE_CHECKING:
-    from proxy.registry.storage_factory import ResourceStorage
+from proxy.informer import (
+    EventHandlers,
+    NotServed,
+    SharedIndexInformer,
+    SharedInformerFactory,
+    wait_for_cache_sync,
+)
 
 __all__ = ["ADMISSION_GROUP", "CONFIGURATION_RESOURCES", "ConfigurationSource"]
 
@@ -39,89 +40,51 @@ CONFIGURATION_RESOURCES = (
     "mutatingadmissionpolicies",
     "mutatingadmissionpolicybindings",
 )
-RETRY_SECONDS = 1.0
 
 
 class ConfigurationSource:
     """The configurations, by plural then name. ``version`` grows on every change (the
     policy plugin recompiles when it moved)."""
 
-    def __init__(self, storage_for: Callable[[str], ResourceStorage | None]) -> None:
-        self.storage_for = storage_for
-        self._objects: dict[str, dict[str, JSON]] = {p: {} for p in CONFIGURATION_RESOURCES}
-        self._sorted: dict[str, list[JSON]] = {p: [] for p in CONFIGURATION_RESOURCES}
+    def __init__(self, informers: SharedInformerFactory) -> None:
+        self._informers: dict[str, SharedIndexInformer] = {}
+        for plural in CONFIGURATION_RESOURCES:
+            try:
+                informer = informers.informer_for(ADMISSION_GROUP, plural)
+            except NotServed:  # not served: nothing to configure
+                continue
+            informer.add_event_handler(self._handlers(plural))
+            self._informers[plural] = informer
+        self._sorted: dict[str, list[JSON]] = {}  # plural -> by name; absent: stale
         self.version = 0
         self.synced = asyncio.Event()
-        self._listed: set[str] = set()
 
     def items(self, plural: str) -> list[JSON]:
         """The current objects of ``plural``, sorted by name (read-only)."""
-        return self._sorted.get(plural, [])
+        found = self._sorted.get(plural)
+        if found is None:
+            informer = self._informers.get(plural)
+            if informer is None:
+                return []
+            indexer = informer.indexer
+            found = self._sorted[plural] = [
+                o for k in sorted(indexer.list_keys()) if (o := indexer.get_by_key(k)) is not None
+            ]
+        return found
 
     def get(self, plural: str, name: str) -> JSON | None:
-        return self._objects.get(plural, {}).get(name)
+        informer = self._informers.get(plural)
+        return informer.indexer.get_by_key(name) if informer is not None else None
+
+    def _handlers(self, plural: str) -> EventHandlers:
+        return EventHandlers.each(lambda _: self._changed(plural))
 
     def _changed(self, plural: str) -> None:
-        objects = self._objects[plural]
-        self._sorted[plural] = [objects[n] for n in sorted(objects)]
+        self._sorted.pop(plural, None)
         self.version += 1
 
-    async def _list_and_watch(self, plural: str, rs: ResourceStorage) -> None:
-        key = rs.list_key("")
-        listed = await rs.store.get_list(key, ListOptions(resource_version="0"))
-        self._objects[plural] = {
-            str(item.obj["metadata"]["name"]): item.obj for item in listed.items
-        }
-        self._changed(plural)
-        self._listed.add(plural)
-        if self._listed.issuperset(CONFIGURATION_RESOURCES):
-            self.synced.set()
-        since = ListOptions(resource_version=str(listed.resource_version))
-        watcher = await rs.store.watch(key, since)
-        try:
-            async for event in watcher:
-                if event.type == "BOOKMARK":
-                    continue
-                if event.type == "ERROR":
-                    return
-                obj = orjson.loads(event.data)
-                name = str(obj["metadata"]["name"])
-                if event.type == "DELETED":
-                    self._objects[plural].pop(name, None)
-                else:
-                    self._objects[plural][name] = obj
-                self._changed(plural)
-        finally:
-            await watcher.stop()
-
-    async def _run_one(self, plural: str) -> None:
-        rs = self.storage_for(plural)
-        if rs is None:  # not served: nothing to configure
-            self._listed.add(plural)
-            if self._listed.issuperset(CONFIGURATION_RESOURCES):
-                self.synced.set()
-            return
-        while True:
-            try:
-                await self._list_and_watch(plural, rs)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # etcd down, compaction: list again shortly
-                log.info("admission configuration %s: %s (relisting)", plural, e)
-            await asyncio.sleep(RETRY_SECONDS)
-
-    async def _run_all(self) -> None:
-        async with asyncio.TaskGroup() as group:  # cancelling this cancels each watch
-            for plural in CONFIGURATION_RESOURCES:
-                group.create_task(self._run_one(plural), name=f"admission-config-{plural}")
-
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        """Keep the configurations current while inside; cancels its tasks on exit."""
-        task = asyncio.create_task(self._run_all(), name="admission-configurations")
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    async def run(self) -> None:
+        """Set ``synced`` once the informers (run by their factory) have synced (the
+        post-start hook ``admission-configurations``: up when it returns)."""
+        await wait_for_cache_sync(*self._informers.values())
+        self.synced.set()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from proxy.admission.attributes import CONNECT, CREATE, DELETE, UPDATE, Attributes
+from proxy.admission.configuration import ConfigurationSource
 
 __all__ = ["ALL_OPERATIONS", "JSON", "ObjectLookup", "Plugin", "PluginDeps"]
 
@@ -47,8 +48,9 @@ class PluginDeps:
     """What plugins are built with (kube's plugin initializers)."""
 
     lookup: ObjectLookup
-    # the webhook and policy configurations, kept current by watching them
-    sources: object | None = None
+    # the webhook and policy configurations, kept current by watching them (what the
+    # webhook and policy plugins need; None where no plugin does, as in unit tests)
+    sources: ConfigurationSource | None = None
 
 
 class Plugin:

@@ -3,11 +3,11 @@ plugins as informers and clients)."""
 
 from __future__ import annotations
 
-import copy
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from proxy import apierrors
-from storage import errors as serr
+from proxy.loopback.client import APIError, LoopbackClient, resource_path
 from storage.interfaces import GetOptions, ListOptions
 
 if TYPE_CHECKING:
@@ -23,8 +23,9 @@ class StoreLookup:
     """Reads from the watch cache (resourceVersion 0) or etcd (``fresh``); a resource
     this server does not serve reads as absent."""
 
-    def __init__(self, ctx: APIContext) -> None:
+    def __init__(self, ctx: APIContext, loopback: Callable[[], LoopbackClient | None]) -> None:
         self.ctx = ctx
+        self.loopback = loopback
 
     def _resource(self, group: str, plural: str) -> ResourceInfo | None:
         return self.ctx.registry.lookup(group, plural)
@@ -62,24 +63,21 @@ class StoreLookup:
         return None
 
     async def write_status(self, group: str, plural: str, obj: JSON) -> bool:
+        """PUT ``obj`` to its ``/status`` through the loopback client, as upstream's quota
+        admission updates a quota through its clientset (its resourceVersion makes it
+        conditional); False when it changed meanwhile, is gone, or the server is not
+        serving yet."""
         resource = self._resource(group, plural)
-        if resource is None:
+        client = self.loopback()
+        if resource is None or client is None:
             return False
         meta = obj.get("metadata") or {}
-        expected = str(meta.get("resourceVersion") or "")
-        store = self.ctx.store(resource)
-        key = store.object_key(str(meta.get("namespace") or ""), str(meta.get("name")))
-
-        async def put_status(current: JSON) -> JSON:
-            if str((current.get("metadata") or {}).get("resourceVersion")) != expected:
-                raise serr.Conflict(key)
-            updated = copy.deepcopy(current)
-            updated["status"] = obj.get("status") or {}
-            return updated
-
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
+        path = resource_path(resource.group, resource.version, resource.plural, namespace,
+                             name, "status")  # fmt: skip
         try:
-            await store.update(str(meta.get("namespace") or ""), str(meta.get("name")), put_status)
-        except apierrors.StatusError as e:
+            await client.request("PUT", path, obj)
+        except APIError as e:
             if e.code in (404, 409):
                 return False
             raise

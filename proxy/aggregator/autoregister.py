@@ -12,15 +12,16 @@ this server serves itself gets a local APIService.
   (what a kube-apiserver 1.32 registers for a CRD's versions), kept in sync all the
   time, and deleted when its group-version is no longer served.
 
-``run`` compares the wanted set with the lister's (in memory) every ``interval`` seconds
-and writes only differences; storage errors are retried at the next round. ``ready`` is
-set after the first complete round (the ``/readyz`` check ``autoregister-completion``).
+It writes through the loopback client (as ``system:apiserver``, through admission
+and validation). ``run`` compares the wanted set with the lister's (in memory) every
+``interval`` seconds and writes only differences; failed writes are retried at the next
+round. ``ready`` is set after the first complete round (the ``/readyz`` check
+``autoregister-completion``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import logging
 from collections.abc import Callable, Iterable
@@ -28,9 +29,7 @@ from typing import Any
 
 from proxy.aggregator.apiservice import AUTOMANAGED_LABEL, CRD_PRIORITY, GROUP, local_apiservice
 from proxy.aggregator.lister import APIServiceLister
-from proxy.registry import object_meta
-from proxy.registry.storage_factory import ResourceStorage
-from storage import errors as serr
+from proxy.loopback.client import APIError, LoopbackClient, resource_path
 
 __all__ = ["AutoRegister", "local_apiservices"]
 
@@ -63,16 +62,15 @@ def _labels(obj: JSON) -> dict[str, str]:
 
 
 class AutoRegister:
-    """Keeps the local APIServices of ``served()`` (group-versions) stored."""
+    """Keeps the local APIServices of ``served()`` (group-versions) stored, through the
+    loopback client (``run``)."""
 
     def __init__(
         self,
-        storage: ResourceStorage,
         lister: APIServiceLister,
         served: Callable[[], list[tuple[str, str]]],
         interval: float = 1.0,
     ) -> None:
-        self.storage = storage
         self.lister = lister
         self.served = served
         self.interval = interval
@@ -80,31 +78,16 @@ class AutoRegister:
         # "onstart" APIServices already in place once: not touched again until restart
         self._synced_on_start: set[str] = set()
 
-    async def _create(self, wanted: JSON) -> None:
-        rs = self.storage
-        obj = object_meta.prepare_for_create(copy.deepcopy(wanted), rs.resource, "")
-        with contextlib.suppress(serr.AlreadyExists):  # another replica was faster
-            await rs.store.create(rs.object_key("", wanted["metadata"]["name"]), obj)
-
-    async def _put_back(self, wanted: JSON) -> None:
-        async def apply(obj: JSON) -> JSON:
-            out = copy.deepcopy(obj)
-            out["spec"] = copy.deepcopy(wanted["spec"])
-            meta = out.setdefault("metadata", {})
+    async def _put_back(self, client: LoopbackClient, wanted: JSON) -> None:
+        def apply(obj: JSON) -> JSON:
+            obj["spec"] = copy.deepcopy(wanted["spec"])
+            meta = obj.setdefault("metadata", {})
             meta["labels"] = {**(meta.get("labels") or {}), **wanted["metadata"]["labels"]}
-            return out
+            return obj
 
-        rs = self.storage
-        key = rs.object_key("", wanted["metadata"]["name"])
-        with contextlib.suppress(serr.NotFound):
-            await rs.store.guaranteed_update(key, None, apply)
+        await client.update(_path(wanted["metadata"]["name"]), apply)
 
-    async def _delete(self, name: str) -> None:
-        rs = self.storage
-        with contextlib.suppress(serr.NotFound):
-            await rs.store.delete(rs.object_key("", name))
-
-    async def sync_once(self) -> None:
+    async def sync_once(self, client: LoopbackClient) -> None:
         """One round: create, put back, delete what differs from the lister's view."""
         wanted = {w["metadata"]["name"]: w for w in local_apiservices(self.served())}
         current = self.lister.objects
@@ -113,22 +96,26 @@ class AutoRegister:
                 continue  # "onstart": synced once, then left to its users (as upstream)
             found = current.get(name)
             if found is None:
-                await self._create(w)
+                await client.create_if_absent(_path(), copy.deepcopy(w))
             elif found.get("spec") != w["spec"] or not _labels(found).get(AUTOMANAGED_LABEL):
-                await self._put_back(w)
+                await self._put_back(client, w)
             if w["metadata"]["labels"][AUTOMANAGED_LABEL] == "onstart":
                 self._synced_on_start.add(name)
         for name, obj in list(current.items()):
             if _labels(obj).get(AUTOMANAGED_LABEL) == "true" and name not in wanted:
-                await self._delete(name)  # its CRD's group-version is gone
+                await client.delete(_path(name))  # its CRD's group-version is gone
 
-    async def run(self) -> None:
+    async def run(self, client: LoopbackClient) -> None:
         """Until cancelled (see the module docstring)."""
         await self.lister.synced.wait()
         while True:
             try:
-                await self.sync_once()
+                await self.sync_once(client)
                 self.ready.set()
-            except serr.StorageError as e:
+            except APIError as e:
                 log.info("registering the local APIServices: %s (will retry)", e)
             await asyncio.sleep(self.interval)  # the registry has no change events to await
+
+
+def _path(name: str = "") -> str:
+    return resource_path(GROUP, "v1", "apiservices", name=name)

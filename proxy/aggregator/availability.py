@@ -1,8 +1,10 @@
 """The ``Available`` condition of every APIService (kube-aggregator's
 ``AvailableConditionController`` and its local counterpart).
 
-Each APIService is checked every ``interval`` seconds (and at once when the lister
-reports a change), in one owned task:
+Each APIService is a key of a work queue: enqueued when the lister reports a change
+to it, reconciled by one of ``WORKERS`` workers (a backend that hangs for its 5 s holds
+up only its own key), and enqueued again ``interval`` seconds after each check (the
+Services and endpoints it depends on have no informer here to wake it). A check is:
 
 - local (no ``spec.service``): True, ``Local``, ``Local APIServices are always available``;
 - the Service is missing: False, ``ServiceNotFound``,
@@ -17,17 +19,16 @@ reports a change), in one owned task:
   ``FailedDiscoveryCheck``, ``failing or missing response from <url>: <error>``;
 - otherwise True, ``Passed``, ``all checks passed``.
 
-The condition is written through ``/status`` semantics (``guaranteed_update`` on the
-stored object) only when it changed; ``lastTransitionTime`` moves only when the status
-flips. Cancelling ``run`` stops the checks (the app's cleanup does it on shutdown). Each
-round also sets upstream's ``aggregator_unavailable_apiservice`` metrics
-(``proxy.aggregator.metrics``).
+The condition is written to ``/status`` through the loopback client only when it
+changed; ``lastTransitionTime`` moves only when the status
+flips. A failed check or write requeues the key with the queue's backoff. Cancelling ``run``
+stops the checks (the app's cleanup does it on shutdown). Each check also sets
+upstream's ``aggregator_unavailable_apiservice`` metrics (``proxy.aggregator.metrics``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import logging
 from typing import Any, Protocol
@@ -36,6 +37,7 @@ import aiohttp
 
 from proxy.aggregator import metrics
 from proxy.aggregator.apiservice import (
+    GROUP,
     LOCAL_MESSAGE,
     LOCAL_REASON,
     APIServiceRef,
@@ -46,8 +48,8 @@ from proxy.aggregator.lister import APIServiceLister
 from proxy.aggregator.proxy_handler import Backends, go_dial_error
 from proxy.aggregator.service_resolver import ResolveError
 from proxy.aggregator.transport import REMOTE_GROUP, REMOTE_USER
-from proxy.registry.storage_factory import ResourceStorage
-from storage import errors as serr
+from proxy.informer import WorkQueue, run_workers
+from proxy.loopback.client import LoopbackClient, resource_path
 
 __all__ = ["AvailabilityController", "check"]
 
@@ -55,17 +57,16 @@ log = logging.getLogger("watchcache.aggregator")
 
 JSON = dict[str, Any]
 DISCOVERY_TIMEOUT = 5.0
+WORKERS = 5  # kube-aggregator's availability controller runs five
 AGGREGATOR_USER = "system:kube-aggregator"
 
 
 class AvailabilityDeps(Backends, Protocol):
-    """What the controller reads and writes through (the ``Aggregator`` of
-    ``proxy.aggregator.server``)."""
+    """What the controller reads through (the ``Aggregator`` of
+    ``proxy.aggregator.server``); it writes through the loopback client."""
 
     endpoint_routing: bool
     lister: APIServiceLister
-
-    def storage(self) -> ResourceStorage: ...
 
     async def get(self, group: str, plural: str, namespace: str, name: str) -> JSON | None: ...
 
@@ -148,61 +149,53 @@ class AvailabilityController:
     def __init__(self, aggregator: AvailabilityDeps, interval: float = 10.0) -> None:
         self.aggregator = aggregator
         self.interval = interval
-        self._wake = asyncio.Event()
+        self.queue: WorkQueue[str] = WorkQueue("apiservice-availability")
+        self.client: LoopbackClient | None = None
+        self._available: dict[str, bool] = {}  # name -> Available, for the metrics
         self._exported: set[str] = set()  # APIService names with a gauge series
 
-    def wake(self) -> None:
-        """Check again now (the lister calls this on every change)."""
-        self._wake.set()
+    def enqueue(self, name: str) -> None:
+        """Check ``name`` now (the lister calls this on every change)."""
+        self.queue.add(name)
 
     async def _write(self, name: str, cond: JSON) -> None:
-        rs = self.aggregator.storage()
-        key = rs.object_key("", name)
+        assert self.client is not None, "run() sets the client"
 
-        async def apply(obj: JSON) -> JSON:
-            out = copy.deepcopy(obj)
-            set_condition(out, cond)
-            return out
+        def apply(obj: JSON) -> JSON | None:
+            return obj if set_condition(obj, cond) else None
 
-        with contextlib.suppress(serr.NotFound):  # deleted meanwhile
-            await rs.store.guaranteed_update(key, None, apply)
+        # None: deleted meanwhile; a failure raises (the queue retries the key)
+        await self.client.update(resource_path(GROUP, "v1", "apiservices", name=name,
+                                               sub="status"), apply)  # fmt: skip
 
-    async def sync_once(self) -> None:
+    async def reconcile(self, name: str) -> None:
+        """Check ``name`` and write its condition if it changed; check it again after
+        ``interval`` (a storage error raises: the queue retries it sooner)."""
         lister = self.aggregator.lister
-        refs = list(lister.refs.items())
-        # concurrently: one backend that hangs (5 s) does not hold up the others
-        # (every check ends before gather returns: no task outlives the round)
-        results = await asyncio.gather(
-            *(check(self.aggregator, ref) for _, ref in refs), return_exceptions=True
-        )
-        available: dict[str, bool] = {}
-        for (name, ref), cond in zip(refs, results, strict=True):
-            if isinstance(cond, serr.StorageError):
-                log.info("APIService %s: %s (will retry)", name, cond)
-                continue
-            if isinstance(cond, BaseException):
-                raise cond
-            available[name] = cond["status"] == "True"
-            if cond["reason"] == "Passed":
-                await self.aggregator.refresh_discovery(ref)
-            current = copy.deepcopy(lister.objects.get(name) or {})
-            if set_condition(current, cond):
-                await self._write(name, cond)
-                if cond["status"] != "True":
-                    metrics.record_unavailable(name, cond["reason"])
-        self._exported = metrics.set_unavailable(available, self._exported)
+        ref = lister.refs.get(name)
+        if ref is None:  # deleted: no gauge series
+            self._available.pop(name, None)
+            self._exported = metrics.set_unavailable(self._available, self._exported)
+            return
+        cond = await check(self.aggregator, ref)
+        self._available[name] = cond["status"] == "True"
+        if cond["reason"] == "Passed":
+            await self.aggregator.refresh_discovery(ref)
+        current = copy.deepcopy(lister.objects.get(name) or {})
+        if set_condition(current, cond):
+            await self._write(name, cond)
+            if cond["status"] != "True":
+                metrics.record_unavailable(name, cond["reason"])
+        self._exported = metrics.set_unavailable(self._available, self._exported)
+        self.queue.add_after(name, self.interval)
 
-    async def run(self) -> None:
-        """Check until cancelled; storage errors are retried at the next round."""
+    async def run(self, client: LoopbackClient) -> None:
+        """Check until cancelled (the queue is shut down then); ``client`` writes."""
+        self.client = client
         await self.aggregator.lister.synced.wait()
-        while True:
-            self._wake.clear()
-            try:
-                await self.sync_once()
-            except serr.StorageError as e:
-                log.info("APIService availability: %s (will retry)", e)
-            try:
-                async with asyncio.timeout(self.interval):
-                    await self._wake.wait()
-            except TimeoutError:
-                pass
+        for name in list(self.aggregator.lister.refs):
+            self.enqueue(name)
+        try:
+            await run_workers("apiservice-availability", self.queue, self.reconcile, WORKERS)
+        finally:
+            self.queue.shut_down()

@@ -2,10 +2,12 @@
 ``APIAggregator``): the APIService lister, the autoregister and availability
 controllers, the proxy transport, the proxy middleware and the merged discovery.
 
-``cleanup_ctx`` runs the three tasks (lister, autoregister, availability) for the app's
-lifetime and cancels them, then closes the backend sessions, on shutdown. With
-``--system-namespaces=false`` (whose promise is that nothing is written at start-up)
-there is no autoregister.
+``add_post_start_hooks`` declares upstream's three hooks: ``start-kube-aggregator-informers``
+(the lister, up once synced), ``apiservice-status-available-controller`` and
+``apiservice-registration-controller`` (autoregister), both after the lister; the last
+two write through the loopback client. With ``--system-namespaces=false`` (whose promise
+is that nothing is written at start-up) there is no autoregister. ``cleanup_ctx`` closes
+the backend sessions on shutdown.
 ``middleware`` sits in the handler chain after authorization (``proxy.server.filters``):
 a request under a remote APIService's ``/apis/<group>/<version>`` is proxied there,
 every other request goes on.
@@ -32,8 +34,10 @@ from proxy.aggregator.proxy_handler import proxy_request
 from proxy.aggregator.service_resolver import Resolved, ResolveError, resolve
 from proxy.aggregator.transport import Transport
 from proxy.endpoints.cached_document import CachedDocument
+from proxy.informer import SharedInformerFactory
 from proxy.registry.resources import Registry
 from proxy.registry.storage_factory import ResourceStorage, StorageMap
+from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
 from proxy.server.settings import Settings
 from storage import errors as serr
 from storage.interfaces import GetOptions, ListOptions
@@ -46,21 +50,28 @@ JSON = dict[str, Any]
 # how often every APIService is checked (upstream re-checks remote ones periodically
 # too); a stopped backend is Available=False within this
 AVAILABILITY_INTERVAL = 5.0
+INFORMERS_HOOK = "start-kube-aggregator-informers"
 
 
 class Aggregator:
     """See the module docstring. ``fetched`` (APIService name -> its version's
     aggregated discovery entry) is changed only by ``refresh_discovery``."""
 
-    def __init__(self, settings: Settings, registry: Registry, storages: StorageMap) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        registry: Registry,
+        storages: StorageMap,
+        informers: SharedInformerFactory,
+    ) -> None:
         self.settings = settings
         self.registry = registry
         self.storages = storages
         self.endpoint_routing = settings.enable_aggregator_routing
         self.transport = Transport(settings.proxy_client_cert_file, settings.proxy_client_key_file)
-        self.lister = APIServiceLister(self.storage)
+        self.lister = APIServiceLister(informers)
         self.availability = AvailabilityController(self, AVAILABILITY_INTERVAL)
-        self.autoregister = AutoRegister(self.storage(), self.lister, self.local_versions)
+        self.autoregister = AutoRegister(self.lister, self.local_versions)
         self.fetched: dict[str, JSON] = {}
         # "apis/<group>/<version>" -> the backend's serverRelativeURL (hash-pinned)
         self.openapi_paths: dict[str, str] = {}
@@ -68,9 +79,9 @@ class Aggregator:
         self._aggregated: tuple[tuple[str, int], CachedDocument] | None = None
         self.lister.on_change(self._changed)
 
-    def _changed(self) -> None:
+    def _changed(self, name: str) -> None:
         self._generation += 1
-        self.availability.wake()
+        self.availability.enqueue(name)
 
     # ----------------------------------------------------------------- lookups
 
@@ -215,26 +226,29 @@ class Aggregator:
 
         return aggregator_proxy
 
+    def add_post_start_hooks(self, hooks: PostStartHooks) -> None:
+        async def informers(hook: PostStartHookContext) -> None:
+            await self.lister.run()
+
+        async def availability(hook: PostStartHookContext) -> None:
+            await self.availability.run(hook.loopback)
+
+        async def registration(hook: PostStartHookContext) -> None:
+            await self.autoregister.run(hook.loopback)
+
+        hooks.add(INFORMERS_HOOK, informers, ready=self.lister.synced.is_set)
+        hooks.add("apiservice-status-available-controller", availability,
+                  after=(INFORMERS_HOOK,), ready=lambda: True)  # fmt: skip
+        if self.settings.system_namespaces:
+            hooks.add("apiservice-registration-controller", registration,
+                      after=(INFORMERS_HOOK,), ready=lambda: True)  # fmt: skip
+        else:  # --system-namespaces=false: nothing written at start-up, as promised
+            self.autoregister.ready.set()
+
     def cleanup_ctx(self) -> Callable[[web.Application], AsyncIterator[None]]:
         async def run(app: web.Application) -> AsyncIterator[None]:
-            tasks = [
-                asyncio.create_task(self.lister.run(), name="apiservice-lister"),
-                asyncio.create_task(self.availability.run(), name="apiservice-availability"),
-            ]
-            if self.settings.system_namespaces:
-                tasks.append(
-                    asyncio.create_task(self.autoregister.run(), name="apiservice-autoregister")
-                )
-            else:  # --system-namespaces=false: nothing written at start-up, as promised
-                self.autoregister.ready.set()
-            try:
-                yield
-            finally:
-                for task in tasks:
-                    task.cancel()
-                # each ends with CancelledError (a bug's exception was logged by it)
-                await asyncio.gather(*tasks, return_exceptions=True)
-                await self.transport.close()
+            yield
+            await self.transport.close()
 
         return run
 

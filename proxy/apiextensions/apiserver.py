@@ -1,13 +1,12 @@
 """Wiring of the apiextensions server into the application (what
 ``apiextensions-apiserver``'s ``New`` and its post-start hooks do): the CRD's strategy
-and Table printer, the Warning hook of custom resources, and a cleanup context that runs
-the CRD controllers for the app's lifetime (cancelled and awaited on shutdown, then every
-custom resource's storage is closed)."""
+and Table printer, the Warning hook of custom resources, the post-start hook
+``start-apiextensions-controllers`` (the CRD controllers, up once they have listed the
+CRDs, as upstream's ``crd-informer-synced``), and a cleanup context that closes every
+custom resource's storage on shutdown (after the hooks stopped)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import datetime as dt
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -21,6 +20,7 @@ from proxy.printers.columns import CREATED_AT, NAME, TablePrinter
 from proxy.printers.handlers import HANDLERS as PRINTERS
 from proxy.registry.validation.strategy import register_strategy
 from proxy.server.context import APIContext
+from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
 
 __all__ = ["setup_apiextensions"]
 
@@ -30,7 +30,7 @@ def _print_crd(obj: dict[str, Any], now: dt.datetime) -> tuple[list[Any], list[A
     return [meta.get("name", ""), meta.get("creationTimestamp") or ""], []
 
 
-def setup_apiextensions(app: web.Application, ctx: APIContext) -> None:
+def setup_apiextensions(app: web.Application, ctx: APIContext, hooks: PostStartHooks) -> None:
     """Serve CRDs and the custom resources they define (when the registry serves CRDs)."""
     if ctx.registry.get(CRD_GROUP, "v1", CRD_PLURAL) is None:
         return
@@ -38,19 +38,20 @@ def setup_apiextensions(app: web.Application, ctx: APIContext) -> None:
     # kube's DefaultTableConvertor: CRDs have no printer of their own
     PRINTERS[(CRD_GROUP, CRD_PLURAL)] = TablePrinter((NAME, CREATED_AT), _print_crd)
     handler.install_warnings(app)
-    app.cleanup_ctx.append(_controllers(ctx))
+    serving = CustomResources(ctx)
+    ctx.custom_resources = serving
+    controllers = CRDControllers(ctx, serving)
+
+    async def run_controllers(hook: PostStartHookContext) -> None:
+        await controllers.run(hook.loopback)
+
+    hooks.add("start-apiextensions-controllers", run_controllers, ready=controllers.synced.is_set)
+    app.cleanup_ctx.append(_serving(serving))
 
 
-def _controllers(ctx: APIContext) -> Callable[[web.Application], AsyncIterator[None]]:
+def _serving(serving: CustomResources) -> Callable[[web.Application], AsyncIterator[None]]:
     async def run(app: web.Application) -> AsyncIterator[None]:
-        serving = CustomResources(ctx)
-        ctx.custom_resources = serving
-        controllers = CRDControllers(ctx, serving)
-        task = asyncio.create_task(controllers.run(), name="crd-controllers")
         yield
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
         await serving.close()
 
     return run

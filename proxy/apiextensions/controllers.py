@@ -1,9 +1,9 @@
-"""The CRD controllers apiextensions-apiserver runs, as one owned task pair:
+"""The CRD controllers apiextensions-apiserver runs, over the CRDs' shared informer:
 
-- an informer: LIST the CRDs (``resourceVersion=0``, from the watch cache), then WATCH
-  from the list's revision; a closed stream or an error relists after ``RETRY_SECONDS``;
-- a worker, woken for each changed CRD (and every other CRD of its group, whose names
-  may now be free), that runs in order:
+- its handlers enqueue each changed CRD's name, and every other CRD of its group (whose
+  names may now be free), found through the informer's ``group`` index;
+- one worker reconciles a name at a time (one, so that two CRDs of a group never accept
+  the same name at once), in order:
 
   * naming (``NamingConditionController``): ``status.acceptedNames`` and the
     ``NamesAccepted`` condition; a name another CRD of the group has accepted is a
@@ -18,8 +18,16 @@
     ``InstanceDeletionCompleted`` and the ``customresourcecleanup`` finalizer is lifted,
     which removes the CRD.
 
-Status writes go straight to the CRD's store (the controllers are the server itself).
-``run`` returns only when cancelled; cancelling stops both tasks.
+A failed reconcile is retried with the work queue's per-item backoff. The names a
+reconcile accepted are seen by the next one before the informer delivers them: the
+controller keeps the CRDs it wrote until the informer holds a version as new (upstream's
+mutation cache in the naming controller).
+
+Status writes and the finalizer's removal go through the loopback client (as
+``system:apiserver``: validated, admitted, audited, managedFields by the server's field
+manager, as upstream's controllers write through their clientset); the instances are
+deleted through their own store, as upstream's finalizer deletes through the storage.
+``run`` returns only when cancelled.
 """
 
 from __future__ import annotations
@@ -31,27 +39,20 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
-from cacher.cacher import cancel_all
-from proxy import apierrors
 from proxy.apiextensions.crd_strategy import CLEANUP_FINALIZER
 from proxy.apiextensions.serving import CustomResources
-from proxy.fieldmanager.wiring import field_manager, set_managed_fields
-from proxy.registry.store import Store
+from proxy.informer import DeletedFinalStateUnknown, EventHandlers, WorkQueue, run_workers
+from proxy.loopback.client import LoopbackClient, resource_path
 from proxy.request.delete_options import DeleteOptions
 from proxy.server.context import APIContext
-from storage.interfaces import JSONObject, ListOptions
+from storage.interfaces import ListOptions
 
 __all__ = ["CRDControllers", "calculate_names"]
 
 log = logging.getLogger("watchcache.apiextensions")
 
 JSON = dict[str, Any]
-RETRY_SECONDS = 1.0
 CRD_GROUP, CRD_PLURAL = "apiextensions.k8s.io", "customresourcedefinitions"
-# the manager upstream's in-process controllers write as
-CONTROLLER_MANAGER = "kube-apiserver"
 
 
 def _now() -> str:
@@ -157,108 +158,77 @@ def _ordered_names(names: JSON) -> JSON:
     return {k: names[k] for k in _NAME_ORDER if k in names}
 
 
+def _group_of(crd: JSON) -> list[str]:
+    """The ``group`` index: the CRD's API group."""
+    group = (crd.get("spec") or {}).get("group")
+    return [str(group)] if group else []
+
+
+def _rv(crd: JSON) -> int:
+    return int((crd.get("metadata") or {}).get("resourceVersion") or 0)
+
+
 class CRDControllers:
     """Naming, establishing, serving and finalizing of CRDs (see the module docstring)."""
 
     def __init__(self, ctx: APIContext, serving: CustomResources) -> None:
         self.ctx = ctx
         self.serving = serving
-        self.crds: dict[str, JSON] = {}
-        self._dirty: set[str] = set()
-        self._wake = asyncio.Event()
-        self.synced = asyncio.Event()
+        self.informer = ctx.informers.informer_for(
+            CRD_GROUP, CRD_PLURAL, indexers={"group": _group_of}
+        )
+        self.queue: WorkQueue[str] = WorkQueue("crd-controllers")
+        # name -> the CRD as this controller last wrote it, until the informer catches up
+        self._written: dict[str, JSON] = {}
+        self.informer.add_event_handler(EventHandlers.each(self._enqueue))
+        self.synced = asyncio.Event()  # set once the informer has synced (``run``)
+        self.client: LoopbackClient | None = None
 
-    def _crd_store(self) -> Store:
-        resource = self.ctx.registry.get(CRD_GROUP, "v1", CRD_PLURAL)
-        assert resource is not None
-        return self.ctx.store(resource)
+    @property
+    def crds(self) -> dict[str, JSON]:
+        """name -> the newest CRD known (informer, or this controller's own write)."""
+        return {k: crd for k in self.informer.indexer.list_keys() if (crd := self._get(k))}
 
-    async def run(self) -> None:
-        """Run until cancelled."""
-        tasks = [
-            asyncio.create_task(self._inform(), name="crd-informer"),
-            asyncio.create_task(self._work(), name="crd-controllers"),
-        ]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            await cancel_all(tasks)
+    def _get(self, name: str) -> JSON | None:
+        held = self.informer.indexer.get_by_key(name)
+        written = self._written.get(name)
+        if written is None:
+            return held
+        if held is None or _rv(held) >= _rv(written):
+            del self._written[name]  # the informer caught up (or it was deleted)
+            return held
+        return written
 
-    # ----------------------------------------------------------------- informer
+    def _enqueue(self, crd: JSON | DeletedFinalStateUnknown) -> None:
+        obj = crd.obj if isinstance(crd, DeletedFinalStateUnknown) else crd
+        self.queue.add(str((obj.get("metadata") or {}).get("name") or ""))
+        for group in _group_of(obj):  # names freed or taken in the group
+            for other in self.informer.indexer.index_keys("group", group):
+                self.queue.add(other)
 
-    def _mark(self, name: str) -> None:
-        self._dirty.add(name)
-        crd = self.crds.get(name)
-        group = (crd.get("spec") or {}).get("group") if crd else None
-        for other, obj in self.crds.items():  # names freed or taken in the group
-            if group and (obj.get("spec") or {}).get("group") == group:
-                self._dirty.add(other)
-        self._wake.set()
+    def _client(self) -> LoopbackClient:
+        assert self.client is not None, "run() sets the client"
+        return self.client
 
-    async def _inform(self) -> None:
-        while True:
-            try:
-                await self._list_and_watch()
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # etcd down, compaction: list again shortly
-                log.info("CRD informer: %s (relisting)", e)
-            await asyncio.sleep(RETRY_SECONDS)
-
-    async def _list_and_watch(self) -> None:
-        store = self._crd_store()
-        listed = await store.list("", ListOptions(resource_version="0"))
-        fresh = {str(i.obj["metadata"]["name"]): i.obj for i in listed.items}
-        for gone in set(self.crds) - set(fresh):
-            self.crds.pop(gone)
-            self._mark(gone)
-        for name, obj in fresh.items():
-            self.crds[name] = obj
-            self._mark(name)
+    async def run(self, client: LoopbackClient) -> None:
+        """Run until cancelled (the queue is shut down then); writes go through
+        ``client``."""
+        self.client = client
+        await self.informer.wait_for_sync()
         self.synced.set()
-        watcher = await store.watch("", ListOptions(resource_version=str(listed.resource_version)))
         try:
-            async for event in watcher:
-                if event.type == "BOOKMARK":
-                    continue
-                if event.type == "ERROR":
-                    return
-                obj = orjson.loads(event.data)
-                name = str(obj["metadata"]["name"])
-                if event.type == "DELETED":
-                    self._mark(name)
-                    self.crds.pop(name, None)
-                else:
-                    self.crds[name] = obj
-                    self._mark(name)
+            await run_workers("crd-controllers", self.queue, self.reconcile)
         finally:
-            await watcher.stop()
-
-    # ------------------------------------------------------------------- worker
-
-    async def _work(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._dirty:
-                name = min(self._dirty)
-                self._dirty.discard(name)
-                try:
-                    await self.reconcile(name)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as e:
-                    log.warning("CRD %s: %s (retrying)", name, e)
-                    asyncio.get_running_loop().call_later(RETRY_SECONDS, self._mark, name)
+            self.queue.shut_down()
 
     async def reconcile(self, name: str) -> None:
-        crd = self.crds.get(name)
+        crd = self._get(name)
         if crd is None:
             await self.serving.stop(name)
             return
         if await self._update_names(crd):
             return  # the watch brings the new status; served then
-        crd = self.crds.get(name, crd)
+        crd = self._get(name) or crd
         established = condition(crd, "Established")
         if established is not None and established.get("status") == "True":
             await self.serving.serve(crd)
@@ -267,33 +237,28 @@ class CRDControllers:
             await self._finalize(crd)
 
     async def _update_status(self, name: str, change: Callable[[JSON], None]) -> bool:
-        """Apply ``change`` to the CRD's status; False when it changed nothing."""
+        """Apply ``change`` to the CRD's status through ``/status``, as upstream's
+        controllers' ``UpdateStatus`` (managedFields: kube-apiserver updating /status);
+        False when it changed nothing."""
         changed = False
 
-        async def try_update(current: JSONObject) -> JSONObject:
+        def changed_status(current: JSON) -> JSON | None:
             nonlocal changed
             new = copy.deepcopy(current)
             change(new.setdefault("status", {}))
             changed = new != current
-            if not changed:
-                return current
-            # recorded as upstream's controllers are: kube-apiserver updating /status
-            status_fm = field_manager(CRD_GROUP, "v1", "CustomResourceDefinition", "status", True)
-            return set_managed_fields(new, status_fm.update(current, new, CONTROLLER_MANAGER))
+            return new if changed else None
 
-        try:
-            stored = await self._crd_store().update("", name, try_update)
-        except apierrors.StatusError as e:
-            if e.code == 404:
-                return False
-            raise
+        stored = await self._client().update(_crd_path(name, "status"), changed_status)
+        if stored is None:  # deleted meanwhile
+            return False
         if changed:
-            self.crds[name] = stored.obj
+            self._written[name] = stored
         return changed
 
     async def _update_names(self, crd: JSON) -> bool:
-        group = (crd.get("spec") or {}).get("group")
-        in_group = [c for c in self.crds.values() if (c.get("spec") or {}).get("group") == group]
+        keys = [k for g in _group_of(crd) for k in self.informer.indexer.index_keys("group", g)]
+        in_group = [c for k in keys if (c := self._get(k)) is not None]
         names, accepted, established = calculate_names(crd, in_group)
 
         def change(status: JSON) -> None:
@@ -324,18 +289,17 @@ class CRDControllers:
         }  # fmt: skip
         await self._update_status(name, lambda s: set_condition(s, done))
 
-        async def lift(current: JSONObject) -> JSONObject:
-            new = copy.deepcopy(current)
+        def lift(current: JSON) -> JSON:
             finalizers = [
-                f for f in new["metadata"].get("finalizers") or [] if f != CLEANUP_FINALIZER
+                f for f in current["metadata"].get("finalizers") or [] if f != CLEANUP_FINALIZER
             ]
             if finalizers:
-                new["metadata"]["finalizers"] = finalizers
+                current["metadata"]["finalizers"] = finalizers
             else:
-                new["metadata"].pop("finalizers", None)
-            return new
+                current["metadata"].pop("finalizers", None)
+            return current
 
-        await self._crd_store().update("", name, lift)
+        await self._client().update(_crd_path(name), lift)
 
     async def _delete_instances(self, name: str) -> int:
         """Delete every instance (finalizers honoured); how many are left."""
@@ -346,3 +310,7 @@ class CRDControllers:
         await store.delete_collection("", ListOptions(), options=DeleteOptions())
         left = await store.list("", ListOptions())
         return len(left.items)
+
+
+def _crd_path(name: str, sub: str = "") -> str:
+    return resource_path(CRD_GROUP, "v1", CRD_PLURAL, name=name, sub=sub)

@@ -41,6 +41,8 @@ from proxy.apiextensions.apiserver import setup_apiextensions
 from proxy.app import admission
 from proxy.app.kinds import admission_plugins, register_kinds
 from proxy.audit.server import Audit
+from proxy.authentication.filter import plain_port_authentication
+from proxy.authentication.loopback import LoopbackToken
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.endpoints import negotiation, responsewriter
 from proxy.endpoints.compression import COMPRESSION_ENABLED
@@ -51,19 +53,20 @@ from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
 from proxy.kube.bootstrap import controllers as bootstrap_controllers
 from proxy.kube.bootstrap.rbac_policy import bootstrap_policy
-from proxy.kube.bootstrap.system_namespaces import SystemNamespaces
+from proxy.kube.bootstrap.system_namespaces import (
+    SYSTEM_NAMESPACES_HOOK,
+    ensure_system_namespaces,
+)
+from proxy.kube.componentstatus import ComponentStatuses
 from proxy.kube.conversion import VIEWS
 from proxy.kube.defaulting import default_object
+from proxy.loopback.client import LoopbackClient
+from proxy.loopback.config import LoopbackConfig, loopback_host, pinned_tls_context
 from proxy.registry.conversion import VersionedStorage
-from proxy.registry.resources import (
-    REVIEWS,
-    SERVED,
-    VIRTUAL,
-    Registry,
-    build_registry,
-)
+from proxy.registry.informers import storage_informers
+from proxy.registry.resources import REVIEWS, SERVED, VIRTUAL, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
-from proxy.server import gc_pauses, http_errors
+from proxy.server import event_loop, gc_pauses, http_errors
 from proxy.server.aggregation import AGGREGATION
 from proxy.server.auth_chain import AUTH, Auth, auth_cleanup_ctx, build_auth
 from proxy.server.context import API_CONTEXT, APIContext
@@ -71,7 +74,8 @@ from proxy.server.debug import setup_debug_routes
 from proxy.server.filters import handler_chain
 from proxy.server.healthz import setup_health_routes
 from proxy.server.loop_lag import loop_lag_context
-from proxy.server.secure_serving import server_ssl_context
+from proxy.server.post_start_hooks import POST_START_HOOKS, PostStartHookContext, PostStartHooks
+from proxy.server.secure_serving import server_ssl_context, serving_cert_paths
 from proxy.server.settings import ConfigError, Settings, load_settings
 from storage import codec
 from storage.protobuf.schema import SchemaUnavailable
@@ -80,6 +84,8 @@ __all__ = [
     "EXIT_PORT_IN_USE",
     "INSTANCE_HEADER",
     "INSTANCE_ID_ENV",
+    "LOOPBACK_TOKEN",
+    "POST_START_HOOKS",
     "PortInUse",
     "build_app",
     "main",
@@ -98,6 +104,11 @@ INSTANCE_HEADER = "X-Watchcache-Instance"
 INSTANCE_ID_ENV = "WATCHCACHE_INSTANCE_ID"
 # The exit code when the port is taken, so a launcher can say so without reading the log.
 EXIT_PORT_IN_USE = 3
+
+
+# the loopback client's token and the post-start hooks, which ``serve`` starts once it
+# listens (a test that runs the app itself starts them with ``start_post_start_hooks``)
+LOOPBACK_TOKEN = web.AppKey("watchcache_loopback_token", LoopbackToken)
 
 
 class PortInUse(OSError):
@@ -153,19 +164,25 @@ def build_app(
     auth: Auth | None = None
     informer: RBACInformer | None = None
     storages = StorageMap(storage_ctx)
+    loopback = LoopbackToken()
+    hooks = PostStartHooks()
+    registry = registry or build_registry(SERVED + VIRTUAL + (REVIEWS if secure else ()))
+    # one informer per resource, shared by every controller; started with the storages
+    informers = storage_informers(registry, storages)
     if secure:
         if "RBAC" in settings.authorization_mode:
-            informer = RBACInformer(lambda plural: _rbac_storage(ctx, plural))
-        auth = build_auth(settings, informer)
-    registry = registry or build_registry(SERVED + VIRTUAL + (REVIEWS if secure else ()))
+            informer = RBACInformer(informers)
+        auth = build_auth(settings, informer, loopback)
     # API aggregation (proxy/aggregator): APIServices, the proxy, merged discovery
-    aggregator = Aggregator(settings, registry, storages)
+    aggregator = Aggregator(settings, registry, storages, informers)
     flow_control = FlowControl.build(settings)
     audit = Audit.build(settings)
     app = web.Application(
         middlewares=handler_chain(
             settings,
-            authentication=auth.authentication_filters() if auth else (),
+            authentication=(
+                auth.authentication_filters() if auth else [plain_port_authentication(loopback)]
+            ),
             authorization=auth.authorization_filters() if auth else (),
             aggregation=[aggregator.middleware()],
             flowcontrol=flow_control.middleware() if flow_control else None,
@@ -181,10 +198,16 @@ def build_app(
         registry=registry,
         storage_ctx=storage_ctx,
         storages=storages,
+        informers=informers,
         auth=auth,
         defaulter=default_object,
     )
+    ctx.component_statuses = ComponentStatuses(
+        lambda: ctx.storage_ctx.etcd3().current_resource_version()
+    ).list
     app[API_CONTEXT] = ctx
+    app[LOOPBACK_TOKEN] = loopback
+    app[POST_START_HOOKS] = hooks
     instance = os.environ.get(INSTANCE_ID_ENV) or uuid.uuid4().hex
 
     async def name_instance(request: web.Request, response: web.StreamResponse) -> None:
@@ -195,13 +218,16 @@ def build_app(
         app[AUTH] = auth
         setup_auth_routes(app)
         app.cleanup_ctx.append(
-            auth_cleanup_ctx(auth, lambda plural: _rbac_storage(ctx, plural), bootstrap_policy())
+            auth_cleanup_ctx(
+                auth, lambda plural: _rbac_storage(ctx, plural), bootstrap_policy(), hooks
+            )
         )
     if audit is not None:
         audit.install(app)
     if flow_control is not None:
-        flow_control.install(app, lambda group, plural: _storage_of(ctx, group, plural))
-        ctx.flowcontrol_config_ready = flow_control.config_ready
+        flow_control.install(
+            app, lambda group, plural: _storage_of(ctx, group, plural), hooks, informers
+        )
     setup_health_routes(app)
     setup_metrics_routes(app)
     setup_debug_routes(app)
@@ -214,16 +240,18 @@ def build_app(
     app.cleanup_ctx.append(loop_lag_context())
     app.on_cleanup.append(_stop_gc_timing(gc_pauses.install()))
     app.cleanup_ctx.append(_storages_and_compactor(ctx))
-    setup_apiextensions(app, ctx)  # after the storages: its controllers use them
+    setup_apiextensions(app, ctx, hooks)
     app[AGGREGATION] = ctx.aggregator = aggregator
     app.cleanup_ctx.append(aggregator.cleanup_ctx())
-    # the chain, its Warning headers, its configurations
-    admission.install(app, ctx, admission_plugins())
+    aggregator.add_post_start_hooks(hooks)
+    # the chain, its Warning headers, its configurations, its hooks
+    admission.install(app, ctx, admission_plugins(), hooks)
     if settings.system_namespaces:
-        app.cleanup_ctx.append(_system_namespaces_task(ctx))
-        app.cleanup_ctx.append(bootstrap_controllers.cleanup_ctx(ctx))
+        hooks.add(SYSTEM_NAMESPACES_HOOK, ensure_system_namespaces)
+        bootstrap_controllers.add_hooks(hooks, ctx)
 
     async def on_shutdown(app: web.Application) -> None:
+        await hooks.stop()  # no internal write outlives the listeners
         await ctx.stop_watches()
 
     async def on_cleanup(app: web.Application) -> None:
@@ -252,15 +280,18 @@ def _storages_and_compactor(
     ctx: APIContext,
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     """A cleanup context that, at start-up, builds every served resource's storage (so
-    every watch cache primes at once, as kube-apiserver creates its cachers) and starts
+    every watch cache primes at once, as kube-apiserver creates its cachers), starts
     the storage context (the etcd client's one compactor, ``--etcd-compaction-interval``,
-    whether or not the watch cache is on); the storage context stops it at close."""
+    whether or not the watch cache is on; the storage context stops it at close) and
+    then the shared informers over those storages (stopped when the app closes)."""
 
     async def run(app: web.Application) -> AsyncIterator[None]:
         ctx.storage_ctx.start()
         _serve_conversion_views(ctx)
         ctx.storages.build_all(r for r in ctx.registry if r.has_storage)
+        ctx.informers.start()
         yield
+        await ctx.informers.shutdown()
 
     return run
 
@@ -276,23 +307,6 @@ def _serve_conversion_views(ctx: APIContext) -> None:
         inner = ctx.storages.for_resource(base).store
         versioned = VersionedStorage(inner, view.api_version, base.api_version, converter)
         ctx.storages.add_view(view, versioned)
-
-
-def _system_namespaces_task(
-    ctx: APIContext,
-) -> Callable[[web.Application], AsyncIterator[None]]:
-    """A cleanup context that runs ``SystemNamespaces`` for the app's lifetime."""
-
-    async def run(app: web.Application) -> AsyncIterator[None]:
-        creator = SystemNamespaces(ctx.registry, ctx.storages)
-        ctx.system_namespaces_ready = creator.ready
-        task = asyncio.create_task(creator.run(), name="system-namespaces")
-        yield
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-    return run
 
 
 def _new_client(settings: Settings) -> object:
@@ -325,6 +339,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     storage_ctx = StorageContext(settings=settings, client=client)
+    loopback: LoopbackClient | None = None
     try:
         ssl_context = server_ssl_context(settings) if settings.secure_port is not None else None
         app = build_app(settings, storage_ctx)
@@ -342,10 +357,10 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         await runner.setup()
         # the plain port first: scripts that wait for the first "serving on" line and
         # talk plain HTTP keep working when a secure port is added
+        secure_bound = plain_bound = None
         if settings.port is not None:
             plain_address = settings.insecure_bind_address or settings.bind_address
-            bound = await _start_site(runner, plain_address, settings, settings.port, None)
-            app[API_CONTEXT].serving_port = bound
+            plain_bound = await _start_site(runner, plain_address, settings, settings.port, None)
             if not _is_loopback(plain_address):
                 log.warning(
                     "the plain port %d on %s is reachable from the network and serves every "
@@ -353,18 +368,48 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
                     settings.port, plain_address,
                 )  # fmt: skip
         if settings.secure_port is not None:
-            app[API_CONTEXT].serving_port = await _start_site(
+            secure_bound = await _start_site(
                 runner, settings.bind_address, settings, settings.secure_port, ssl_context
             )
+        app[API_CONTEXT].serving_port = secure_bound or plain_bound
+        loopback = start_post_start_hooks(
+            app, loopback_config(settings, app[LOOPBACK_TOKEN], secure_bound, plain_bound)
+        )
         await stop.wait()
         log.info("shutting down")
         app[API_CONTEXT].shutting_down = True
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-        await runner.cleanup()
+        await runner.cleanup()  # stops the hooks (on_shutdown) before the storages
+        if loopback is not None:
+            await loopback.close()
         await client.close()
     return 0
+
+
+def loopback_config(
+    settings: Settings, token: LoopbackToken, secure_port: int | None, plain_port: int | None
+) -> LoopbackConfig:
+    """The loopback client's target: this server's secure port, pinned to its serving
+    certificate, or its plain port when it serves no other (``proxy.loopback.config``)."""
+    timeout = settings.request_timeout + 5.0  # the server ends a request first
+    if secure_port is not None:
+        host = loopback_host(settings.bind_address)
+        cert, _ = serving_cert_paths(settings)
+        return LoopbackConfig(f"https://{host}:{secure_port}", token.token,
+                              pinned_tls_context(cert), timeout=timeout)  # fmt: skip
+    assert plain_port is not None, "a server listens on at least one port"
+    host = loopback_host(settings.insecure_bind_address or settings.bind_address)
+    return LoopbackConfig(f"http://{host}:{plain_port}", token.token, timeout=timeout)
+
+
+def start_post_start_hooks(app: web.Application, config: LoopbackConfig) -> LoopbackClient:
+    """Start the app's post-start hooks (once it listens) with a loopback client for
+    ``config``; the hooks stop at the app's shutdown, the caller closes the client."""
+    client = LoopbackClient(config)
+    app[POST_START_HOOKS].start(PostStartHookContext(client))
+    return client
 
 
 def _is_loopback(address: str) -> bool:
@@ -381,8 +426,8 @@ async def _start_site(
     port: int,
     ssl_context: ssl.SSLContext | None,
 ) -> int:
-    """Listen on ``host``:``port`` and return the port bound; :class:`PortInUse` (not
-    a bare OSError) when the port is taken."""
+    """Listen on ``host``:``port``; the port bound (``port`` may be 0), or
+    :class:`PortInUse` (not a bare OSError) when the port is taken."""
     site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     try:
         await site.start()
@@ -397,8 +442,9 @@ async def _start_site(
         raise
     bound = port
     server = site._server  # aiohttp exposes the bound port only through the server
-    if isinstance(server, asyncio.base_events.Server) and server.sockets:
-        bound = int(server.sockets[0].getsockname()[1])
+    sockets = getattr(server, "sockets", None)  # asyncio's Server or uvloop's
+    if sockets:
+        bound = int(sockets[0].getsockname()[1])
     scheme = "https" if ssl_context is not None else "http"
     print(f"serving on {scheme}://{host}:{bound}", flush=True)
     log.info(
@@ -421,7 +467,7 @@ def main(argv: Sequence[str]) -> int:
     )
     with contextlib.suppress(KeyboardInterrupt):
         try:
-            return asyncio.run(serve(settings))
+            return event_loop.run(serve(settings), settings.event_loop)
         except ConfigError as e:
             print(f"watchcache serve: {e}", file=sys.stderr)
             return 2

@@ -5,18 +5,17 @@ auditing (as upstream, which needs both to write a log)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from cacher.cacher import cancel_all
 from proxy.audit import filter as audit_filter
 from proxy.audit.log_backend import LogBackend
 from proxy.audit.policy import Policy, PolicyError, load_policy
 from proxy.server.settings import ConfigError, Settings
+from proxy.server.supervised_task import SupervisedTask
 
 __all__ = ["Audit"]
 
@@ -51,8 +50,10 @@ class Audit:
         app.on_response_prepare.append(audit_filter.on_response_prepare)
 
         async def run(app: web.Application) -> AsyncIterator[None]:
-            task = asyncio.create_task(self.backend.run(), name="audit-log-writer")
+            # from start-up, not after listening: it drains what requests buffer
+            writer = SupervisedTask("audit-log-writer", self.backend.run)
+            writer.start()
             yield
-            await cancel_all([task])
+            await writer.stop()
 
         app.cleanup_ctx.append(run)

@@ -7,7 +7,8 @@ upstream's Status (``Unauthorized``); upstream sends no ``WWW-Authenticate`` hea
 neither does this. The reason goes to the log, never the credential.
 
 The plain port (``--port``) is kube's old insecure port: no authentication, every
-request is ``system:unsecured`` in ``system:masters``.
+request is ``system:unsecured`` in ``system:masters`` — but the loopback token's
+(``proxy.authentication.loopback``), which is ``system:apiserver`` on either port.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from aiohttp.typedefs import Middleware
 
 from proxy import apierrors
 from proxy.authentication.authenticator import AuthenticationError, RequestAuthenticator
+from proxy.authentication.loopback import LoopbackToken
 from proxy.authentication.metrics import record_authentication
 from proxy.endpoints import negotiation
 from proxy.request.user import (
@@ -35,6 +37,7 @@ __all__ = [
     "PLAIN_PORT_USER",
     "authentication_middleware",
     "is_secure",
+    "plain_port_authentication",
     "status_response",
     "unauthorized",
 ]
@@ -72,13 +75,32 @@ def _audiences_acceptable(api: tuple[str, ...], token: tuple[str, ...]) -> bool:
     return not api or not token or bool(set(api) & set(token))
 
 
+def plain_port_user(request: web.Request, loopback: LoopbackToken | None) -> UserInfo:
+    """``system:unsecured``, or ``system:apiserver`` for the loopback token."""
+    user = loopback.authenticate_plain(request) if loopback is not None else None
+    return user or PLAIN_PORT_USER
+
+
+def plain_port_authentication(loopback: LoopbackToken) -> Middleware:
+    """The authentication filter of a server without a secure port."""
+
+    @web.middleware
+    async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+        request[USER_KEY] = plain_port_user(request, loopback)
+        return await handler(request)
+
+    return authenticate
+
+
 def authentication_middleware(
-    authenticator: RequestAuthenticator, api_audiences: tuple[str, ...] = ()
+    authenticator: RequestAuthenticator,
+    api_audiences: tuple[str, ...] = (),
+    loopback: LoopbackToken | None = None,
 ) -> Middleware:
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
         if not is_secure(request):
-            request[USER_KEY] = PLAIN_PORT_USER
+            request[USER_KEY] = plain_port_user(request, loopback)
             return await handler(request)
         start = time.perf_counter()
         try:

@@ -19,12 +19,12 @@ import yaml
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.apimachinery.validation import field
 from proxy.endpoints import negotiation
 from proxy.fieldmanager.field_manager import FieldManager, manager_or_user_agent
 from proxy.fieldmanager.fieldpath import PathElement, Set
 from proxy.registry.resources import ResourceInfo
 from proxy.request.warning import warning_header
+from proxy.request.write_options import APPLY_PATCH, check_patch_options, force_of
 from storage.interfaces import JSONObject
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
     "strict_decoding",
 ]
 
-APPLY_PATCH = "application/apply-patch+yaml"
 
 
 @functools.cache
@@ -127,29 +126,6 @@ def sent_managed_fields(obj: Mapping[str, Any]) -> Any:
     """The managedFields a request body carries (None when it has none)."""
     meta = obj.get("metadata")
     return meta.get("managedFields") if isinstance(meta, dict) else None
-
-
-def check_patch_options(query: Mapping[str, str], patch_type: str) -> None:
-    """Upstream's ``ValidatePatchOptions``: ``force`` only for apply, ``fieldManager``
-    required for apply (422 Invalid on ``PatchOptions.meta.k8s.io``)."""
-    errs: list[Any] = []
-    if patch_type != APPLY_PATCH:
-        if "force" in query:
-            errs.append(field.forbidden("force", "may not be specified for non-apply patch"))
-    elif not query.get("fieldManager"):
-        errs.append(field.required("fieldManager", "is required for apply patch"))
-    if errs:
-        raise field.to_status("PatchOptions.meta.k8s.io", "", errs)
-
-
-def force_of(query: Mapping[str, str]) -> bool:
-    """``force`` as Go's strconv.ParseBool reads it (400 otherwise)."""
-    raw = query.get("force", "false")
-    if raw in ("1", "t", "T", "true", "TRUE", "True"):
-        return True
-    if raw in ("0", "f", "F", "false", "FALSE", "False", ""):
-        return False
-    raise apierrors.bad_request(f'strconv.ParseBool: parsing "{raw}": invalid syntax')
 
 
 def decode_apply_body(body: bytes) -> JSONObject:

@@ -1,7 +1,12 @@
 """The configuration consumer (upstream's ``apf_controller.go`` + ``apf_filter.go``):
-keeps the FlowSchemas and PriorityLevelConfigurations in memory (list, then watch, as
-an informer), classifies requests, owns one queue set per priority level, lends and
-borrows seats between levels, and writes each FlowSchema's ``Dangling`` condition.
+reads the FlowSchemas and PriorityLevelConfigurations from their shared informers,
+classifies requests, owns one queue set per priority level, lends and borrows seats
+between levels, and writes each FlowSchema's ``Dangling`` condition.
+
+As upstream's, the informers' handlers only enqueue one work item (``CONFIG_KEY``: the
+configuration as a whole); its reconcile digests both resources at once (levels,
+ordered schemas) and then writes the ``Dangling`` conditions that differ. A failed
+write requeues the item with the queue's backoff.
 
 Concurrency (seats): the server's total is ``--max-requests-inflight`` +
 ``--max-mutating-requests-inflight``. A level's nominal limit is
@@ -14,15 +19,14 @@ out by one fair fraction of those targets, each kept within [nominal - lendable,
 nominal + borrowing limit] (upstream's ``computeConcurrencyAllocation``). Exempt
 levels are never limited.
 
-Until the informers have listed both resources, the built-in mandatory configuration
-classifies (so a request is never unclassified). A FlowSchema whose level does not
-exist is dangling: skipped by classification, and marked so in its status.
+Until both informers have synced, the built-in mandatory configuration classifies (so
+a request is never unclassified). A FlowSchema whose level does not exist is dangling:
+skipped by classification, and marked so in its status.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 from collections.abc import Callable
@@ -33,14 +37,20 @@ import orjson
 
 from cacher.cacher import cancel_all
 from proxy.flowcontrol import bootstrap, metrics
+from proxy.flowcontrol.config_producer import GROUP
 from proxy.flowcontrol.fairqueuing.queueset import QueueSet, QueuingConfig
 from proxy.flowcontrol.matching import FlowSchemaSpec, matches, parse_flow_schema, sort_schemas
+from proxy.informer import (
+    EventHandlers,
+    SharedIndexInformer,
+    WorkQueue,
+    run_workers,
+    wait_for_cache_sync,
+)
+from proxy.loopback.client import LoopbackClient, resource_path
 from proxy.registry.object_meta import now_rfc3339
-from proxy.registry.storage_factory import ResourceStorage
 from proxy.request.request_info import RequestInfo
 from proxy.request.user import UserInfo
-from storage import errors as serr
-from storage.interfaces import ListOptions
 
 __all__ = ["APFController", "PriorityLevel", "allocate"]
 
@@ -48,7 +58,7 @@ log = logging.getLogger("watchcache.flowcontrol")
 
 JSON = dict[str, Any]
 ADJUST_SECONDS = 10.0
-RETRY_SECONDS = 1.0
+CONFIG_KEY = "configuration"
 DEMAND_DECAY = 0.977
 CLASSIFY_CACHE_SIZE = 10_000
 RESOURCES = ("prioritylevelconfigurations", "flowschemas")
@@ -143,15 +153,17 @@ def _builtin(plural: str) -> list[JSON]:
 class APFController:
     """Classification and the priority levels; ``run()`` keeps them current."""
 
-    storages: dict[str, ResourceStorage] | None
+    # writes the FlowSchemas' Dangling conditions; None: the built-in configuration only
+    client: LoopbackClient | None
     total_seats: int
     clock: Callable[[], float] | None = None
     objects: dict[str, dict[str, JSON]] = field(default_factory=dict)
     levels: dict[str, PriorityLevel] = field(default_factory=dict)
     schemas: list[FlowSchemaSpec] = field(default_factory=list)
     synced: asyncio.Event = field(default_factory=asyncio.Event)
-    _status_wanted: asyncio.Event = field(default_factory=asyncio.Event)
-    _listed: set[str] = field(default_factory=set)
+    # plural -> its shared informer (``watch``); None: the built-in configuration only
+    informers: dict[str, SharedIndexInformer] | None = None
+    queue: WorkQueue[str] = field(default_factory=lambda: WorkQueue("apf-controller"))
     _classified: dict[tuple[Any, ...], tuple[FlowSchemaSpec, PriorityLevel]] = field(
         default_factory=dict
     )
@@ -212,7 +224,6 @@ class APFController:
         self.schemas = sort_schemas(
             [parse_flow_schema(o) for o in self.objects["flowschemas"].values()]
         )
-        self._status_wanted.set()
 
     def _set_nominal(self) -> None:
         shares = {n: _shares(level.spec) for n, level in self.levels.items()}
@@ -252,44 +263,22 @@ class APFController:
 
     # ------------------------------------------------------------------ the informers
 
-    async def _list_and_watch(self, plural: str) -> None:
-        assert self.storages is not None
-        rs = self.storages[plural]
-        key = rs.list_key("")
-        listed = await rs.store.get_list(key, ListOptions(resource_version="0"))
-        self.objects[plural] = {item.obj["metadata"]["name"]: item.obj for item in listed.items}
-        self._listed.add(plural)
-        self._digest()
-        if self._listed.issuperset(RESOURCES):
-            self.synced.set()
-        watcher = await rs.store.watch(
-            key, ListOptions(resource_version=str(listed.resource_version))
-        )
-        try:
-            async for event in watcher:
-                if event.type == "ERROR":
-                    return
-                if event.type == "BOOKMARK":
-                    continue
-                obj = orjson.loads(event.data)
-                name = obj["metadata"]["name"]
-                if event.type == "DELETED":
-                    self.objects[plural].pop(name, None)
-                else:
-                    self.objects[plural][name] = obj
-                self._digest()
-        finally:
-            await watcher.stop()
+    def watch(self, informers: dict[str, SharedIndexInformer]) -> None:
+        """Read the configuration from ``informers`` (plural -> informer) from now on."""
+        self.informers = informers
+        enqueue = EventHandlers.each(lambda _: self.queue.add(CONFIG_KEY))
+        for informer in informers.values():
+            informer.add_event_handler(enqueue)
 
-    async def _inform(self, plural: str) -> None:
-        while True:
-            try:
-                await self._list_and_watch(plural)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # etcd down, compaction: list again
-                log.info("flow-control informer for %s: %s (relisting)", plural, e)
-                await asyncio.sleep(RETRY_SECONDS)
+    async def reconcile(self, key: str) -> None:
+        """Digest the whole configuration, then write the Dangling conditions."""
+        assert self.informers is not None
+        for plural in RESOURCES:
+            objects = self.informers[plural].indexer.list()
+            self.objects[plural] = {o["metadata"]["name"]: o for o in objects}
+        self._digest()
+        self.synced.set()
+        await self._write_statuses()
 
     async def _adjust_forever(self) -> None:
         while True:
@@ -316,44 +305,40 @@ class APFController:
         }
 
     async def _write_status(self, name: str, wanted: JSON) -> None:
-        assert self.storages is not None
-        rs = self.storages["flowschemas"]
+        assert self.client is not None
 
-        async def set_condition(obj: JSON) -> JSON:
+        def set_condition(obj: JSON) -> JSON:
             conditions = [c for c in (obj.get("status") or {}).get("conditions") or ()
                           if c.get("type") != "Dangling"]  # fmt: skip
             conditions.append({**wanted, "lastTransitionTime": now_rfc3339()})
-            obj = {**obj, "status": {**(obj.get("status") or {}), "conditions": conditions}}
-            return obj
+            return {**obj, "status": {**(obj.get("status") or {}), "conditions": conditions}}
 
-        with contextlib.suppress(serr.NotFound):
-            await rs.store.guaranteed_update(rs.object_key("", name), None, set_condition)
+        path = resource_path(GROUP, "v1", "flowschemas", name=name, sub="status")
+        await self.client.update(path, set_condition)  # None: deleted meanwhile
 
-    async def _statuses_forever(self) -> None:
-        while True:
-            await self._status_wanted.wait()
-            self._status_wanted.clear()
-            if not self.synced.is_set():
-                continue
-            for name, obj in list(self.objects["flowschemas"].items()):
-                wanted = self._dangling_condition(obj)
-                have = [c for c in (obj.get("status") or {}).get("conditions") or ()
-                        if c.get("type") == "Dangling"]  # fmt: skip
-                current = {k: have[0].get(k) for k in wanted} if have else None
-                if current != wanted:
-                    try:
-                        await self._write_status(name, wanted)
-                    except Exception as e:  # etcd down: the next change retries
-                        log.info("writing FlowSchema %s status: %s", name, e)
+    async def _write_statuses(self) -> None:
+        for name, obj in list(self.objects["flowschemas"].items()):
+            wanted = self._dangling_condition(obj)
+            have = [c for c in (obj.get("status") or {}).get("conditions") or ()
+                    if c.get("type") == "Dangling"]  # fmt: skip
+            current = {k: have[0].get(k) for k in wanted} if have else None
+            if current != wanted:
+                await self._write_status(name, wanted)
+
+    async def _control(self) -> None:
+        assert self.informers is not None
+        await wait_for_cache_sync(*self.informers.values())
+        self.queue.add(CONFIG_KEY)
+        try:
+            await run_workers("apf-controller", self.queue, self.reconcile)
+        finally:
+            self.queue.shut_down()
 
     async def run(self) -> None:
         """Run until cancelled."""
         tasks = [asyncio.create_task(self._adjust_forever(), name="apf-borrowing")]
-        if self.storages is not None:
-            tasks += [
-                asyncio.create_task(self._inform(p), name=f"apf-informer-{p}") for p in RESOURCES
-            ]
-            tasks.append(asyncio.create_task(self._statuses_forever(), name="apf-status"))
+        if self.client is not None and self.informers is not None:
+            tasks.append(asyncio.create_task(self._control(), name="apf-controller"))
         try:
             await asyncio.gather(*tasks)
         finally:

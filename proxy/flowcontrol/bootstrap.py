@@ -4,7 +4,7 @@ mandatory PriorityLevelConfigurations ``exempt`` and ``catch-all`` with FlowSche
 leader-election, workload-high, workload-low, global-default and their FlowSchemas).
 Each carries ``apf.kubernetes.io/autoupdate-spec: "true"``.
 
-Only specs live here; ``config_producer.BootstrapEnsurer`` writes them.
+Only specs live here; ``config_producer.ensure_bootstrap_configuration`` writes them.
 """
 
 from __future__ import annotations

@@ -7,32 +7,28 @@ suggested FlowSchemas and PriorityLevelConfigurations.
   ``"true"``, gets its spec put back when someone changed it;
 - a suggested object whose annotation is anything else is left as the user made it.
 
-Retries every second until every object is as wanted (etcd down at start), then sets
-``ready`` (readyz's ``poststarthook/priority-and-fairness-config-producer``).
+Written through the loopback client (validated, admitted, audited as
+``system:apiserver``, with managedFields); a failure (etcd down at start) ends the pass
+and the hook's supervisor runs it again, so readyz's
+``poststarthook/priority-and-fairness-config-producer`` passes once every object is as
+wanted.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import copy
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.flowcontrol import bootstrap
-from proxy.registry import object_meta
-from proxy.registry.storage_factory import ResourceStorage
-from storage import errors as serr
-from storage.interfaces import GetOptions
+from proxy.loopback.client import LoopbackClient, Mutate, resource_path
 
-__all__ = ["GROUP", "BootstrapEnsurer"]
+__all__ = ["CONFIG_PRODUCER_HOOK", "GROUP", "ensure_bootstrap_configuration"]
 
 log = logging.getLogger("watchcache.flowcontrol")
 
 GROUP = "flowcontrol.apiserver.k8s.io"
-RETRY_SECONDS = 1.0
+CONFIG_PRODUCER_HOOK = "priority-and-fairness-config-producer"
 JSON = dict[str, Any]
 
 
@@ -56,63 +52,32 @@ def _wanted() -> list[tuple[str, str, str, JSON, bool]]:
     return out
 
 
-@dataclass
-class BootstrapEnsurer:
-    """Writes the bootstrap objects through ``storages`` (plural -> storage)."""
+def _reconciler(spec: JSON, mandatory: bool) -> Mutate:
+    """Put ``spec`` back on a mandatory object, or a suggested one still auto-updated."""
 
-    storages: dict[str, ResourceStorage]
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-
-    async def _ensure(self, plural: str, kind: str, name: str, spec: JSON, mandatory: bool) -> None:
-        rs = self.storages[plural]
-        key = rs.object_key("", name)
-        try:
-            stored = await rs.store.get(key, GetOptions(""))
-        except serr.NotFound:
-            obj: JSON = {
-                "apiVersion": f"{GROUP}/v1",
-                "kind": kind,
-                "metadata": {
-                    "name": name,
-                    "annotations": {bootstrap.AUTOUPDATE_ANNOTATION: "true"},
-                },
-                "spec": copy.deepcopy(spec),
-            }
-            obj["status"] = {}
-            object_meta.prepare_for_create(obj, rs.resource, "")
-            # AlreadyExists: another replica was first; the next round checks its spec
-            with contextlib.suppress(serr.AlreadyExists):
-                await rs.store.create(key, obj)
-            return
-        current = stored.obj
+    def reconcile(current: JSON) -> JSON | None:
         annotations = (current.get("metadata") or {}).get("annotations") or {}
         auto = annotations.get(bootstrap.AUTOUPDATE_ANNOTATION) == "true"
         if current.get("spec") == spec or not (mandatory or auto):
-            return
+            return None
+        log.info("restoring the spec of the bootstrap %s %s", current.get("kind"),
+                 current["metadata"]["name"])  # fmt: skip
+        current["spec"] = copy.deepcopy(spec)
+        meta = current.setdefault("metadata", {})
+        meta.setdefault("annotations", {})[bootstrap.AUTOUPDATE_ANNOTATION] = "true"
+        return current
 
-        async def put_back(obj: JSON) -> JSON:
-            obj = copy.deepcopy(obj)
-            obj["spec"] = copy.deepcopy(spec)
-            meta = obj.setdefault("metadata", {})
-            meta.setdefault("annotations", {})[bootstrap.AUTOUPDATE_ANNOTATION] = "true"
-            meta["generation"] = int(meta.get("generation") or 1) + 1
-            return obj
+    return reconcile
 
-        log.info("restoring the spec of the bootstrap %s %s", kind, name)
-        await rs.store.guaranteed_update(key, None, put_back)
 
-    async def ensure_once(self) -> bool:
-        """One pass; True when every object is as wanted."""
-        for plural, kind, name, spec, mandatory in _wanted():
-            try:
-                await self._ensure(plural, kind, name, spec, mandatory)
-            except Exception as e:  # etcd down, timeouts: the next pass retries
-                log.info("ensuring %s %s: %s (will retry)", kind, name, e)
-                return False
-        return True
-
-    async def run(self) -> None:
-        while not await self.ensure_once():
-            await self.sleep(RETRY_SECONDS)
-        self.ready.set()
+async def ensure_bootstrap_configuration(client: LoopbackClient) -> None:
+    """One pass over every bootstrap object (levels first: schemas refer to them); an
+    error ends it (the post-start hook's supervisor runs it again)."""
+    for plural, kind, name, spec, mandatory in _wanted():
+        obj: JSON = {
+            "apiVersion": f"{GROUP}/v1",
+            "kind": kind,
+            "metadata": {"name": name, "annotations": {bootstrap.AUTOUPDATE_ANNOTATION: "true"}},
+            "spec": copy.deepcopy(spec),
+        }
+        await client.ensure(resource_path(GROUP, "v1", plural), obj, _reconciler(spec, mandatory))

@@ -8,20 +8,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from cacher.cacher import cancel_all
 from proxy.flowcontrol import filter as apf_filter
-from proxy.flowcontrol.apf_controller import APFController
-from proxy.flowcontrol.config_producer import GROUP, BootstrapEnsurer
+from proxy.flowcontrol.apf_controller import RESOURCES, APFController
+from proxy.flowcontrol.config_producer import (
+    CONFIG_PRODUCER_HOOK,
+    GROUP,
+    ensure_bootstrap_configuration,
+)
 from proxy.flowcontrol.debug import setup_apf_debug_routes
 from proxy.flowcontrol.work_estimator import estimate_seats, served_from_cache
+from proxy.informer import SharedInformerFactory
 from proxy.registry.storage_factory import ResourceStorage
 from proxy.request.request_info import RequestInfo
+from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
 from proxy.server.settings import Settings
 
 __all__ = ["FlowControl"]
@@ -40,10 +45,7 @@ class FlowControl:
     # uncached resources' etcd counts, refreshed by a task for those asked about
     counts: dict[tuple[str, str], int] = field(default_factory=dict)
     wanted: set[tuple[str, str]] = field(default_factory=set)
-    ensurer: BootstrapEnsurer | None = None
     _storages: dict[tuple[str, str], ResourceStorage] = field(default_factory=dict)
-    # set once the bootstrap objects are written, or at once when none will be (readyz)
-    config_ready: asyncio.Event = field(default_factory=asyncio.Event)
 
     @classmethod
     def build(cls, settings: Settings) -> FlowControl | None:
@@ -103,30 +105,41 @@ class FlowControl:
         self,
         app: web.Application,
         storage_of: Callable[[str, str], ResourceStorage | None],
+        hooks: PostStartHooks,
+        informers: SharedInformerFactory,
     ) -> None:
-        """Debug routes, the response hook, and a cleanup context running the
-        controller, the bootstrap ensurer (unless --system-namespaces=false, which
-        keeps etcd untouched) and the object counter."""
+        """Debug routes, the response hook, and the post-start hooks: the controller
+        (``priority-and-fairness-filter``), the object counter, and the bootstrap
+        configuration (``priority-and-fairness-config-producer``; not with
+        --system-namespaces=false, which keeps etcd untouched)."""
         self.storage_of = storage_of
         app.on_response_prepare.append(apf_filter.on_response_prepare)
         setup_apf_debug_routes(app, self.controller)
 
-        async def run(app: web.Application) -> AsyncIterator[None]:
-            plurals = ("flowschemas", "prioritylevelconfigurations")
-            found = {p: storage_of(GROUP, p) for p in plurals}
-            storages = {p: rs for p, rs in found.items() if rs is not None}
-            tasks: list[asyncio.Task[None]] = [
-                asyncio.create_task(self._count_forever(), name="apf-object-counts")
-            ]
-            if len(storages) == len(plurals):
-                self.controller.storages = storages
-                if self.settings.system_namespaces:
-                    self.ensurer = BootstrapEnsurer(storages, ready=self.config_ready)
-                    tasks.append(asyncio.create_task(self.ensurer.run(), name="apf-bootstrap"))
-            if self.ensurer is None:
-                self.config_ready.set()
-            tasks.append(asyncio.create_task(self.controller.run(), name="apf-controller"))
-            yield
-            await cancel_all(tasks)
+        async def controller(hook: PostStartHookContext) -> None:
+            if self._config_storages() is not None:
+                self.controller.client = hook.loopback
+                if self.controller.informers is None:  # once, not at each restart
+                    self.controller.watch({p: informers.informer_for(GROUP, p) for p in RESOURCES})
+            await self.controller.run()
 
-        app.cleanup_ctx.append(run)
+        async def counts(hook: PostStartHookContext) -> None:
+            await self._count_forever()
+
+        async def producer(hook: PostStartHookContext) -> None:
+            if self._config_storages() is not None:
+                await ensure_bootstrap_configuration(hook.loopback)
+
+        hooks.add("priority-and-fairness-filter", controller, ready=self._controller_synced)
+        hooks.add("storage-object-count-tracker-hook", counts, ready=lambda: True)
+        if self.settings.system_namespaces:
+            hooks.add(CONFIG_PRODUCER_HOOK, producer)
+
+    def _config_storages(self) -> dict[str, ResourceStorage] | None:
+        """The FlowSchemas' and priority levels' storages, None unless both are served."""
+        found = {p: self._storage(GROUP, p) for p in RESOURCES}
+        storages = {p: rs for p, rs in found.items() if rs is not None}
+        return storages if len(storages) == len(RESOURCES) else None
+
+    def _controller_synced(self) -> bool:
+        return self.controller.informers is None or self.controller.synced.is_set()

@@ -29,15 +29,21 @@ CountGetter = Callable[[str, str], int | None]  # (group, resource) -> stored ob
 
 
 def served_from_cache(query: Mapping[str, str], cached: bool, consistent_from_cache: bool) -> bool:
-    """Whether a LIST is served by the watch cache (the delegator's table, SEMANTICS §3)."""
+    """Whether a LIST is served by the watch cache, as upstream's list work estimator
+    asks the delegator's table (``ShouldDelegateListMeta``) with a cache *without*
+    snapshots: continue, Exact and the legacy exact form count as etcd reads even
+    though snapshots may serve them (the estimate cannot know what the cache holds)."""
     if not cached or query.get("continue"):
         return False
     rv = query.get("resourceVersion", "")
+    match = query.get("resourceVersionMatch", "")
+    if match == "NotOlderThan":
+        return True
+    if match == "Exact":
+        return False
     if rv == "":
         return consistent_from_cache
-    if rv == "0":
-        return True
-    return query.get("resourceVersionMatch", "") != "Exact" and not query.get("limit")
+    return rv == "0" or not query.get("limit")
 
 
 def _list_seats(

@@ -31,6 +31,12 @@ if TYPE_CHECKING:
 
 # kube-apiserver's feature gate (beta, on by default since 1.37)
 UNSAFE_DELETE_GATE = "AllowUnsafeMalformedObjectDeletion"
+# kube-apiserver's gate (beta, on by default since 1.34): exact and paged LISTs from
+# watch cache snapshots
+SNAPSHOT_GATE = "ListFromCacheSnapshot"
+# how often compact_rev_key is read for other servers' compactions when this one does
+# not compact (upstream's compactorPollPeriod)
+COMPACTION_OBSERVE_INTERVAL = 15.0
 
 __all__ = ["ResourceStorage", "StorageContext", "StorageMap", "new_storage"]
 
@@ -54,13 +60,27 @@ class StorageContext:
         return found if found is not None else attrs_func(resource.plural)
 
     def start(self) -> None:
-        """Start the compactor (needs the event loop; idempotent)."""
+        """Start the compactor (needs the event loop; idempotent). With compaction off
+        it still observes other servers' compactions when the watch caches keep
+        snapshots (they must not serve what etcd compacted)."""
         interval = self.settings.etcd_compaction_interval
-        if self.compactor is None and interval > 0:
+        observe = COMPACTION_OBSERVE_INTERVAL if self.list_from_cache_snapshot else 0.0
+        if self.compactor is None and (interval > 0 or observe > 0):
             self.compactor = Compactor(
-                self.client, interval, request_timeout=self.settings.etcd_request_timeout
+                self.client,
+                interval,
+                request_timeout=self.settings.etcd_request_timeout,
+                observe_interval=observe,
             )
             self.compactor.start()
+
+    @property
+    def list_from_cache_snapshot(self) -> bool:
+        return self.settings.feature_gates.get(SNAPSHOT_GATE, True)
+
+    def compact_revision(self) -> int:
+        """The latest etcd compaction the compactor knows of (0: none)."""
+        return self.compactor.compact_revision if self.compactor is not None else 0
 
     @property
     def allow_unsafe_malformed_object_deletion(self) -> bool:
@@ -119,6 +139,10 @@ def new_storage(resource: ResourceInfo, ctx: StorageContext) -> Interface:
         default_watch_cache_size=settings.default_watch_cache_size,
         bookmark_interval=settings.watch_bookmark_interval,
         consistent_list_from_cache=settings.feature_gates.get("ConsistentListFromCache", False),
+        list_from_cache_snapshot=ctx.list_from_cache_snapshot,
+        snapshot_retention=settings.watch_cache_snapshot_retention,
+        snapshot_max=settings.watch_cache_snapshot_max,
+        compact_revision=ctx.compact_revision,
     )
     return new_cached_storage(
         ctx.etcd3(resource),

@@ -15,7 +15,6 @@ unknown mode) so ``watchcache serve`` exits 2 with the message.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from proxy.authentication.authenticator import (
 from proxy.authentication.bearer_token import BearerToken
 from proxy.authentication.filter import authentication_middleware, is_secure
 from proxy.authentication.impersonation import impersonation_middleware
+from proxy.authentication.loopback import LoopbackToken
 from proxy.authentication.request_header import RequestHeaderConfig, front_proxy_authenticators
 from proxy.authentication.service_account import (
     DEFAULT_ISSUER,
@@ -53,11 +53,12 @@ from proxy.authorization.rbac.aggregation import AggregationController
 from proxy.authorization.rbac.escalation import check_escalation
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.authorization.rbac.policy_rule import RBAC_GROUP
-from proxy.authorization.rbac.reconcile import BootstrapPolicy, RBACPolicy
+from proxy.authorization.rbac.reconcile import RBACPolicy, reconcile_bootstrap_policy
 from proxy.authorization.rbac.rule_resolver import RBACAuthorizer, RuleResolver
 from proxy.registry.storage_factory import ResourceStorage
 from proxy.request.user import request_user
 from proxy.server.certs import new_rsa_key_pem
+from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
 from proxy.server.settings import ConfigError, Settings
 from storage import errors as serr
 from storage.interfaces import GetOptions
@@ -65,6 +66,8 @@ from storage.interfaces import GetOptions
 __all__ = ["AUTH", "Auth", "auth_cleanup_ctx", "build_auth"]
 
 log = logging.getLogger("watchcache.authentication")
+
+RBAC_INFORMER_HOOK = "rbac/informers"
 
 
 @dataclass
@@ -80,22 +83,11 @@ class Auth:
     generator: TokenGenerator | None
     max_token_expiration: float
     informer: RBACInformer | None = None
-    bootstrap: BootstrapPolicy | None = None
+    # the loopback client's token (system:apiserver), on the plain port too
+    loopback: LoopbackToken | None = None
     # set by auth_cleanup_ctx at start-up: the service-account authenticator's object
     # lookups (from the watch cache), reached through this box from build_auth's closure
     getter_box: list[ObjectGetter] = field(default_factory=list)
-
-    def rbac_ready(self) -> bool:
-        """True once the bootstrap policy is stored and the informer has seen it (so a
-        ready server answers /healthz anonymously and system:masters by its binding)."""
-        if self.informer is None:
-            return True
-        if self.bootstrap is None or not self.bootstrap.ready.is_set():
-            return False
-        seen = self.informer.cluster_bindings
-        return self.informer.synced.is_set() and all(
-            b["metadata"]["name"] in seen for b in self.bootstrap.policy.cluster_role_bindings
-        )
 
     def admit_rbac_write(
         self,
@@ -118,7 +110,7 @@ class Auth:
     def authentication_filters(self) -> list[Middleware]:
         """Authentication, then impersonation (before flow control, as upstream)."""
         return [
-            authentication_middleware(self.authenticator, self.audiences),
+            authentication_middleware(self.authenticator, self.audiences, self.loopback),
             impersonation_middleware(self.authorizer),
         ]
 
@@ -183,8 +175,11 @@ def _certificate_authenticators(settings: Settings) -> list[RequestAuthenticator
         raise ConfigError(f"--requestheader-client-ca-file: {e}") from None
 
 
-def build_auth(settings: Settings, informer: RBACInformer | None) -> Auth:
-    """Everything but the storage-backed parts (see ``install_auth``)."""
+def build_auth(
+    settings: Settings, informer: RBACInformer | None, loopback: LoopbackToken | None = None
+) -> Auth:
+    """Everything but the storage-backed parts (see ``install_auth``); the loopback token
+    is tried before any other token, as upstream's ``AuthorizeClientBearerToken``."""
     issuers = settings.service_account_issuer or (DEFAULT_ISSUER,)
     audiences = settings.api_audiences or issuers
     signing_path = _signing_key(settings)
@@ -199,7 +194,7 @@ def build_auth(settings: Settings, informer: RBACInformer | None) -> Auth:
     async def lookup(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
         return await getter_box[0](plural, namespace, name) if getter_box else None
 
-    token_authenticators: list[TokenAuthenticator] = []
+    token_authenticators: list[TokenAuthenticator] = [loopback] if loopback else []
     if settings.token_auth_file:
         try:
             token_authenticators.append(TokenFile.from_path(settings.token_auth_file))
@@ -227,17 +222,22 @@ def build_auth(settings: Settings, informer: RBACInformer | None) -> Auth:
         max_token_expiration=settings.service_account_max_token_expiration,
         informer=informer,
         getter_box=getter_box,
+        loopback=loopback,
     )
 
 
 def auth_cleanup_ctx(
-    auth: Auth, storage_for: Callable[[str], ResourceStorage], policy: RBACPolicy
+    auth: Auth,
+    storage_for: Callable[[str], ResourceStorage],
+    policy: RBACPolicy,
+    hooks: PostStartHooks,
 ) -> Callable[[web.Application], AsyncIterator[None]]:
-    """A cleanup context that, for the app's lifetime, runs the RBAC informer, the
-    ClusterRole aggregation controller and the reconciler of the bootstrap ``policy``
-    (``auth.bootstrap``, whose ``ready`` the readyz check reads), and gives the
-    service-account authenticator its object lookups (from the watch cache:
-    resourceVersion 0)."""
+    """A cleanup context that gives the service-account authenticator its object lookups
+    (from the watch cache: resourceVersion 0); with RBAC, the post-start hooks of the
+    RBAC informer, the ClusterRole aggregation controller and the reconciler of the
+    bootstrap ``policy`` (``rbac/bootstrap-roles``: up once the policy is stored and the
+    informer saw it, so a ready server answers /healthz anonymously and system:masters
+    by its binding)."""
 
     async def get(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
         rs = storage_for(plural)
@@ -247,25 +247,40 @@ def auth_cleanup_ctx(
             return None
         return stored.obj
 
+    if auth.informer is not None:
+        _add_rbac_hooks(auth.informer, policy, hooks)
+
     async def run(app: web.Application) -> AsyncIterator[None]:
         auth.getter_box[:] = [get]
-        tasks: list[asyncio.Task[None]] = []
-        if auth.informer is not None:
-            informer = auth.informer
-            auth.bootstrap = BootstrapPolicy(
-                storage_for("clusterroles"), storage_for("clusterrolebindings"), policy
-            )
-            aggregation = AggregationController(informer, storage_for("clusterroles"))
-            tasks += [
-                asyncio.create_task(informer.run(), name="rbac-informer"),
-                asyncio.create_task(aggregation.run(), name="rbac-aggregation"),
-                asyncio.create_task(auth.bootstrap.run(), name="rbac-bootstrap"),
-            ]
         yield
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     return run
+
+
+def _add_rbac_hooks(informer: RBACInformer, policy: RBACPolicy, hooks: PostStartHooks) -> None:
+    aggregation = AggregationController(informer)
+
+    async def run_informer(hook: PostStartHookContext) -> None:
+        await informer.run()
+
+    async def run_aggregation(hook: PostStartHookContext) -> None:
+        await aggregation.run(hook.loopback)
+
+    changed = asyncio.Event()
+    informer.on_change(lambda plural: changed.set())
+
+    async def bootstrap_roles(hook: PostStartHookContext) -> None:
+        await reconcile_bootstrap_policy(hook.loopback, policy)
+        while not _policy_seen(informer, policy):  # up once the authorizer sees the bindings
+            changed.clear()
+            await changed.wait()
+
+    hooks.add(RBAC_INFORMER_HOOK, run_informer, ready=informer.synced.is_set)
+    hooks.add("rbac/clusterrole-aggregation", run_aggregation, after=(RBAC_INFORMER_HOOK,),
+              ready=lambda: True)  # fmt: skip
+    hooks.add("rbac/bootstrap-roles", bootstrap_roles, after=(RBAC_INFORMER_HOOK,))
+
+
+def _policy_seen(informer: RBACInformer, policy: RBACPolicy) -> bool:
+    seen = informer.cluster_bindings
+    return all(b["metadata"]["name"] in seen for b in policy.cluster_role_bindings)

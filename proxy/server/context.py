@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
+from proxy.informer import SharedInformerFactory
 from proxy.openapi.documents import OpenAPIV3
 from proxy.registry.resources import Registry, ResourceInfo
 from proxy.registry.storage_factory import StorageContext, StorageMap
@@ -41,17 +41,14 @@ class APIContext:
     registry: Registry
     storage_ctx: StorageContext
     storages: StorageMap
+    # the shared informers over ``storages`` (proxy.registry.informers), for controllers
+    informers: SharedInformerFactory
     watchers: set[Watcher] = field(default_factory=set)
     # path -> AggregatedDiscovery, built on first request (cleared when CRDs change it)
     aggregated_discovery: dict[str, Any] = field(default_factory=dict)
     # the OpenAPI v3 documents, built on first request
     openapi: OpenAPIV3 | None = None
     shutting_down: bool = False
-    # set once the system namespaces (default, kube-system, ...) exist; None: not run
-    system_namespaces_ready: asyncio.Event | None = None
-    # set once the bootstrap FlowSchemas and priority levels are written (APF's config
-    # producer); None: APF off
-    flowcontrol_config_ready: asyncio.Event | None = None
     # authentication and authorization (the secure port's); None: plain port only
     auth: Auth | None = None
     # the custom resources served now (proxy.apiextensions.serving.CustomResources)
@@ -63,6 +60,9 @@ class APIContext:
     # the port the API is served on (the secure port, else the plain one), once it
     # listens; set by ``serve`` only
     serving_port: int | None = None
+    # componentstatuses' objects, probed on each call (proxy.kube.componentstatus, from
+    # the composition root); None: not served
+    component_statuses: Callable[[], Awaitable[list[JSONObject]]] | None = None
     # the built-in kinds' defaulting; None: objects are stored as decoded
     defaulter: ObjectDefaulter | None = None
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
+from cacher.btree import extra_bytes
 from cacher.objects import held_bytes
 from proxy.endpoints import negotiation
 from proxy.endpoints.metrics import RECENT_REQUESTS, RecentRequests
@@ -47,10 +48,16 @@ def _cache_state(resource: str, cacher: Any, memory: bool) -> JSON:
         "dispatched": cacher.dispatcher.dispatched,
         "index": cacher.dispatcher.index_field,
     }
+    snapshots = cacher.snapshots
+    if snapshots is not None:
+        state["snapshots"] = {"count": len(snapshots), "oldest": snapshots.oldest}
     if memory:  # ?memory=1: a walk over every object (milliseconds per 10,000)
         sizes = [held_bytes(obj) for obj in cacher.cache.objects()]
         state["jsonBytes"] = sum(j for j, _ in sizes)
         state["heldBytes"] = sum(h for _, h in sizes)
+        if snapshots is not None:
+            nodes, extra = extra_bytes(snapshots.held(), cacher.cache.store)
+            state["snapshots"].update(nodes=nodes, bytes=extra)
     return state
 
 

@@ -8,8 +8,15 @@ ending ``<name> check failed``; success answers ``ok`` (or the list, ending
 
 - ``etcd``: a quorum read of etcd's revision within a short deadline. Part of healthz
   and readyz: readyz fails while etcd is unreachable.
-- ``poststarthook/start-system-namespaces-controller`` (readyz only): fails until the
-  system namespaces exist (``proxy.kube.bootstrap.system_namespaces``).
+- ``poststarthook/<name>`` (readyz only), one per post-start hook
+  (``proxy.server.post_start_hooks``), listed in the order they were added: fails until
+  the hook is up (a one-shot writer done: ``start-system-namespaces-controller``,
+  ``rbac/bootstrap-roles``, ``priority-and-fairness-config-producer``,
+  ``scheduling/bootstrap-system-priority-classes``; a controller synced) and again
+  while it is down after a crash (``[-]poststarthook/NAME failed: reason withheld``).
+- ``informer-sync`` (readyz only, upstream's): fails until every shared informer
+  (``proxy.informer``) has synced, and while one is down after a crash (its
+  supervisor restarts it).
 - ``poststarthook/storage-readiness`` (readyz only): fails until every resource's watch
   cache (all built at start-up) has been ready once, as kube-apiserver's hook of that
   name; passes at once with ``--watch-cache=false``.
@@ -17,8 +24,6 @@ ending ``<name> check failed``; success answers ``ok`` (or the list, ending
   unexpected error in its tasks; its line names each such cache and the error
   (``[-]watch-cache failed: watch cache of pods is restarting after reflector failed:
   ...``). Caches merely re-listing (after a compaction) or still priming do not fail it.
-- ``poststarthook/rbac/bootstrap-roles`` (readyz only, with RBAC on the secure port):
-  fails until the bootstrap policy is reconciled (``proxy.authorization.rbac.reconcile``).
 - ``autoregister-completion`` (readyz only): fails until the local APIServices of the
   built-in group-versions are stored (``proxy.aggregator.autoregister``), as upstream's.
 - ``shutdown``: fails once shutdown has begun (readyz only), so load balancers drain.
@@ -35,6 +40,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from proxy.server.context import API_CONTEXT, APIContext
+from proxy.server.post_start_hooks import POST_START_HOOKS
 
 __all__ = ["setup_health_routes"]
 
@@ -59,10 +65,10 @@ async def _shutdown(ctx: APIContext) -> None:
         raise RuntimeError("server is shutting down")
 
 
-async def _system_namespaces(ctx: APIContext) -> None:
-    ready = ctx.system_namespaces_ready
-    if ready is not None and not ready.is_set():
-        raise RuntimeError("system namespaces not created yet")
+async def _informer_sync(ctx: APIContext) -> None:
+    missing = ctx.informers.not_synced()
+    if missing:
+        raise RuntimeError(f"{len(missing)} informers not started yet: {missing}")
 
 
 async def _storage_readiness(ctx: APIContext) -> None:
@@ -80,25 +86,12 @@ async def _watch_caches(ctx: APIContext) -> None:
         raise _Named("; ".join(failed))
 
 
-async def _rbac_bootstrap(ctx: APIContext) -> None:
-    if ctx.auth is not None and not ctx.auth.rbac_ready():
-        raise RuntimeError("the bootstrap RBAC policy is not reconciled yet")
-
-
 async def _autoregister(ctx: APIContext) -> None:
     if ctx.aggregator is not None and not ctx.aggregator.autoregistered():
         raise RuntimeError("the local APIServices are not registered yet")
 
 
-async def _apf_config(ctx: APIContext) -> None:
-    ready = ctx.flowcontrol_config_ready
-    if ready is not None and not ready.is_set():
-        raise RuntimeError("the bootstrap flow-control configuration is not written yet")
-
-
-SYSTEM_NAMESPACES_CHECK = "poststarthook/start-system-namespaces-controller"
 STORAGE_READINESS_CHECK = "poststarthook/storage-readiness"
-RBAC_BOOTSTRAP_CHECK = "poststarthook/rbac/bootstrap-roles"
 
 CHECKS: dict[str, list[tuple[str, Check]]] = {
     "healthz": [("ping", _ping), ("log", _ping), ("etcd", _etcd)],
@@ -107,12 +100,10 @@ CHECKS: dict[str, list[tuple[str, Check]]] = {
         ("ping", _ping),
         ("log", _ping),
         ("etcd", _etcd),
-        (SYSTEM_NAMESPACES_CHECK, _system_namespaces),
+        ("informer-sync", _informer_sync),
         (STORAGE_READINESS_CHECK, _storage_readiness),
         ("watch-cache", _watch_caches),
-        (RBAC_BOOTSTRAP_CHECK, _rbac_bootstrap),
         ("autoregister-completion", _autoregister),  # proxy.aggregator.autoregister
-        ("poststarthook/priority-and-fairness-config-producer", _apf_config),
         ("shutdown", _shutdown),
     ],
 }
@@ -132,11 +123,28 @@ async def _run(ctx: APIContext, name: str, check: Check) -> str | None:
     return None
 
 
+def _hook_check(check: Callable[[], None]) -> Check:
+    async def run(ctx: APIContext) -> None:
+        check()
+
+    return run
+
+
+def _checks(app: web.Application, endpoint: str) -> list[tuple[str, Check]]:
+    """The endpoint's checks; readyz's with one per post-start hook before ``shutdown``."""
+    checks = CHECKS[endpoint]
+    hooks = app.get(POST_START_HOOKS)
+    if endpoint != "readyz" or hooks is None:
+        return checks
+    added = [(name, _hook_check(check)) for name, check in hooks.checks()]
+    return [*checks[:-1], *added, checks[-1]]
+
+
 async def _endpoint(request: web.Request, endpoint: str) -> web.Response:
     ctx = request.app[API_CONTEXT]
     only = request.match_info.get("check")
     excluded = set(request.query.getall("exclude", []))
-    checks = [(n, c) for n, c in CHECKS[endpoint] if n not in excluded]
+    checks = [(n, c) for n, c in _checks(request.app, endpoint) if n not in excluded]
     if only is not None:
         checks = [(n, c) for n, c in checks if n == only]
         if not checks:

@@ -13,11 +13,12 @@ step longer than ~20 ms at 10,000 pods.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Callable
 
 from aiohttp import web
 from prometheus_client import Histogram
+
+from proxy.server.supervised_task import SupervisedTask
 
 __all__ = ["LOOP_LAG", "TICK", "loop_lag_context", "run_ticker"]
 
@@ -54,10 +55,9 @@ def loop_lag_context(
     (started with the app, cancelled and awaited at cleanup)."""
 
     async def run(app: web.Application) -> AsyncIterator[None]:
-        task = asyncio.create_task(run_ticker(interval=interval), name="event-loop-lag")
+        ticker = SupervisedTask("event-loop-lag", lambda: run_ticker(interval=interval))
+        ticker.start()
         yield
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await ticker.stop()
 
     return run

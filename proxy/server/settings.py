@@ -160,6 +160,11 @@ class Settings:
     watch_cache_indexes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # e.g. ConsistentListFromCache=true
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    # ListFromCacheSnapshot (on by default, as kube-apiserver 1.34+): how long a snapshot
+    # of the store is kept once superseded, and how many per resource (ours; upstream
+    # keeps them as long as its event history)
+    watch_cache_snapshot_retention: float = 75.0
+    watch_cache_snapshot_max: int = 10_000
     # kube-apiserver compacts etcd every 5 minutes; 0 disables
     etcd_compaction_interval: float = 300.0
     # how often a watch gets a BOOKMARK (kube: 1 minute; for tests)
@@ -195,6 +200,8 @@ class Settings:
     # proxy/registry/deletion.py). Finalizers already on an object are honoured either way.
     lifecycle_controllers: bool = False
     log_level: str = "info"
+    # asyncio's own loop, or uvloop's (the optional uvloop extra): proxy.server.event_loop
+    event_loop: str = "asyncio"
     # kube-apiserver's admission flags (proxy.admission.chain: default-on set, order)
     enable_admission_plugins: tuple[str, ...] = ()
     disable_admission_plugins: tuple[str, ...] = ()
@@ -229,6 +236,12 @@ def _parse_storage_media_type(value: str) -> str:
     return value
 
 
+def _parse_event_loop(value: str) -> str:
+    if value not in ("asyncio", "uvloop"):
+        raise ConfigError(f"{value!r}: asyncio or uvloop")
+    return value
+
+
 _CONVERTERS: dict[str, Any] = {
     "storage_media_type": _parse_storage_media_type,
     "etcd_servers": _parse_servers,
@@ -246,6 +259,9 @@ _CONVERTERS: dict[str, Any] = {
     "watch_cache_indexes": _parse_indexes,
     "etcd_compaction_interval": _parse_duration,
     "watch_bookmark_interval": _parse_duration,
+    "watch_cache_snapshot_retention": _parse_duration,
+    "watch_cache_snapshot_max": int,
+    "event_loop": _parse_event_loop,
     "port": _parse_port,
     "advertise_address": lambda v: str(ipaddress.ip_address(v)) if v else "",
     "service_cluster_ip_range": lambda v: str(ipaddress.ip_network(v, strict=True)),
@@ -319,6 +335,10 @@ _FLAG_HELP: dict[str, str] = {
     "watch_cache_index": "false disables the watch cache's field indexes (pods spec.nodeName)",
     "feature_gates": "comma-separated Gate=true|false, e.g. ConsistentListFromCache=true",
     "etcd_compaction_interval": "interval of etcd compactions (e.g. 5m; 0 disables)",
+    "watch_cache_snapshot_retention": "how long a watch cache snapshot (ListFromCacheSnapshot: "
+    "LISTs at an exact revision and continue pages from the cache) is kept once "
+    "superseded (e.g. 75s)",
+    "watch_cache_snapshot_max": "most snapshots kept per resource (the oldest go first)",
     "watch_bookmark_interval": "interval of BOOKMARK events per watch (e.g. 1m)",
     "min_request_timeout": "minimum watch duration; each watch lasts this times a random "
     "factor in [1, 2) unless timeoutSeconds is given",
@@ -343,6 +363,8 @@ _FLAG_HELP: dict[str, str] = {
     "propagationPolicy Foreground/Orphan adds its finalizer, a deleted namespace goes "
     "Terminating; false (default): deletes are immediate",
     "log_level": "debug, info, warning or error",
+    "event_loop": "asyncio (default) or uvloop (needs the optional uvloop extra: "
+    "pip install 'watchcache[uvloop]'; see docs/performance.md)",
     "enable_admission_plugins": "admission plugins to enable besides the default-on ones "
     "(comma-separated; they run in kube-apiserver's order, see docs/admission.md)",
     "disable_admission_plugins": "default-on admission plugins to disable (comma-separated)",

@@ -11,6 +11,13 @@ their etcd watches (a resume below the compacted revision re-lists).
 One compactor per etcd client, owned by whoever owns the client (the server's storage
 context): ``start()`` with the client, ``stop()`` before closing it. Its etcd calls go
 through the store's translation (``storage.etcd3.translate.call``).
+
+``compact_revision`` is the latest compaction it knows of (upstream's
+``CompactRevision()``): its own, or the one another server recorded in
+``compact_rev_key``. The watch caches drop their snapshots of compacted revisions by it
+(``ListFromCacheSnapshot``). With compaction disabled (``interval`` 0) and
+``observe_interval`` set, it only reads the key every ``observe_interval`` seconds, as
+upstream's compactor keeps observing other servers' compactions for the snapshots.
 """
 
 from __future__ import annotations
@@ -43,9 +50,12 @@ class Compactor:
         *,
         request_timeout: float = 10.0,
         sleep: Sleep = asyncio.sleep,
+        observe_interval: float = 0.0,
     ) -> None:
         self._client = client
         self.interval = interval
+        self.observe_interval = observe_interval
+        self.compact_revision = 0  # the latest compaction known (ours or another's)
         self._timeout = request_timeout
         self._sleep = sleep
         self.last_key_revision = 0
@@ -71,12 +81,27 @@ class Compactor:
                 await task
 
     async def run(self) -> None:
+        compacting = self.interval > 0
         while True:
-            await self._sleep(self.interval)
+            await self._sleep(self.interval if compacting else self.observe_interval)
             try:
-                await self.round()
+                await (self.round() if compacting else self.observe())
             except StorageError as err:  # etcd down: try again next interval
                 log.warning("etcd compaction failed: %s", err.message)
+
+    async def observe(self) -> None:
+        """Learn the latest compaction another server recorded in compact_rev_key."""
+        res = await call(self._client.get(COMPACT_REV_KEY), self._timeout, operation="get")
+        if res.kv is not None:
+            self._learn(res.kv.value)
+
+    def _learn(self, value: bytes) -> None:
+        """compact_rev_key's value: the revision its writer compacts to."""
+        try:
+            revision = int(value or b"0")
+        except ValueError:  # not written by an API server: nothing to learn
+            return
+        self.compact_revision = max(self.compact_revision, revision)
 
     async def round(self) -> None:
         """One interval: win the compact_rev_key race, then compact to the revision
@@ -92,6 +117,8 @@ class Compactor:
         self.next_revision = res.revision
         if not res.succeeded:  # another server compacted (or started) this round
             self.last_key_revision = res.kv.mod_revision if res.kv is not None else 0
+            if res.kv is not None:
+                self._learn(res.kv.value)
             return
         self.last_key_revision = res.revision
         if target == 0:
@@ -99,6 +126,7 @@ class Compactor:
         try:
             await call(self._client.compact(target), self._timeout, operation="compact")
             self.compacted.append(target)
+            self.compact_revision = max(self.compact_revision, target)
             log.info("etcd: compacted revision %d", target)
         except Expired:  # someone compacted further already
-            pass
+            self.compact_revision = max(self.compact_revision, target)

@@ -151,3 +151,52 @@ def test_a_flood_from_one_user_does_not_starve_another(apf_server: ServerProcess
         f'apiserver_flowcontrol_rejected_requests_total{{flow_schema="{LEVEL}",priority_level="{LEVEL}"'
         in metrics
     )
+
+
+def _dangling(server: ServerProcess, name: str, want: str) -> dict[str, Any]:
+    """The FlowSchema's Dangling condition once its status is ``want`` (10 s at most)."""
+    deadline = time.monotonic() + 10
+    while True:
+        proc = subprocess.run(
+            [str(KUBECTL), "-s", server.url, "get", "flowschema", name, "-o", "json"],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        conditions = json.loads(proc.stdout).get("status", {}).get("conditions") or []
+        found = [c for c in conditions if c.get("type") == "Dangling"]
+        if (found and found[0]["status"] == want) or time.monotonic() > deadline:
+            assert found and found[0]["status"] == want, conditions
+            return dict(found[0])
+        time.sleep(0.1)
+
+
+def test_a_flowschema_is_dangling_until_its_level_exists(apf_server: ServerProcess) -> None:
+    """The controller's reconcile, woken by each informer: the schema's condition
+    follows the level's creation and deletion."""
+    level, schema = "dangling-level", "dangling-schema"
+    _admin_apply(apf_server, [{
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+        "metadata": {"name": schema},
+        "spec": {"priorityLevelConfiguration": {"name": level}, "matchingPrecedence": 900,
+                 "rules": [{"subjects": [{"kind": "Group", "group": {"name": "nobody"}}],
+                            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]},
+    }])  # fmt: skip
+    missing = _dangling(apf_server, schema, "True")
+    assert missing["reason"] == "NotFound"
+    assert missing["message"] == (
+        "This FlowSchema references the PriorityLevelConfiguration object named "
+        f'"{level}" but there is no such object'
+    )
+    _admin_apply(apf_server, [{
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+        "metadata": {"name": level},
+        "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1,
+                                                "limitResponse": {"type": "Reject"}}},
+    }])  # fmt: skip
+    assert _dangling(apf_server, schema, "False")["reason"] == "Found"
+    proc = subprocess.run(
+        [str(KUBECTL), "-s", apf_server.url, "delete", "prioritylevelconfiguration", level],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert _dangling(apf_server, schema, "True")["reason"] == "NotFound"

@@ -173,3 +173,38 @@ def test_python_client_list_and_watch(audited: Audited) -> None:
     ]
     assert watch[1]["responseStatus"] == {"metadata": {}, "code": 200}
     assert "responseObject" not in watch[2]
+
+
+def test_the_servers_own_writes_are_audited_as_system_apiserver(audited: Audited) -> None:
+    """Bootstrap writers go through the loopback client over the secure port: each write
+    is audited with the server's own user, authorized and admitted like any other."""
+
+    def bootstrap_create(e: dict[str, Any]) -> bool:
+        ref = e.get("objectRef") or {}
+        return (e["verb"] == "create" and e["stage"] == "ResponseComplete"
+                and (ref.get("resource"), ref.get("name")) in WRITTEN_AT_START)  # fmt: skip
+
+    created = audited.events(bootstrap_create, len(WRITTEN_AT_START))
+    assert {(e["objectRef"]["resource"], e["objectRef"]["name"]) for e in created} == (
+        WRITTEN_AT_START
+    )
+    for e in created:
+        assert e["user"]["username"] == "system:apiserver"
+        assert e["user"]["groups"] == ["system:masters", "system:authenticated"]
+        assert e["userAgent"].startswith("kube-apiserver/")
+        assert e["sourceIPs"] == ["127.0.0.1"]
+        assert e["responseStatus"] == {"metadata": {}, "code": 201}
+        assert e["annotations"]["authorization.k8s.io/decision"] == "allow"
+
+
+# one object of each bootstrap writer: system namespaces, RBAC bootstrap policy, system
+# PriorityClasses, APF's bootstrap configuration, APIService autoregistration
+WRITTEN_AT_START = {
+    ("namespaces", "kube-system"),
+    ("clusterroles", "cluster-admin"),
+    ("clusterrolebindings", "cluster-admin"),
+    ("priorityclasses", "system-node-critical"),
+    ("flowschemas", "exempt"),
+    ("prioritylevelconfigurations", "exempt"),
+    ("apiservices", "v1.apps"),
+}

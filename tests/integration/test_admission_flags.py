@@ -39,16 +39,21 @@ def test_unknown_plugin_is_refused_at_start() -> None:
 
 
 async def test_always_deny_and_disabled_lifecycle(etcd: EtcdCluster) -> None:
-    with start_server(etcd.endpoints, None, "--enable-admission-plugins=AlwaysDeny") as proc:
-        async with (
-            aiohttp.ClientSession() as http,
-            http.post(f"{proc.url}/api/v1/namespaces/default/configmaps",
-                      json={"metadata": {"name": "c"}}) as resp,
-        ):
-            body = await resp.json()
+    with start_server(etcd.endpoints, None, "--enable-admission-plugins=AlwaysDeny",
+                      wait_ready=False) as proc:  # fmt: skip
+        async with aiohttp.ClientSession() as http:
+            async with http.post(f"{proc.url}/api/v1/namespaces",
+                                 json={"metadata": {"name": "c"}}) as resp:  # fmt: skip
+                body = await resp.json()
+            async with http.get(f"{proc.url}/readyz?verbose") as ready:
+                text = await ready.text()
     assert resp.status == 403
     assert body["message"] == (
-        'configmaps "c" is forbidden: admission control is denying all modifications')
+        'namespaces "c" is forbidden: admission control is denying all modifications')
+    # the server's own writes are admitted too (the loopback client), so, as upstream's,
+    # it never creates its system namespaces and never gets ready
+    assert ready.status == 500
+    assert "[-]poststarthook/start-system-namespaces-controller failed: reason withheld" in text
     with start_server(etcd.endpoints, None,
                       "--disable-admission-plugins=NamespaceLifecycle") as proc:
         async with (

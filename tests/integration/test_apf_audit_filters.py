@@ -19,8 +19,10 @@ from aiohttp.typedefs import Handler
 from proxy.audit.server import Audit
 from proxy.endpoints import responsewriter
 from proxy.flowcontrol.server import FlowControl
+from proxy.informer import SharedInformerFactory
 from proxy.request.user import USER_KEY, UserInfo
 from proxy.server.filters import handler_chain
+from proxy.server.post_start_hooks import PostStartHooks
 from proxy.server.settings import Settings
 
 ALICE = UserInfo("alice", groups=("system:authenticated",))
@@ -69,7 +71,8 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[TestServer, Handlers, Pa
     ))  # fmt: skip
     responsewriter.install(app)
     audit.install(app)
-    flow_control.install(app, lambda group, plural: None)
+    flow_control.install(app, lambda group, plural: None, PostStartHooks(),  # none started
+                         SharedInformerFactory(lambda g, r: None))  # fmt: skip
     handlers = Handlers()
     app.router.add_route("*", "/api/{tail:.+}", handlers.handle)
     server = TestServer(app, host="127.0.0.1")

@@ -17,7 +17,9 @@ import pytest
 
 from lab import bench_crd, crd_seed
 from lab.apiserver import cli_command
+from lab.bench import page_size
 from lab.bench_report import SCENARIOS
+from storage.etcd3.feature import progress_requests_supported
 
 pytestmark = pytest.mark.etcd
 
@@ -48,7 +50,8 @@ def test_every_scenario_is_reported(results: tuple[Path, dict[str, Any]]) -> Non
     notes = " ".join(res["meta"]["notes"])
     for name, s in got.items():
         if not s["available"]:  # only when the server lacks the flag; the report says so
-            assert name in ("list_consistent", "field_cache_noindex", "cr_field_cache_noindex")
+            assert name in ("list_consistent", "paged_list_consistent", "field_cache_noindex",
+                            "cr_field_cache_noindex")  # fmt: skip
             assert name in notes
             continue
         assert s["status"] == 200 and s["runs"] == 3 and s["p50"] > 0, name
@@ -65,6 +68,18 @@ def test_scenarios_measure_what_they_claim(results: tuple[Path, dict[str, Any]])
     assert s["list_etcd"]["served_from"] == "etcd" and s["list_etcd"]["items"] == PODS
     assert s["list_cache"]["served_from"] == "cache" and s["list_cache"]["items"] == PODS
     assert s["list_paginated"]["items"] == PODS
+    # pages: every one from etcd without snapshots; with them pages 2..N from the cache
+    pages = -(-PODS // page_size(PODS))
+    assert (s["list_paginated"]["served_from"], s["list_paginated"]["requests"]) == ("etcd", pages)
+    paged = s["paged_list_cache"]
+    assert (paged["served_from"], paged["requests"], paged["items"]) == ("etcd+cache", pages, PODS)
+    consistent = s["paged_list_consistent"]
+    if consistent["available"]:
+        assert consistent["items"] == PODS
+        major, minor, patch = (int(x) for x in results[1]["meta"]["etcd_version"].split("."))
+        # (on an older etcd a write elsewhere may send the first page, and the rest, to etcd)
+        if progress_requests_supported((major, minor, patch)):
+            assert consistent["served_from"] == "cache"
     assert s["field_etcd"]["fetched"] == PODS and s["field_etcd"]["returned"] == per_node
     idx = s["field_cache_indexed"]
     assert idx["served_from"] == "cache" and idx["fetched"] == idx["returned"] == per_node
@@ -88,6 +103,17 @@ def test_scenarios_measure_what_they_claim(results: tuple[Path, dict[str, Any]])
         "rv0_speedup", "index_speedup", "cache_vs_bytes_floor", "etcd_vs_range_floor",
         "protobuf_vs_bytes_floor", "protobuf_bytes", "table_cache", "table_etcd",
         "gzip_cache", "gzip_bytes"}
+
+
+def test_snapshot_memory_is_reported(results: tuple[Path, dict[str, Any]]) -> None:
+    """Each pod update leaves one snapshot of the pods cache (ListFromCacheSnapshot);
+    the bench reports what they hold beyond the current store."""
+    _, res = results
+    snaps = res["runs"][0]["snapshots"]
+    assert snaps["updates"] == PODS // 2 and snaps["pods"] == PODS
+    assert snaps["snapshots"] > snaps["updates"]  # one per update, and the state before
+    assert 0 < snaps["bytes_per_snapshot"] < 20_000
+    assert "snapshots (ListFromCacheSnapshot)" in " ".join(res["meta"]["notes"])
 
 
 def test_loop_lag_is_reported_per_scenario(results: tuple[Path, dict[str, Any]]) -> None:

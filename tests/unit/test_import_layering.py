@@ -31,9 +31,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("storage",),  # Kubernetes storage semantics over etcd
     ("cacher",),  # the watch cache, behind the storage interface
     ("proxy.apierrors",),  # Status errors (a leaf of the server library)
-    # request-scoped primitives (RequestInfo, user, options) and k8s.io/apimachinery's
-    # kind-independent validation and quantities: leaves of the server library
-    ("proxy.request", "proxy.apimachinery"),
+    # k8s.io/apimachinery's kind-independent validation (field errors, names,
+    # ObjectMeta) and quantities
+    ("proxy.apimachinery",),
+    # request-scoped primitives (RequestInfo, user, audit annotations, warnings, the
+    # parsed options): the leaf every stage of the server library reads
+    ("proxy.request",),
     ("proxy",),  # the generic server library (k8s.io/apiserver)
     # kube's built-in kinds, CRDs, aggregation: peers above the library
     ("proxy.kube", "proxy.apiextensions", "proxy.aggregator"),
@@ -49,6 +52,25 @@ KNOWN_VIOLATIONS: frozenset[tuple[str, str]] = frozenset({
     # (issue 22 items 1 and 5)
     ("proxy.endpoints.handlers.rest", "proxy.apiextensions.handler"),
     ("proxy.endpoints.handlers.rest", "proxy.kube.admission.namespace_lifecycle"),
+})  # fmt: skip
+
+# Third-party packages a component may not import (import-boss restricts those too).
+# Below the HTTP layer nothing knows aiohttp; a registry works on plain objects and a
+# Context, never a web request (issue 22).
+EXTERNAL_RESTRICTIONS: dict[str, tuple[str, ...]] = {
+    "etcdclient": ("aiohttp",),
+    "storage": ("aiohttp",),
+    "cacher": ("aiohttp",),
+    "proxy.apimachinery": ("aiohttp",),
+    "proxy.registry": ("aiohttp",),
+}
+
+# (module, package) imports against EXTERNAL_RESTRICTIONS that remain: the scale and
+# pods/binding subresources take an aiohttp request until they are REST storages over
+# plain objects (issue 22 item 1)
+KNOWN_EXTERNAL_VIOLATIONS: frozenset[tuple[str, str]] = frozenset({
+    ("proxy.registry.pods", "aiohttp"),
+    ("proxy.registry.scale", "aiohttp"),
 })  # fmt: skip
 
 
@@ -77,12 +99,13 @@ def _resolve(name: str) -> str | None:
 
 
 def _imported(source: str, package: str) -> Iterator[tuple[str, int]]:
-    """(imported module, line) of every import statement of ``source`` (a module of
-    ``package``), wherever it stands: top level, under ``TYPE_CHECKING``, in a function."""
+    """(absolute dotted name, line) of every import statement of ``source`` (a module of
+    ``package``), wherever it stands: top level, under ``TYPE_CHECKING``, in a function.
+    ``from a import b`` gives ``a.b``: the module a.b, or the name b of module a."""
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield from _target(alias.name, node.lineno)
+                yield alias.name, node.lineno
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -90,29 +113,51 @@ def _imported(source: str, package: str) -> Iterator[tuple[str, int]]:
                 parts = parts[: len(parts) - (node.level - 1)]
                 base = ".".join([*parts, base] if base else parts)
             for alias in node.names:
-                # ``from a import b``: the module a.b when it is one, else a's name b
-                submodule = f"{base}.{alias.name}"
-                yield from _target(submodule if submodule in _modules() else base, node.lineno)
+                yield f"{base}.{alias.name}", node.lineno
 
 
-def _target(name: str, line: int) -> Iterator[tuple[str, int]]:
-    resolved = _resolve(name)
-    if resolved is not None:
-        yield resolved, line
+@cache
+def _imports_by_module() -> dict[str, list[tuple[str, int]]]:
+    found: dict[str, list[tuple[str, int]]] = {}
+    for module, path in _modules().items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        found[module] = list(_imported(path.read_text(), package))
+    return found
 
 
 @cache
 def import_graph() -> dict[str, dict[str, int]]:
     """module -> {imported module: first line importing it}, self-imports left out."""
     graph: dict[str, dict[str, int]] = {}
-    for module, path in _modules().items():
+    for module, names in _imports_by_module().items():
         edges: dict[str, int] = {}
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        for target, line in _imported(path.read_text(), package):
-            if target != module:
+        for name, line in names:
+            target = _resolve(name)
+            if target is not None and target != module:
                 edges.setdefault(target, line)
         graph[module] = edges
     return graph
+
+
+def _forbidden(module: str) -> set[str]:
+    return {
+        package
+        for prefix, packages in EXTERNAL_RESTRICTIONS.items()
+        if module == prefix or module.startswith(prefix + ".")
+        for package in packages
+    }
+
+
+def external_violations() -> dict[tuple[str, str], int]:
+    """(module, distribution) -> line, for every import ``EXTERNAL_RESTRICTIONS`` forbids."""
+    found: dict[tuple[str, str], int] = {}
+    for module, names in _imports_by_module().items():
+        forbidden = _forbidden(module)
+        for name, line in names:
+            top = name.partition(".")[0]
+            if top in forbidden:
+                found.setdefault((module, top), line)
+    return found
 
 
 def _component(module: str) -> tuple[int, str]:
@@ -237,12 +282,22 @@ import json
 """
 
 
+def test_no_forbidden_third_party_import() -> None:
+    found = external_violations()
+    new = sorted(set(found) - KNOWN_EXTERNAL_VIOLATIONS)
+    gone = sorted(KNOWN_EXTERNAL_VIOLATIONS - set(found))
+    lines = [f"  {m}:{found[m, p]} imports {p}" for m, p in new]
+    assert not new, "imports EXTERNAL_RESTRICTIONS forbids:\n" + "\n".join(lines)
+    assert not gone, f"fixed, remove from KNOWN_EXTERNAL_VIOLATIONS: {gone}"
+
+
 def test_the_checker_sees_what_it_must() -> None:
     """Every kind of import is an edge (TYPE_CHECKING and function-level ones included,
     relative ones resolved, outside modules left out), and the rule refuses an upward
     and a peer import: the tests above can fail."""
-    found = {target for target, _ in _imported(_SAMPLE, "proxy.request")}
-    assert found == {
+    names = [name for name, _ in _imported(_SAMPLE, "proxy.request")]
+    assert "json" in names
+    assert {_resolve(name) for name in names} - {None} == {
         "etcdclient.errors",
         "storage.interfaces",
         "proxy.request.dry_run",
@@ -258,5 +313,7 @@ def test_the_checker_sees_what_it_must() -> None:
     assert allowed("proxy.app.server", "proxy.kube.printers")
     assert allowed("proxy.registry.store", "proxy.request.user")
     assert allowed("proxy.kube.validation.pod", "proxy.kube.validation.container")
+    assert _forbidden("proxy.registry.store") == {"aiohttp"}
+    assert _forbidden("proxy.endpoints.handlers.rest") == set()
     cyclic = {"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1, "d": 1}, "d": {}, "e": {"d": 1}}
     assert cycles(cyclic) == [["a", "b", "c"]]

@@ -28,7 +28,6 @@ import jsonpatch
 
 from proxy import apierrors, cel
 from proxy.admission.attributes import Attributes
-from proxy.admission.configuration import ConfigurationSource
 from proxy.admission.interfaces import Plugin, PluginDeps
 from proxy.admission.policy.activation import Activation, evaluate
 from proxy.admission.policy.matching import ParamsNotFound, applicable, params_for
@@ -65,7 +64,7 @@ class MutatingAdmissionPolicy(Plugin):
 
     def __init__(self, deps: PluginDeps) -> None:
         super().__init__(deps)
-        assert isinstance(deps.sources, ConfigurationSource)
+        assert deps.sources is not None, "built without the configuration source"
         self.source = deps.sources
 
     async def admit(self, attrs: Attributes) -> None:

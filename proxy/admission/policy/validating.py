@@ -30,7 +30,6 @@ import orjson
 from proxy import apierrors, cel
 from proxy.admission.attributes import Attributes
 from proxy.admission.chain import PluginDeps
-from proxy.admission.configuration import ConfigurationSource
 from proxy.admission.interfaces import Plugin
 from proxy.admission.policy.activation import Activation, evaluate
 from proxy.admission.policy.matching import ParamsNotFound, applicable, params_for
@@ -68,7 +67,7 @@ class ValidatingAdmissionPolicy(Plugin):
 
     def __init__(self, deps: PluginDeps) -> None:
         super().__init__(deps)
-        assert isinstance(deps.sources, ConfigurationSource)
+        assert deps.sources is not None, "built without the configuration source"
         self.source = deps.sources
 
     async def validate(self, attrs: Attributes) -> None:

@@ -33,7 +33,6 @@ import orjson
 from proxy import apierrors
 from proxy.admission.attributes import Attributes
 from proxy.admission.chain import PluginDeps
-from proxy.admission.configuration import ConfigurationSource
 from proxy.admission.interfaces import Plugin
 from proxy.admission.webhook import client, match_conditions, rules
 from proxy.admission.webhook.review import (
@@ -95,7 +94,7 @@ class _WebhookPlugin(Plugin):
 
     def __init__(self, deps: PluginDeps) -> None:
         super().__init__(deps)
-        assert isinstance(deps.sources, ConfigurationSource)
+        assert deps.sources is not None, "built without the configuration source"
         self.source = deps.sources
 
     async def _namespace(self, attrs: Attributes) -> JSON | None:

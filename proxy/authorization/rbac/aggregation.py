@@ -4,21 +4,24 @@ as its ``rules``, the rules of every other ClusterRole whose labels match one of
 selectors — roles in name order, each rule once, in order of first appearance — and
 is rewritten whenever that differs from what is stored.
 
-It wakes on every ClusterRole change the informer sees (coalesced: one pass per wake),
-so adding a labelled role, relabelling or deleting one updates admin/edit/view within
-one watch event's delay. Write conflicts are retried by the storage's update loop.
+Every ClusterRole change the informer sees enqueues every aggregated ClusterRole (as
+upstream's ``enqueueAll``: any role may now match a selector), so adding a labelled
+role, relabelling or deleting one updates admin/edit/view within one watch event's
+delay; the work queue coalesces a burst of changes into one reconcile per aggregated
+role. It writes through the loopback client (as ``system:apiserver``; a Conflict is
+read again and retried); other failures are retried with the queue's per-item backoff.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.authorization.rbac.label_selector import selector_matches
-from proxy.registry.storage_factory import ResourceStorage
-from storage import errors as serr
+from proxy.authorization.rbac.policy_rule import RBAC_GROUP
+from proxy.informer import WorkQueue, run_workers
+from proxy.loopback.client import LoopbackClient, resource_path
 
 __all__ = ["AggregationController", "aggregated_rules"]
 
@@ -44,46 +47,45 @@ def aggregated_rules(informer: RBACInformer, name: str) -> list[dict[str, Any]] 
 
 
 class AggregationController:
-    def __init__(self, informer: RBACInformer, storage: ResourceStorage) -> None:
+    def __init__(self, informer: RBACInformer) -> None:
         self.informer = informer
-        self.storage = storage
-        self._wake = asyncio.Event()
+        self.queue: WorkQueue[str] = WorkQueue("clusterrole-aggregation")
+        self.client: LoopbackClient | None = None
         informer.on_change(self._changed)
 
     def _changed(self, plural: str) -> None:
-        if plural == "clusterroles":
-            self._wake.set()
+        if plural != "clusterroles":
+            return
+        for name, role in self.informer.cluster_roles.items():
+            if role.aggregation_selectors is not None:
+                self.queue.add(name)
 
     async def _sync(self, name: str, rules: list[dict[str, Any]]) -> None:
-        async def try_update(obj: dict[str, Any]) -> dict[str, Any]:
+        def with_rules(obj: dict[str, Any]) -> dict[str, Any] | None:
+            if obj.get("rules") == rules:
+                return None
             obj["rules"] = rules
             return obj
 
-        key = self.storage.object_key("", name)
-        try:
-            await self.storage.store.guaranteed_update(key, None, try_update)
-        except serr.NotFound:
+        assert self.client is not None, "run() sets the client"
+        await self.client.update(resource_path(RBAC_GROUP, "v1", "clusterroles", name=name),
+                                 with_rules)  # fmt: skip
+
+    async def reconcile(self, name: str) -> None:
+        """Write the rules ``name`` should have, if they differ from its stored ones."""
+        rules = aggregated_rules(self.informer, name)
+        if rules is None:
             return
+        current = self.informer.cluster_roles[name].obj.get("rules") or []
+        if current != rules:
+            await self._sync(name, rules)
 
-    async def sync_once(self) -> None:
-        for name in sorted(self.informer.cluster_roles):
-            rules = aggregated_rules(self.informer, name)
-            if rules is None:
-                continue
-            current = self.informer.cluster_roles[name].obj.get("rules") or []
-            if current != rules:
-                await self._sync(name, rules)
-
-    async def run(self) -> None:
-        """Run until cancelled; storage errors are logged and retried on the next wake
-        (or after a second)."""
+    async def run(self, client: LoopbackClient) -> None:
+        """Run until cancelled (the queue is shut down then); ``client`` writes."""
+        self.client = client
         await self.informer.synced.wait()
-        while True:
-            self._wake.clear()
-            try:
-                await self.sync_once()
-            except serr.StorageError as e:
-                log.info("clusterrole aggregation: %s (retrying)", e)
-                await asyncio.sleep(1.0)
-                self._wake.set()
-            await self._wake.wait()
+        self._changed("clusterroles")
+        try:
+            await run_workers("clusterrole-aggregation", self.queue, self.reconcile)
+        finally:
+            self.queue.shut_down()

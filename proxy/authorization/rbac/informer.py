@@ -1,39 +1,40 @@
-"""The RBAC objects in memory, kept current from storage (upstream's shared informers
-over the four RBAC resources).
+"""The RBAC objects in memory, as the authorizer reads them: the four RBAC resources'
+shared informers (``proxy.informer``), with each role's rules and each binding parsed
+once, when its event arrives.
 
-One task per resource: LIST at ``resourceVersion=0`` (served by the watch cache when it
-is on), then WATCH from the list's revision; an ERROR event (410 Gone) or a closed
-stream relists, a storage error retries after ``RETRY_SECONDS``. ``synced`` is set once
-every resource has been listed once; until then the authorizer sees an empty policy
-(requests are denied, as kube-apiserver denies before its informers sync).
-
-The maps are replaced or changed only by these tasks, on the event loop; readers
-(the authorizer, on the event loop too) see a consistent object per key. Listeners
-registered with ``on_change`` are called synchronously after each change with the
-resource's plural (the aggregation controller wakes on ``clusterroles``).
+The informers' handlers keep the parsed maps: on every add, update or delete
+(tombstones of a relist included) they bump ``generation``, change the one entry, then
+call the listeners registered with ``on_change`` with the resource's plural (the
+aggregation controller enqueues on ``clusterroles``). Handlers run synchronously on the
+event loop, so readers (the authorizer, on the event loop too) see a consistent object
+per key. ``synced`` is set once all four informers have synced (``run``); until then
+the authorizer sees what has been delivered so far, and kube-apiserver's readiness
+waits for it (the ``rbac/bootstrap-roles`` post-start hook).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from proxy.authorization.rbac.policy_rule import Binding, PolicyRule, parse_binding, parse_rules
-from proxy.registry.storage_factory import ResourceStorage
-from storage.interfaces import ListOptions
+from proxy.informer import (
+    DeletedFinalStateUnknown,
+    EventHandlers,
+    SharedIndexInformer,
+    SharedInformerFactory,
+    wait_for_cache_sync,
+)
 
 __all__ = ["RBAC_RESOURCES", "ClusterRole", "RBACInformer"]
 
 log = logging.getLogger("watchcache.authorization")
 
+RBAC_GROUP = "rbac.authorization.k8s.io"
 RBAC_RESOURCES = ("roles", "rolebindings", "clusterroles", "clusterrolebindings")
-RETRY_SECONDS = 1.0
 
 Key = tuple[str, str]  # (namespace, name)
 
@@ -70,21 +71,23 @@ def _role(obj: dict[str, Any]) -> ClusterRole:
 
 
 class RBACInformer:
-    """Implements ``RBACState`` over the four RBAC storages."""
+    """Implements ``RBACState`` over the four RBAC resources' shared informers."""
 
-    def __init__(self, storage_for: Callable[[str], ResourceStorage]) -> None:
-        # plural -> its storage; called when the informer starts (storages are built then)
-        self.storage_for = storage_for
+    def __init__(self, informers: SharedInformerFactory) -> None:
         self.roles: dict[Key, ClusterRole] = {}
         self.cluster_roles: dict[str, ClusterRole] = {}
         self.bindings: dict[str, dict[str, Binding]] = {}  # namespace -> name -> binding
         self.cluster_bindings: dict[str, Binding] = {}
         self.synced = asyncio.Event()
-        self._listed: set[str] = set()
         self._listeners: list[Callable[[str], None]] = []
         # bumped before every change is visible: RBACAuthorizer's decision cache is
         # valid for one generation (rbac.decision_cache)
         self.generation = 0
+        self.informers: dict[str, SharedIndexInformer] = {}
+        for plural in RBAC_RESOURCES:
+            informer = informers.informer_for(RBAC_GROUP, plural)
+            informer.add_event_handler(self._handlers(plural))
+            self.informers[plural] = informer
 
     # RBACState
     def cluster_role_rules(self, name: str) -> tuple[PolicyRule, ...] | None:
@@ -104,7 +107,19 @@ class RBACInformer:
     def on_change(self, listener: Callable[[str], None]) -> None:
         self._listeners.append(listener)
 
-    # maintenance
+    # maintenance: the informers' handlers
+    def _handlers(self, plural: str) -> EventHandlers:
+        def added(obj: dict[str, Any]) -> None:
+            self._apply(plural, "ADDED", obj)
+            self._notify(plural)
+
+        def deleted(obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:
+            last = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+            self._apply(plural, "DELETED", last)
+            self._notify(plural)
+
+        return EventHandlers(on_add=added, on_update=lambda old, new: added(new), on_delete=deleted)
+
     def _apply(self, plural: str, kind: str, obj: dict[str, Any]) -> None:
         self.generation += 1
         namespace, name = _key(obj)
@@ -129,19 +144,6 @@ class RBACInformer:
         else:
             self.bindings.setdefault(namespace, {})[name] = parse_binding(obj)
 
-    def _replace(self, plural: str, items: list[dict[str, Any]]) -> None:
-        self.generation += 1
-        if plural == "clusterroles":
-            self.cluster_roles = {}
-        elif plural == "roles":
-            self.roles = {}
-        elif plural == "clusterrolebindings":
-            self.cluster_bindings = {}
-        else:
-            self.bindings = {}
-        for obj in items:
-            self._apply(plural, "ADDED", obj)
-
     def _notify(self, plural: str) -> None:
         for listener in self._listeners:
             try:
@@ -149,48 +151,7 @@ class RBACInformer:
             except Exception:  # a listener's bug must not stop the informer
                 log.exception("RBAC informer listener failed")
 
-    async def _list_and_watch(self, plural: str) -> None:
-        rs = self.storage_for(plural)
-        key = rs.list_key("")
-        listed = await rs.store.get_list(key, ListOptions(resource_version="0"))
-        self._replace(plural, [item.obj for item in listed.items])
-        self._listed.add(plural)
-        if self._listed.issuperset(RBAC_RESOURCES):
-            self.synced.set()
-        self._notify(plural)
-        rv = listed.resource_version
-        watcher = await rs.store.watch(key, ListOptions(resource_version=str(rv)))
-        try:
-            async for event in watcher:
-                if event.type == "BOOKMARK":
-                    continue
-                if event.type == "ERROR":
-                    return  # relist
-                self._apply(plural, event.type, orjson.loads(event.data))
-                self._notify(plural)
-        finally:
-            await watcher.stop()
-
-    async def _run_one(self, plural: str) -> None:
-        while True:
-            try:
-                await self._list_and_watch(plural)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # etcd down, compaction: list again shortly
-                log.info("RBAC informer for %s: %s (relisting)", plural, e)
-                await asyncio.sleep(RETRY_SECONDS)
-
     async def run(self) -> None:
-        """Run until cancelled."""
-        tasks = [
-            asyncio.create_task(self._run_one(p), name=f"rbac-informer-{p}") for p in RBAC_RESOURCES
-        ]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        """Set ``synced`` once the four informers have synced (the factory runs them)."""
+        await wait_for_cache_sync(*self.informers.values())
+        self.synced.set()

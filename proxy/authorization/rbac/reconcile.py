@@ -9,31 +9,32 @@ storage, as upstream's ``reconciliation`` does for roles and bindings whose
 - an existing binding gets the missing subjects (a binding whose roleRef differs is
   left alone and logged: upstream recreates it, which needs a delete we do not risk).
 
-``run`` retries until everything is in place (etcd may be down at start-up) and then
-sets ``ready`` (the ``/readyz`` check ``poststarthook/rbac/bootstrap-roles``).
+Written through the loopback client (``proxy.loopback``), so the objects are validated,
+admitted, audited as ``system:apiserver`` and carry managedFields, as upstream's.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import copy
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from proxy.registry import object_meta
-from proxy.registry.storage_factory import ResourceStorage
-from storage import errors as serr
-from storage.interfaces import GetOptions
+from proxy.authorization.rbac.policy_rule import RBAC_GROUP
+from proxy.loopback.client import LoopbackClient, resource_path
 
-__all__ = ["AUTOUPDATE", "BootstrapPolicy", "RBACPolicy", "reconcile_binding", "reconcile_role"]
+__all__ = [
+    "AUTOUPDATE",
+    "RBACPolicy",
+    "reconcile_binding",
+    "reconcile_bootstrap_policy",
+    "reconcile_role",
+]
 
 log = logging.getLogger("watchcache.authorization")
 
 JSON = dict[str, Any]
-RETRY_SECONDS = 1.0
 # an object annotated "false" is left as its owner changed it
 AUTOUPDATE = "rbac.authorization.kubernetes.io/autoupdate"
 
@@ -86,57 +87,32 @@ def reconcile_binding(existing: JSON, wanted: JSON) -> JSON:
     return out
 
 
-class BootstrapPolicy:
-    def __init__(
-        self, roles: ResourceStorage, bindings: ResourceStorage, policy: RBACPolicy
-    ) -> None:
-        self.roles = roles
-        self.bindings = bindings
-        self.policy = policy
-        self.ready = asyncio.Event()
-        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+def _reconciler(plural: str, wanted: JSON) -> Callable[[JSON], JSON | None]:
+    """The change ``wanted`` asks of the stored ``current`` (None: none, or not ours)."""
+    merge = reconcile_role if plural == "clusterroles" else reconcile_binding
 
-    async def _ensure(self, rs: ResourceStorage, wanted: JSON) -> None:
-        name = wanted["metadata"]["name"]
-        key = rs.object_key("", name)
-        merge = reconcile_role if rs.resource.plural == "clusterroles" else reconcile_binding
-        try:
-            stored = await rs.store.get(key, GetOptions())
-        except serr.NotFound:
-            obj = object_meta.prepare_for_create(copy.deepcopy(wanted), rs.resource, "")
-            # AlreadyExists: another replica was faster; the next start reconciles it
-            with contextlib.suppress(serr.AlreadyExists):
-                await rs.store.create(key, obj)
-            return
-        current = stored.obj
+    def reconcile(current: JSON) -> JSON | None:
         annotations = (current.get("metadata") or {}).get("annotations") or {}
         if annotations.get(AUTOUPDATE) == "false":
-            return
-        if rs.resource.plural == "clusterrolebindings" and current.get("roleRef") != wanted.get(
-            "roleRef"
-        ):
+            return None
+        if plural == "clusterrolebindings" and current.get("roleRef") != wanted.get("roleRef"):
+            name = wanted["metadata"]["name"]
             log.warning("clusterrolebinding %s refers to another role; left as it is", name)
-            return
-        if merge(current, wanted) == current:
-            return
+            return None
+        merged = merge(current, wanted)
+        return None if merged == current else merged
 
-        async def try_update(obj: JSON) -> JSON:
-            return merge(obj, wanted)
+    return reconcile
 
-        await rs.store.guaranteed_update(key, None, try_update)
 
-    async def ensure_once(self) -> bool:
-        try:
-            for role in self.policy.cluster_roles:
-                await self._ensure(self.roles, role)
-            for binding in self.policy.cluster_role_bindings:
-                await self._ensure(self.bindings, binding)
-        except serr.StorageError as e:
-            log.info("reconciling the bootstrap RBAC policy: %s (will retry)", e)
-            return False
-        return True
-
-    async def run(self) -> None:
-        while not await self.ensure_once():
-            await self.sleep(RETRY_SECONDS)  # etcd is down: nothing to wait on
-        self.ready.set()
+async def reconcile_bootstrap_policy(client: LoopbackClient, policy: RBACPolicy) -> None:
+    """Every ClusterRole of ``policy``, then every ClusterRoleBinding, created or
+    reconciled through the API (``LoopbackClient.ensure``); an error ends the pass (the
+    post-start hook's supervisor runs it again)."""
+    for plural, objects in (
+        ("clusterroles", policy.cluster_roles),
+        ("clusterrolebindings", policy.cluster_role_bindings),
+    ):
+        collection = resource_path(RBAC_GROUP, "v1", plural)
+        for wanted in objects:
+            await client.ensure(collection, copy.deepcopy(wanted), _reconciler(plural, wanted))

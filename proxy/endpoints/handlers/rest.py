@@ -20,21 +20,13 @@ from proxy.admission import handler as admission
 from proxy.admission.attributes import CREATE, DELETE, UPDATE, add_audit_annotation
 from proxy.apiextensions.handler import custom_version, handle_custom
 from proxy.endpoints import negotiation, restful_route
-from proxy.endpoints.handlers import collection
+from proxy.endpoints.handlers import collection, componentstatus
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.media_types import AcceptedFormat
 from proxy.fieldmanager import wiring as managed
 from proxy.kube.admission import namespace_lifecycle
 from proxy.patch import patcher as patch
-from proxy.registry import (
-    before_delete,
-    componentstatus,
-    deletion,
-    object_meta,
-    pods,
-    scale,
-    validation,
-)
+from proxy.registry import before_delete, deletion, object_meta, pods, scale, validation
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.store import Store
 from proxy.registry.validation import Mode

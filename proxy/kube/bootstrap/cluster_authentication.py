@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from proxy.kube.bootstrap.writer import BootstrapWriter
+from proxy.server.post_start_hooks import PostStartHookContext
 from proxy.server.settings import Settings
 from storage.interfaces import JSONObject
 
@@ -80,22 +81,23 @@ def _config_map(data: dict[str, str]) -> Callable[[JSONObject], JSONObject]:
 class ClusterAuthentication:
     """Publishes the ConfigMap; ``ready`` is set (by ``run`` only) once written."""
 
-    writer: BootstrapWriter
     data: dict[str, str]
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     ready: asyncio.Event = field(default_factory=asyncio.Event)
 
-    async def publish_once(self) -> bool:
+    async def publish_once(self, writer: BootstrapWriter) -> bool:
         try:
-            await self.writer.ensure("", "configmaps", NAMESPACE, NAME, _config_map(self.data))
+            await writer.ensure("", "v1", "configmaps", NAMESPACE, _config_map(self.data))
         except Exception as e:  # etcd down, a race: the next round retries
             log.info("publishing %s/%s: %s (will retry)", NAMESPACE, NAME, e)
             return False
         return True
 
-    async def run(self) -> None:
-        """Publish, then again every minute (a deleted ConfigMap comes back)."""
+    async def run(self, hook: PostStartHookContext) -> None:
+        """The ``start-cluster-authentication-info-controller`` hook: publish, then again
+        every minute (a deleted ConfigMap comes back)."""
+        writer = BootstrapWriter(hook.loopback)
         while True:
-            if await self.publish_once():
+            if await self.publish_once(writer):
                 self.ready.set()
             await self.sleep(INTERVAL if self.ready.is_set() else RETRY_SECONDS)

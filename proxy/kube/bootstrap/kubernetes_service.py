@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from proxy.kube.bootstrap.writer import BootstrapWriter
+from proxy.server.post_start_hooks import PostStartHookContext
 from storage.interfaces import JSONObject
 
 __all__ = ["INTERVAL", "KubernetesService", "advertise_address", "first_service_ip"]
@@ -114,34 +115,34 @@ class KubernetesService:
     all three were written. ``port`` gives this server's serving port once it listens
     (None before)."""
 
-    writer: BootstrapWriter
     service_cidr: str
     address: str
     port: Callable[[], int | None]
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     ready: asyncio.Event = field(default_factory=asyncio.Event)
 
-    async def reconcile_once(self) -> bool:
+    async def reconcile_once(self, writer: BootstrapWriter) -> bool:
         """Write what is missing or changed; True when all three are as they should."""
         port = self.port()
         if port is None:
             return False
-        ensure = self.writer.ensure
+        ensure = writer.ensure
         try:
-            await ensure("", "services", NAMESPACE, NAME,
+            await ensure("", "v1", "services", NAMESPACE,
                          _service(first_service_ip(self.service_cidr), port))
-            await ensure("", "endpoints", NAMESPACE, NAME, _endpoints(self.address, port))
-            await ensure("discovery.k8s.io", "endpointslices", NAMESPACE, NAME,
+            await ensure("", "v1", "endpoints", NAMESPACE, _endpoints(self.address, port))
+            await ensure("discovery.k8s.io", "v1", "endpointslices", NAMESPACE,
                          _endpoint_slice(self.address, port))  # fmt: skip
         except Exception as e:  # etcd down, a race: the next round retries
             log.info("reconciling the kubernetes service: %s (will retry)", e)
             return False
         return True
 
-    async def run(self) -> None:
-        """Reconcile until cancelled: every second until the first success, then every
-        ``INTERVAL``."""
+    async def run(self, hook: PostStartHookContext) -> None:
+        """The ``bootstrap-controller`` hook: reconcile until cancelled, every second
+        until the first success, then every ``INTERVAL``."""
+        writer = BootstrapWriter(hook.loopback)
         while True:
-            if await self.reconcile_once():
+            if await self.reconcile_once(writer):
                 self.ready.set()
             await self.sleep(INTERVAL if self.ready.is_set() else 1.0)

@@ -2,9 +2,10 @@
 
 Two stages, in the order of upstream's write path:
 
-- the request body (``request_body``): the ``fieldValidation`` mode and fieldManager
-  options, strict decoding (``field_validation``: unknown and duplicate fields), the
-  schema's type checks (``schema``);
+- the request body (``request_body``), under the request's ``fieldValidation`` mode
+  (parsed with the other write options in ``proxy.request.write_options``): strict
+  decoding (``field_validation``: unknown and duplicate fields), the schema's type
+  checks (``schema``);
 - the object (``strategy``), after the system fields are set: ``validate_create`` /
   ``validate_update`` run the kind's registered ``strategy.Validate`` /
   ``ValidateUpdate`` (kube's built-in kinds: ``proxy.kube.validation``; APIService:
@@ -16,9 +17,9 @@ Two stages, in the order of upstream's write path:
 
 from __future__ import annotations
 
-from proxy.registry.validation.field_validation import Mode
-from proxy.registry.validation.request_body import field_mode, validate_patched, validate_written
+from proxy.registry.validation.request_body import validate_patched, validate_written
 from proxy.registry.validation.strategy import validate_create, validate_update
+from proxy.request.write_options import Mode, field_mode
 
 __all__ = [
     "Mode",

@@ -21,21 +21,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
 from proxy.openapi.schemas import SchemaNode
 from proxy.patch.strategic import go_format
+from proxy.request.write_options import Mode
 
 __all__ = [
-    "FIELD_VALIDATION_MODES",
-    "FieldValidationOptionError",
     "StrictDecodingError",
     "decode_with_pairs",
     "decode_yaml_checking_duplicates",
     "find_duplicate_fields",
-    "parse_field_validation",
     "prune_unknown_fields",
     "strict_decoding_errors",
     "strict_decoding_errors_yaml",
@@ -46,42 +44,6 @@ __all__ = [
 ]
 
 JSON = Any
-Mode = Literal["Strict", "Warn", "Ignore"]
-FIELD_VALIDATION_MODES: tuple[Mode, ...] = ("Strict", "Warn", "Ignore")
-
-
-class FieldValidationOptionError(ValueError):
-    """An unsupported ``fieldValidation`` value: 422 Invalid, as kube-apiserver answers."""
-
-    status_code = 422
-    reason = "Invalid"
-
-    def __init__(self, value: str, options_kind: str) -> None:
-        self.field = "fieldValidation"
-        self.detail = (
-            f'Unsupported value: "{value}": supported values: "", "Ignore", "Strict", "Warn"'
-        )
-        self.options_kind = options_kind
-        super().__init__(f'{options_kind}.meta.k8s.io "" is invalid: {self.field}: {self.detail}')
-
-    @property
-    def causes(self) -> list[dict[str, str]]:
-        return [{"reason": "FieldValueNotSupported", "message": self.detail, "field": self.field}]
-
-
-def parse_field_validation(value: str | None, options_kind: str = "CreateOptions") -> Mode:
-    """The ``fieldValidation`` query parameter; absent or empty means ``Warn``.
-
-    ``options_kind`` names the options in the error (CreateOptions, UpdateOptions,
-    PatchOptions).
-    """
-    if not value:
-        return "Warn"
-    if value in FIELD_VALIDATION_MODES:
-        return value
-    raise FieldValidationOptionError(value, options_kind)
-
-
 class StrictDecodingError(ValueError):
     """Unknown or duplicate fields under ``fieldValidation=Strict``.
 

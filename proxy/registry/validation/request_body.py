@@ -14,55 +14,20 @@ of ``schema``, with the kind's schema from ``proxy.openapi.schemas``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from proxy import apierrors
-from proxy.apimachinery.validation import field
 from proxy.openapi import schemas
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.validation import field_validation as fv
 from proxy.registry.validation.schema import check_bytes, check_schema
 from proxy.registry.validation.strategy import has_validation, validates_types
 from proxy.request.warning import warning_header
+from proxy.request.write_options import Mode
 
-__all__ = ["check_field_manager", "field_mode", "validate_patched", "validate_written"]
+__all__ = ["validate_patched", "validate_written"]
 
 JSON = dict[str, Any]
-
-
-def field_mode(query: Mapping[str, str], options_kind: str) -> fv.Mode:
-    """The request's fieldValidation mode (422 for an unsupported value); also checks
-    ``fieldManager``, which every verb with a fieldValidation mode accepts."""
-    check_field_manager(query, options_kind)
-    try:
-        return fv.parse_field_validation(query.get("fieldValidation"), options_kind)
-    except fv.FieldValidationOptionError as e:
-        details = {"group": "meta.k8s.io", "kind": e.options_kind, "causes": e.causes}
-        raise apierrors.StatusError(
-            apierrors.status_body(422, "Invalid", str(e), details)
-        ) from None
-
-
-FIELD_MANAGER_MAX_LENGTH = 128
-
-
-def check_field_manager(query: Mapping[str, str], options_kind: str) -> None:
-    """``fieldManager`` is accepted as sent (there are no managedFields here) but checked
-    as upstream's ValidateFieldManager: at most 128 bytes, printable characters only;
-    422 Invalid on ``<options_kind>.meta.k8s.io`` otherwise."""
-    manager = query.get("fieldManager", "")
-    errs: field.ErrorList = []
-    if len(manager.encode()) > FIELD_MANAGER_MAX_LENGTH:
-        errs.append(field.too_long("fieldManager", FIELD_MANAGER_MAX_LENGTH))
-    position = 0
-    for char in manager:
-        if not char.isprintable():
-            detail = f"invalid character U+{ord(char):04X} (at position {position})"
-            errs.append(field.invalid("fieldManager", manager, detail))
-        position += len(char.encode())
-    if errs:
-        raise field.to_status(f"{options_kind}.meta.k8s.io", "", errs)
 
 
 def _warning_headers(warnings: list[str]) -> list[str]:
@@ -70,7 +35,7 @@ def _warning_headers(warnings: list[str]) -> list[str]:
 
 
 def validate_written(
-    obj: JSON, raw: bytes | None, resource: ResourceInfo, mode: fv.Mode
+    obj: JSON, raw: bytes | None, resource: ResourceInfo, mode: Mode
 ) -> tuple[JSON, list[str]]:
     """A create/update body after field validation: (cleaned object, Warning headers).
     ``raw`` is the JSON body (duplicates are only visible there); None for YAML."""
@@ -86,7 +51,7 @@ def validate_written(
 
 
 def validate_patched(
-    patched: JSON, patch: Any, resource: ResourceInfo, mode: fv.Mode
+    patched: JSON, patch: Any, resource: ResourceInfo, mode: Mode
 ) -> tuple[JSON, list[str]]:
     """A patch result after field validation: (cleaned object, Warning headers)."""
     node = schemas.kind_schema(resource.group, resource.version, resource.kind)

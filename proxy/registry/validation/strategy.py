@@ -114,6 +114,11 @@ def _raise_if(errs: ErrorList, resource: ResourceInfo, obj: JSON) -> None:
         raise field.to_status(resource.group_kind, _name(obj), errs)
 
 
+# API groups served outside k8s.io/kubernetes, whose object meta validation is
+# apimachinery's (no kube finalizer-name rule)
+GENERIC_META_GROUPS = frozenset({"apiextensions.k8s.io", "apiregistration.k8s.io"})
+
+
 def validate_create(obj: JSON, resource: ResourceInfo) -> None:
     """Validate a new object (system fields already set); may mutate it as the kind's
     strategy does. Raises a 422 ``StatusError`` naming every violation."""
@@ -141,7 +146,10 @@ def validate_update(new: JSON, old: JSON, resource: ResourceInfo, subresource: s
     errs = validate_object_meta(new_meta, resource.namespaced, names.path_segment_name, core=False)
     errs += validate_object_meta_update(new_meta, old_meta, core=False)
     if strategy is None or subresource:
-        errs += validate_object_meta_update(new_meta, old_meta)
+        # kube's kinds add core's finalizer rule; apiextensions and the aggregator
+        # validate with apimachinery's (a CRD's customresourcecleanup finalizer has no /)
+        core = resource.group not in GENERIC_META_GROUPS
+        errs += validate_object_meta_update(new_meta, old_meta, core=core)
         if subresource == "status" and strategy is not None and strategy.validate_status_update:
             errs += strategy.validate_status_update(new, old)
     else:

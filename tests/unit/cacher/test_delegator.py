@@ -5,6 +5,7 @@ fake etcd3 store and a cacher driven by hand (no I/O, fake clock)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,7 +14,14 @@ from cacher import CacheDelegator, CacherConfig, Outcome
 from cacher.cacher import Cacher
 from cacher.clock import FakeClock
 from etcdclient.types import Status
-from storage.errors import InvalidResourceVersion, NotFound, NotReady, TooLargeResourceVersion
+from storage.continue_token import encode_continue
+from storage.errors import (
+    InvalidContinue,
+    InvalidResourceVersion,
+    NotFound,
+    NotReady,
+    TooLargeResourceVersion,
+)
 from storage.etcd3.feature import progress_requests_supported
 from storage.interfaces import GetOptions, ListOptions, ListResult, SelectionPredicate, StoredObject
 from tests.unit.cacher.helpers import POD_ATTRS, PREFIX, pod
@@ -54,12 +62,22 @@ class FakeStore:
         raise AssertionError(f"unexpected call {name}")
 
 
-def make(clock: FakeClock, *, version: str = "3.5.1", gate: bool = False) -> tuple[
-    CacheDelegator, FakeStore, FakeStore
-]:  # fmt: skip
+def make(
+    clock: FakeClock,
+    *,
+    version: str = "3.5.1",
+    gate: bool = False,
+    snapshots: bool = True,
+    compact_revision: Callable[[], int] | None = None,
+) -> tuple[CacheDelegator, FakeStore, FakeStore]:
     """The delegator over a fake store, which also plays etcd's revision and version."""
     store = FakeStore(20, version)
-    cfg = CacherConfig(clock=clock, consistent_list_from_cache=gate)
+    cfg = CacherConfig(
+        clock=clock,
+        consistent_list_from_cache=gate,
+        list_from_cache_snapshot=snapshots,
+        compact_revision=compact_revision,
+    )
     cacher = Cacher(
         store, resource="pods", resource_prefix=PREFIX, attrs=POD_ATTRS, kind="Pod",
         api_version="v1", indexes=("spec.nodeName",), config=cfg,
@@ -77,31 +95,86 @@ def ready(d: CacheDelegator, rv: int = 10) -> None:
     d.cacher.ready.set_ready()
 
 
-@pytest.mark.parametrize(
-    ("opts", "where"),
-    [
-        (lo(), "list:"),  # RV unset: etcd
-        (lo("0"), "cache"),
-        (lo("0", limit=1), "cache"),  # limit ignored
-        (lo("0", "NotOlderThan"), "cache"),
-        (lo("8"), "cache"),  # RV=N without limit
-        (lo("8", "NotOlderThan", limit=1), "cache"),
-        (lo("8", limit=1), "list:8"),  # legacy exact
-        (lo("8", "Exact"), "list:8"),
-        (lo("", limit=1, token="abc"), "list:"),  # continue
-    ],
-)
-async def test_list_routing(opts: ListOptions, where: str) -> None:
+def token(rv: int, after: str = "a") -> str:
+    return encode_continue(f"{PREFIX}default/{after}\x00", PREFIX, rv)
+
+
+# (options, where): "list:<rv>" = etcd was asked; (n, paged) = the cache answered n
+# items at RV 10, with a continue token when paged. The cache holds a and b, primed at
+# RV 10 (its one snapshot). Upstream's ShouldDelegateList, 1.34+, gate off.
+ROUTES: list[tuple[ListOptions, str | tuple[int, bool]]] = [
+    (lo(), "list:"),  # RV unset: etcd (ConsistentListFromCache off)
+    (lo("0"), (2, False)),
+    (lo("0", limit=1), (2, False)),  # limit ignored at RV 0
+    (lo("0", "NotOlderThan"), (2, False)),
+    (lo("8"), (2, False)),  # RV=N without limit
+    (lo("8", "NotOlderThan", limit=1), (1, True)),  # limit honoured
+    (lo("8", limit=1), "list:8"),  # legacy exact, before the oldest snapshot
+    (lo("10", limit=1), (1, True)),  # legacy exact, held
+    (lo("8", "Exact"), "list:8"),
+    (lo("10", "Exact"), (2, False)),
+    (lo("12", "Exact"), "list:12"),  # not reached, no consistent reads: etcd
+    (lo("", limit=1, token=token(10)), (1, False)),  # page 2 from the snapshot
+    (lo("0", limit=1, token=token(10)), (1, False)),  # RV 0 with continue: ignored
+    (lo("", limit=1, token=token(8)), "list:"),  # token older than the snapshots
+    (lo("", limit=1, token=token(-1)), "list:"),  # "latest": a consistent read
+]
+
+
+@pytest.mark.parametrize(("opts", "where"), ROUTES)
+async def test_list_routing(opts: ListOptions, where: str | tuple[int, bool]) -> None:
     d, store, _ = make(FakeClock())
     ready(d)
     result = await d.get_list(PREFIX, opts)
-    if where == "cache":
-        assert store.calls == [] and result.served_from == "cache"
-        assert (
-            len(result.items) == 2 and result.resource_version == 10 and not result.continue_token
-        )
-    else:
+    if isinstance(where, str):
         assert store.calls == [where]
+        return
+    count, paged = where
+    assert store.calls == [] and result.served_from == "cache"
+    assert len(result.items) == count and result.resource_version == 10
+    assert bool(result.continue_token) == paged
+    if paged:
+        assert result.continue_token == token(10)
+        assert result.remaining_item_count == 1
+
+
+async def test_without_snapshots_exact_and_continue_go_to_etcd() -> None:
+    d, store, _ = make(FakeClock(), snapshots=False)
+    ready(d)
+    for opts in (lo("10", "Exact"), lo("10", limit=1), lo("", limit=1, token=token(10))):
+        await d.get_list(PREFIX, opts)
+    assert store.calls == ["list:10", "list:10", "list:"]
+
+
+async def test_continue_with_an_rv_is_a_400() -> None:
+    d, store, _ = make(FakeClock())
+    ready(d)
+    with pytest.raises(InvalidContinue) as err:
+        await d.get_list(PREFIX, lo("10", limit=1, token=token(10)))
+    assert err.value.message == "specifying resource version is not allowed when using continue"
+    assert store.calls == []
+
+
+async def test_pages_read_the_state_at_the_tokens_revision() -> None:
+    """Changes after page 1 are not seen by page 2; once the snapshot is gone (etcd
+    compacted its revision) the page comes from etcd."""
+    compacted = 0
+    d, store, _ = make(FakeClock(), compact_revision=lambda: compacted)
+    ready(d)
+    first = await d.get_list(PREFIX, lo("", "", limit=1, token=token(10, after="")))
+    assert [o.key for o in first.items] == [f"{PREFIX}default/a"]
+    cache = d.cacher.cache
+    cache.process(f"{PREFIX}default/b", None, 11)  # b deleted, c added after page 1
+    cache.process(f"{PREFIX}default/c", pod("c", 12), 12)
+    second = await d.get_list(PREFIX, lo(limit=5, token=first.continue_token))
+    assert [o.key for o in second.items] == [f"{PREFIX}default/b"]
+    assert second.resource_version == 10 and not second.continue_token
+    latest = await d.get_list(PREFIX, lo("12", "Exact"))
+    assert [o.key.rsplit("/", 1)[1] for o in latest.items] == ["a", "c"]
+    compacted = 11
+    await d.get_list(PREFIX, lo(limit=5, token=first.continue_token))
+    assert store.calls == ["list:"]
+    assert (await d.get_list(PREFIX, lo("11", "Exact"))).served_from == "cache"
 
 
 async def test_get_routing_and_not_found() -> None:

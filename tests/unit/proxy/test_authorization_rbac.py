@@ -24,6 +24,7 @@ from proxy.authorization.rbac.reconcile import reconcile_role
 from proxy.authorization.rbac.rule_resolver import RBACAuthorizer
 from proxy.kube.bootstrap.rbac_policy import cluster_role_bindings, cluster_roles
 from proxy.request.user import UserInfo
+from tests.unit.proxy.informer.fakes import fake_factory
 
 ALICE = UserInfo("alice", groups=("devs", "system:authenticated"))
 
@@ -160,8 +161,8 @@ def test_forbidden_messages_as_upstream() -> None:
 
 
 def test_aggregation_of_the_bootstrap_policy() -> None:
-    informer = RBACInformer(lambda plural: None)  # type: ignore[arg-type,return-value]
-    informer._replace("clusterroles", cluster_roles())
+    informer = RBACInformer(fake_factory())
+    informer.informers["clusterroles"].replace(cluster_roles(), "1")
     admin = aggregated_rules(informer, "admin")
     view = aggregated_rules(informer, "view")
     edit = aggregated_rules(informer, "edit")

@@ -13,10 +13,8 @@ from proxy.apimachinery.validation import field
 from proxy.openapi.schemas import kind_schema
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.validation.field_validation import (
-    FieldValidationOptionError,
     StrictDecodingError,
     find_duplicate_fields,
-    parse_field_validation,
     prune_unknown_fields,
     strict_decoding_errors,
     validate_fields,
@@ -26,6 +24,7 @@ from proxy.registry.validation.field_validation import (
 from proxy.registry.validation.request_body import validate_written
 from proxy.registry.validation.schema import schema_violations
 from proxy.request.warning import warning_header
+from proxy.request.write_options import FieldValidationOptionError, parse_field_validation
 
 DEPLOYMENT = kind_schema("apps", "v1", "Deployment")
 POD = kind_schema("", "v1", "Pod")

@@ -1,10 +1,9 @@
 """Pure helpers behind the real-kubectl fixes: DeleteOptions parsing, the Scale view,
-Secret defaults, nesting and alias limits of bodies, Go quoting, and the system
-namespaces' retry loop (with a fake store)."""
+Secret defaults, nesting and alias limits of bodies, and Go quoting (the system
+namespaces are written by a post-start hook: tests/integration/test_post_start_hooks.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -13,12 +12,9 @@ from multidict import MultiDict
 from proxy import apierrors
 from proxy.endpoints import negotiation
 from proxy.endpoints.handlers.delete_options import parse_delete_options
-from proxy.kube.bootstrap.system_namespaces import SYSTEM_NAMESPACES, SystemNamespaces
 from proxy.registry import object_meta, scale
-from proxy.registry.resources import build_registry
 from proxy.request.delete_options import DeleteOptions
-from storage import errors as serr
-from storage.interfaces import Preconditions, StoredObject
+from storage.interfaces import Preconditions
 
 
 def test_delete_options_body_wins_over_the_query() -> None:
@@ -93,53 +89,3 @@ def test_nesting_and_alias_limits() -> None:
 def test_go_quote_escapes_like_percent_q() -> None:
     assert apierrors._go_quote('a\x07"\\\n\u0085é') == '"a\\a\\"\\\\\\n\\u0085é"'
     assert apierrors._go_quote(5) == "5"
-
-
-@dataclass
-class _FakeStore:
-    fail_first: int
-    created: list[str] = field(default_factory=list)
-    calls: int = 0
-
-    async def create(self, key: str, obj: dict[str, Any]) -> StoredObject:
-        self.calls += 1
-        if self.calls <= self.fail_first:
-            raise serr.Unavailable("etcd is down")
-        if obj["metadata"]["name"] == "default" and "default" in self.created:
-            raise serr.AlreadyExists(key)
-        self.created.append(obj["metadata"]["name"])
-        return StoredObject(key, b"{}", 1)
-
-
-@dataclass
-class _FakeResourceStorage:
-    store: _FakeStore
-
-    def object_key(self, namespace: str, name: str) -> str:
-        return f"/namespaces/{name}"
-
-
-@dataclass
-class _FakeStorages:
-    rs: _FakeResourceStorage
-
-    def for_resource(self, resource: object) -> _FakeResourceStorage:
-        return self.rs
-
-
-async def test_system_namespaces_retry_until_created() -> None:
-    store = _FakeStore(fail_first=2, created=["default"])
-    sleeps: list[float] = []
-
-    async def sleep(seconds: float) -> None:
-        sleeps.append(seconds)
-
-    creator = SystemNamespaces(
-        build_registry(),
-        _FakeStorages(_FakeResourceStorage(store)),
-        sleep=sleep,
-    )
-    await creator.run()
-    assert creator.ready.is_set()
-    assert sleeps == [1.0, 1.0]
-    assert store.created == ["default", *SYSTEM_NAMESPACES[1:]]

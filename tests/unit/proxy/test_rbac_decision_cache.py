@@ -10,6 +10,7 @@ from proxy.authorization.rbac import decision_cache
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.authorization.rbac.rule_resolver import RBACAuthorizer
 from proxy.request.user import UserInfo
+from tests.unit.proxy.informer.fakes import deliver, fake_factory
 
 ALICE = UserInfo("alice", groups=("devs", "system:authenticated"))
 GET_POD = Attributes(ALICE, "get", namespace="team", resource="pods", name="p1")
@@ -17,10 +18,14 @@ RBAC = "rbac.authorization.k8s.io"
 
 
 def _informer() -> RBACInformer:
-    informer = RBACInformer(lambda plural: None)  # type: ignore[arg-type,return-value]
+    informer = RBACInformer(fake_factory())
     for plural in ("roles", "rolebindings", "clusterroles", "clusterrolebindings"):
-        informer._replace(plural, [])
+        informer.informers[plural].replace([], "1")
     return informer
+
+
+def _apply(informer: RBACInformer, plural: str, kind: str, obj: dict[str, Any]) -> None:
+    deliver(informer.informers[plural], kind, obj)
 
 
 def _role(kind: str, name: str, ns: str, resources: list[str]) -> dict[str, Any]:
@@ -39,18 +44,19 @@ def _binding(kind: str, name: str, ns: str, role_kind: str, role: str,
 def test_a_rolebinding_change_is_seen_on_the_very_next_decision() -> None:
     informer = _informer()
     rbac = RBACAuthorizer(informer)
-    informer._apply("roles", "ADDED", _role("Role", "pod-reader", "team", ["pods"]))
+    _apply(informer, "roles", "ADDED", _role("Role", "pod-reader", "team", ["pods"]))
     assert rbac.authorize(GET_POD) == (Decision.NO_OPINION, "")
     assert rbac.authorize(GET_POD) == (Decision.NO_OPINION, "")  # now cached
     binding = _binding("RoleBinding", "read", "team", "Role", "pod-reader",
                        {"kind": "User", "name": "alice"})  # fmt: skip
-    informer._apply("rolebindings", "ADDED", binding)
+    _apply(informer, "rolebindings", "ADDED", binding)
     decision, reason = rbac.authorize(GET_POD)
     assert decision is Decision.ALLOW
     assert reason == ('RBAC: allowed by RoleBinding "read/team" of Role "pod-reader" '
                       'to User "alice"')  # fmt: skip
     # the binding now names another user: alice loses access on the next decision
-    informer._apply(
+    _apply(
+        informer,
         "rolebindings",
         "MODIFIED",
         _binding(
@@ -59,7 +65,8 @@ def test_a_rolebinding_change_is_seen_on_the_very_next_decision() -> None:
     )
     assert rbac.authorize(GET_POD) == (Decision.NO_OPINION, "")
     # a group binding, then its deletion
-    informer._apply(
+    _apply(
+        informer,
         "rolebindings",
         "MODIFIED",
         _binding(
@@ -67,7 +74,7 @@ def test_a_rolebinding_change_is_seen_on_the_very_next_decision() -> None:
         ),
     )
     assert rbac.authorize(GET_POD)[0] is Decision.ALLOW
-    informer._apply("rolebindings", "DELETED", binding)
+    _apply(informer, "rolebindings", "DELETED", binding)
     assert rbac.authorize(GET_POD) == (Decision.NO_OPINION, "")
 
 
@@ -75,27 +82,27 @@ def _bind_reader(informer: RBACInformer, kind: str, name: str) -> None:
     """ClusterRoleBinding "r" of ClusterRole "reader" to one subject."""
     subject = {"kind": kind, "name": name}
     binding = _binding("ClusterRoleBinding", "r", "", "ClusterRole", "reader", subject)
-    informer._apply("clusterrolebindings", "ADDED", binding)
+    _apply(informer, "clusterrolebindings", "ADDED", binding)
 
 
 def test_role_and_cluster_role_changes_and_relists_are_seen() -> None:
     informer = _informer()
     rbac = RBACAuthorizer(informer)
-    informer._apply("clusterroles", "ADDED", _role("ClusterRole", "reader", "", ["pods"]))
+    _apply(informer, "clusterroles", "ADDED", _role("ClusterRole", "reader", "", ["pods"]))
     _bind_reader(informer, "Group", "devs")
     assert rbac.authorize(GET_POD)[0] is Decision.ALLOW
     # the role loses the rule
-    informer._apply("clusterroles", "MODIFIED", _role("ClusterRole", "reader", "", ["secrets"]))
+    _apply(informer, "clusterroles", "MODIFIED", _role("ClusterRole", "reader", "", ["secrets"]))
     assert rbac.authorize(GET_POD) == (Decision.NO_OPINION, "")
-    informer._apply("clusterroles", "MODIFIED", _role("ClusterRole", "reader", "", ["pods"]))
+    _apply(informer, "clusterroles", "MODIFIED", _role("ClusterRole", "reader", "", ["pods"]))
     assert rbac.authorize(GET_POD)[0] is Decision.ALLOW
     # a relist without the binding (after a 410 Gone)
-    informer._replace("clusterrolebindings", [])
+    informer.informers["clusterrolebindings"].replace([], "2")
     assert rbac.authorize(GET_POD) == (Decision.NO_OPINION, "")
     # the role itself deleted while bound: the reason names it
     _bind_reader(informer, "User", "alice")
     assert rbac.authorize(GET_POD)[0] is Decision.ALLOW
-    informer._apply("clusterroles", "DELETED", _role("ClusterRole", "reader", "", ["pods"]))
+    _apply(informer, "clusterroles", "DELETED", _role("ClusterRole", "reader", "", ["pods"]))
     missing = 'RBAC: clusterrole.rbac.authorization.k8s.io "reader" not found'
     assert rbac.authorize(GET_POD) == (Decision.NO_OPINION, missing)
 
@@ -103,8 +110,9 @@ def test_role_and_cluster_role_changes_and_relists_are_seen() -> None:
 def test_the_key_separates_users_groups_and_attributes() -> None:
     informer = _informer()
     rbac = RBACAuthorizer(informer)
-    informer._apply("roles", "ADDED", _role("Role", "one", "team", ["pods"]))
-    informer._apply(
+    _apply(informer, "roles", "ADDED", _role("Role", "one", "team", ["pods"]))
+    _apply(
+        informer,
         "rolebindings",
         "ADDED",
         _binding("RoleBinding", "b", "team", "Role", "one", {"kind": "Group", "name": "devs"}),

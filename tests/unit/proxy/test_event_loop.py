@@ -1,0 +1,32 @@
+"""``--event-loop``: asyncio's loop or uvloop's runs the same coroutine; a name that is
+not a loop is a configuration error (``proxy.server.event_loop``)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+
+from proxy.server import event_loop
+from proxy.server.settings import ConfigError, load_settings
+
+
+async def _loop_module() -> str:
+    return type(asyncio.get_running_loop()).__module__
+
+
+def test_both_loops_run_the_server_coroutine() -> None:
+    assert event_loop.run(_loop_module(), "uvloop").startswith("uvloop")
+    assert event_loop.run(_loop_module(), "asyncio").startswith("asyncio")
+
+
+def test_flag_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    base = ["--etcd-servers=http://127.0.0.1:2379"]
+    assert load_settings(base).event_loop == "asyncio"
+    assert load_settings([*base, "--event-loop=uvloop"]).event_loop == "uvloop"
+    with pytest.raises(ConfigError, match="asyncio or uvloop"):
+        load_settings([*base, "--event-loop=trio"])
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if the extra were not installed
+    with pytest.raises(event_loop.EventLoopUnavailable, match="watchcache\\[uvloop\\]"):
+        event_loop.loop_factory("uvloop")
