@@ -85,3 +85,14 @@ async def test_an_event_in_both_groups(http: aiohttp.ClientSession, namespace: s
     async with http.get(events) as resp:
         names = sorted(i["metadata"]["name"] for i in (await resp.json())["items"])
     assert names == ["e1", "e2"]
+
+
+async def test_openapi_and_aggregated_discovery_have_them(http: aiohttp.ClientSession) -> None:
+    async with http.get("/openapi/v3") as resp:
+        paths = (await resp.json())["paths"]
+    assert "apis/autoscaling/v1" in paths and "apis/events.k8s.io/v1" in paths
+    accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    async with http.get("/apis", headers={"Accept": accept}) as resp:
+        groups = {g["metadata"]["name"]: g for g in (await resp.json())["items"]}
+    assert [v["version"] for v in groups["autoscaling"]["versions"]] == ["v2", "v1"]
+    assert [v["version"] for v in groups["events.k8s.io"]["versions"]] == ["v1"]
