@@ -123,6 +123,9 @@ class Cacher:
             on_initialized=self._initialized,
             on_corrupt=self._corrupt,
         )
+        metrics.CORRUPT_OBJECTS.labels(resource).set_function(
+            lambda: len(self.reflector.corrupt_keys)
+        )
         self.progress = ProgressRequester(
             store, self.cache, self._clock, interval=config.progress_request_interval
         )
@@ -208,6 +211,8 @@ class Cacher:
 
     async def close(self) -> None:
         known_versions.unregister(self.resource_prefix, self.cache.version_at)
+        with contextlib.suppress(KeyError):
+            metrics.CORRUPT_OBJECTS.remove(self.resource)
         self.ready.stop()
         self.dispatcher.terminate_all(CloseReason.STOPPED)
         supervisor, self._supervisor = self._supervisor, None

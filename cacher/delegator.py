@@ -27,6 +27,8 @@ store (the storage floor).
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass, replace
 
 from cacher import metrics
@@ -57,6 +59,13 @@ from storage.interfaces import (
 )
 from storage.watch_errors import error_event
 
+log = logging.getLogger("watchcache.cacher")
+
+# a consistent read that timed out waiting for the cache is logged at once, then at most
+# this often per resource (each is counted in
+# watchcache_consistent_read_outcomes_total{outcome="fallback_timeout"})
+FALLBACK_LOG_EVERY = 60.0
+
 
 @dataclass(frozen=True, slots=True)
 class _Route:
@@ -81,6 +90,7 @@ class CacheDelegator:
         self.store = store
         self.cacher = cacher
         self.consistent_reads: dict[Outcome, int] = dict.fromkeys(Outcome, 0)
+        self._fallback_logged = -FALLBACK_LOG_EVERY  # monotonic time of the last log line
 
     # -- writes and etcd-only calls ----------------------------------------------------------
 
@@ -239,6 +249,7 @@ class CacheDelegator:
         try:
             return await self._from_cache(key, opts, target, Outcome.PROGRESS, start)
         except TooLargeResourceVersion:
+            self._log_fallback(target)
             return await self._fallback(key, opts, Outcome.FALLBACK_TIMEOUT)
 
     async def _from_cache(
@@ -256,6 +267,21 @@ class CacheDelegator:
             raise
         self._count(outcome, success=True, fallback=True)
         return result
+
+    def _log_fallback(self, target: int) -> None:
+        """A slow path must not be silent (issue 23 §9): the cache did not reach etcd's
+        revision in time although progress was requested; say so, rate-limited."""
+        now = time.monotonic()
+        if now - self._fallback_logged < FALLBACK_LOG_EVERY:
+            return
+        self._fallback_logged = now
+        log.warning(
+            "cacher %s: a consistent read waited for revision %d but the cache is at %d "
+            "(progress requested, no notification made it current): served from etcd; "
+            "%d such reads so far",
+            self.cacher.resource, target, self.cacher.resource_version,
+            self.consistent_reads[Outcome.FALLBACK_TIMEOUT] + 1,
+        )  # fmt: skip
 
     def _count(self, outcome: Outcome, *, success: bool, fallback: bool) -> None:
         self.consistent_reads[outcome] += 1

@@ -85,3 +85,22 @@ SNAPSHOTS = Gauge(
     "Snapshots of the watch cache's store held for exact and paginated LISTs.",
     ["resource"],
 )
+
+# Ours: keys whose newest value cannot be decoded (skipped: the watch cache does not
+# hold them, cacher.reflector), shown in /readyz?verbose too.
+CORRUPT_OBJECTS = Gauge(
+    "watchcache_corrupt_objects",
+    "Keys whose newest value in etcd cannot be decoded, so the watch cache does not "
+    "serve them (until a valid write or a delete).",
+    ["resource"],
+)
+
+
+def corrupt_objects() -> dict[str, int]:
+    """``{resource: keys}`` for every resource with at least one corrupt key."""
+    found: dict[str, int] = {}
+    for family in CORRUPT_OBJECTS.collect():
+        for sample in family.samples:
+            if sample.value:
+                found[sample.labels["resource"]] = int(sample.value)
+    return found

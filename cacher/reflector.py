@@ -12,8 +12,13 @@ change is applied to the cache and handed to the dispatcher; a progress notifica
 only advances the cache's resourceVersion.
 
 A value that cannot be decoded (not JSON, a foreign encoding, labels that are not
-strings) is reported (log, ``apiserver_watch_cache_corrupt_objects_total``) and skipped,
-in the LIST and in the WATCH alike: the cache holds every valid object and moves on.
+strings) is reported (log, ``apiserver_storage_decode_errors_total``) and skipped, in
+the LIST and in the WATCH alike: the cache holds every valid object and moves on. A
+corrupt value written over a valid one takes the valid one out of the cache (a
+DELETED event at the corrupt revision: what a re-list would find), as upstream's cacher
+cannot keep serving a version etcd no longer has; its key is in ``corrupt_keys`` (the
+``watchcache_corrupt_objects`` gauge, ``/readyz?verbose``) until a valid value or a
+delete replaces it.
 
 Failures: the etcd client's watch resumes by itself across etcd restarts and leader
 changes from the last delivered revision + 1, so an outage is invisible here (the cache
@@ -50,7 +55,9 @@ class Reflector:
     """Runs as one task owned by the cacher (``run``); cancelling it stops the watch.
 
     ``initializations`` counts successful (re-)lists; ``last_error`` is for /readyz;
-    ``corrupt`` counts values skipped because they could not be decoded."""
+    ``corrupt`` counts values skipped because they could not be decoded;
+    ``corrupt_keys`` are the keys whose newest value is such a value (changed by the
+    reflector only)."""
 
     def __init__(
         self,
@@ -78,6 +85,7 @@ class Reflector:
         self._on_corrupt = on_corrupt
         self.initializations = 0
         self.corrupt = 0
+        self.corrupt_keys: set[str] = set()
         self.last_error: BaseException | None = None
 
     async def run(self) -> None:
@@ -108,6 +116,7 @@ class Reflector:
     async def _list(self) -> int:
         """Read the whole prefix at one revision and replace the cache's state."""
         replacement = self._cache.new_replacement()
+        corrupt_keys: set[str] = set()
         rev = 0
         pages = self._store.list_pages(self.prefix, page_size=self._page_size)
         async with contextlib.aclosing(pages):
@@ -115,9 +124,12 @@ class Reflector:
                 rev = page.resource_version
                 for err in page.corrupt:
                     self._report(err)
+                    corrupt_keys.add(err.key)
                 for err in replacement.add(page.items):
                     self._report(err)
+                    corrupt_keys.add(err.key)
         self._cache.swap(replacement, rev)
+        self.corrupt_keys = corrupt_keys
         self.initializations += 1
         self.last_error = None
         self._ready.set_ready()
@@ -143,24 +155,30 @@ class Reflector:
         """Apply one change to the cache and dispatch it; True when a watcher is now at
         its soft limit (``Dispatcher.dispatch``)."""
         if change.corrupt is not None:
-            self._skip(change.corrupt)
-            return False
+            return self._skip(change.key, change.corrupt)
         try:
             event = self._cache.process(change.key, change.object, change.resource_version)
         except CorruptObject as err:  # decoded, but its labels/fields are unreadable
-            self._skip(err)
-            return False
+            return self._skip(change.key, err)
+        self.corrupt_keys.discard(change.key)
         if event is None:
             return False
         if self._on_event is not None:
             self._on_event()
         return self._dispatcher.dispatch(event)
 
-    def _skip(self, err: CorruptObject) -> None:
-        """A corrupt new value: report it and move the cache's revision past it. The
-        key keeps its last valid version until it is written validly or deleted."""
+    def _skip(self, key: str, err: CorruptObject) -> bool:
+        """A corrupt new value: report it; the key's last valid version, if the cache
+        holds one, leaves it as a DELETED event at the corrupt revision (dispatched:
+        True when a watcher is now at its soft limit); the revision moves past it."""
         self._report(err)
-        self._cache.update_resource_version(err.revision)
+        self.corrupt_keys.add(key)
+        event = self._cache.process(key, None, err.revision)  # no-op if not held
+        if event is None:
+            return False
+        if self._on_event is not None:
+            self._on_event()
+        return self._dispatcher.dispatch(event)
 
     def _report(self, err: CorruptObject) -> None:
         self.corrupt += 1

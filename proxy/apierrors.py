@@ -246,6 +246,8 @@ def _go_quote_char(char: str) -> str:
     if char.isprintable():
         return char
     code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a request byte that is not UTF-8 (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
     return (
         f"\\x{code:02x}"
         if code < 0x80

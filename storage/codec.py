@@ -101,6 +101,36 @@ def _member(name: str, value: Any) -> bytes:
     return orjson.dumps(name) + b":" + orjson.dumps(value, option=_SORT)
 
 
+# a canonical value with fewer brackets than this cannot nest past orjson's 1024 levels
+_SHALLOW_BRACKETS = 1000
+
+
+def _reads_as_is(value: bytes) -> bool:
+    """Whether canonical JSON bytes may be served without parsing them: valid UTF-8
+    and too few brackets to nest past the decoders' depth (C-speed checks). Any other
+    value is parsed (``decode_object``): repaired as Go reads it, or CorruptObject."""
+    if value.count(b"{") + value.count(b"[") >= _SHALLOW_BRACKETS:
+        return False
+    if value.isascii():
+        return True
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _decode_as_go(key: str, value: bytes, resource_version: int, err: Exception) -> Any:
+    """A JSON value orjson refused, read as Go's decoder reads it: each invalid UTF-8
+    sequence in a string as U+FFFD (kube-apiserver serves such a value, and deletes it,
+    as any other). CorruptObject for what is still not JSON (truncated, nested past
+    1024 levels: Go reads up to 10,000, docs/security.md)."""
+    try:
+        return orjson.loads(value.decode("utf-8", "replace"))
+    except orjson.JSONDecodeError:
+        raise CorruptObject(key, str(err), resource_version) from err
+
+
 def splice_resource_version(value: bytes, resource_version: int) -> bytes | None:
     """``value`` (as stored: no resourceVersion) with ``metadata.resourceVersion``
     spliced in, or None when ``value`` is not a canonical encoding (the caller falls back
@@ -134,7 +164,7 @@ def decode(
         stored = decode(key, canonical, resource_version, keep_obj=keep_obj)
         stored.remember(media_types.STORED_PROTOBUF, value)  # protobuf answers start here
         return stored
-    data = splice_resource_version(value, resource_version)
+    data = splice_resource_version(value, resource_version) if _reads_as_is(value) else None
     if data is not None and not keep_obj:
         return StoredObject(key, data, resource_version)
     obj = decode_object(key, value, resource_version)
@@ -156,7 +186,7 @@ def decode_object(key: str, value: bytes, resource_version: int = 0) -> JSONObje
     try:
         obj = orjson.loads(value)
     except orjson.JSONDecodeError as err:
-        raise CorruptObject(key, str(err), resource_version) from err
+        obj = _decode_as_go(key, value, resource_version, err)
     if not isinstance(obj, dict):
         raise CorruptObject(key, f"not a JSON object: {type(obj).__name__}", resource_version)
     return obj
@@ -166,7 +196,7 @@ def from_parsed(key: str, value: bytes, resource_version: int, obj: JSONObject) 
     """The StoredObject for ``value`` already parsed into ``obj`` (by ``decode_object``;
     the dict is taken over and gets the resourceVersion)."""
     _set_resource_version(key, obj, resource_version)
-    data = splice_resource_version(value, resource_version)
+    data = splice_resource_version(value, resource_version) if _reads_as_is(value) else None
     if data is None:
         data = orjson.dumps(obj)
     stored = StoredObject(key, data, resource_version, obj)

@@ -13,10 +13,13 @@ this server serves itself gets a local APIService.
   time, and deleted when its group-version is no longer served.
 
 It writes through the loopback client (as ``system:apiserver``, through admission
-and validation). ``run`` compares the wanted set with the lister's (in memory) every
-``interval`` seconds and writes only differences; failed writes are retried at the next
-round. ``ready`` is set after the first complete round (the ``/readyz`` check
-``autoregister-completion``).
+and validation). As upstream's, it is a work queue of APIService names, reconciled one
+at a time against the lister (the shared informer): a change to an APIService enqueues
+its name (one deleted by hand is put back at once), and every ``interval`` seconds every
+wanted or automanaged name is enqueued again (the registry has no change events: that
+resync is how a CRD's new group-version is noticed). A failed write is retried with the
+queue's per-name backoff. ``ready`` is set once every name of the first round has been
+reconciled (the ``/readyz`` check ``autoregister-completion``).
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from typing import Any
 
 from proxy.aggregator.apiservice import AUTOMANAGED_LABEL, CRD_PRIORITY, GROUP, local_apiservice
 from proxy.aggregator.lister import APIServiceLister
-from proxy.loopback.client import APIError, LoopbackClient, resource_path
+from proxy.informer import WorkQueue, run_workers
+from proxy.loopback.client import LoopbackClient, resource_path
 
 __all__ = ["AutoRegister", "local_apiservices"]
 
@@ -75,8 +79,25 @@ class AutoRegister:
         self.served = served
         self.interval = interval
         self.ready = asyncio.Event()
+        self.queue: WorkQueue[str] = WorkQueue("autoregister")
+        self.client: LoopbackClient | None = None
         # "onstart" APIServices already in place once: not touched again until restart
         self._synced_on_start: set[str] = set()
+        # the names of the first round not reconciled yet (None once ``ready``)
+        self._first_round: set[str] | None = None
+        lister.on_change(self.queue.add)
+
+    def _wanted(self) -> dict[str, JSON]:
+        return {w["metadata"]["name"]: w for w in local_apiservices(self.served())}
+
+    def _enqueue_all(self) -> set[str]:
+        """Every wanted name and every automanaged one stored (to delete)."""
+        names = set(self._wanted())
+        names.update(n for n, o in self.lister.objects.items()
+                     if _labels(o).get(AUTOMANAGED_LABEL) == "true")  # fmt: skip
+        for name in names:
+            self.queue.add(name)
+        return names
 
     async def _put_back(self, client: LoopbackClient, wanted: JSON) -> None:
         def apply(obj: JSON) -> JSON:
@@ -87,34 +108,50 @@ class AutoRegister:
 
         await client.update(_path(wanted["metadata"]["name"]), apply)
 
-    async def sync_once(self, client: LoopbackClient) -> None:
-        """One round: create, put back, delete what differs from the lister's view."""
-        wanted = {w["metadata"]["name"]: w for w in local_apiservices(self.served())}
-        current = self.lister.objects
-        for name, w in wanted.items():
-            if name in self._synced_on_start:
-                continue  # "onstart": synced once, then left to its users (as upstream)
-            found = current.get(name)
-            if found is None:
-                await client.create_if_absent(_path(), copy.deepcopy(w))
-            elif found.get("spec") != w["spec"] or not _labels(found).get(AUTOMANAGED_LABEL):
-                await self._put_back(client, w)
-            if w["metadata"]["labels"][AUTOMANAGED_LABEL] == "onstart":
-                self._synced_on_start.add(name)
-        for name, obj in list(current.items()):
-            if _labels(obj).get(AUTOMANAGED_LABEL) == "true" and name not in wanted:
+    async def reconcile(self, name: str) -> None:
+        """Create, put back or delete ``name`` where it differs from what is wanted."""
+        assert self.client is not None, "run() sets the client"
+        await self._sync(self.client, name, self._wanted().get(name))
+        if self._first_round is not None:
+            self._first_round.discard(name)
+            if not self._first_round:
+                self._first_round = None
+                self.ready.set()
+
+    async def _sync(self, client: LoopbackClient, name: str, wanted: JSON | None) -> None:
+        found = self.lister.informer.indexer.get_by_key(name)
+        if wanted is None:
+            if found is not None and _labels(found).get(AUTOMANAGED_LABEL) == "true":
                 await client.delete(_path(name))  # its CRD's group-version is gone
+            return
+        if name in self._synced_on_start:
+            return  # "onstart": synced once, then left to its users (as upstream)
+        if found is None:
+            await client.create_if_absent(_path(), copy.deepcopy(wanted))
+        elif found.get("spec") != wanted["spec"] or not _labels(found).get(AUTOMANAGED_LABEL):
+            await self._put_back(client, wanted)
+        if wanted["metadata"]["labels"][AUTOMANAGED_LABEL] == "onstart":
+            self._synced_on_start.add(name)
+
+    async def _resync_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)  # the registry has no change events to await
+            self._enqueue_all()
 
     async def run(self, client: LoopbackClient) -> None:
-        """Until cancelled (see the module docstring)."""
+        """Until cancelled (see the module docstring); the queue is shut down then."""
+        self.client = client
         await self.lister.synced.wait()
-        while True:
-            try:
-                await self.sync_once(client)
-                self.ready.set()
-            except APIError as e:
-                log.info("registering the local APIServices: %s (will retry)", e)
-            await asyncio.sleep(self.interval)  # the registry has no change events to await
+        self._first_round = self._enqueue_all()
+        if not self._first_round:
+            self._first_round = None
+            self.ready.set()
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._resync_forever(), name="autoregister-resync")
+                group.create_task(run_workers("autoregister", self.queue, self.reconcile))
+        finally:
+            self.queue.shut_down()
 
 
 def _path(name: str = "") -> str:

@@ -44,7 +44,7 @@ from proxy.audit.server import Audit
 from proxy.authentication.filter import plain_port_authentication
 from proxy.authentication.loopback import LoopbackToken
 from proxy.authorization.rbac.informer import RBACInformer
-from proxy.endpoints import negotiation, responsewriter
+from proxy.endpoints import responsewriter, responsewriters
 from proxy.endpoints.compression import COMPRESSION_ENABLED
 from proxy.endpoints.discovery.legacy import setup_discovery_routes
 from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
@@ -132,7 +132,7 @@ def version_info() -> dict[str, str]:
 
 
 async def _version(request: web.Request) -> web.Response:
-    return negotiation.json_response(version_info())
+    return responsewriters.json_response(version_info())
 
 
 def _set_storage_media_type(media_type: str) -> None:
@@ -259,6 +259,7 @@ def build_app(
         await storage_ctx.close()
 
     app.on_response_prepare.append(http_errors.on_response_prepare)
+    app.on_response_prepare.append(responsewriter.writable_headers)  # the last hook
     app.on_shutdown.append(on_shutdown)
     app.on_cleanup.append(on_cleanup)
     return app

@@ -89,15 +89,18 @@ _REF_ORDER = ("resource", "namespace", "name", "apiGroup", "apiVersion", "subres
 
 
 def _created_name(raw: RawObject) -> str:
+    """The name a create's body asks for, or "" (undecodable, or ``metadata`` or its
+    name of any other type: the request was refused, the objectRef stays as it is)."""
     try:
         obj = (
             codec.decode_object("audit", raw.data)
             if raw.data[:1] != b"{"
             else orjson.loads(raw.data)
         )
-    except Exception:  # undecodable: the objectRef stays without a name
+    except Exception:
         return ""
-    name = ((obj.get("metadata") if isinstance(obj, dict) else None) or {}).get("name")
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
     return name if isinstance(name, str) else ""
 
 

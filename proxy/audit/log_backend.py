@@ -4,6 +4,12 @@ go into a bounded buffer (10,000 events) that one writer task drains in batches
 batch in a worker thread, so the event loop never waits
 on the disk.
 
+One event never takes another with it (upstream encodes and writes each event on its
+own): each is encoded alone; a string that is not valid UTF-8 (a header byte such as
+``\xff``, kept by aiohttp as a lone surrogate) is written with U+FFFD in its place, as
+Go's encoder writes invalid UTF-8; an event that still cannot be encoded is counted
+in ``apiserver_audit_error_total{plugin="log"}`` and logged with its audit ID.
+
 Overflow: when the buffer is full (the disk cannot keep up) the event is dropped,
 ``apiserver_audit_error_total{plugin="log"}`` counts it and a warning is logged at
 most once a minute; the request itself is never delayed (upstream's ``batch`` mode
@@ -34,6 +40,7 @@ import orjson
 from prometheus_client import Counter
 
 from proxy.audit.event import materialize
+from proxy.request.utf8 import valid_utf8
 
 __all__ = ["BUFFER_SIZE", "LogBackend", "RotatingFile", "encode_event"]
 
@@ -68,11 +75,33 @@ _LOG_ERRORS = ERRORS.labels("log")
 
 def encode_event(event: dict[str, Any]) -> bytes:
     """One JSON line, escaped as Go's encoding/json escapes HTML characters (they occur
-    only inside strings, so the replacement is exact)."""
-    data = orjson.dumps(event)
+    only inside strings, so the replacement is exact). Strings that are not valid
+    UTF-8 are written with U+FFFD, as Go writes them; TypeError or
+    ``orjson.JSONEncodeError`` for what JSON cannot hold at all."""
+    try:
+        data = orjson.dumps(event)
+    except orjson.JSONEncodeError:
+        data = orjson.dumps(valid_utf8(event))  # the rare event: only then walked
     if b"&" in data or b"<" in data or b">" in data:
         data = data.replace(b"&", b"\\u0026").replace(b"<", b"\\u003c").replace(b">", b"\\u003e")
     return data + b"\n"
+
+
+def _encode_one(event: dict[str, Any]) -> bytes:
+    """One event's line, or b"" (counted and logged with its audit ID) if it cannot be
+    encoded: it never takes the rest of its batch with it."""
+    try:
+        return encode_event(materialize(event))
+    except Exception as e:  # a bug or a value no encoder takes: this event only
+        _LOG_ERRORS.inc()
+        log.error(
+            "audit event %s (stage %s) could not be encoded and is lost: %s: %s",
+            valid_utf8(event.get("auditID")),
+            event.get("stage"),
+            type(e).__name__,
+            e,
+        )
+        return b""
 
 
 class RotatingFile:
@@ -174,7 +203,7 @@ class LogBackend:
 
     def _encode(self, batch: list[dict[str, Any]]) -> bytes:
         EVENTS.inc(len(batch))  # counted here, off the request path
-        return b"".join(encode_event(materialize(e)) for e in batch)
+        return b"".join(_encode_one(e) for e in batch)
 
     def _write_batch(self, batch: list[dict[str, Any]]) -> None:
         self.sink.write(self._encode(batch))

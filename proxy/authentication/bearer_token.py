@@ -26,6 +26,15 @@ def bearer_token(header: str) -> str:
     return parts[1]
 
 
+def _is_utf8(text: str) -> bool:
+    """Whether ``text`` came from valid UTF-8 (aiohttp keeps other bytes as surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class BearerToken:
     def __init__(self, tokens: TokenAuthenticator) -> None:
         self.tokens = tokens
@@ -35,6 +44,10 @@ class BearerToken:
         token = bearer_token(header)
         if not token:
             return None
+        if not token.isascii() and not _is_utf8(token):
+            # bytes that are not UTF-8 match no token file line, JWT or loopback token:
+            # refused here, before any authenticator has to encode them (401, as Go's)
+            raise AuthenticationError("invalid bearer token")
         response = await self.tokens.authenticate_token(token)
         if response is None:
             raise AuthenticationError("invalid bearer token")

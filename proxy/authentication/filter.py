@@ -25,7 +25,7 @@ from proxy import apierrors
 from proxy.authentication.authenticator import AuthenticationError, RequestAuthenticator
 from proxy.authentication.loopback import LoopbackToken
 from proxy.authentication.metrics import record_authentication
-from proxy.endpoints import negotiation
+from proxy.endpoints import responsewriters
 from proxy.request.user import (
     ALL_AUTHENTICATED,
     SYSTEM_PRIVILEGED_GROUP,
@@ -60,7 +60,7 @@ def status_response(request: web.Request, err: apierrors.StatusError) -> web.Res
     """The filters answer with a Status themselves (they sit outside the handlers'
     error translation), as upstream's filters write theirs (negotiated: protobuf when
     the client prefers it)."""
-    return negotiation.status_response(request, err)
+    return responsewriters.status_response(request, err)
 
 
 def is_secure(request: web.Request) -> bool:

@@ -42,7 +42,9 @@ class LoopbackToken:
         return UserInfo(APISERVER_USER, self.uid, (SYSTEM_PRIVILEGED_GROUP, ALL_AUTHENTICATED))
 
     def matches(self, token: str) -> bool:
-        return hmac.compare_digest(token.encode(), self.token.encode())
+        # the header's bytes as sent (a byte that is not UTF-8 is a lone surrogate here)
+        sent = token.encode("utf-8", "surrogateescape")
+        return hmac.compare_digest(sent, self.token.encode())
 
     async def authenticate_token(self, token: str) -> Response | None:
         """A ``TokenAuthenticator``: the user for this token, None for any other."""

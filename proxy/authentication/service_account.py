@@ -167,6 +167,21 @@ class TokenGenerator:
         return token, now + expiration_seconds
 
 
+def _audiences(aud: object) -> tuple[str, ...]:
+    """The ``aud`` claim as go-jose's Audience reads it: absent, a string or an array of
+    strings; anything else makes the token invalid (401)."""
+    if aud is None:
+        return ()
+    if isinstance(aud, str):
+        return (aud,)
+    if isinstance(aud, list) and all(isinstance(a, str) for a in aud):
+        return tuple(aud)
+    raise AuthenticationError(
+        "invalid service account token: square/go-jose/jwt: expected string or array "
+        "value to unmarshal to Audience"
+    )
+
+
 class ServiceAccountTokens:
     """The token authenticator for service-account JWTs (see the module docstring)."""
 
@@ -218,8 +233,7 @@ class ServiceAccountTokens:
             raise AuthenticationError("service account token is not valid yet")
 
     def _check_audience(self, claims: dict[str, Any]) -> tuple[str, ...]:
-        aud = claims.get("aud")
-        token_auds = (aud,) if isinstance(aud, str) else tuple(str(a) for a in aud or ())
+        token_auds = _audiences(claims.get("aud"))
         if self.audiences and not set(token_auds) & set(self.audiences):
             raise AuthenticationError(
                 f"token audiences {list(token_auds)!r} is invalid for the target audiences "
@@ -240,6 +254,8 @@ class ServiceAccountTokens:
             )
 
     async def authenticate_token(self, token: str) -> Response | None:
+        if not token.isascii():
+            return None  # no compact JWS (base64url and dots): another authenticator's
         try:
             unverified = jwt.decode(token, options={"verify_signature": False})
         except jwt.InvalidTokenError:

@@ -32,7 +32,7 @@ comes). The budget the project holds: no loop step over ~20 ms at 10,000 pods.
   list as the encoder's JSON ``fallback``.
 
 A new format adds an encoder here and a branch in
-:func:`proxy.endpoints.negotiation.list_encoder`.
+:func:`proxy.endpoints.responsewriters.list_encoder`.
 """
 
 from __future__ import annotations

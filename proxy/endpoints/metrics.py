@@ -40,6 +40,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, ge
 from proxy.endpoints.responsewriter import response_started
 from proxy.request.request_info import REQUEST_INFO, RequestInfo, query_bool
 from proxy.request.user import request_user
+from proxy.request.utf8 import valid_utf8
 from storage.interfaces import ListResult
 
 __all__ = [
@@ -197,15 +198,16 @@ async def with_metrics(request: web.Request, handler: Handler) -> web.StreamResp
 def _access(request: web.Request, info: RequestInfo, code: int, elapsed: float) -> None:
     entry: dict[str, object] = {
         "verb": metric_verb(info, request.query),
-        "path": request.path_qs,
+        # request bytes that are not UTF-8 as U+FFFD (the log and the lab page encode it)
+        "path": valid_utf8(request.path_qs),
         "code": code,
         "ms": round(elapsed * 1000, 1),
         # who asked, as kube-apiserver's httplog says it (the lab's controllers show here)
-        "userAgent": request.headers.get("User-Agent", ""),
+        "userAgent": valid_utf8(request.headers.get("User-Agent", "")),
     }
     user = request_user(request)
     if user is not None:  # the authenticated (or impersonated) user, as kube's httplog
-        entry["user"] = user.name
+        entry["user"] = valid_utf8(user.name)
     cost = request.get(_LIST_COST)
     if cost is not None:
         entry.update(cost)

@@ -4,13 +4,38 @@
 Every response's start is recorded on its request by a prepare hook (``install``).
 Once its headers are out nothing may write a second response into it: a timeout, an
 error or a bug can only end it (``end_started_response``).
+
+Every header value written is one aiohttp can write (``writable_headers``, the last
+prepare hook): aiohttp refuses a control character and cannot encode a lone surrogate
+(a request byte that is not UTF-8, echoed back), and a refused header drops the
+connection without an answer, after a write may have committed. Go's server writes
+``\r``/``\n`` in a value as spaces; here every such character is, and U+FFFD stands
+for bytes that are not UTF-8. The texts the server makes itself (``Warning``) are
+quoted before they get here; this is the net under everything else.
 """
 
 from __future__ import annotations
 
+import logging
+import re
+
 from aiohttp import web
 
-__all__ = ["STARTED_RESPONSE", "end_started_response", "install", "response_started"]
+from proxy.request.utf8 import valid_utf8
+
+__all__ = [
+    "STARTED_RESPONSE",
+    "end_started_response",
+    "install",
+    "response_started",
+    "writable_headers",
+]
+
+log = logging.getLogger("watchcache.responsewriter")
+
+# what aiohttp's header writer refuses (RFC 9110 §5.5: no CTL but HTAB) or cannot encode
+_UNWRITABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
 
 STARTED_RESPONSE = web.RequestKey("watchcache_started_response", web.StreamResponse)
 """The response whose headers are out (set by ``install``'s prepare hook)."""
@@ -40,3 +65,21 @@ def end_started_response(request: web.Request, response: web.StreamResponse) -> 
     if request.transport is not None:
         request.transport.close()
     return response
+
+
+async def writable_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """``app.on_response_prepare`` hook, registered last: every header name and value
+    made writable (control characters as spaces, bytes that are not UTF-8 as U+FFFD),
+    so that no answer is lost to a header; repeated headers keep their order."""
+    headers = response.headers
+    if not any(_UNWRITABLE.search(k) or _UNWRITABLE.search(v) for k, v in headers.items()):
+        return
+    items = [(_writable(k), _writable(v)) for k, v in headers.items()]
+    log.debug("%s %s: unwritable header characters replaced", request.method, request.path)
+    headers.clear()
+    for key, value in items:
+        headers.add(key, value)
+
+
+def _writable(text: str) -> str:
+    return str(valid_utf8(_CONTROL.sub(" ", text)))

@@ -19,7 +19,7 @@ import yaml
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.endpoints import negotiation
+from proxy.endpoints import decoding, negotiation
 from proxy.fieldmanager.field_manager import FieldManager, manager_or_user_agent
 from proxy.fieldmanager.fieldpath import PathElement, Set
 from proxy.registry.resources import ResourceInfo
@@ -135,7 +135,7 @@ def decode_apply_body(body: bytes) -> JSONObject:
     try:
         config = _fast_json(body)
         if config is _NOT_JSON:
-            config = negotiation.decode_structured(body, negotiation.YAML_TYPE)
+            config = decoding.decode_structured(body, negotiation.YAML_TYPE)
     except ValueError as e:
         raise apierrors.bad_request(
             f"error decoding YAML: error converting YAML to JSON: {e}"
@@ -210,7 +210,7 @@ def _fast_json(body: bytes) -> Any:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:
         return _NOT_JSON
-    return _NOT_JSON if negotiation.too_deep(value) else value
+    return _NOT_JSON if decoding.too_deep(value) else value
 
 
 class _Duplicate(Exception):

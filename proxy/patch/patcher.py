@@ -23,8 +23,9 @@ import jsonpatch
 import orjson
 
 from proxy import apierrors
-from proxy.endpoints import negotiation
+from proxy.endpoints import decoding
 from proxy.registry.resources import ResourceInfo
+from proxy.request.write_options import APPLY_PATCH
 from storage.interfaces import JSONObject
 
 __all__ = ["JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "apply_patch", "merge_patch"]
@@ -33,7 +34,6 @@ __all__ = ["JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "apply_patch", 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
-APPLY_PATCH = "application/apply-patch+yaml"
 
 # Strategic merge patch: fn(original, patch, resource) -> patched; None if unavailable.
 StrategicFn = Callable[[JSONObject, JSONObject, ResourceInfo], JSONObject]
@@ -90,8 +90,8 @@ def _decode_patch(body: bytes, prefix: str = "error decoding patch: ") -> Any:
         patch = orjson.loads(body)
     except orjson.JSONDecodeError as e:
         raise apierrors.bad_request(f"{prefix}{e}") from None
-    if negotiation.too_deep(patch):
-        raise apierrors.bad_request(f"{prefix}exceeded max depth of {negotiation.MAX_DEPTH}")
+    if decoding.too_deep(patch):
+        raise apierrors.bad_request(f"{prefix}exceeded max depth of {decoding.MAX_DEPTH}")
     return patch
 
 

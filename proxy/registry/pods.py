@@ -21,7 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.endpoints import negotiation
+from proxy.endpoints import decoding, negotiation, responsewriters
 from proxy.registry.store import Store
 from proxy.request.dry_run import is_dry_run
 from proxy.request.request_info import RequestInfo
@@ -45,8 +45,9 @@ async def handle_binding(
     the Binding names)."""
     if info.verb != "create":
         raise apierrors.method_not_supported(BINDING, info.verb)
-    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    binding = negotiation.decode_kind(body, negotiation.body_media_type(request), "v1", "Binding")
+    body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
+    media_type = negotiation.body_media_type(request)
+    binding = await decoding.decoded_kind(body, media_type, "v1", "Binding")
     if binding.get("kind") != "Binding":
         raise apierrors.bad_request(f"not a Binding object: {str(binding)[:200]}")
     meta = binding.get("metadata") if isinstance(binding.get("metadata"), dict) else {}
@@ -72,7 +73,7 @@ async def handle_binding(
     )  # fmt: skip
     status = apierrors.success_status()
     status["code"] = 201
-    return negotiation.json_response(status, 201)
+    return responsewriters.json_response(status, 201)
 
 
 def _validate_target(target: JSON) -> list[str]:

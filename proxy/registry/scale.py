@@ -26,7 +26,7 @@ from proxy import apierrors
 from proxy.admission import handler as admission
 from proxy.admission.attributes import UPDATE
 from proxy.apierrors import FieldError
-from proxy.endpoints import negotiation
+from proxy.endpoints import decoding, negotiation, responsewriters
 from proxy.fieldmanager import wiring as managed
 from proxy.patch import patcher as patch
 from proxy.printers.columns import format_label_selector
@@ -151,7 +151,11 @@ async def _write(
     key = store.object_key(info.namespace, info.name)
 
     applying = media_type == managed.APPLY_PATCH
-    config = managed.decode_apply_body(body) if applying else {}
+    config = (
+        await decoding.off_loop(body, media_type, managed.decode_apply_body, body)
+        if applying
+        else {}
+    )
 
     async def try_update(current: JSONObject) -> JSONObject:
         if not current:
@@ -164,9 +168,12 @@ async def _write(
             scale: JSONObject = {"metadata": {}, "spec": {"replicas": replicas}}
             entries = managed.sent_managed_fields(applied)
         elif info.verb == "patch":
-            scale = patch.apply_patch(media_type, from_object(current, paths), body, SCALE)
+            scale = await decoding.off_loop(
+                body, media_type, patch.apply_patch, media_type, from_object(current, paths),
+                body, SCALE,
+            )  # fmt: skip
         else:
-            scale = negotiation.decode_object(body, media_type or negotiation.JSON_TYPE, SCALE)
+            scale = await decoding.decoded_object(body, media_type or negotiation.JSON_TYPE, SCALE)
         # admission sees the Scale (kind autoscaling/v1 Scale, subresource "scale")
         attrs = admission.attributes(
             request, store.resource, UPDATE, info.namespace, info.name, obj=scale,
@@ -186,7 +193,7 @@ async def _write(
         return updated
 
     stored = await store.update(info.namespace, info.name, try_update, dry_run=dry_run)
-    return negotiation.json_response(from_object(stored.obj, paths))
+    return responsewriters.json_response(from_object(stored.obj, paths))
 
 
 async def handle_scale(
@@ -200,11 +207,11 @@ async def handle_scale(
     if info.verb == "get":
         opts = GetOptions(resource_version=request.query.get("resourceVersion", ""))
         stored = await store.get(info.namespace, info.name, opts)
-        return negotiation.json_response(from_object(stored.obj, paths))
+        return responsewriters.json_response(from_object(stored.obj, paths))
     if info.verb == "patch":
         patch_type = negotiation.media_type_of(request, default="")
         patch.check_patch_type(patch_type)
         managed.check_patch_options(request.query, patch_type)
     options_kind = "PatchOptions" if info.verb == "patch" else "UpdateOptions"
-    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
     return await _write(request, ctx, info, store, options_kind, body, paths)

@@ -32,7 +32,7 @@ def audit_annotations(request: web.Request) -> dict[str, str]:
     return dict(request.get(AUDIT_ANNOTATIONS) or {})
 
 
-# the request body as the handler read it (``negotiation.read_body`` records it), for
+# the request body as the handler read it (``decoding.read_body`` records it), for
 # the Request and RequestResponse levels' ``requestObject``
 REQUEST_BODY = web.RequestKey("watchcache_audit_request_body", bytes)
 # set by the audit filter at the RequestResponse level only: the chunks of a streamed

@@ -9,6 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy.admission.chain import AdmissionChain
 from proxy.informer import SharedInformerFactory
 from proxy.openapi.documents import OpenAPIV3
 from proxy.registry.resources import Registry, ResourceInfo
@@ -55,8 +56,8 @@ class APIContext:
     custom_resources: Any = None
     # API aggregation (proxy.aggregator); set by build_app
     aggregator: Aggregation | None = None
-    # the admission chain (proxy.admission.chain.AdmissionChain); None: no admission
-    admission: Any = None
+    # the admission chain; None: no admission
+    admission: AdmissionChain | None = None
     # the port the API is served on (the secure port, else the plain one), once it
     # listens; set by ``serve`` only
     serving_port: int | None = None

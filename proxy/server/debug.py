@@ -23,7 +23,7 @@ from aiohttp import web
 
 from cacher.btree import extra_bytes
 from cacher.objects import held_bytes
-from proxy.endpoints import negotiation
+from proxy.endpoints import responsewriters
 from proxy.endpoints.metrics import RECENT_REQUESTS, RecentRequests
 from proxy.server.context import API_CONTEXT
 
@@ -76,7 +76,7 @@ async def _watchcache(request: web.Request) -> web.Response:
             revision = (await ctx.storage_ctx.client.get(key)).revision
     except Exception:  # etcd down: the page shows the caches without it
         revision = None
-    return negotiation.json_response({"etcdRevision": revision,
+    return responsewriters.json_response({"etcdRevision": revision,
                                       "caches": sorted(caches, key=lambda c: c["resource"])})
 
 
@@ -86,7 +86,7 @@ async def _requests(request: web.Request) -> web.Response:
         since = int(request.query.get("since", "0"))
     except ValueError:
         since = 0
-    return negotiation.json_response({"seq": recent.seq, "items": recent.since(since)})
+    return responsewriters.json_response({"seq": recent.seq, "items": recent.since(since)})
 
 
 def setup_debug_routes(app: web.Application) -> None:

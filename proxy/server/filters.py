@@ -46,11 +46,12 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from proxy import apierrors
-from proxy.endpoints import negotiation
+from proxy.endpoints import responsewriters
 from proxy.endpoints.compression import with_compression
 from proxy.endpoints.metrics import with_metrics
 from proxy.endpoints.responsewriter import end_started_response, response_started
 from proxy.request.request_info import REQUEST_INFO, RequestInfo, parse_request_info
+from proxy.request.user import SYSTEM_PRIVILEGED_GROUP, request_user
 from proxy.server import http_errors
 from proxy.server.settings import Settings
 
@@ -79,7 +80,7 @@ def is_long_running(info: RequestInfo) -> bool:
 def _write_status(request: web.Request, err: apierrors.StatusError) -> web.Response:
     """Upstream's ``ErrorNegotiated``: the Status in the client's preferred encoding
     (protobuf or JSON)."""
-    return negotiation.status_response(request, err)
+    return responsewriters.status_response(request, err)
 
 
 # ------------------------------------------------------------------------ the filters
@@ -89,10 +90,16 @@ def _write_status(request: web.Request, err: apierrors.StatusError) -> web.Respo
 async def with_panic_recovery(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Upstream's ``WithPanicRecovery``: anything unexpected is logged with its
     traceback and answered 500 InternalError without it (or, once the response has
-    started, ends it). A client that goes away cancels the handler: not an error."""
+    started, ends it). A client that goes away cancels the handler, or makes a write
+    fail: not an error (kube-apiserver logs nothing), one debug line."""
     try:
         return await handler(request)
-    except (asyncio.CancelledError, ConnectionResetError, web.HTTPException):
+    except ConnectionResetError as e:
+        # returned, not raised: aiohttp logs a raised one at ERROR with its traceback,
+        # and finishing a response on a closed connection fails quietly
+        log.debug("client went away during %s %s: %s", request.method, request.path, e)
+        return response_started(request) or web.Response(status=500)
+    except (asyncio.CancelledError, web.HTTPException):
         raise  # a client gone, or an answer aiohttp itself renders
     except Exception as e:
         log.exception("unexpected error serving %s %s", request.method, request.path)
@@ -182,8 +189,9 @@ def with_max_in_flight(settings: Settings) -> Middleware | None:
     """Upstream's ``WithMaxInFlightLimit``: at most --max-requests-inflight read-only
     and --max-mutating-requests-inflight mutating requests at once (0: no limit);
     long-running requests are not counted. Beyond it: 429 with ``Retry-After: 1`` and
-    upstream's plain-text body (``http.Error``), which clients retry. None when both
-    limits are off."""
+    upstream's plain-text body (``http.Error``), which clients retry — except for
+    ``system:masters`` (a super-admin, or the server's own loopback client), served
+    anyway, as upstream. None when both limits are off."""
     limits = {False: settings.max_requests_inflight, True: settings.max_mutating_requests_inflight}
     if not any(limits.values()):
         return None
@@ -199,6 +207,11 @@ def with_max_in_flight(settings: Settings) -> Middleware | None:
         if not limit:
             return await handler(request)
         if in_flight[mutating] >= limit:
+            user = request_user(request)
+            if user is not None and SYSTEM_PRIVILEGED_GROUP in user.groups:
+                # as upstream: "a system:master is so powerful that they should always
+                # get an answer. It's a super-admin or a loopback connection."
+                return await handler(request)
             return web.Response(
                 status=429,
                 text=TOO_MANY_REQUESTS_TEXT,

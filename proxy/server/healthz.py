@@ -39,6 +39,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from cacher.metrics import corrupt_objects
 from proxy.server.context import API_CONTEXT, APIContext
 from proxy.server.post_start_hooks import POST_START_HOOKS
 
@@ -158,12 +159,27 @@ async def _endpoint(request: web.Request, endpoint: str) -> web.Response:
         )
     if ok and "verbose" not in request.query:
         return web.Response(text="ok")
+    notes = _notes()
     lines = [
-        f"[+]{n} ok" if reason is None else f"[-]{n} failed: {reason}"
+        (f"[+]{n} ok" + (f": {notes[n]}" if n in notes else ""))
+        if reason is None
+        else f"[-]{n} failed: {reason}"
         for (n, _), reason in zip(checks, results, strict=True)
     ]
     lines.append(f"{endpoint} check {'passed' if ok else 'failed'}")
     return web.Response(status=200 if ok else 500, text="\n".join(lines) + "\n")
+
+
+def _notes() -> dict[str, str]:
+    """What a passing check shows after ``ok`` in a verbose listing: the keys the watch
+    caches skip because their newest value in etcd cannot be decoded (an operator's
+    business, not a reason to take the server out of a load balancer: every replica
+    reads the same etcd)."""
+    corrupt = corrupt_objects()
+    if not corrupt:
+        return {}
+    text = ", ".join(f"{r}: {n}" for r, n in sorted(corrupt.items()))
+    return {"watch-cache": f"objects in etcd that cannot be decoded, not served ({text})"}
 
 
 def setup_health_routes(app: web.Application) -> None:

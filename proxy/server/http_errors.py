@@ -14,6 +14,14 @@ the same edges:
   long bearer tokens that kube-apiserver takes. Larger still is refused by aiohttp's parser
   with its plain-text 400, as Go refuses it with a plain-text 431: no request was parsed,
   so there is no Status to give.
+- **A deadline for request headers.** kube-apiserver's ``http.Server`` sets
+  ``ReadHeaderTimeout`` to 32 s; aiohttp has no such knob, and its keep-alive timer
+  (default an hour) was the only bound, so 250 connections trickling one header byte
+  every 5 s stayed open forever. The keep-alive timeout is 32 s: a connection whose
+  first request's headers are not complete 32 s after it opened, or that sends no next
+  request within 32 s of its last answer, is closed (Go's ``IdleTimeout`` is 90 s: idle
+  keep-alive connections are closed sooner here, which clients redial unnoticed). A
+  request being served is never cut by it.
 - **Malformed HTTP is the client's mistake, not the server's.** aiohttp logs every
   request its parser refuses (bad characters in the request line, invalid methods,
   over-long headers) as an ERROR with a traceback; ``ProtocolLogger`` logs those at
@@ -36,7 +44,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from proxy import apierrors
-from proxy.endpoints import negotiation
+from proxy.endpoints import responsewriters
 from proxy.server.context import API_CONTEXT
 
 __all__ = [
@@ -53,6 +61,8 @@ __all__ = [
 MAX_HEADER_BYTES = 1 << 20
 # Go counts bytes, not header lines; the smallest header line is four bytes ("a:\r\n")
 MAX_HEADERS = MAX_HEADER_BYTES // 32
+# kube-apiserver's ReadHeaderTimeout (32 s), as aiohttp's keep-alive timeout (see above)
+READ_HEADER_TIMEOUT = 32.0
 
 
 class ProtocolLogger(logging.Logger):
@@ -91,6 +101,7 @@ def protocol_options() -> dict[str, Any]:
         "max_line_size": MAX_HEADER_BYTES,
         "max_field_size": MAX_HEADER_BYTES,
         "max_headers": MAX_HEADERS,
+        "keepalive_timeout": READ_HEADER_TIMEOUT,
         "logger": ProtocolLogger(logging.getLogger("aiohttp.server")),
     }
 
@@ -132,4 +143,4 @@ def route_error(request: web.Request, exc: web.HTTPException) -> web.StreamRespo
         err = apierrors.method_not_allowed()
     else:
         return None
-    return negotiation.status_response(request, err)
+    return responsewriters.status_response(request, err)

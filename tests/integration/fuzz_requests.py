@@ -4,7 +4,10 @@ Pure functions of a ``random.Random``: the same seed gives the same requests. Ea
 request is either one aiohttp can send (``FuzzRequest``: any method, any path bytes as
 an already-encoded URL, a query with repeated and hostile parameters, odd headers,
 bodies from valid objects through mutated ones to random bytes) or raw bytes written
-to the socket (``raw``: malformed request lines and headers, truncated bodies).
+to the socket (``raw``: malformed request lines and headers, truncated bodies, and
+well-formed requests whose header values carry bytes that are not UTF-8 or control
+characters, which aiohttp's client would not send). Bodies include field names with
+control characters and, rarely, large hostile bodies (a 0.5-3 MB flow sequence).
 """
 
 from __future__ import annotations
@@ -109,7 +112,14 @@ class FuzzRequest:
 
     @property
     def is_watch(self) -> bool:
-        return "watch=" in self.target or "/watch/" in self.target
+        """Whether the server may answer with a stream: a ``/watch/`` path, or a
+        ``watch`` parameter that is not false (as kube's query conversion reads a bool:
+        only absent, ``0`` and ``false`` are false; ``?watch`` alone is true)."""
+        if "/watch/" in self.target:
+            return True
+        query = self.target.partition("?")[2]
+        values = [p.partition("=")[2] for p in query.split("&") if p.partition("=")[0] == "watch"]
+        return bool(values) and values[0].lower() not in ("0", "false")
 
     def describe(self) -> str:
         if self.raw:
@@ -214,7 +224,7 @@ def _junk_value(rng: random.Random, depth: int = 0) -> Any:
 
 def _mutate(rng: random.Random, obj: dict[str, Any]) -> Any:
     meta = obj["metadata"]
-    choice = rng.randrange(12)
+    choice = rng.randrange(14)
     if choice == 0:
         obj["metadata"] = _junk_value(rng)
     elif choice == 1:
@@ -242,7 +252,30 @@ def _mutate(rng: random.Random, obj: dict[str, Any]) -> Any:
         return _junk_value(rng)
     elif choice == 10:
         obj["data"] = {"k": "x" * rng.choice((1000, 100_000, 1_600_000))}
+    elif choice == 11:  # a field name no header can carry (issue 23 §4)
+        obj[rng.choice(CONTROL_KEYS)] = "x"
+    elif choice == 12:
+        meta[rng.choice(("labels", "annotations"))] = {rng.choice(CONTROL_KEYS): "x"}
     return obj
+
+
+CONTROL_KEYS = ("\x00", "a\nb", "\r", "\x7f", "\x1b[31m", "\u2028", '"', "\\", "é\u0085")
+# header values the HTTP parser takes but that are not UTF-8 (issue 23 §3)
+HOSTILE_HEADER_VALUES = (b"\xff", b"ua\xff", b"\xc3\x28", b"adm\xffin", b"\xfe\xff\xfe",
+                         b"caf\xc3\xa9", b"\xed\xa0\x80")  # fmt: skip
+HOSTILE_HEADERS = ("User-Agent", "Audit-ID", "X-Forwarded-For", "X-Real-Ip", "Accept",
+                   "Authorization", "Impersonate-User", "Impersonate-Group", "Content-Type",
+                   "Accept-Encoding")  # fmt: skip
+
+
+def _large_body(rng: random.Random, content_type: str) -> bytes:
+    """The costliest body per byte for its decoder: a long flow sequence of zeros."""
+    zeros = b",".join([b"0"] * (rng.choice((250_000, 750_000, 1_500_000)) - 100))
+    if "yaml" in content_type:
+        return b"metadata: {name: big}\nspec: {x: [" + zeros + b"]}"
+    if "json-patch" in content_type:
+        return b'[{"op":"test","path":"/x","value":[' + zeros + b"]}]"
+    return b'{"metadata":{"name":"big"},"spec":{"x":[' + zeros + b"]}}"
 
 
 def _dumps(value: Any) -> bytes:
@@ -283,6 +316,8 @@ def _body(
         return rng.choice((b"{", b"[]", b"null", b"1", b'"x"', b"{}", b"\xff\xfe{}",
                            b'{"a":1,"a":2}', b"a: &a [*a, *a]", b"- - - -", b"\x00",
                            b"k8s\x00\n\x02v1", b"a: [" * 100))  # fmt: skip
+    if roll < 0.104:
+        return _large_body(rng, content_type)
     if method == "PATCH":
         return _patch_body(rng, content_type)
     if method == "DELETE":
@@ -321,10 +356,26 @@ def _raw(rng: random.Random) -> bytes:
     return b"GET /api/v1 HTTP/1.1\r\nHost: x\r\n" + b"X: y\r\n" * 40_000 + b"\r\n"
 
 
+def _hostile_header(rng: random.Random, request: FuzzRequest) -> FuzzRequest:
+    """``request`` as raw bytes with one header value the client would not send."""
+    headers = {"Host": "fuzz", **request.headers, "Content-Length": str(len(request.body))}
+    lines = [f"{request.method} {request.target} HTTP/1.1".encode()]
+    lines += [f"{k}: {v}".encode("utf-8", "replace") for k, v in headers.items()]
+    value = rng.choice(HOSTILE_HEADER_VALUES)
+    if rng.random() < 0.3:
+        value += rng.choice((b"\x01", b"\x7f", b"\x00"))  # the parser refuses these: 400
+    lines.append(rng.choice(HOSTILE_HEADERS).encode() + b": " + value)
+    return FuzzRequest(raw=b"\r\n".join(lines) + b"\r\n\r\n" + request.body)
+
+
 def generate(rng: random.Random) -> FuzzRequest:
-    """One request (about one in twenty-five is raw bytes)."""
+    """One request (about one in twenty-five is raw bytes, one in thirty carries a
+    header value that is not UTF-8)."""
     if rng.random() < 0.04:
         return FuzzRequest(raw=_raw(rng))
+    if rng.random() < 0.033:
+        inner = generate(rng)
+        return inner if inner.raw else _hostile_header(rng, inner)
     method = rng.choices(list(METHODS), weights=list(METHODS.values()))[0]
     resource = rng.choice(RESOURCES[:6]) if rng.random() < 0.7 else rng.choice(RESOURCES)
     name = rng.choice(OBJECT_NAMES) if rng.random() < 0.9 else rng.choice(NAMES)

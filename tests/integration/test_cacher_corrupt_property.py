@@ -4,9 +4,11 @@ watchers run never stop a valid object from reaching every cache and every watch
 Each example writes a random sequence of values (valid pods, and values that cannot be
 decoded or whose labels cannot be read) to a few keys of a fresh prefix, with two watch
 caches over that prefix and, on one of them, a watch of everything and a watch with a
-label selector. Then: every watcher saw exactly the valid writes it selects, in order;
-each cache holds, per key, the last valid write (a corrupt write is skipped and leaves
-the key's last valid version); and both caches reached the last revision.
+label selector. Then: every watcher saw exactly the valid writes it selects, in order,
+and a DELETED event where a corrupt write replaced a version the cache held; each cache
+holds, per key, the last write if it is valid (a corrupt write takes the key's last
+valid version out: what a re-list would find); and both caches reached the last
+revision.
 """
 
 from __future__ import annotations
@@ -80,6 +82,14 @@ async def collect_until(watcher: Watcher, last_rv: int) -> list[WatchEvent]:
     raise AssertionError(f"watch ended early: {events}")
 
 
+def deleted(events: list[WatchEvent]) -> list[tuple[str, int]]:
+    return [
+        (orjson.loads(e.data)["metadata"]["name"], e.resource_version)
+        for e in events
+        if e.type == "DELETED"
+    ]
+
+
 def seen(events: list[WatchEvent]) -> list[tuple[str, int]]:
     return [
         (orjson.loads(e.data)["metadata"]["name"], e.resource_version)
@@ -100,11 +110,14 @@ async def scenario(endpoints: list[str], ops: list[Write]) -> None:
         selected = await one.watch(keys, opts(str(start), label="keep=yes"))
         valid: list[tuple[str, int, bool]] = []
         last_valid: dict[str, int] = {}
+        gone: list[tuple[str, int]] = []  # corrupt writes over a version the cache held
         for name, value, ok, keep in ops:
             rev = await client.put(f"{keys}ns/{name}".encode(), value)
             if ok:
                 valid.append((name, rev, keep))
                 last_valid[name] = rev
+            elif last_valid.pop(name, None) is not None:
+                gone.append((name, rev))
         # a last valid write everyone must see marks the end of the sequence
         end = await client.put(
             f"{keys}ns/end".encode(), orjson.dumps(pod("end", labels={"keep": "yes"}))
@@ -114,6 +127,7 @@ async def scenario(endpoints: list[str], ops: list[Write]) -> None:
         got_all = await collect_until(everything, end)
         got_selected = await collect_until(selected, end)
         assert seen(got_all) == [(n, r) for n, r, _ in valid]
+        assert deleted(got_all) == gone
         assert seen(got_selected) == [(n, r) for n, r, keep in valid if keep]
         for cache in (one, two):
             await cache.cacher.wait_until_fresh(end)

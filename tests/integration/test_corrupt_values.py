@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import orjson
@@ -215,3 +216,103 @@ async def test_an_etcd_watch_meeting_a_corrupt_value_ends_with_one_error(
     assert (status["code"], status["reason"]) == (500, "InternalError")
     assert CORRUPT_PREFIX in status["message"]
 
+
+
+async def test_a_value_with_bytes_that_are_not_utf8_reads_as_go_reads_it(
+    ns_http: tuple[ServerProcess, aiohttp.ClientSession, str],
+) -> None:
+    """Was served raw (a 200 that is not JSON) and its DELETE a 500 ``unexpected
+    JSONDecodeError``: Go's decoder reads each invalid byte as U+FFFD, so kube-apiserver
+    serves and deletes it as any other object."""
+    srv, http, ns = ns_http
+    pods = f"/api/v1/namespaces/{ns}/pods"
+    value = b'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"u","labels":{"a":"x\xffy"}}}'
+    async with EtcdClient(list(srv.etcd_servers)) as client:
+        await client.put(f"{srv.prefix}/pods/{ns}/u".encode(), value)
+    async with http.get(f"{pods}/u") as resp:
+        assert resp.status == 200
+        assert (await resp.json())["metadata"]["labels"] == {"a": "x\ufffdy"}
+    async with http.get(pods) as resp:
+        assert names(await resp.json()) == ["u"]
+    async with http.delete(f"{pods}/u") as resp:
+        assert resp.status == 200, await resp.text()
+    async with http.get(pods) as resp:
+        assert names(await resp.json()) == []
+
+
+async def test_a_value_nested_past_the_decoders_depth_is_a_corrupt_object(
+    ns_http: tuple[ServerProcess, aiohttp.ClientSession, str],
+) -> None:
+    """Was served raw (JSON nested 1,100 levels) and its DELETE a 500 ``unexpected
+    JSONDecodeError``. Go reads up to 10,000 levels, orjson 1,024: past that the value is
+    a corrupt object here (docs/security.md), deleted with the unsafe option."""
+    srv, http, ns = ns_http
+    pods = f"/api/v1/namespaces/{ns}/pods"
+    key = f"{srv.prefix}/pods/{ns}/deep"
+    value = (b'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"deep"},"spec":'
+             + b'{"a":' * 1100 + b"1" + b"}" * 1100 + b"}")  # fmt: skip
+    async with EtcdClient(list(srv.etcd_servers)) as client:
+        await client.put(key.encode(), value)
+    for method in ("GET", "DELETE"):
+        async with http.request(method, f"{pods}/deep") as resp:
+            status = await resp.json()
+            assert resp.status == 500, status
+        assert status["reason"] == "InternalError"
+        assert status["message"].startswith(f"Internal error occurred: {CORRUPT_PREFIX}{key}")
+    unsafe = {"kind": "DeleteOptions", "apiVersion": "v1", UNSAFE: True}
+    async with http.delete(f"{pods}/deep", json=unsafe) as resp:
+        assert resp.status == 200, await resp.text()
+    async with http.get(pods) as resp:
+        assert resp.status == 200 and names(await resp.json()) == []
+
+
+async def _get_json(http: aiohttp.ClientSession, path: str) -> tuple[int, Any]:
+    async with http.get(path) as resp:
+        return resp.status, await resp.json()
+
+
+async def _corrupt_gauge(http: aiohttp.ClientSession) -> float:
+    async with http.get("/metrics") as resp:
+        text = await resp.text()
+    found = [line for line in text.splitlines()
+             if line.startswith('watchcache_corrupt_objects{resource="configmaps"}')]  # fmt: skip
+    return float(found[0].split()[-1]) if found else 0.0
+
+
+async def test_a_corrupt_overwrite_takes_the_old_version_out_of_the_cache(
+    ns_http: tuple[ServerProcess, aiohttp.ClientSession, str],
+) -> None:
+    """``{garbage`` put over a valid ConfigMap: RV=0 reads kept serving the original, a
+    watch saw nothing, /readyz said nothing. The cache now holds what a re-list would
+    (the key is skipped), tells its watchers the old version is gone, says so in a
+    metric and /readyz?verbose, and serves a valid value written later as usual."""
+    srv, http, ns = ns_http
+    cms = f"/api/v1/namespaces/{ns}/configmaps"
+    created = await create(http, cms, {"metadata": {"name": "stale"}, "data": {"a": "1"}})
+    rv = created["metadata"]["resourceVersion"]
+    key = f"{srv.prefix}/configmaps/{ns}/stale".encode()
+    async with http.get(f"{cms}?watch=1&resourceVersion={rv}") as watch:
+        assert watch.status == 200
+        async with EtcdClient(list(srv.etcd_servers)) as client:
+            await client.put(key, b"{garbage")
+            event = await next_event(watch)
+            assert (event["type"], event["object"]["metadata"]["name"]) == ("DELETED", "stale")
+            assert event["object"]["data"] == {"a": "1"}  # the last version the cache had
+            assert (await _get_json(http, f"{cms}/stale?resourceVersion=0"))[0] == 404
+            status, listed = await _get_json(http, f"{cms}?resourceVersion=0")
+            assert status == 200 and names(listed) == []
+            assert await _corrupt_gauge(http) == 1
+            async with http.get("/readyz?verbose") as resp:
+                text = await resp.text()
+                assert resp.status == 200, text
+            assert "[+]watch-cache ok: objects in etcd that cannot be decoded" in text
+            assert "configmaps: 1" in text
+            valid = orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                                  "metadata": {"name": "stale", "namespace": ns},
+                                  "data": {"a": "2"}})  # fmt: skip
+            await client.put(key, valid)
+            event = await next_event(watch)
+    assert (event["type"], event["object"]["data"]) == ("ADDED", {"a": "2"})
+    status, got = await _get_json(http, f"{cms}/stale?resourceVersion=0")
+    assert status == 200 and got["data"] == {"a": "2"}
+    assert await _corrupt_gauge(http) == 0

@@ -708,3 +708,25 @@ async def test_defaults_are_applied_on_read(api: aiohttp.ClientSession, group: s
     for rv in ("0", ""):
         listed = await list_at(api, widgets(group), rv, defaulted)
         assert [i["spec"] for i in listed["items"]] == want
+
+
+@pytest.mark.parametrize("schema", [{}, None, {"openAPIV3Schema": None}])
+async def test_a_version_without_a_schema_is_422_schemas_are_required(
+    api: aiohttp.ClientSession, group: str, schema: object
+) -> None:
+    """``schema: {}`` was a 500 ``unexpected KeyError`` (found by the fuzzer of issue 23)."""
+    body = crd_body(group)
+    version = body["spec"]["versions"][0]
+    version.pop("subresources")  # the scale paths would be checked against the schema
+    version.pop("selectableFields")
+    version.pop("additionalPrinterColumns")
+    if schema is None:
+        version.pop("schema")
+    else:
+        version["schema"] = schema
+    async with api.post(CRDS, json=body) as resp:
+        status = await _json(resp)
+    assert resp.status == 422, status
+    causes = [(c["field"], c["message"]) for c in status["details"]["causes"]]
+    required = "Required value: schemas are required"
+    assert ("spec.versions[0].schema.openAPIV3Schema", required) in causes

@@ -12,6 +12,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from proxy.authentication.filter import plain_port_authentication
+from proxy.authentication.loopback import LoopbackToken
 from proxy.endpoints import responsewriter
 from proxy.request.request_info import request_info_of
 from proxy.server.filters import handler_chain, parse_go_duration
@@ -218,3 +220,25 @@ def test_max_in_flight_flags_and_their_defaults() -> None:
     flags = ["--max-requests-inflight=0", "--max-mutating-requests-inflight=0"]
     off = load_settings(["--etcd-servers=http://127.0.0.1:2379", *flags])
     assert len(handler_chain(off)) == len(handler_chain(defaults)) - 1
+
+
+async def test_max_in_flight_always_answers_system_masters() -> None:
+    """Upstream's WithMaxInFlightLimit serves a system:masters user beyond the limit (a
+    super-admin, or the server's own loopback client): the plain port's users are."""
+    settings = Settings(etcd_servers=("http://127.0.0.1:1",), max_requests_inflight=0,
+                        max_mutating_requests_inflight=1)  # fmt: skip
+    plain = plain_port_authentication(LoopbackToken())
+    app = web.Application(middlewares=handler_chain(settings, authentication=[plain]))
+    responsewriter.install(app)
+    handlers = Handlers()
+    app.router.add_route("*", "/api/{tail:.+}", handlers.handle)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        first = asyncio.create_task(_raw(server, "POST", f"{PODS}?mode=block"))
+        await handlers.entered.wait()
+        assert (await _raw(server, "POST", PODS)).startswith(b"HTTP/1.1 200 ")
+        handlers.release.set()
+        assert (await first).startswith(b"HTTP/1.1 200 ")
+    finally:
+        await server.close()

@@ -11,6 +11,8 @@ Hostile paths, methods, query parameters, headers, bodies and raw malformed HTTP
 - every JSON error is a ``Status``; every request is answered (no dropped connection)
   within the server's request timeout;
 - nothing is logged at ERROR level, no traceback;
+- the audit log lost nothing: every answer that carries an ``Audit-Id`` has its events
+  in the log, and ``apiserver_audit_error_total`` is 0 (issue 23 §1);
 - afterwards the server still serves: CRUD works and a watch delivers.
 
 Size and seed: ``FUZZ_REQUESTS`` (default 300: seconds in ``make test``) and
@@ -26,6 +28,7 @@ import io
 import os
 import random
 import uuid
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -50,11 +53,21 @@ RAW_PATIENCE = 3.0  # how long a raw request may go unanswered (it may be incomp
 WATCH_PATIENCE = 0.5  # how long a fuzzed watch is read
 
 
+AUDIT_POLICY = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"
+
+
 @pytest.fixture(params=["cached", "uncached"])
-def fuzz_server(request: pytest.FixtureRequest, server_factory: ServerFactory) -> ServerProcess:
-    """A server with the watch cache (the default), and one with every read from etcd."""
+def fuzz_server(
+    request: pytest.FixtureRequest, server_factory: ServerFactory, tmp_path: Path
+) -> tuple[ServerProcess, Path]:
+    """A server with the watch cache (the default), and one with every read from etcd;
+    both audit every request at Metadata level (the log's path is returned with it)."""
     cache = "--watch-cache=true" if request.param == "cached" else "--watch-cache=false"
-    return server_factory(f"--request-timeout={REQUEST_TIMEOUT:g}s", cache)
+    (tmp_path / "policy.yaml").write_text(AUDIT_POLICY)
+    audit = (f"--audit-policy-file={tmp_path / 'policy.yaml'}",
+             f"--audit-log-path={tmp_path / 'audit.log'}")  # fmt: skip
+    server = server_factory(f"--request-timeout={REQUEST_TIMEOUT:g}s", cache, *audit)
+    return server, tmp_path / "audit.log"
 
 
 async def _seed(http: aiohttp.ClientSession) -> None:
@@ -85,7 +98,9 @@ def _problem(request: FuzzRequest, status: int, content_type: str, body: bytes) 
     return ""
 
 
-async def _send(http: aiohttp.ClientSession, url: str, request: FuzzRequest) -> str:
+async def _send(
+    http: aiohttp.ClientSession, url: str, request: FuzzRequest, audit_ids: list[str]
+) -> str:
     async with asyncio.timeout(ANSWER_WITHIN):
         async with http.request(
             request.method,
@@ -95,6 +110,8 @@ async def _send(http: aiohttp.ClientSession, url: str, request: FuzzRequest) -> 
             skip_auto_headers=("Content-Type",),
             auto_decompress=False,
         ) as resp:
+            if "Audit-Id" in resp.headers:
+                audit_ids.append(resp.headers["Audit-Id"])
             if request.is_watch and resp.status == 200:
                 # the stream is open: that is the answer; an event, if one comes, is read
                 # so that its encoding (Table, metadata, YAML) runs too
@@ -114,7 +131,16 @@ def _serialized(request: FuzzRequest) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace") + request.body
 
 
-async def _send_raw(url: str, request: FuzzRequest) -> str:
+def _raw_audit_id(answer: bytes) -> str | None:
+    head = answer.partition(b"\r\n\r\n")[0].decode("utf-8", "replace")
+    for line in head.split("\r\n")[1:]:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "audit-id":
+            return value.strip()
+    return None
+
+
+async def _send_raw(url: str, request: FuzzRequest, audit_ids: list[str]) -> str:
     host, port = URL(url).host or "", URL(url).port or 0
     reader, writer = await asyncio.open_connection(host, port)
     try:
@@ -135,13 +161,18 @@ async def _send_raw(url: str, request: FuzzRequest) -> str:
                 return ""
     finally:
         writer.close()
+    audit_id = _raw_audit_id(answer)
+    if audit_id is not None:
+        audit_ids.append(audit_id)
     parts = answer.split(b" ", 2)
     if len(parts) > 1 and parts[1][:1] == b"5":
         return f"raw answer {answer[:200]!r}"
     return ""
 
 
-async def _run(server: ServerProcess, requests: list[FuzzRequest]) -> list[str]:
+async def _run(
+    server: ServerProcess, requests: list[FuzzRequest], audit_ids: list[str]
+) -> list[str]:
     limit = asyncio.Semaphore(CONCURRENCY)
     connector = aiohttp.TCPConnector(limit=CONCURRENCY)
     async with aiohttp.ClientSession(base_url=server.url) as seeding:
@@ -152,9 +183,9 @@ async def _run(server: ServerProcess, requests: list[FuzzRequest]) -> list[str]:
             async with limit:
                 try:
                     if request.raw or request.method in RAW_METHODS:
-                        problem = await _send_raw(server.url, request)
+                        problem = await _send_raw(server.url, request, audit_ids)
                     else:
-                        problem = await _send(http, server.url, request)
+                        problem = await _send(http, server.url, request, audit_ids)
                 except TimeoutError:
                     problem = f"no answer within {ANSWER_WITHIN:g} s"
                 except aiohttp.ClientError as e:
@@ -189,15 +220,45 @@ async def _still_serves(server: ServerProcess) -> None:
             assert (await resp.json())["items"] == []
 
 
+async def _audit_lost(server: ServerProcess, log: Path, audit_ids: list[str]) -> list[str]:
+    """The audit IDs of answered requests that have no event in the log (waiting for the
+    writer a little), and a non-zero apiserver_audit_error_total."""
+    wanted = set(audit_ids)
+    missing = wanted
+    for _ in range(100):
+        missing = wanted - _audited(log)
+        if not missing:
+            break
+        await asyncio.sleep(0.1)
+    lost = [f"no audit event for {audit_id!r}" for audit_id in sorted(missing)]
+    async with aiohttp.ClientSession(base_url=server.url) as http, http.get("/metrics") as resp:
+        metrics = await resp.text()
+    errors = [
+        line
+        for line in metrics.splitlines()
+        if line.startswith("apiserver_audit_error_total") and float(line.split()[-1])
+    ]
+    return lost + errors
+
+
+def _audited(log: Path) -> set[str]:
+    lines = log.read_bytes().splitlines() if log.exists() else []
+    return {orjson.loads(line)["auditID"] for line in lines}
+
+
 @pytest.mark.timeout(max(120, FUZZ_REQUESTS // 5))
-async def test_fuzz(fuzz_server: ServerProcess) -> None:
+async def test_fuzz(fuzz_server: tuple[ServerProcess, Path]) -> None:
+    server, audit_log = fuzz_server
     rng = random.Random(FUZZ_SEED)
     requests = [generate(rng) for _ in range(FUZZ_REQUESTS)]
-    problems = await _run(fuzz_server, requests)
+    audit_ids: list[str] = []
+    problems = await _run(server, requests, audit_ids)
     assert not problems, f"FUZZ_SEED={FUZZ_SEED}:\n" + "\n".join(problems[:20])
-    assert fuzz_server.running, fuzz_server.log()
-    await _still_serves(fuzz_server)
-    errors = _logged_errors(fuzz_server.log())
+    assert server.running, server.log()
+    lost = await _audit_lost(server, audit_log, audit_ids)
+    assert not lost, f"FUZZ_SEED={FUZZ_SEED}:\n" + "\n".join(lost[:20])
+    await _still_serves(server)
+    errors = _logged_errors(server.log())
     assert not errors, f"FUZZ_SEED={FUZZ_SEED}:\n" + "\n".join(errors[:10])
 
 

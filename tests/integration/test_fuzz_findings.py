@@ -178,3 +178,33 @@ async def test_a_watch_whose_events_cannot_be_converted_ends_cleanly(
         assert resp.status == 200
         async with asyncio.timeout(10):
             assert await resp.read() == b""
+
+
+@pytest.mark.timeout(90)
+async def test_a_connection_trickling_its_headers_is_closed_after_32_s(
+    server: ServerProcess,
+) -> None:
+    """Go's ReadHeaderTimeout (32 s in kube-apiserver): connections that sent one header
+    byte every 5 s stayed open forever (issue 23 §8)."""
+    host, port = server.url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    start = asyncio.get_running_loop().time()
+    writer.write(b"GET /version HTTP/1.1\r\nHost: x\r\n")
+    try:
+        closed_after = None
+        for _ in range(12):  # a byte every 4 s, for up to 48 s
+            writer.write(b"X")
+            await writer.drain()
+            try:
+                async with asyncio.timeout(4):
+                    data = await reader.read(1024)
+            except TimeoutError:
+                continue
+            assert data == b"", data  # no answer: the connection is closed
+            closed_after = asyncio.get_running_loop().time() - start
+            break
+    except ConnectionError:
+        closed_after = asyncio.get_running_loop().time() - start
+    finally:
+        writer.close()
+    assert closed_after is not None and 30 <= closed_after <= 40, closed_after

@@ -97,7 +97,8 @@ async def test_continue_pages_come_from_the_snapshot_at_the_tokens_revision(
 async def test_exact_from_the_cache_while_held_else_from_etcd(
     server_factory: ServerFactory, client: EtcdClient
 ) -> None:
-    before_start = (await client.get(b"/")).revision
+    # a revision before the cache's first list (which is at this one or later)
+    before_start = (await client.get(b"/")).revision - 1
     srv = server_factory("--watch-cache=true", "--watch-cache-snapshot-retention=1s")
     async with aiohttp.ClientSession(base_url=srv.url) as http:
         p0, p1 = await setup(http, 2)
@@ -109,7 +110,7 @@ async def test_exact_from_the_cache_while_held_else_from_etcd(
         old, where = await get(http, f"{exact}{before_start}")
         assert (where, names(old)) == ("etcd", [])
         # p0's state was superseded by p1 over a second ago: the snapshot expired
-        await asyncio.sleep(2.5)  # retention 1 s, checked on the cache's ticks
+        await asyncio.sleep(3)  # retention 1 s, checked on the cache's ticks (1 s)
         gone, where = await get(http, f"{exact}{rv(p0)}")
         assert (where, names(gone), rv(gone)) == ("etcd", ["p0"], rv(p0))
         # the current state is kept however old it is
@@ -132,7 +133,7 @@ async def test_a_compacted_revision_is_not_served_from_the_cache(
         newer = await create(http, PODS, pod_body("p4"))  # a revision to compact up to
         token = first["metadata"]["continue"]
         status: JSON = {}
-        for _ in range(100):  # until the compactor passed the listing's revision
+        for _ in range(300):  # until the compactor passed the listing's revision (<= 30 s)
             async with http.get(f"{PODS}?limit=2&continue={token}") as resp:
                 status = await resp.json()
                 if resp.status == 410:

@@ -28,6 +28,7 @@ async def test_health_endpoints(http: aiohttp.ClientSession) -> None:
     async with http.get("/readyz?verbose") as resp:
         text = await resp.text()
     assert "[+]etcd ok" in text and text.endswith("readyz check passed\n")
+    assert "[+]informer-sync ok" in text  # every controller's informer has synced
     async with http.get("/readyz/etcd") as resp:
         assert resp.status == 200 and await resp.text() == "ok"
 

@@ -123,16 +123,13 @@ def _validate_versions(spec: Mapping[str, Any]) -> ErrorList:
             and len(version["deprecationWarning"]) > 256
         ):
             errs.append(field.too_long(f"{at}.deprecationWarning", 256))
-        schema = version.get("schema")
-        if not isinstance(schema, Mapping) or not isinstance(
-            schema.get("openAPIV3Schema"), Mapping
-        ):
+        if not _has_schema(version):
             errs.append(field.required(f"{at}.schema.openAPIV3Schema", "schemas are required"))
         elif not shared_schema:
             errs.extend(_validate_version_schema(version, f"{at}.schema.openAPIV3Schema"))
         errs.extend(names_validation.validate_version_extras(version, at, versions))
         seen.add(name)
-    if shared_schema:
+    if shared_schema and _has_schema(versions[0]):  # else: required, reported above
         errs.extend(_validate_version_schema(versions[0], "spec.validation.openAPIV3Schema"))
     if len(seen) != len(versions) or storage != 1:
         shown = names_validation.versions_literal(versions)
@@ -147,6 +144,11 @@ def _validate_versions(spec: Mapping[str, Any]) -> ErrorList:
                 )
             )
     return errs
+
+
+def _has_schema(version: Mapping[str, Any]) -> bool:
+    schema = version.get("schema")
+    return isinstance(schema, Mapping) and isinstance(schema.get("openAPIV3Schema"), Mapping)
 
 
 def _validate_version_schema(version: Mapping[str, Any], path: str) -> ErrorList:

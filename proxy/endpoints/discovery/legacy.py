@@ -21,7 +21,7 @@ import hashlib
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.endpoints import negotiation, restful_route
+from proxy.endpoints import responsewriters, restful_route
 from proxy.endpoints.discovery import aggregated as discovery_aggregated
 from proxy.openapi import documents as openapi
 from proxy.registry.resources import Registry, ResourceInfo
@@ -151,7 +151,7 @@ def _check_accept(request: web.Request, *, restful: bool) -> None:
 
 async def _api(request: web.Request) -> web.StreamResponse:
     _check_accept(request, restful=True)
-    return _aggregated(request, "/api") or negotiation.discovery_response(
+    return _aggregated(request, "/api") or responsewriters.discovery_response(
         request, api_versions(request.host)
     )
 
@@ -161,7 +161,7 @@ async def _api_v1(request: web.Request) -> web.StreamResponse:
     if body is None:
         raise _not_found()
     _check_accept(request, restful=True)
-    return negotiation.discovery_response(request, body)
+    return responsewriters.discovery_response(request, body)
 
 
 async def _apis(request: web.Request) -> web.StreamResponse:
@@ -172,7 +172,7 @@ async def _apis(request: web.Request) -> web.StreamResponse:
         if aggregator is not None
         else api_group_list(request.app[API_CONTEXT].registry)
     )
-    return _aggregated(request, "/apis") or negotiation.discovery_response(request, groups)
+    return _aggregated(request, "/apis") or responsewriters.discovery_response(request, groups)
 
 
 async def _apis_group(request: web.Request) -> web.StreamResponse:
@@ -182,11 +182,11 @@ async def _apis_group(request: web.Request) -> web.StreamResponse:
     remote = aggregator.api_group(group) if aggregator is not None else None
     if remote is not None and group not in registry.groups():
         _check_accept(request, restful=False)
-        return negotiation.discovery_response(request, remote)
+        return responsewriters.discovery_response(request, remote)
     if group not in registry.groups():
         raise _not_found()
     _check_accept(request, restful=False)
-    return negotiation.discovery_response(request, api_group(registry, group))
+    return responsewriters.discovery_response(request, api_group(registry, group))
 
 
 async def _apis_group_version(request: web.Request) -> web.StreamResponse:
@@ -195,7 +195,7 @@ async def _apis_group_version(request: web.Request) -> web.StreamResponse:
     if body is None:
         raise _not_found()
     _check_accept(request, restful=True)
-    return negotiation.discovery_response(request, body)
+    return responsewriters.discovery_response(request, body)
 
 
 async def _openapi_v3(request: web.Request) -> web.StreamResponse:

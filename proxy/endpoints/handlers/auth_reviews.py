@@ -26,7 +26,7 @@ from proxy.authentication.authenticator import AuthenticationError
 from proxy.authentication.filter import PLAIN_PORT_USER
 from proxy.authentication.service_account import BoundObject, key_id
 from proxy.authorization.review import access_review, rules_review
-from proxy.endpoints import negotiation
+from proxy.endpoints import decoding, negotiation, responsewriters
 from proxy.registry.resources import ResourceInfo
 from proxy.request.user import UserInfo, request_user
 from proxy.server.auth_chain import AUTH, Auth
@@ -63,8 +63,8 @@ async def _body(request: web.Request, resource: ResourceInfo) -> JSON:
     # Table convertor, so a Table is 406 (the conformance spec "should return a 406 for
     # a backend which does not implement metadata")
     negotiation.response_format(request, resource=resource, table=False)
-    data = await negotiation.read_body(request)
-    return negotiation.decode_object(data, negotiation.media_type_of(request), resource)
+    data = await decoding.read_body(request)
+    return await decoding.decoded_object(data, negotiation.media_type_of(request), resource)
 
 
 def _spec(obj: JSON) -> JSON:
@@ -74,7 +74,7 @@ def _spec(obj: JSON) -> JSON:
 
 def _created(request: web.Request, obj: JSON) -> web.Response:
     """201 with the answer, as protobuf when the client prefers it (kubectl does)."""
-    return negotiation.preferred_response(request, obj, 201)
+    return responsewriters.preferred_response(request, obj, 201)
 
 
 async def _access_review(request: web.Request) -> web.StreamResponse:
@@ -192,9 +192,9 @@ async def _token_request(request: web.Request) -> web.StreamResponse:
     namespace, name = request.match_info["namespace"], request.match_info["name"]
     if request.method != "POST":
         raise apierrors.method_not_supported("serviceaccounts/token", request.method.lower())
-    data = await negotiation.read_body(request)
+    data = await decoding.read_body(request)
     media_type = negotiation.media_type_of(request)
-    obj = negotiation.decode_kind(data, media_type, "authentication.k8s.io/v1", "TokenRequest")
+    obj = await decoding.decoded_kind(data, media_type, "authentication.k8s.io/v1", "TokenRequest")
     spec = _spec(obj)
     seconds = _expiration(spec, auth, name)
     sa = await _get(request, "serviceaccounts", namespace, name)
@@ -292,11 +292,11 @@ async def _openid_configuration(request: web.Request) -> web.StreamResponse:
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": algs,
     }
-    return negotiation.json_response(doc, headers={"Cache-Control": "public, max-age=3600"})
+    return responsewriters.json_response(doc, headers={"Cache-Control": "public, max-age=3600"})
 
 
 async def _jwks(request: web.Request) -> web.StreamResponse:
-    return negotiation.json_response(
+    return responsewriters.json_response(
         jwks(request.app[AUTH]),
         headers={"Cache-Control": "public, max-age=3600"},
         content_type="application/jwk-set+json",

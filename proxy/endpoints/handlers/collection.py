@@ -34,7 +34,15 @@ import orjson
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.endpoints import compression, encoders, metrics, negotiation, protobuf
+from proxy.endpoints import (
+    compression,
+    decoding,
+    encoders,
+    metrics,
+    negotiation,
+    protobuf,
+    responsewriters,
+)
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.registry.storage_factory import ResourceStorage
 from proxy.registry.store import Store, interpret_storage_error
@@ -91,7 +99,7 @@ async def write_list(
     ``prepare`` (``responsewriter`` records it): an error after that ends the
     connection, it never becomes a Status."""
     fmt = negotiation.response_format(request, is_list=True, resource=rs.resource)
-    encoder = negotiation.list_encoder(fmt, rs.resource, metadata, request)
+    encoder = responsewriters.list_encoder(fmt, rs.resource, metadata, request)
     if isinstance(encoder, encoders.ListEncoder) and compression.accepts_gzip(request):
         kept = compressed_list(encoder, items)  # each version compressed at most once
         if kept is not None:
@@ -199,7 +207,7 @@ async def watch_objects(
     )
     watcher = await store.watch(_namespace(info, store), opts)
     ctx.watchers.add(watcher)
-    encode = negotiation.watch_encoder(fmt, store.resource, request)
+    encode = responsewriters.watch_encoder(fmt, store.resource, request)
     try:
         response = web.StreamResponse(status=200)
         response.headers["Content-Type"] = (
@@ -240,10 +248,11 @@ async def delete_collection(
     """Delete every object the selectors match (read from etcd, newest); the response is
     the List of deleted objects, each with its deletion revision."""
     negotiation.response_format(request, is_list=True, resource=store.resource)
-    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    delete_opts = parse_delete_options(
-        request.query, body, negotiation.body_media_type(request), collection=True,
-        unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
+    body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
+    media_type = negotiation.body_media_type(request)
+    delete_opts = await decoding.off_loop(
+        body, media_type, parse_delete_options, request.query, body, media_type,
+        collection=True, unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
     )  # fmt: skip
     query = parse_list_query(request.query)
     validate_list_query(query)

@@ -10,7 +10,7 @@ import orjson
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.endpoints import negotiation
+from proxy.endpoints import negotiation, responsewriters
 from proxy.printers import table
 from proxy.request.request_info import RequestInfo
 from proxy.server.context import APIContext
@@ -31,13 +31,13 @@ async def handle_component_statuses(
         found = [s for s in statuses if s["metadata"]["name"] == info.name]
         if not found:
             raise apierrors.not_found("componentstatuses", info.name)
-        return negotiation.object_response(request, resource, orjson.dumps(found[0]), fmt=fmt)
+        return responsewriters.object_response(request, resource, orjson.dumps(found[0]), fmt=fmt)
     if fmt.format == "table":
         now = dt.datetime.now(dt.UTC)
         rendered = table.to_table(resource, statuses, list_meta={}, now=now,
                                   table_version=fmt.version)  # fmt: skip
-        return negotiation.json_response(rendered, media_type=fmt.media_type,
+        return responsewriters.json_response(rendered, media_type=fmt.media_type,
                                          content_type=fmt.content_type)  # fmt: skip
     items = [{k: v for k, v in s.items() if k not in ("kind", "apiVersion")} for s in statuses]
     listed = {"kind": "ComponentStatusList", "apiVersion": "v1", "metadata": {}, "items": items}
-    return negotiation.json_response(listed, media_type=fmt.media_type)
+    return responsewriters.json_response(listed, media_type=fmt.media_type)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from proxy import apierrors
-from proxy.endpoints import negotiation, protobuf
+from proxy.endpoints import decoding, negotiation, protobuf
 from proxy.request.delete_options import (
     DeleteOptions,
     from_decoded_body,
@@ -25,7 +25,7 @@ def _decode_body(body: bytes, media_type: str) -> object:
         if media_type == negotiation.PROTOBUF_TYPE:  # client-go's typed clients
             opts: Any = protobuf.decode_options(body, "DeleteOptions")
         else:
-            opts = negotiation.decode_structured(body, media_type)
+            opts = decoding.decode_structured(body, media_type)
     except ValueError as e:
         raise apierrors.bad_request(f"invalid DeleteOptions: {e}") from None
     return opts

@@ -19,7 +19,7 @@ from proxy import apierrors
 from proxy.admission import handler as admission
 from proxy.admission.attributes import CREATE, DELETE, UPDATE, add_audit_annotation
 from proxy.apiextensions.handler import custom_version, handle_custom
-from proxy.endpoints import negotiation, restful_route
+from proxy.endpoints import decoding, negotiation, responsewriters, restful_route
 from proxy.endpoints.handlers import collection, componentstatus
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.media_types import AcceptedFormat
@@ -127,7 +127,7 @@ async def get_object(
     media = _response_type(request, store.resource)
     opts = GetOptions(resource_version=request.query.get("resourceVersion", ""))
     stored = await store.get(_namespace(info, store.resource), info.name, opts)
-    return negotiation.object_response(
+    return responsewriters.object_response(
         request, store.resource, stored.data, fmt=media, stored=stored
     )
 
@@ -159,7 +159,7 @@ async def create_object(
     _admit_rbac_write(request, ctx, resource, namespace, name, obj)
     managed.record_update(request, resource, "", None, obj, managed.sent_managed_fields(obj))
     stored = await store.create(namespace, name, obj, dry_run=dry_run)
-    return negotiation.object_response(
+    return responsewriters.object_response(
         request, resource, stored.data, 201, fmt=media, warnings=warnings, stored=stored
     )
 
@@ -195,20 +195,22 @@ async def _write_request(
     headers. Options are checked (406/422) before the body is read."""
     media = _response_type(request, store.resource)
     negotiation.check_body_type(negotiation.body_media_type(request))  # 415, then 413,
-    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
     mode = validation.field_mode(request.query, options_kind)  # then the options (upstream)
     dry_run = is_dry_run(request.query, options_kind)
-    obj, warnings = _decode_validated(request, body, store.resource, mode)
+    media_type = negotiation.body_media_type(request)
+    obj, warnings = await decoding.off_loop(
+        body, media_type, _decode_validated, body, media_type, store.resource, mode
+    )  # a large body: decoded and field-validated beside the loop
     return media, dry_run, ctx.default(store.resource, obj), warnings
 
 
 def _decode_validated(
-    request: web.Request, body: bytes, resource: ResourceInfo, mode: Mode
+    body: bytes, media_type: str, resource: ResourceInfo, mode: Mode
 ) -> tuple[JSONObject, list[str]]:
     """The decoded, field-validated body of a create or update: (object, Warning headers)."""
-    media_type = negotiation.body_media_type(request)
     decode_warnings: list[str] = []
-    obj = negotiation.decode_object(body, media_type, resource, decode_warnings)
+    obj = decoding.decode_object(body, media_type, resource, decode_warnings)
     raw = body if media_type == negotiation.JSON_TYPE else None
     obj, warnings = validation.validate_written(obj, raw, resource, mode)
     return obj, decode_warnings + warnings
@@ -283,7 +285,7 @@ async def update_object(
         ignore_not_found=resource.create_on_update and not info.subresource,
         dry_run=dry_run,
     )
-    return negotiation.object_response(
+    return responsewriters.object_response(
         request, resource, stored.data, 201 if outcome.created else 200, fmt=media,
         warnings=warnings, stored=stored,
     )  # fmt: skip
@@ -340,12 +342,16 @@ async def patch_object(
     managed.check_patch_options(request.query, patch_type)
     mode = validation.field_mode(request.query, "PatchOptions")
     dry_run = is_dry_run(request.query, "PatchOptions")
-    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
+    body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
     warnings: list[str] = []
     namespace = _namespace(info, resource)
     key = store.object_key(namespace, info.name)
     applying = patch_type == managed.APPLY_PATCH
-    config = managed.decode_apply_body(body) if applying else {}
+    config = (
+        await decoding.off_loop(body, patch_type, managed.decode_apply_body, body)
+        if applying
+        else {}
+    )
     outcome = _Outcome()
 
     async def try_update(current: JSONObject) -> JSONObject:
@@ -361,18 +367,22 @@ async def patch_object(
                         request, ctx, resource, obj, config, mode, warnings),
                 )  # fmt: skip
         else:
-            patched = patch.apply_patch(patch_type, copy.deepcopy(current), body, resource, mode)
+            patched = await decoding.off_loop(
+                body, patch_type, patch.apply_patch,
+                patch_type, copy.deepcopy(current), body, resource, mode,
+            )  # fmt: skip
         if not isinstance(patched.get("metadata"), dict):
             patched["metadata"] = {}
-        negotiation.check_kind(patched, resource)
+        decoding.check_kind(patched, resource)
         object_meta.check_name_matches_url(patched, info.name, namespace, resource)
         rv = str(patched["metadata"].get("resourceVersion") or "")
         if rv and rv != _current_rv(current):
             raise serr.Conflict(key)
         sent = managed.sent_managed_fields(patched)
-        patched, found = validation.validate_patched(
-            patched, config if applying else patch.decoded_patch(body), resource, mode
-        )
+        patched, found = await decoding.off_loop(
+            body, patch_type, _validate_patched, patched, config if applying else None, body,
+            resource, mode,
+        )  # fmt: skip
         ctx.default(resource, patched)  # the patch result, decoded as kube's patcher does
         warnings[:] = found + (managed.strict_decoding(body, mode) if applying else [])
         _admit_rbac_write(request, ctx, resource, namespace, info.name, patched)
@@ -395,10 +405,20 @@ async def patch_object(
         namespace, info.name, try_update, ignore_not_found=applying and not info.subresource,
         dry_run=dry_run,
     )  # fmt: skip
-    return negotiation.object_response(
+    return responsewriters.object_response(
         request, resource, stored.data, 201 if outcome.created else 200, fmt=media,
         warnings=warnings, stored=stored,
     )  # fmt: skip
+
+
+def _validate_patched(
+    patched: JSONObject, config: JSONObject | None, body: bytes, resource: ResourceInfo,
+    mode: Mode,
+) -> tuple[JSONObject, list[str]]:
+    """The patched object field-validated against what was sent (the applied
+    configuration, else the decoded patch)."""
+    sent = config if config is not None else patch.decoded_patch(body)
+    return validation.validate_patched(patched, sent, resource, mode)
 
 
 async def _applied_create(
@@ -418,7 +438,7 @@ async def _applied_create(
     if info.subresource:
         raise serr.NotFound(info.name)
     applied_fields = managed.sent_managed_fields(obj)
-    negotiation.check_kind(obj, resource)
+    decoding.check_kind(obj, resource)
     object_meta.check_name_matches_url(obj, info.name, namespace, resource)
     object_meta.ensure_namespace(obj, resource, namespace)
     obj = checked(obj)
@@ -455,9 +475,10 @@ async def delete_object(
     """DELETE: the object as it was, with the deletion revision as its resourceVersion.
     DeleteOptions come from the body (as kubectl sends them) or the query."""
     media = _response_type(request, store.resource)
-    body = await negotiation.read_body(request, ctx.settings.max_request_body_bytes)
-    opts = parse_delete_options(
-        request.query, body, negotiation.body_media_type(request),
+    body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
+    media_type = negotiation.body_media_type(request)
+    opts = await decoding.off_loop(
+        body, media_type, parse_delete_options, request.query, body, media_type,
         unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
     )  # fmt: skip
     namespace = _namespace(info, store.resource)
@@ -470,7 +491,7 @@ async def delete_object(
         details = {"name": info.name, "kind": store.resource.kind}
         status = {**apierrors.success_status(details), "code": 200}
         pb = media.format == "protobuf"  # a Status, negotiated like the object would be
-        return negotiation.json_response(
+        return responsewriters.json_response(
             status, media_type=negotiation.PROTOBUF_TYPE if pb else negotiation.JSON_TYPE
         )
     if namespace_lifecycle.is_namespaces(store.resource):
@@ -486,7 +507,7 @@ async def delete_object(
         namespace, info.name, None, validate_deletion=check, dry_run=opts.dry_run, options=opts
     )
     code = deletion.response_code(removed, opts)
-    return negotiation.object_response(
+    return responsewriters.object_response(
         request, store.resource, stored.data, code, fmt=media, stored=stored
     )
 

@@ -10,8 +10,10 @@ __all__ = ["deal", "flow_hash"]
 
 
 def flow_hash(flow_schema: str, distinguisher: str) -> int:
-    """A 64-bit hash of the flow (its FlowSchema and distinguisher)."""
-    digest = hashlib.sha256(f"{flow_schema}\x00{distinguisher}".encode()).digest()
+    """A 64-bit hash of the flow (its FlowSchema and distinguisher). A distinguisher
+    from a header byte that is not UTF-8 (a lone surrogate) hashes too."""
+    text = f"{flow_schema}\x00{distinguisher}"
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:8], "little")
 
 

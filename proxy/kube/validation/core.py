@@ -53,6 +53,8 @@ __all__ = [
     "validate_namespace_update",
     "validate_node",
     "validate_node_update",
+    "validate_persistent_volume_claim",
+    "validate_persistent_volume_claim_update",
     "validate_secret",
     "validate_secret_update",
     "validate_service",
@@ -423,6 +425,40 @@ def validate_secret_update(new: JSON, old: JSON) -> ErrorList:
         errs.append(field.invalid("type", new_type, FIELD_IMMUTABLE))
     errs += _immutable_update(new, old, ("data",))
     return errs + validate_secret(new)
+
+
+# ------------------------------------------------------------ PersistentVolumeClaim
+
+_PVC_SPEC_IMMUTABLE = (
+    "spec is immutable after creation except resources.requests and "
+    "volumeAttributesClassName for bound claims"
+)
+
+
+def validate_persistent_volume_claim(pvc: JSON) -> ErrorList:
+    """The claim's metadata (its spec's own rules are not checked here yet)."""
+    return validate_object_meta(_meta(pvc), True, name_is_dns_subdomain)
+
+
+def validate_persistent_volume_claim_update(new: JSON, old: JSON) -> ErrorList:
+    """``ValidatePersistentVolumeClaimUpdate``: the spec is immutable but for
+    ``resources.requests`` and ``volumeAttributesClassName`` (upstream appends a
+    ``cmp.Diff`` of the two specs to the message; not reproduced)."""
+    errs = validate_object_meta_update(_meta(new), _meta(old))
+    errs += validate_persistent_volume_claim(new)
+    spec, old_spec = _dict(new.get("spec")), _dict(old.get("spec"))
+    if _claim_spec_fixed(spec) != _claim_spec_fixed(old_spec):
+        errs.append(field.forbidden("spec", _PVC_SPEC_IMMUTABLE))
+    return errs
+
+
+def _claim_spec_fixed(spec: JSON) -> JSON:
+    """The part of a claim's spec no update may change (zero values as absent)."""
+    fixed = {k: v for k, v in spec.items() if k != "volumeAttributesClassName"}
+    resources = {k: v for k, v in _dict(fixed.pop("resources", None)).items() if k != "requests"}
+    if resources:
+        fixed["resources"] = resources
+    return {k: v for k, v in fixed.items() if v not in (None, "", {}, [])}
 
 
 # ------------------------------------------------------------- Namespace, Node

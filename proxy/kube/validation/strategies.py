@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from proxy.kube.validation import admissionregistration, apps, batch, core, event, pod
+from proxy.kube.validation import admissionregistration, apps, batch, core, event, pod, rbac
 from proxy.registry.validation.strategy import KindStrategy, register_strategy
 
 __all__ = ["BUILTIN_STRATEGIES", "register_builtin_strategies"]
@@ -22,6 +22,9 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], KindStrategy] = {
     ("", "ConfigMap"): KindStrategy(core.validate_config_map, core.validate_config_map_update),
     ("", "Secret"): KindStrategy(core.validate_secret, core.validate_secret_update),
     ("", "Namespace"): KindStrategy(core.validate_namespace, core.validate_namespace_update),
+    ("", "PersistentVolumeClaim"): KindStrategy(
+        core.validate_persistent_volume_claim, core.validate_persistent_volume_claim_update
+    ),
     ("", "Node"): KindStrategy(core.validate_node, core.validate_node_update),
     ("", "Event"): KindStrategy(event.validate_event, event.validate_event_update),
     ("apps", "Deployment"): KindStrategy(apps.validate_deployment, apps.validate_deployment_update),
@@ -36,6 +39,18 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], KindStrategy] = {
         batch.validate_job, batch.validate_job_update, prepare_create=batch.prepare_job_for_create
     ),
     ("batch", "CronJob"): KindStrategy(batch.validate_cron_job, batch.validate_cron_job_update),
+    ("rbac.authorization.k8s.io", "RoleBinding"): KindStrategy(
+        rbac.validate_role_binding,
+        rbac.validate_role_binding_update,
+        prepare_create=rbac.prepare_binding,
+        prepare_update=rbac.prepare_binding_update,
+    ),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): KindStrategy(
+        rbac.validate_cluster_role_binding,
+        rbac.validate_cluster_role_binding_update,
+        prepare_create=rbac.prepare_binding,
+        prepare_update=rbac.prepare_binding_update,
+    ),
     # admission webhooks and policies (proxy/admission runs them)
     **{
         ("admissionregistration.k8s.io", kind): KindStrategy(create, update)

@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from proxy.apierrors import go_quote
 from proxy.openapi.schemas import SchemaNode
 from proxy.patch.strategic import go_format
 from proxy.request.write_options import Mode
@@ -114,12 +115,12 @@ def _walk(value: JSON, node: SchemaNode | None, path: str, typed: bool) -> Itera
         is_unknown = typed and _is_unknown(node, key)
         if key in seen:
             if key not in unknown:
-                yield f'duplicate field "{field_path}"'
+                yield f"duplicate field {go_quote(field_path)}"
             continue
         seen.add(key)
         if is_unknown:
             unknown.add(key)
-            yield f'unknown field "{field_path}"'
+            yield f"unknown field {go_quote(field_path)}"
             continue
         yield from _walk(item, child, field_path, typed and child is not None)
 
@@ -192,7 +193,7 @@ def strict_decoding_errors_yaml(
         errors.append("yaml: unmarshal errors:\n  " + "\n  ".join(duplicates))
     if isinstance(value, dict):
         unknown = sorted(prune_unknown_fields(value, kind_schema)[1])
-        errors += [f'unknown field "{path}"' for path in unknown]
+        errors += [f"unknown field {go_quote(path)}" for path in unknown]
     return value, errors
 
 
@@ -272,7 +273,7 @@ def validate_fields(
     if raw is not None:
         errors = strict_decoding_errors(raw, kind_schema)
     else:
-        errors = [f'unknown field "{p}"' for p in prune_unknown_fields(obj, kind_schema)[1]]
+        errors = [f"unknown field {go_quote(p)}" for p in prune_unknown_fields(obj, kind_schema)[1]]
     if mode == "Strict" and errors:
         raise StrictDecodingError(errors)
     cleaned, _ = prune_unknown_fields(obj, kind_schema)
@@ -308,7 +309,7 @@ def validate_patched(
     """
     errors = strict_decoding_errors(raw_patch, None)
     cleaned, unknown = prune_unknown_fields(patched, kind_schema)
-    errors += [f'unknown field "{path}"' for path in unknown]
+    errors += [f"unknown field {go_quote(path)}" for path in unknown]
     if mode == "Strict" and errors:
         raise StrictDecodingError(errors)
     return cleaned, (errors if mode == "Warn" else [])

@@ -240,7 +240,9 @@ async def test_consistent_list_fresh_cache_needs_no_progress() -> None:
     assert d.consistent_reads[Outcome.FRESH] == 1
 
 
-async def test_consistent_list_with_progress_then_timeout_fallback() -> None:
+async def test_consistent_list_with_progress_then_timeout_fallback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     clock = FakeClock()
     d, store, client = make(clock, version="3.5.16", gate=True)
     ready(d, rv=10)
@@ -261,5 +263,8 @@ async def test_consistent_list_with_progress_then_timeout_fallback() -> None:
         assert (await late).served_from == "etcd"
         assert d.consistent_reads[Outcome.FALLBACK_TIMEOUT] == 1
         assert store.calls == ["list:"]
+        # the slow path is not silent: one warning naming the revisions
+        warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert any("waited for revision 30 but the cache is at 20" in m for m in warned)
     finally:
         await d.cacher.close()

@@ -14,7 +14,7 @@ from cacher.clock import FakeClock
 from cacher.dispatcher import Dispatcher
 from cacher.ready import Ready
 from cacher.reflector import Reflector
-from etcdclient.types import KeyValue, TxnResult
+from etcdclient.types import GetResult, KeyValue, TxnResult
 from storage import codec
 from storage.errors import CorruptObject, Expired
 from storage.etcd3.compact import COMPACT_REV_KEY, Compactor
@@ -155,16 +155,23 @@ async def test_corrupt_values_are_skipped_in_list_and_watch() -> None:
 class FakeCompactClient:
     def __init__(self) -> None:
         self.key_rev = 0  # mod_revision of compact_rev_key
+        self.value = b""  # compact_rev_key's value: the revision its writer compacts to
         self.revision = 100
         self.compactions: list[int] = []
+
+    async def get(self, key: bytes, *, revision: int = 0) -> GetResult:
+        assert key == COMPACT_REV_KEY
+        kv = KeyValue(key, self.value, 1, self.key_rev, 1) if self.key_rev else None
+        return GetResult(self.revision, kv)
 
     async def optimistic_put(self, key: bytes, value: bytes, expected_mod_revision: int,
                              *, lease: int = 0) -> TxnResult:  # fmt: skip
         assert key == COMPACT_REV_KEY
         if expected_mod_revision != self.key_rev:
-            return TxnResult(self.revision, False, KeyValue(key, b"", 1, self.key_rev, 1))
+            return TxnResult(self.revision, False, KeyValue(key, self.value, 1, self.key_rev, 1))
         self.revision += 1
         self.key_rev = self.revision
+        self.value = value
         return TxnResult(self.revision, True, KeyValue(key, value, 1, self.revision, 1))
 
     async def compact(self, revision: int, *, physical: bool = False) -> int:
@@ -206,3 +213,19 @@ async def test_compactor_runs_every_interval_until_stopped() -> None:
     await c.stop()
     assert not c.running
     await c.stop()  # idempotent
+
+
+async def test_every_server_knows_the_latest_compaction() -> None:
+    """The compact revision the watch caches drop their snapshots by: the winner's own
+    compaction, what a loser reads in compact_rev_key, and what a server that does not
+    compact observes there (ListFromCacheSnapshot)."""
+    etcd = FakeCompactClient()
+    a, b = Compactor(etcd, 300), Compactor(etcd, 300)  # type: ignore[arg-type]
+    watcher = Compactor(etcd, 0, observe_interval=15)  # type: ignore[arg-type]
+    await a.round()
+    etcd.revision += 10
+    await a.round()  # compacts to 101
+    await b.round()  # loses: learns 101 from the key
+    await watcher.observe()
+    assert etcd.compactions == [101]
+    assert a.compact_revision == b.compact_revision == watcher.compact_revision == 101

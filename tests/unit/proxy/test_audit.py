@@ -118,3 +118,36 @@ def test_audit_ids_are_version_4_uuids_and_timestamps_microseconds() -> None:
     assert len(ids) == 1000
     assert all(uuid.UUID(i).version == 4 and str(uuid.UUID(i)) == i for i in ids)
     assert timestamp(1_796_066_543_123_456_789) == "2026-11-30T19:22:23.123456Z"
+
+
+async def test_an_event_that_cannot_be_encoded_takes_no_other_with_it(tmp_path: Path) -> None:
+    """Upstream writes each event on its own: one bad event is counted and logged with
+    its audit ID, the rest of its batch is written; strings that are not UTF-8 (how
+    aiohttp keeps a header byte such as ``\\xff``) are written with U+FFFD, as Go's
+    encoder writes them."""
+    from proxy.audit.log_backend import ERRORS
+
+    errors = ERRORS.labels("log")
+    before = errors._value.get()
+    backend = LogBackend(str(tmp_path / "audit.log"))
+    backend.process({"auditID": "a", "userAgent": "ua\udcff\udcc3\udca8"})
+    backend.process({"auditID": "b", "annotations": {"k": object()}})  # no encoder takes it
+    backend.process({"auditID": "c", "user": {"username": "\ud800x"}})
+    task = asyncio.create_task(backend.run())
+    await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    lines = [json.loads(x) for x in (tmp_path / "audit.log").read_text().splitlines()]
+    assert [e["auditID"] for e in lines] == ["a", "c"]
+    assert lines[0]["userAgent"] == "ua\ufffd\u00e8" and lines[1]["user"]["username"] == "\ufffdx"
+    assert errors._value.get() == before + 1
+
+
+@pytest.mark.parametrize("metadata", ["x", 5, [1], 1.5, None, {"name": 5}])
+def test_a_create_body_whose_metadata_is_no_object_names_nothing(metadata: object) -> None:
+    body = json.dumps({"metadata": metadata}).encode()
+    event = {
+        "objectRef": {"resource": "roles"},
+        "_createdBody": RawObject(body, "application/json", False),
+    }
+    assert materialize(event)["objectRef"] == {"resource": "roles"}

@@ -10,7 +10,7 @@ import pytest
 from multidict import MultiDict
 
 from proxy import apierrors
-from proxy.endpoints import negotiation
+from proxy.endpoints import decoding, negotiation
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.registry import object_meta, scale
 from proxy.request.delete_options import DeleteOptions
@@ -75,17 +75,41 @@ def test_secret_string_data_merges_into_data() -> None:
 
 def test_nesting_and_alias_limits() -> None:
     nested: Any = 1
-    for _ in range(negotiation.MAX_DEPTH):
+    for _ in range(decoding.MAX_DEPTH):
         nested = {"a": nested}
-    assert not negotiation.too_deep(nested)
-    assert negotiation.too_deep({"a": nested})
+    assert not decoding.too_deep(nested)
+    assert decoding.too_deep({"a": nested})
     shared = ["x"] * 10
     bomb = [shared] * 10
-    assert negotiation._expanded_size([bomb] * 10) == 1 + 10 * (1 + 10 * 11)
+    assert decoding._expanded_size([bomb] * 10) == 1 + 10 * (1 + 10 * 11)
     with pytest.raises(ValueError, match="exceeded max depth"):
-        negotiation.decode_structured(b"[" * 300 + b"]" * 300, negotiation.JSON_TYPE)
+        decoding.decode_structured(b"[" * 300 + b"]" * 300, negotiation.JSON_TYPE)
 
 
 def test_go_quote_escapes_like_percent_q() -> None:
     assert apierrors._go_quote('a\x07"\\\n\u0085é') == '"a\\a\\"\\\\\\n\\u0085é"'
     assert apierrors._go_quote(5) == "5"
+
+
+def test_a_yaml_body_stops_decoding_at_its_node_limit() -> None:
+    """The pure-Python parser costs ~60 µs a node: a 3 MiB flow sequence would hold a
+    decoder thread for 90 s; it stops at ``MAX_YAML_BODY_NODES`` (~6 s)."""
+    limit = decoding.MAX_YAML_BODY_NODES
+    fits = b"x: [" + b",".join([b"0"] * (limit - 3)) + b"]"
+    assert len(decoding.decode_structured(fits, "application/yaml")["x"]) == limit - 3
+    over = b"x: [" + b",".join([b"0"] * limit) + b"]"
+    with pytest.raises(ValueError, match=f"too many nodes \\(more than {limit}\\)"):
+        decoding.decode_structured(over, "application/yaml")
+
+
+async def test_large_bodies_are_decoded_beside_the_loop() -> None:
+    import threading
+
+    def where() -> str:
+        return threading.current_thread().name
+
+    small = await decoding.off_loop(b"{}", "application/json", where)
+    large = await decoding.off_loop(b" " * (decoding.LARGE_BODY + 1), "application/json", where)
+    yaml_pod = await decoding.off_loop(b"a: 1\n" * 200, "application/yaml", where)
+    assert small == threading.current_thread().name
+    assert large.startswith("body-decoder") and yaml_pod.startswith("body-decoder")

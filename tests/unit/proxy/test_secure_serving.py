@@ -10,7 +10,7 @@ import pytest
 from cryptography import x509
 
 from proxy import apierrors
-from proxy.endpoints import negotiation
+from proxy.endpoints import decoding, negotiation
 from proxy.registry.resources import REVIEWS, build_registry
 from proxy.server.certs import self_signed_serving_cert
 from proxy.server.secure_serving import server_ssl_context
@@ -63,7 +63,7 @@ def test_protobuf_review_bodies_use_the_general_decoder() -> None:
     registry = build_registry(REVIEWS)
     resource = registry.lookup("authorization.k8s.io", "selfsubjectaccessreviews")
     assert resource is not None
-    review = negotiation.decode_object(body, pb, resource)
+    review = decoding.decode_object(body, pb, resource)
     assert (review["apiVersion"], review["kind"]) == (
         "authorization.k8s.io/v1",
         "SelfSubjectAccessReview",
@@ -72,12 +72,12 @@ def test_protobuf_review_bodies_use_the_general_decoder() -> None:
         "resourceAttributes": {"namespace": "default", "verb": "list", "resource": "pods"}
     }
     token = b"k8s\x00" + _field(2, _field(2, _field(1, b"api")))
-    request = negotiation.decode_kind(token, pb, "authentication.k8s.io/v1", "TokenRequest")
+    request = decoding.decode_kind(token, pb, "authentication.k8s.io/v1", "TokenRequest")
     assert request["kind"] == "TokenRequest" and request["spec"]["audiences"] == ["api"]
     for bad in (b"k8s\x00" + bytes([0x12, 0x7F]), b"{}"):
         with pytest.raises(apierrors.StatusError) as err:
-            negotiation.decode_object(bad, pb, resource)
+            decoding.decode_object(bad, pb, resource)
         assert err.value.code == 400
         with pytest.raises(apierrors.StatusError) as err:
-            negotiation.decode_kind(bad, pb, "authentication.k8s.io/v1", "TokenRequest")
+            decoding.decode_kind(bad, pb, "authentication.k8s.io/v1", "TokenRequest")
         assert err.value.code == 400

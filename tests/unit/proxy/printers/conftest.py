@@ -1,16 +1,13 @@
-"""The printers' tests read Tables of built-in kinds: their columns registered as the
+"""The Table machinery's tests print built-in kinds: their columns registered as the
 composition root registers them."""
 
 from __future__ import annotations
 
 import pytest
 
-from proxy.aggregator import printers as apiservice_printers
-from proxy.kube.printers import register_builtin_printers
-from proxy.printers.handlers import register_printers
+from tests.unit.proxy.printers.support import register_all_printers
 
 
 @pytest.fixture(autouse=True, scope="package")
 def _builtin_printers() -> None:
-    register_builtin_printers()
-    register_printers("apiregistration.k8s.io", apiservice_printers.HANDLERS)
+    register_all_printers()

@@ -5,8 +5,19 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from proxy.aggregator import printers as apiservice_printers
+from proxy.kube.printers import register_builtin_printers
+from proxy.printers.handlers import register_printers
 from proxy.printers.table import to_table
 from tests.unit.proxy.resources import Res
+
+
+def register_all_printers() -> None:
+    """The built-in kinds' and APIService's columns, as the composition root registers
+    them (the Tables these tests read are of built-in kinds)."""
+    register_builtin_printers()
+    register_printers("apiregistration.k8s.io", apiservice_printers.HANDLERS)
+
 
 NOW = dt.datetime(2026, 1, 10, 12, 0, 0, tzinfo=dt.UTC)
 
