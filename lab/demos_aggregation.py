@@ -1,11 +1,11 @@
 """``watchcache lab demo crd-vs-aggregation``: the two ways to extend the API, asked the
 same question — how much CPU and memory does each pod of one namespace use?
 
-- **API aggregation**: ``metrics.watchcache.dev/v1beta1`` PodMetrics, served by the lab's
-  extension API server (``lab.extension``) behind the APIService
-  ``v1beta1.metrics.watchcache.dev``. watchcache authenticates and authorizes the
-  request, then proxies it; the answer is computed elsewhere on each request and nothing
-  is stored in etcd.
+- **API aggregation**: ``metrics.k8s.io/v1beta1`` PodMetrics (what ``kubectl top pods``
+  reads), served by the lab's extension API server (``lab.extension``, in
+  metrics-server's place) behind the APIService ``v1beta1.metrics.k8s.io``. watchcache
+  authenticates and authorizes the request, then proxies it; the answer is computed
+  elsewhere on each request and nothing is stored in etcd.
 - **A CustomResourceDefinition**: ``podusages.lab.watchcache.io``, one PodUsage custom
   resource per pod, written here as a controller would persist the same numbers: each is
   an etcd key, watch-cached and served by watchcache itself like any built-in.
@@ -96,7 +96,7 @@ async def _aggregated_half(ctx: DemoContext, ns: str) -> JSON | None:
             f"{conds[0].get('reason')}: {conds[0].get('message')}")  # fmt: skip
     if not available:
         return None
-    path = f"/apis/{METRICS_GROUP}/{METRICS_VERSION}/namespaces/{ns}/podmetrics"
+    path = f"/apis/{METRICS_GROUP}/{METRICS_VERSION}/namespaces/{ns}/pods"
     answer = await ctx.get(path)
     t.check("answered by the extension server, through watchcache's proxy",
             answer.status == 200 and "X-Extension-Seen-User" in answer.headers,

@@ -147,7 +147,8 @@ class Lab:
         secure_url = f"https://127.0.0.1:{secure_port}"
         self.server = APIServer(
             endpoints, self.a.etcd_prefix, port=port,
-            extra_args=(*lifecycle, f"--secure-port={secure_port}", *pki.server_flags(),
+            extra_args=(*lifecycle, *self._media_type(), f"--secure-port={secure_port}",
+                        *pki.server_flags(),
                         *ext_pki.server_flags(), *audit_flags(self.dir),
                         *self.a.server_arg),
             log_path=new_log(self.dir / "server.log"),
@@ -161,12 +162,13 @@ class Lab:
         self._step()
         self.console.print(f"server ready (pid {self.server.pid}); its watch caches start "
                            "at the seeded revision")  # fmt: skip
-        # the extension API server of metrics.watchcache.dev, registered as an APIService
+        # the extension API server of metrics.k8s.io, registered as an APIService
         self.extension = await asyncio.to_thread(
             start_extension, self.server.url, ext_pki, new_log(self.dir / "extension.log")
         )
         if self.a.sim:
-            self.sim = Simulation(self.server.url, churn=self.a.churn)
+            self.sim = Simulation(self.server.url, churn=self.a.churn,
+                                  root_ca=(pki.dir / "ca.crt").read_text())  # fmt: skip
             self.sim.start()
         if self.a.page:
             self.page = LabPage(self.server.url, self.a.page_port)
@@ -212,7 +214,8 @@ class Lab:
         server primes its caches afterwards, at the seeded revision: its watch window
         starts there, as a kube-apiserver's does on a cluster that has been running (a
         watch from resourceVersion=1 is 410 Gone, not a replay of the seeding)."""
-        seeder = APIServer(endpoints, self.a.etcd_prefix, extra_args=("--watch-cache=false",),
+        seeder = APIServer(endpoints, self.a.etcd_prefix,
+                           extra_args=("--watch-cache=false", *self._media_type()),
                            log_path=new_log(self.dir / "seed-server.log"))  # fmt: skip
         self.console.print("seeding through a server without a watch cache ...")
         await asyncio.to_thread(seeder.start)
@@ -220,6 +223,11 @@ class Lab:
             await self._seed_into(seeder.url)
         finally:
             await asyncio.to_thread(seeder.stop)
+
+    def _media_type(self) -> tuple[str, ...]:
+        """The --storage-media-type flag both servers get (none: their default)."""
+        media = self.a.storage_media_type
+        return (f"--storage-media-type={media}",) if media else ()
 
     async def _seed_into(self, url: str) -> None:
         plan = seed.Plan(self.a.pods, self.a.nodes, self.a.namespaces, self.a.configmaps)
@@ -296,7 +304,7 @@ class Lab:
   kubectl get pods -A --watch                  # a watch, from the cache
   kubectl get leases -n kube-node-lease -w     # the node agents' heartbeats
   kubectl run web --image=nginx && kubectl get pod web -w   # scheduled, Running
-  kubectl get apiservices; kubectl get podmetrics -A   # API aggregation
+  kubectl get apiservices; kubectl top pods -A   # API aggregation
 
 [bold]curl[/bold] (see where each read is served from, and what it cost):
   curl -si -G {url}/api/v1/pods \\
@@ -369,7 +377,8 @@ async def run_lab(a: argparse.Namespace) -> int:
 def lab_main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="watchcache lab", description=__doc__.split("\n\n")[0],
-        epilog="watchcache lab demo NAME|all|list [--dir DIR]: run the experiments",
+        epilog="watchcache lab demo NAME|all|list [--dir DIR]: run the experiments; "
+        "watchcache lab decode KEY [--revision N]: an etcd value, decoded",
     )  # fmt: skip
     p.add_argument("--etcd-servers", default="", help="use this etcd instead of starting one")
     p.add_argument("--etcd-members", type=int, default=1, help="members of the lab's etcd")
@@ -382,6 +391,10 @@ def lab_main(argv: list[str]) -> int:
     p.add_argument("--dir", type=Path, default=Path(".lab"), help="lab directory (.lab)")
     p.add_argument("--server-arg", action="append", default=[],
                    help="extra flag for watchcache serve (repeatable)")  # fmt: skip
+    p.add_argument("--storage-media-type", default="",
+                   help="what the seed server and the server write to etcd: "
+                   "application/vnd.kubernetes.protobuf (the default, kube-apiserver's), "
+                   "application/json or application/yaml")  # fmt: skip
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--no-sim", dest="sim", action="store_false",
                    help="no simulated cluster (node agents, scheduler, controllers, churn)")
@@ -433,4 +446,8 @@ def demo_main(argv: list[str]) -> int:
 def main(argv: list[str]) -> int:
     if argv and argv[0] == "demo":
         return demo_main(argv[1:])
+    if argv and argv[0] == "decode":
+        from lab.decode import main as decode_main
+
+        return decode_main(argv[1:])
     return lab_main(argv)

@@ -109,15 +109,20 @@ def namespace(i: int) -> JSONObject:
     }
 
 
+# A healthy node's conditions as the kubelet writes them (type, status, reason,
+# message: pkg/kubelet/nodestatus/setters.go), also what the simulated kubelets post
+NODE_CONDITIONS = (
+    ("MemoryPressure", "False", "KubeletHasSufficientMemory",
+     "kubelet has sufficient memory available"),
+    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+    ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+)  # fmt: skip
+
+
 def node(i: int) -> JSONObject:
     """A Ready node with capacity, conditions and addresses (~2 KB)."""
     name = node_name(i)
-    cond = [
-        ("MemoryPressure", "False", "KubeletHasSufficientMemory"),
-        ("DiskPressure", "False", "KubeletHasNoDiskPressure"),
-        ("PIDPressure", "False", "KubeletHasSufficientPID"),
-        ("Ready", "True", "KubeletReady"),
-    ]
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -139,9 +144,9 @@ def node(i: int) -> JSONObject:
             "allocatable": {"cpu": "7910m", "memory": "31Gi", "pods": "110",
                             "ephemeral-storage": "92Gi"},
             "conditions": [
-                {"type": t, "status": s, "reason": r, "message": f"kubelet: {r}",
+                {"type": t, "status": s, "reason": r, "message": m,
                  "lastHeartbeatTime": STARTED, "lastTransitionTime": CREATED}
-                for t, s, r in cond
+                for t, s, r, m in NODE_CONDITIONS
             ],
             "addresses": [{"type": "InternalIP", "address": node_ip(i)},
                           {"type": "Hostname", "address": name}],

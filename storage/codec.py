@@ -23,8 +23,8 @@ dict, and every failure is ``CorruptObject`` (kube-apiserver's corrupt-object er
 value that is neither a JSON object, a YAML mapping nor a ``k8s\\0`` protobuf envelope
 the schema decodes.
 
-Media types (kube-apiserver's ``--storage-media-type``): ``set_storage_media_type``
-picks what ``encode`` writes; protobuf (``k8s\x00`` + ``runtime.Unknown``, see
+Media types (kube-apiserver's ``--storage-media-type``): a storage's :class:`Codec`
+picks what it writes; protobuf (``k8s\x00`` + ``runtime.Unknown``, see
 ``storage.protobuf``) and YAML are additions to the JSON path above, chosen by the value's
 first bytes on read whatever the setting, so a store written half in one and half in
 another (or by kube-apiserver itself) reads back. ``StoredObject.data`` stays JSON; a
@@ -35,6 +35,7 @@ protobuf answer starts from it.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -58,27 +59,41 @@ _CANONICAL_HEAD = re.compile(
 )
 
 
-def set_storage_media_type(media_type: str) -> None:
-    """What ``encode`` writes from now on (process-wide, like kube-apiserver's flag):
-    ``application/json``, ``application/yaml`` or ``application/vnd.kubernetes.protobuf``.
-    ValueError for another; SchemaUnavailable if protobuf's schema cannot be loaded."""
-    global _encode_other
-    _encode_other = media_types.encoder(media_type)
+@dataclass(frozen=True)
+class Codec:
+    """What one resource's storage writes (kube-apiserver's ``--storage-media-type``,
+    chosen per resource by the storage factory): ``application/json`` (this module's
+    canonical encoding, the default), ``application/yaml`` or
+    ``application/vnd.kubernetes.protobuf``. Reads do not depend on it: a value's first
+    bytes say how it decodes. Each storage holds its own, so two servers in one process
+    may store differently."""
+
+    other: media_types.Encoder | None = None  # None: JSON, this module's own encoding
+
+    @property
+    def media_type(self) -> str:
+        return self.other.media_type if self.other is not None else media_types.JSON
+
+    def encode(self, obj: JSONObject) -> bytes:
+        """The storage bytes of ``obj`` in this codec's media type (not modified;
+        resourceVersion and selfLink are left out); TypeError for values JSON cannot
+        represent."""
+        if self.other is not None:
+            return self.other(obj, _encode_json)
+        return _encode_json(obj)
 
 
-def storage_media_type() -> str:
-    return _encode_other.media_type if _encode_other is not None else media_types.JSON
+JSON_CODEC = Codec()
 
 
-_encode_other: media_types.Encoder | None = None  # None: JSON, this module's own encoding
+def codec_for(media_type: str) -> Codec:
+    """The codec writing ``media_type``; ValueError for an unknown one,
+    SchemaUnavailable if protobuf's schema cannot be loaded."""
+    return Codec(media_types.encoder(media_type))
 
 
 def encode(obj: JSONObject) -> bytes:
-    """The storage bytes of ``obj`` in the storage media type (not modified;
-    resourceVersion and selfLink are left out). JSON is canonical (below); TypeError for
-    values JSON cannot represent."""
-    if _encode_other is not None:
-        return _encode_other(obj, _encode_json)
+    """The canonical JSON bytes of ``obj`` (what :data:`JSON_CODEC` writes)."""
     return _encode_json(obj)
 
 

@@ -28,7 +28,7 @@ from storage import known_versions
 from storage.errors import CorruptObject
 from storage.interfaces import JSONObject
 from storage.protobuf.converter import ConversionError, Report
-from storage.protobuf.schema import SchemaUnavailable
+from storage.protobuf.errors import SchemaUnavailable
 from storage.protobuf.serializer import MAGIC, NotRegistered, Serializer, get_serializer
 
 JSON = "application/json"
@@ -71,6 +71,12 @@ class YAMLEncoder(Encoder):
         return yaml.safe_dump(canonical, sort_keys=False).encode()
 
 
+# Served in protobuf but stored as JSON, as kube-apiserver does: the apiextensions and
+# aggregator servers set their storage codec to a JSON LegacyCodec whatever
+# --storage-media-type says.
+JSON_STORED_GROUPS = frozenset({"apiextensions.k8s.io", "apiregistration.k8s.io"})
+
+
 class ProtobufEncoder(Encoder):
     media_type = PROTOBUF
 
@@ -84,7 +90,10 @@ class ProtobufEncoder(Encoder):
             body = dict(obj)
             body["metadata"] = {k: v for k, v in meta.items() if k not in _DROPPED_META}
         report = Report()
-        kind = f"{obj.get('apiVersion')}/{obj.get('kind')}"
+        api_version = obj.get("apiVersion")
+        kind = f"{api_version}/{obj.get('kind')}"
+        if isinstance(api_version, str) and api_version.partition("/")[0] in JSON_STORED_GROUPS:
+            return encode_json(obj)
         try:
             data = self.serializer.encode(body, report)
         except NotRegistered:

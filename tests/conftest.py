@@ -36,15 +36,3 @@ def etcd_cluster3() -> Iterator[EtcdCluster]:
     """A private 3-member cluster for leader-loss tests."""
     with EtcdCluster(size=3) as cluster:
         yield cluster
-
-
-@pytest.fixture(autouse=True)
-def _storage_media_type_restored() -> Iterator[None]:
-    """An in-process server sets the process-wide storage media type
-    (``--storage-media-type``); tests after it must see the default they started with."""
-    from storage import codec
-
-    before = codec.storage_media_type()
-    yield
-    if codec.storage_media_type() != before:
-        codec.set_storage_media_type(before)

@@ -1,6 +1,6 @@
-"""The lab's own extension API server: ``metrics.watchcache.dev/v1beta1``, a read-only,
-metrics.k8s.io-like group (PodMetrics, NodeMetrics) computed from the pods the lab's
-watchcache serves from its watch cache, reached through API aggregation.
+"""The lab's own extension API server: ``metrics.k8s.io/v1beta1``, read-only, in
+metrics-server's place (PodMetrics, NodeMetrics: ``kubectl top``), computed from the pods
+the lab's watchcache serves from its watch cache, reached through API aggregation.
 
 - ``metrics``: the objects (pure functions over pods) and their Table;
 - ``server``: the HTTPS server: front-proxy authentication by client certificate

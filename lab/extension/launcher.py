@@ -10,7 +10,7 @@ registration with watchcache.
 - ``register``: the Service (``type: ExternalName``, ``externalName: localhost``: the
   lab has no kube-proxy, and an ExternalName Service is resolved to its name by
   kube-aggregator's default resolver, so no extension is needed) and the APIService
-  ``v1beta1.metrics.watchcache.dev`` with the serving CA as ``caBundle``.
+  ``v1beta1.metrics.k8s.io`` with the serving CA as ``caBundle``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""PodMetrics and NodeMetrics of ``metrics.watchcache.dev/v1beta1``, computed from pods.
+"""PodMetrics and NodeMetrics of ``metrics.k8s.io/v1beta1`` (metrics-server's API, what
+``kubectl top`` reads), computed from pods.
 
 The lab's pods run nothing, so "usage" is simulated, deterministically: each running
 container uses a share of its requests (else of a small default) that depends on the
@@ -26,15 +27,17 @@ __all__ = [
 ]
 
 JSON = dict[str, Any]
-GROUP = "metrics.watchcache.dev"
+GROUP = "metrics.k8s.io"
 VERSION = "v1beta1"
 API_VERSION = f"{GROUP}/{VERSION}"
 POD_KIND, NODE_KIND = "PodMetrics", "NodeMetrics"
 WINDOW_SECONDS = 30
-# plural -> (kind, namespaced, short names)
+# plural -> (kind, namespaced, short names): metrics-server's resources are named as the
+# objects they measure (``/apis/metrics.k8s.io/v1beta1/namespaces/NS/pods``); kubectl
+# also finds them as ``podmetrics`` and ``nodemetrics`` (the kinds, lowercased)
 RESOURCES: dict[str, tuple[str, bool, tuple[str, ...]]] = {
-    "podmetrics": (POD_KIND, True, ("pm",)),
-    "nodemetrics": (NODE_KIND, False, ("nm",)),
+    "pods": (POD_KIND, True, ()),
+    "nodes": (NODE_KIND, False, ()),
 }
 
 

@@ -1,4 +1,4 @@
-"""The OpenAPI v3 documents of ``metrics.watchcache.dev/v1beta1`` (what ``kubectl explain
+"""The OpenAPI v3 documents of ``metrics.k8s.io/v1beta1`` (what ``kubectl explain
 podmetrics`` reads through the aggregator): an index naming the group-version's
 document with its hash, and the document (schemas with their GroupVersionKind, paths of
 list and get). Built once; pure."""
@@ -15,7 +15,7 @@ __all__ = ["DOCUMENT", "DOCUMENT_HASH", "INDEX", "PATH"]
 
 JSON = dict[str, Any]
 PATH = f"apis/{GROUP}/{VERSION}"
-_PREFIX = "dev.watchcache.metrics.v1beta1"
+_PREFIX = "io.k8s.metrics.pkg.apis.metrics.v1beta1"  # metrics-server's schema names
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 
 

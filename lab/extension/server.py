@@ -1,4 +1,4 @@
-"""The extension API server of ``metrics.watchcache.dev/v1beta1`` (see the package
+"""The extension API server of ``metrics.k8s.io/v1beta1`` (see the package
 docstring), run as its own process:
 
     python -m lab.extension.server --source=http://127.0.0.1:8080 --port=N \\
@@ -18,8 +18,10 @@ As a real aggregated API server it
   (a teaching aid: the identity travelled in the front proxy's headers);
 - serves discovery (``/apis`` legacy and aggregated, the group, the resource list),
   OpenAPI v3 (``lab.extension.openapi``),
-  list and get of ``podmetrics`` (namespaced) and ``nodemetrics``, Tables for kubectl,
-  and watch of ``podmetrics`` (the source's pod watch, turned into PodMetrics events).
+  list and get of ``pods`` (PodMetrics, namespaced) and ``nodes`` (NodeMetrics), as
+  metrics-server does, so ``kubectl top pods`` and ``kubectl top nodes`` work; Tables for
+  ``kubectl get podmetrics``, and watch of PodMetrics (the source's pod watch, turned
+  into PodMetrics events: more than metrics-server, for ``kubectl get podmetrics -w``).
 
 Data: the pods and nodes are read from ``--source`` at ``resourceVersion=0`` — served by
 watchcache's watch cache — on each request; nothing is stored here.
@@ -79,7 +81,7 @@ def _not_found(plural: str, name: str) -> web.Response:
 def _resource_list() -> JSON:
     resources = [
         {"name": plural, "singularName": kind.lower(), "namespaced": namespaced, "kind": kind,
-         "verbs": ["get", "list", "watch"] if plural == "podmetrics" else ["get", "list"],
+         "verbs": ["get", "list", "watch"] if plural == "pods" else ["get", "list"],
          "shortNames": list(short)}
         for plural, (kind, namespaced, short) in metrics.RESOURCES.items()
     ]  # fmt: skip
@@ -145,7 +147,7 @@ async def _pods(request: web.Request) -> web.StreamResponse:
     if name:
         code, pod = await _source_get(request, f"{base}/{name}")
         if code == 404 or not metrics.is_running(pod):
-            return _not_found("podmetrics", name)
+            return _not_found("podmetrics", f"{ns}/{name}")  # metrics-server's name
         return _answer(request, metrics.pod_metrics(pod, now))
     if request.query.get("watch") in ("true", "1"):
         return await _watch_pods(request, base)
@@ -309,9 +311,9 @@ def build_app(source_url: str, authenticator: RequestHeaderAuthenticator) -> web
     routes = [
         ("/healthz", _healthz), ("/readyz", _healthz), ("/livez", _healthz),
         ("/apis", _apis), (f"/apis/{metrics.GROUP}", _api_group), (PREFIX, _api_resources),
-        (f"{PREFIX}/podmetrics", _pods), (f"{PREFIX}/namespaces/{{namespace}}/podmetrics", _pods),
-        (f"{PREFIX}/namespaces/{{namespace}}/podmetrics/{{name}}", _pods),
-        (f"{PREFIX}/nodemetrics", _nodes), (f"{PREFIX}/nodemetrics/{{name}}", _nodes),
+        (f"{PREFIX}/pods", _pods), (f"{PREFIX}/namespaces/{{namespace}}/pods", _pods),
+        (f"{PREFIX}/namespaces/{{namespace}}/pods/{{name}}", _pods),
+        (f"{PREFIX}/nodes", _nodes), (f"{PREFIX}/nodes/{{name}}", _nodes),
         ("/openapi/v3", _openapi_index), (f"/openapi/v3/{openapi.PATH}", _openapi_document),
     ]  # fmt: skip
     for path, handler in routes:

@@ -1,15 +1,17 @@
 """The simulated cluster: node agents, a scheduler, the ReplicaSet, Deployment and Job
-controllers, the garbage collector, the namespace controller and background churn, all
-ordinary API clients of one server. The server should run with
+controllers, the garbage collector, the namespace, serviceaccounts and root CA publisher
+controllers, background churn and one Event recorder they share, all ordinary API
+clients of one server. The server should run with
 ``--lifecycle-controllers=true`` (the lab passes it), so that DELETE leaves to these
 controllers what kube-apiserver leaves to kubelets and kube-controller-manager.
 
-    watchcache sim --server URL [--churn RATE] [--renew-seconds 10] [-v]
+    watchcache sim --server URL [--churn RATE] [--renew-seconds 10] [--root-ca-file CA] [-v]
 
 ``watchcache lab`` runs it in its own process after seeding (``--no-sim`` switches it
 off); ``watchcache sim`` runs it alone against any server. The controllers share their
-informers as kube-controller-manager's do: one nodes, pods, ReplicaSets, Deployments and
-Jobs informer for the control plane (the node agents each watch only their own node's pods).
+informers as kube-controller-manager's do: one nodes, pods, ReplicaSets, Deployments, Jobs
+and namespaces informer for the control plane (the node agents each watch only their own
+node's pods).
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ import logging
 import signal
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from lab.sim.churn import Churn
 from lab.sim.client import Client
 from lab.sim.deployment import DeploymentController
+from lab.sim.events import EventBroadcaster
 from lab.sim.garbage_collector import GarbageCollector
 from lab.sim.informer import Informer
 from lab.sim.job import JobController
@@ -33,6 +37,7 @@ from lab.sim.namespace_controller import NamespaceController
 from lab.sim.node_agent import RENEW_SECONDS, STATUS_SECONDS, NodeAgents
 from lab.sim.replicaset import ReplicaSetController
 from lab.sim.scheduler import Scheduler
+from lab.sim.serviceaccounts import RootCACertPublisher, ServiceAccountsController
 
 __all__ = ["DEFAULT_CHURN", "Simulation", "main"]
 
@@ -50,6 +55,9 @@ class Simulation:
     churn: float = DEFAULT_CHURN
     renew_seconds: float = RENEW_SECONDS
     status_seconds: float = STATUS_SECONDS
+    # the cluster's root CA (PEM) the root CA publisher puts in every namespace's
+    # kube-root-ca.crt ConfigMap (kube-controller-manager's --root-ca-file); "": none
+    root_ca: str = ""
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _clients: list[Client] = field(default_factory=list)
 
@@ -65,22 +73,32 @@ class Simulation:
                                     name="deployments")  # fmt: skip
         self.jobs = Informer(informers, informers.batch.list_job_for_all_namespaces,
                              name="jobs")  # fmt: skip
-        self.agents = NodeAgents(self.server, self.nodes, renew_seconds=self.renew_seconds,
+        self.namespaces = Informer(informers, core.list_namespace, name="namespaces")
+        self.events = events = EventBroadcaster(self.server)
+        self.agents = NodeAgents(self.server, self.nodes, events,
+                                 renew_seconds=self.renew_seconds,
                                  status_seconds=self.status_seconds)  # fmt: skip
-        self.scheduler = Scheduler(self.server, self.nodes)
+        self.scheduler = Scheduler(self.server, self.nodes, events)
         self.replicaset_controller = ReplicaSetController(self.server, self.replicasets,
-                                                          self.pods)  # fmt: skip
+                                                          self.pods, events)  # fmt: skip
         self.deployment_controller = DeploymentController(self.server, self.deployments,
-                                                          self.replicasets)  # fmt: skip
-        self.job_controller = JobController(self.server, self.jobs, self.pods)
+                                                          self.replicasets, events)  # fmt: skip
+        self.job_controller = JobController(self.server, self.jobs, self.pods, events)
         self.garbage_collector = GarbageCollector(self.server, self.pods, self.replicasets,
-                                                  self.deployments, self.jobs)  # fmt: skip
-        self.namespace_controller = NamespaceController(self.server)
+                                                  self.deployments, self.jobs,
+                                                  events)  # fmt: skip
+        self.namespace_controller = NamespaceController(self.server, self.namespaces)
+        self.serviceaccounts_controller = ServiceAccountsController(self.server,
+                                                                    self.namespaces)  # fmt: skip
+        publisher = ([RootCACertPublisher(self.server, self.namespaces, self.root_ca).run()]
+                     if self.root_ca else [])  # fmt: skip
         self.churner = Churn(self.agents, self.churn)
         # handlers first, then the informers: every controller sees every first ADDED
-        runs = [self.agents.run(), self.scheduler.run(), self.replicaset_controller.run(),
-                self.deployment_controller.run(), self.job_controller.run(),
+        runs = [events.run(), self.agents.run(), self.scheduler.run(),
+                self.replicaset_controller.run(), self.deployment_controller.run(),
+                self.job_controller.run(),
                 self.garbage_collector.run(), self.namespace_controller.run(),
+                self.serviceaccounts_controller.run(), *publisher, self.namespaces.run(),
                 self.churner.run(), self.nodes.run(), self.pods.run(), self.replicasets.run(),
                 self.deployments.run(), self.jobs.run()]  # fmt: skip
         self._tasks = [asyncio.create_task(_logged(c), name="sim") for c in runs]
@@ -99,7 +117,8 @@ class Simulation:
         renewals = sum(a.renewals for a in self.agents.agents.values())
         return (f"{len(self.agents.agents)} node agents ({renewals} lease renewals), "
                 f"{self.scheduler.bindings} pods bound, {self.churner.changes} container "
-                "restarts")  # fmt: skip
+                f"restarts, {self.events.written} event writes ({self.events.dropped} "
+                "events dropped)")  # fmt: skip
 
 
 async def _logged(coro: Coroutine[Any, Any, None]) -> None:
@@ -113,8 +132,8 @@ async def _logged(coro: Coroutine[Any, Any, None]) -> None:
         raise
 
 
-async def _run(a: argparse.Namespace) -> int:
-    sim = Simulation(a.server, churn=a.churn, renew_seconds=a.renew_seconds)
+async def _run(a: argparse.Namespace, root_ca: str) -> int:
+    sim = Simulation(a.server, churn=a.churn, renew_seconds=a.renew_seconds, root_ca=root_ca)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -141,8 +160,12 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="watchcache sim", description=__doc__.split("\n\n")[0])
     p.add_argument("--server", required=True, help="the API server's URL")
     add_sim_arguments(p)
+    p.add_argument("--root-ca-file", default="",
+                   help="the cluster's root CA (PEM), published in every namespace as the "
+                   "kube-root-ca.crt ConfigMap (default: none published)")  # fmt: skip
     p.add_argument("-v", "--verbose", action="store_true", help="log every retry")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # fmt: skip
-    return asyncio.run(_run(a))
+    root_ca = Path(a.root_ca_file).read_text() if a.root_ca_file else ""
+    return asyncio.run(_run(a, root_ca))

@@ -30,6 +30,7 @@ import orjson
 
 from lab.sim import pod_status
 from lab.sim.client import JSON, APIError, Client
+from lab.sim.events import EventBroadcaster, object_reference
 from lab.sim.informer import Informer, WorkQueue, key_of, run_workers
 from lab.sim.owners import ControllerIndex, controller_of, owner_reference
 
@@ -103,8 +104,11 @@ def _revision(obj: JSON) -> int:
 class DeploymentController:
     """Reconciles every Deployment ``deployments`` reports."""
 
-    def __init__(self, server: str, deployments: Informer, replicasets: Informer) -> None:
+    def __init__(
+        self, server: str, deployments: Informer, replicasets: Informer, events: EventBroadcaster
+    ) -> None:
         self.client = Client(server, "deployment-controller")
+        self.recorder = events.recorder("deployment-controller")
         self.deployments = deployments
         self.replicasets = replicasets
         self.owned = ControllerIndex(replicasets, "Deployment")
@@ -189,8 +193,10 @@ class DeploymentController:
                            "ownerReferences": [owner_reference(d)]},
               "spec": {"replicas": start, "selector": selector, "template": template,
                        "minReadySeconds": int(spec.get("minReadySeconds") or 0)}}  # fmt: skip
-        await self.client.call(self.client.apps.create_namespaced_replica_set,
-                               meta["namespace"], rs)  # fmt: skip
+        created = await self.client.call(self.client.apps.create_namespaced_replica_set,
+                                         meta["namespace"], rs)  # fmt: skip
+        if start > 0:
+            self._scaled(d, created, 0, start)
 
     async def _scale(self, d: JSON, rs: JSON, replicas: int, revision: int = 0) -> None:
         replicas_d, surge, _ = self._limits(d)
@@ -202,6 +208,15 @@ class DeploymentController:
             annotations[REVISION] = str(revision)
         await self.client.call(self.client.apps.replace_namespaced_replica_set,
                                *_name_ns(rs), body)
+        if replicas != _replicas(rs):
+            self._scaled(d, rs, _replicas(rs), replicas)
+
+    def _scaled(self, d: JSON, rs: JSON, before: int, after: int) -> None:
+        """The deployment controller's ScalingReplicaSet Event on the Deployment."""
+        way = "up" if after > before else "down"
+        self.recorder.event(object_reference(d, "Deployment", "apps/v1"), "Normal",
+                            "ScalingReplicaSet", f"Scaled {way} replica set "
+                            f"{rs['metadata']['name']} from {before} to {after}")  # fmt: skip
 
     async def _roll(self, d: JSON, new: JSON, old: list[JSON]) -> bool:
         """One rolling-update step; True when it scaled something."""

@@ -12,6 +12,11 @@ via the shared informers) and reads their ownerReferences:
 - **Orphan**: an owner carrying the ``orphan`` finalizer has the ownerReference to it
   removed from every dependent, then the finalizer, and the dependents live on.
 
+A namespaced dependent whose ownerReference names an object of another namespace (owners
+are looked up in the dependent's namespace) has an absent owner: it gets the collector's
+``OwnerRefInvalidNamespace`` warning Event, and is collected once no owner it names is
+found in its namespace.
+
 Unlike upstream's, it collects only dependents of owners it has seen: the lab's seeded
 pods name ReplicaSets that were never created (a snapshot of a cluster), which upstream's
 collector would delete as orphans of absent owners.
@@ -25,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lab.sim.client import JSON, APIError, Client
+from lab.sim.events import EventBroadcaster, object_reference
 from lab.sim.informer import Informer, WorkQueue, key_of, run_workers
 
 __all__ = ["GarbageCollector"]
@@ -47,8 +53,10 @@ class GarbageCollector:
     """Collects dependents among ``informers`` (kind name -> informer of that kind)."""
 
     def __init__(self, server: str, pods: Informer, replicasets: Informer,
-                 deployments: Informer, jobs: Informer) -> None:  # fmt: skip
+                 deployments: Informer, jobs: Informer,
+                 events: EventBroadcaster) -> None:  # fmt: skip
         self.client = c = Client(server, "garbage-collector")
+        self.recorder = events.recorder("garbage-collector-controller")
         self.kinds = {
             "Pod": _Kind(pods, c.core.delete_namespaced_pod, c.core.patch_namespaced_pod),
             "ReplicaSet": _Kind(replicasets, c.apps.delete_namespaced_replica_set,
@@ -91,7 +99,7 @@ class GarbageCollector:
                 self.dependents.setdefault(owner, set()).add((kind, key))
                 if owner in self.gone or owner in self.seen:
                     self.queue.add(f"owner:{owner}")
-                if owner in self.gone:
+                if owner in self.gone or self._elsewhere(owner, key):
                     self.queue.add(f"dependent:{kind}:{key}")
             if meta.get("deletionTimestamp"):
                 self.queue.add(f"owner:{uid}")
@@ -148,9 +156,23 @@ class GarbageCollector:
             return
         refs = obj["metadata"].get("ownerReferences") or []
         owners = {str(r.get("uid")) for r in refs}
-        if owners and owners <= self.gone:  # every owner it names is gone
+        elsewhere = {uid for uid in owners if self._elsewhere(uid, key)}
+        for ref in refs:
+            if str(ref.get("uid")) in elsewhere:
+                self.recorder.event(object_reference(obj, kind, _API_VERSIONS[kind]), "Warning",
+                                    "OwnerRefInvalidNamespace",
+                                    f"ownerRef [{ref.get('apiVersion')}/{ref.get('kind')}, "
+                                    f"namespace: {obj['metadata']['namespace']}, name: "
+                                    f"{ref.get('name')}, uid: {ref.get('uid')}] does not exist "
+                                    f"in namespace \"{obj['metadata']['namespace']}\"")  # fmt: skip
+        if owners and owners <= self.gone | elsewhere:  # every owner it names is absent
             await self._delete(kind, obj, "Background")
             self.collected += 1
+
+    def _elsewhere(self, owner_uid: str, dependent_key: str) -> bool:
+        """The owner is known, in another namespace than the dependent's."""
+        seen = self.seen.get(owner_uid)
+        return seen is not None and seen[1].split("/")[0] != dependent_key.split("/")[0]
 
     async def _delete(self, kind: str, obj: JSON, policy: str) -> None:
         meta = obj["metadata"]
@@ -171,6 +193,9 @@ class GarbageCollector:
         except APIError as e:
             if e.status != 404:
                 raise
+
+
+_API_VERSIONS = {"Pod": "v1", "ReplicaSet": "apps/v1", "Deployment": "apps/v1", "Job": "batch/v1"}
 
 
 def _without(finalizers: list[str], name: str) -> list[str] | None:

@@ -39,6 +39,7 @@ import datetime as dt
 
 from lab.sim import pod_status
 from lab.sim.client import JSON, APIError, Client
+from lab.sim.events import EventBroadcaster, object_reference
 from lab.sim.informer import Informer, WorkQueue, key_of, run_workers
 from lab.sim.owners import ControllerIndex, controller_of
 from lab.sim.pod_control import Expectations, PodControl
@@ -128,13 +129,16 @@ def job_outcome(job: JSON, running: list[JSON], failed: int, succeeded: int
 class JobController:
     """Reconciles every Job ``jobs`` reports against ``pods``."""
 
-    def __init__(self, server: str, jobs: Informer, pods: Informer) -> None:
+    def __init__(
+        self, server: str, jobs: Informer, pods: Informer, events: EventBroadcaster
+    ) -> None:
         self.client = Client(server, "job-controller")
+        self.recorder = events.recorder("job-controller")
         self.jobs = jobs
         self.pods = pods
         self.owned = ControllerIndex(pods, "Job")
         self.expectations = Expectations()
-        self.pod_control = PodControl(self.client, self.expectations)
+        self.pod_control = PodControl(self.client, self.expectations, self.recorder)
         self.queue: WorkQueue[str] = WorkQueue()
         # uid -> the outcome decided, so that a Job the informer shows stale (before
         # its new conditions) is not started again once its pods are deleted
@@ -185,6 +189,7 @@ class JobController:
                 conditions = _with_condition(conditions, last, "True", why)
                 if last == "Complete":
                     status["completionTime"] = pod_status.now()
+                self._finished_event(job, last, why)
         elif spec.get("suspend"):
             terminating += running
             running = await self._delete(job, running)
@@ -241,8 +246,17 @@ class JobController:
     async def _delete(self, job: JSON, victims: list[JSON]) -> list[JSON]:
         """Delete ``victims``; the active pods left among them: none."""
         if victims:
-            await self.pod_control.delete(job, victims)
+            await self.pod_control.delete({"apiVersion": "batch/v1", "kind": "Job", **job},
+                                          victims)  # fmt: skip
         return []
+
+    def _finished_event(self, job: JSON, last: str, why: tuple[str, str]) -> None:
+        """The job controller's Event when a Job ends: ``Completed`` or its failure."""
+        ref = object_reference(job, "Job", "batch/v1")
+        if last == "Complete":
+            self.recorder.event(ref, "Normal", "Completed", "Job completed")
+        else:
+            self.recorder.event(ref, "Warning", why[0], why[1])
 
     async def _update_status(self, job: JSON, status: JSON) -> None:
         old = job.get("status") or {}

@@ -12,7 +12,6 @@ deletes the namespace.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from lab.sim.client import JSON, APIError, Client
@@ -29,10 +28,9 @@ RECHECK_SECONDS = 1.0
 class NamespaceController:
     """Finishes the deletion of every namespace ``namespaces`` reports as deleted."""
 
-    def __init__(self, server: str) -> None:
+    def __init__(self, server: str, namespaces: Informer) -> None:
         self.client = Client(server, "namespace-controller")
-        self.namespaces = Informer(self.client, self.client.core.list_namespace,
-                                   name="namespaces")  # fmt: skip
+        self.namespaces = namespaces  # shared with the other per-namespace controllers
         self.queue: WorkQueue[str] = WorkQueue()
         self._resources: list[tuple[str, bool]] | None = None  # (collection path, bulk)
         self.finalized = 0
@@ -41,9 +39,7 @@ class NamespaceController:
         self.namespaces.add_handler(lambda kind, ns, old: self.queue.add(key_of(ns))
                                     if kind != "DELETED" else None)  # fmt: skip
         try:
-            async with asyncio.TaskGroup() as tg:
-                tg.create_task(self.namespaces.run())
-                tg.create_task(run_workers("namespace-controller", self.queue, self.sync, 2))
+            await run_workers("namespace-controller", self.queue, self.sync, 2)
         finally:
             await self.client.close()
 

@@ -37,6 +37,7 @@ import aiohttp
 
 from lab.sim import pod_status
 from lab.sim.client import JSON, APIError, Client
+from lab.sim.events import EventBroadcaster, EventRecorder, object_reference
 from lab.sim.informer import Informer, WorkQueue, key_of, run_workers
 
 __all__ = ["NodeAgent", "NodeAgents"]
@@ -90,6 +91,7 @@ class NodeAgent:
         self,
         server: str,
         name: str,
+        events: EventBroadcaster,
         *,
         renew_seconds: float = RENEW_SECONDS,
         status_seconds: float = STATUS_SECONDS,
@@ -101,6 +103,7 @@ class NodeAgent:
         self.status_seconds = status_seconds
         self.grace_cap = grace_cap
         self.client = Client(server, "kubelet", name)
+        self.recorder: EventRecorder = events.recorder("kubelet", name)
         self.pods = Informer(self.client, self.client.core.list_pod_for_all_namespaces,
                              field_selector=f"spec.nodeName={name}",
                              name=f"kubelet {name} pods")  # fmt: skip
@@ -109,6 +112,7 @@ class NodeAgent:
         self.renewals = 0
         self._starting: dict[str, float] = {}  # pod uid -> when its containers run
         self._ending: dict[str, float] = {}  # pod uid -> when its containers exit
+        self._killing: set[str] = set()  # pod uids whose containers were told to stop
 
     async def run(self) -> None:
         self.pods.add_handler(lambda kind, pod, old: self.queue.add(key_of(pod)))
@@ -195,6 +199,7 @@ class NodeAgent:
         loop = asyncio.get_running_loop()
         if uid not in self._starting or not status.get("containerStatuses"):
             await self._write_status(pod, pod_status.pending(pod, self.node))
+            self._container_events(pod, "Pulling")
             delay = random.uniform(*START_DELAY)
             self._starting[uid] = loop.time() + delay
             self.queue.add_after(key, delay)
@@ -205,6 +210,7 @@ class NodeAgent:
             return
         await self._write_status(pod, pod_status.running(pod, self.node))
         self._starting.pop(uid, None)
+        self._container_events(pod, "Pulled", "Created", "Started")
 
     async def _run_to_end(self, key: str, pod: JSON) -> None:
         """End the containers of a running pod that is meant to end, once it has run."""
@@ -227,6 +233,7 @@ class NodeAgent:
             status = pod_status.container_restarted(status, index, code)
         self._ending.pop(uid, None)  # runs again: the next event sets a new end
         await self._write_status(pod, status)
+        self._restart_events(pod, status, None, code)
 
     async def restart_container(self) -> str | None:
         """Restart a container of a random running pod of this node, as after a crash:
@@ -237,8 +244,8 @@ class NodeAgent:
         if not running:
             return None
         pod = random.choice(running)
-        status = pod_status.container_restarted(pod.get("status") or {}, random.randrange(8),
-                                                random.choice((137, 1, 2)))  # fmt: skip
+        index, code = random.randrange(8), random.choice((137, 1, 2))
+        status = pod_status.container_restarted(pod.get("status") or {}, index, code)
         meta = pod["metadata"]
         patch = {"metadata": {"uid": meta.get("uid")},
                  "status": {"containerStatuses": status.get("containerStatuses") or []}}
@@ -249,7 +256,44 @@ class NodeAgent:
             if e.status in (404, 409):
                 return None
             raise
+        self._restart_events(pod, status, index, code)
         return key_of(pod)
+
+    # -- events -------------------------------------------------------------------------
+
+    def _container_events(self, pod: JSON, *reasons: str, only: str | None = None) -> None:
+        """The kubelet's Events for each container of ``pod`` (or container ``only``)."""
+        restarted = only is not None
+        for c in (pod.get("spec") or {}).get("containers") or []:
+            name, image = str(c.get("name")), str(c.get("image"))
+            if only is not None and name != only:
+                continue
+            ref = object_reference(pod, "Pod", field_path=f"spec.containers{{{name}}}")
+            for reason in reasons:
+                self.recorder.event(ref, "Normal", reason,
+                                    _container_message(reason, name, image, restarted))
+
+    def _restart_events(self, pod: JSON, status: JSON, index: int | None, code: int) -> None:
+        """A container (``index``; None: all) exited with ``code`` and runs again
+        (``status``: the pod's new one). One that failed again, restarted before, was
+        held in CrashLoopBackOff first: the kubelet's BackOff warning; a first crash is
+        restarted at once."""
+        containers = (pod.get("spec") or {}).get("containers") or []
+        if not containers:
+            return
+        names = ([str(c.get("name")) for c in containers] if index is None
+                 else [str(containers[index % len(containers)].get("name"))])  # fmt: skip
+        restarts = {str(c.get("name")): int(c.get("restartCount") or 0)
+                    for c in status.get("containerStatuses") or []}  # fmt: skip
+        meta = pod.get("metadata") or {}
+        for name in names:
+            if code != 0 and restarts.get(name, 0) >= 2:
+                ref = object_reference(pod, "Pod", field_path=f"spec.containers{{{name}}}")
+                self.recorder.event(ref, "Warning", "BackOff",
+                                    f"Back-off restarting failed container {name} in pod "
+                                    f"{meta.get('name')}_{meta.get('namespace')}"
+                                    f"({meta.get('uid')})")  # fmt: skip
+            self._container_events(pod, "Pulled", "Created", "Started", only=name)
 
     async def _write_status(self, pod: JSON, status: JSON) -> None:
         meta = pod["metadata"]
@@ -268,11 +312,16 @@ class NodeAgent:
         since = _parse_time(meta["deletionTimestamp"]) - float(
             meta.get("deletionGracePeriodSeconds") or 0)  # when deletion was asked
         left = since + grace - dt.datetime.now(dt.UTC).timestamp()
+        uid = str(meta.get("uid"))
+        if uid not in self._killing and (pod.get("status") or {}).get("phase") == "Running":
+            self._killing.add(uid)
+            self._container_events(pod, "Killing")
         if left > 0:
             self.queue.add_after(key, left)
             return
         self._starting.pop(str(meta.get("uid")), None)
         self._ending.pop(str(meta.get("uid")), None)
+        self._killing.discard(str(meta.get("uid")))
         body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
                 "preconditions": {"uid": meta.get("uid")}}  # fmt: skip
         with contextlib.suppress(APIError):  # 404 / 409: gone or replaced already
@@ -280,11 +329,28 @@ class NodeAgent:
                                    meta["namespace"], body=body)  # fmt: skip
 
 
+def _container_message(reason: str, name: str, image: str, restarted: bool) -> str:
+    """The kubelet's message for ``reason`` about container ``name`` (a restarted
+    container's image is on the node already)."""
+    if reason == "Pulled":
+        if restarted:
+            return f'Container image "{image}" already present on machine'
+        ms = random.randint(300, 1500)
+        return (f'Successfully pulled image "{image}" in {ms}ms ({ms}ms including waiting). '
+                f"Image size: {random.randint(2, 80) * 1_000_003} bytes.")  # fmt: skip
+    return {"Pulling": f'Pulling image "{image}"', "Created": f"Created container: {name}",
+            "Started": f"Started container {name}",
+            "Killing": f"Stopping container {name}"}[reason]  # fmt: skip
+
+
 class NodeAgents:
     """An agent per node that ``nodes`` (a nodes informer) reports."""
 
-    def __init__(self, server: str, nodes: Informer, **agent_options: float) -> None:
+    def __init__(
+        self, server: str, nodes: Informer, events: EventBroadcaster, **agent_options: float
+    ) -> None:
         self.server = server
+        self.events = events
         self.nodes = nodes
         self.agent_options = agent_options
         self.agents: dict[str, NodeAgent] = {}
@@ -308,7 +374,7 @@ class NodeAgents:
     def _reconcile(self) -> None:
         names = {key_of(n) for n in self.nodes.items()}
         for name in names - set(self._tasks):
-            agent = NodeAgent(self.server, name, **self.agent_options)
+            agent = NodeAgent(self.server, name, self.events, **self.agent_options)
             self.agents[name] = agent
             self._tasks[name] = asyncio.create_task(agent.run(), name=f"kubelet-{name}")
         for name in set(self._tasks) - names:

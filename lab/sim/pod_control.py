@@ -11,6 +11,7 @@ import asyncio
 import time
 
 from lab.sim.client import JSON, APIError, Client
+from lab.sim.events import EventRecorder, object_reference
 from lab.sim.owners import owner_reference
 
 __all__ = ["EXPECTATIONS_TIMEOUT", "Expectations", "PodControl"]
@@ -51,11 +52,15 @@ class Expectations:
 
 
 class PodControl:
-    """Creates and deletes pods through ``client``, recording ``expectations``."""
+    """Creates and deletes pods through ``client``, recording ``expectations`` and, as
+    upstream's RealPodControl, an Event on the owner for each pod (``recorder``)."""
 
-    def __init__(self, client: Client, expectations: Expectations) -> None:
+    def __init__(
+        self, client: Client, expectations: Expectations, recorder: EventRecorder
+    ) -> None:
         self.client = client
         self.expectations = expectations
+        self.recorder = recorder
 
     async def create(self, owner: JSON, count: int) -> list[JSON]:
         """``count`` pods from ``owner``'s ``spec.template`` (``owner`` carries its
@@ -76,6 +81,13 @@ class PodControl:
         results = await asyncio.gather(
             *(self.client.call(self.client.core.create_namespaced_pod, ns, pod)
               for _ in range(count)), return_exceptions=True)  # fmt: skip
+        ref = object_reference(owner, owner["kind"], owner["apiVersion"])
+        for r in results:
+            if isinstance(r, dict):
+                name = (r.get("metadata") or {}).get("name")
+                self.recorder.event(ref, "Normal", "SuccessfulCreate", f"Created pod: {name}")
+            else:
+                self.recorder.event(ref, "Warning", "FailedCreate", f"Error creating: {r}")
         failed = [r for r in results if isinstance(r, BaseException)]
         if failed:
             self.expectations.observed(uid, added=len(failed))
@@ -84,8 +96,10 @@ class PodControl:
 
     async def delete(self, owner: JSON, victims: list[JSON]) -> None:
         """Delete ``victims`` (gracefully: a bound pod's kubelet finishes it); a pod
-        already gone is no error, any other APIError is raised."""
+        already gone is no error, any other APIError is raised. ``owner`` carries its
+        apiVersion and kind."""
         uid = str(owner["metadata"]["uid"])
+        ref = object_reference(owner, owner["kind"], owner["apiVersion"])
         self.expectations.expect(uid, 0, len(victims))
         for pod in victims:
             meta = pod["metadata"]
@@ -95,4 +109,8 @@ class PodControl:
             except APIError as e:
                 self.expectations.observed(uid, deleted=1)
                 if e.status != 404:
+                    self.recorder.event(ref, "Warning", "FailedDelete",
+                                        f"Error deleting: {e}")  # fmt: skip
                     raise
+                continue
+            self.recorder.event(ref, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")

@@ -14,6 +14,7 @@ import datetime as dt
 import hashlib
 import ipaddress
 
+from lab.seed import NODE_CONDITIONS
 from lab.sim.client import JSON
 
 __all__ = ["container_restarted", "finished", "node_heartbeat", "now", "now_micro", "pending",
@@ -173,17 +174,11 @@ def _qos(pod: JSON) -> str:
 def node_heartbeat(node: JSON) -> JSON:
     """The node's status conditions with a fresh heartbeat (Ready=True, no pressure)."""
     stamp = now()
-    wanted = (("MemoryPressure", "False", "KubeletHasSufficientMemory"),
-              ("DiskPressure", "False", "KubeletHasNoDiskPressure"),
-              ("PIDPressure", "False", "KubeletHasSufficientPID"),
-              ("Ready", "True", "KubeletReady"))  # fmt: skip
     old = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or []}
     out = []
-    for kind, status, reason in wanted:
+    for kind, status, reason, msg in NODE_CONDITIONS:
         prev = old.get(kind) or {}
         since = prev.get("lastTransitionTime") if prev.get("status") == status else stamp
-        msg = ("kubelet is posting ready status" if kind == "Ready"
-               else f"kubelet has {reason[len('KubeletHas'):].lower()} available")  # fmt: skip
         out.append({"type": kind, "status": status, "reason": reason, "message": msg,
                     "lastHeartbeatTime": stamp, "lastTransitionTime": since or stamp})  # fmt: skip
     return {"conditions": out}

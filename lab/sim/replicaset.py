@@ -18,6 +18,7 @@ import contextlib
 import logging
 
 from lab.sim.client import JSON, APIError, Client
+from lab.sim.events import EventBroadcaster
 from lab.sim.informer import Informer, WorkQueue, key_of, run_workers
 from lab.sim.owners import ControllerIndex, controller_of
 from lab.sim.pod_control import Expectations, PodControl
@@ -56,13 +57,16 @@ def _typed(rs: JSON) -> JSON:
 class ReplicaSetController:
     """Reconciles every ReplicaSet ``replicasets`` reports against ``pods``."""
 
-    def __init__(self, server: str, replicasets: Informer, pods: Informer) -> None:
+    def __init__(
+        self, server: str, replicasets: Informer, pods: Informer, events: EventBroadcaster
+    ) -> None:
         self.client = Client(server, "replicaset-controller")
         self.replicasets = replicasets
         self.pods = pods
         self.owned = ControllerIndex(pods, "ReplicaSet")
         self.expectations = Expectations()
-        self.pod_control = PodControl(self.client, self.expectations)
+        self.pod_control = PodControl(self.client, self.expectations,
+                                      events.recorder("replicaset-controller"))  # fmt: skip
         self.queue: WorkQueue[str] = WorkQueue()
 
     async def run(self) -> None:
@@ -92,7 +96,7 @@ class ReplicaSetController:
                 await self.pod_control.create(_typed(rs), min(want - len(pods), BURST))
             elif want < len(pods):
                 victims = sorted(pods, key=_deletion_rank)[: len(pods) - want]
-                await self.pod_control.delete(rs, victims)
+                await self.pod_control.delete(_typed(rs), victims)
         await self._update_status(rs, pods)
 
     async def _update_status(self, rs: JSON, pods: list[JSON]) -> None:

@@ -14,6 +14,7 @@ import asyncio
 import logging
 
 from lab.sim.client import JSON, APIError, Client
+from lab.sim.events import EventBroadcaster, object_reference
 from lab.sim.informer import Informer, WorkQueue, key_of, run_workers
 
 __all__ = ["Scheduler"]
@@ -35,8 +36,9 @@ def schedulable(node: JSON) -> bool:
 class Scheduler:
     """Binds pending pods; ``nodes`` is a nodes informer shared with other controllers."""
 
-    def __init__(self, server: str, nodes: Informer) -> None:
+    def __init__(self, server: str, nodes: Informer, events: EventBroadcaster) -> None:
         self.client = Client(server, "scheduler")
+        self.recorder = events.recorder(SCHEDULER_NAME)
         self.nodes = nodes
         self.pods = Informer(self.client, self.client.core.list_pod_for_all_namespaces,
                              field_selector="spec.nodeName=", name="scheduler pods")  # fmt: skip
@@ -73,6 +75,8 @@ class Scheduler:
             return
         node = self.pick()
         if node is None:
+            self.recorder.event(object_reference(pod, "Pod"), "Warning", "FailedScheduling",
+                                self.unschedulable_message())  # fmt: skip
             self.queue.add_after(key, RETRY_UNSCHEDULABLE)
             return
         meta = pod["metadata"]
@@ -89,3 +93,23 @@ class Scheduler:
             raise
         self.bound[node] = self.bound.get(node, 0) + 1
         self.bindings += 1
+        self.recorder.event(object_reference(pod, "Pod"), "Normal", "Scheduled",
+                            f"Successfully assigned {meta['namespace']}/{meta['name']} "
+                            f"to {node}")  # fmt: skip
+
+    def unschedulable_message(self) -> str:
+        """kube-scheduler's FitError message for the nodes this scheduler filters out."""
+        nodes = self.nodes.items()
+        if not nodes:
+            return "no nodes available to schedule pods"
+        cordoned = sum(1 for n in nodes if (n.get("spec") or {}).get("unschedulable"))
+        not_ready = len(nodes) - cordoned
+        reasons = []
+        if not_ready:
+            reasons.append(f"{not_ready} node(s) had untolerated taint "
+                           "{node.kubernetes.io/not-ready: }")  # fmt: skip
+        if cordoned:
+            reasons.append(f"{cordoned} node(s) were unschedulable")
+        return (f"0/{len(nodes)} nodes are available: {', '.join(sorted(reasons))}. "
+                f"preemption: 0/{len(nodes)} nodes are available: {len(nodes)} Preemption "
+                "is not helpful for scheduling.")

@@ -1,6 +1,7 @@
 """Wiring of the apiextensions server into the application (what
-``apiextensions-apiserver``'s ``New`` and its post-start hooks do): the CRD's strategy
-and Table printer, the Warning hook of custom resources, the post-start hook
+``apiextensions-apiserver``'s ``New`` and its post-start hooks do): the CRD's Table
+printer, the custom resources' delegate behind the generic handlers and their Warning
+hook, the post-start hook
 ``start-apiextensions-controllers`` (the CRD controllers, up once they have listed the
 CRDs, as upstream's ``crd-informer-synced``), and a cleanup context that closes every
 custom resource's storage on shutdown (after the hooks stopped)."""
@@ -13,12 +14,11 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy.apiextensions import crd_strategy, handler
+from proxy.apiextensions import handler
 from proxy.apiextensions.controllers import CRD_GROUP, CRD_PLURAL, CRDControllers
 from proxy.apiextensions.serving import CustomResources
 from proxy.printers.columns import CREATED_AT, NAME, TablePrinter
 from proxy.printers.handlers import HANDLERS as PRINTERS
-from proxy.registry.validation.strategy import register_strategy
 from proxy.server.context import APIContext
 from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
 
@@ -34,12 +34,15 @@ def setup_apiextensions(app: web.Application, ctx: APIContext, hooks: PostStartH
     """Serve CRDs and the custom resources they define (when the registry serves CRDs)."""
     if ctx.registry.get(CRD_GROUP, "v1", CRD_PLURAL) is None:
         return
-    register_strategy(CRD_GROUP, "CustomResourceDefinition", crd_strategy.STRATEGY)
     # kube's DefaultTableConvertor: CRDs have no printer of their own
     PRINTERS[(CRD_GROUP, CRD_PLURAL)] = TablePrinter((NAME, CREATED_AT), _print_crd)
     handler.install_warnings(app)
     serving = CustomResources(ctx)
-    ctx.custom_resources = serving
+    ctx.custom_openapi = serving.openapi_kind
+    delegate = handler.CustomResourceDelegate(
+        serving.version_of, serving.rules_of, ctx.storages, ctx.settings.lifecycle_controllers
+    )
+    ctx.delegates.append(delegate)
     controllers = CRDControllers(ctx, serving)
 
     async def run_controllers(hook: PostStartHookContext) -> None:

@@ -28,8 +28,9 @@ from proxy.openapi.schemas import register_kind_schema
 from proxy.printers.handlers import HANDLERS as PRINTERS
 from proxy.registry.conversion import Converter, NoneConverter, VersionedStorage
 from proxy.registry.resources import ResourceInfo
+from proxy.registry.served_resource import NamedResource
 from proxy.registry.storage_factory import new_storage
-from proxy.registry.validation.strategy import register_strategy, unregister_strategy
+from proxy.registry.validation.strategy import KindStrategy
 from proxy.server.context import APIContext
 from storage.interfaces import Interface
 
@@ -51,6 +52,7 @@ class _Served:
     store: Interface
     fingerprint: tuple[Any, ...]
     converter: Converter
+    rules: KindStrategy  # the custom resources' validation (their versions' schemas)
 
 
 def _fingerprint(crd: JSON) -> tuple[Any, ...]:
@@ -76,11 +78,19 @@ class CustomResources:
     # (group, version, plural) -> the version's facts, for the request handlers
     _versions: dict[tuple[str, str, str], CustomResourceVersion] = field(default_factory=dict)
 
-    def version_of(self, resource: ResourceInfo) -> CustomResourceVersion | None:
+    def version_of(self, resource: NamedResource) -> CustomResourceVersion | None:
         """The CRD version behind ``resource``; None for a built-in resource."""
         return self._versions.get((resource.group, resource.version, resource.plural))
 
-    def openapi_kind(self, resource: ResourceInfo) -> CustomKind | None:
+    def rules_of(self, resource: NamedResource) -> KindStrategy | None:
+        """The validation of a served custom resource (its CRD's versions' schemas)."""
+        for served in self._by_crd.values():
+            base = served.base
+            if (base.group, base.plural) == (resource.group, resource.plural):
+                return served.rules
+        return None
+
+    def openapi_kind(self, resource: NamedResource) -> CustomKind | None:
         """The OpenAPI components of a served CR version (``proxy.openapi.documents``)."""
         cr = self.version_of(resource)
         return custom_kind(cr) if cr is not None else None
@@ -144,9 +154,9 @@ class CustomResources:
             )
             self.ctx.storages.add_view(info, view)
         versions = {c.version: c for _, c in resources}
-        register_strategy(info0.group, info0.kind, cr_mod.strategy(versions, info0.namespaced))
+        rules = cr_mod.strategy(versions, info0.namespaced)
         PRINTERS[(info0.group, info0.plural)] = cr_mod.table_printer(cr0)
-        return _Served(resources, base, store, fingerprint, converter)
+        return _Served(resources, base, store, fingerprint, converter, rules)
 
     def _set_terminating(self, served: _Served, terminating: bool) -> None:
         """Swap in version facts with the CRD's Terminating state (read per request by
@@ -189,7 +199,6 @@ class CustomResources:
             self.ctx.storage_ctx.custom_attrs.pop(_key(served.base), None)
         info0 = served.resources[0][0]
         if not keep:
-            unregister_strategy(info0.group, info0.kind)
             PRINTERS.pop((info0.group, info0.plural), None)
         await served.store.close()  # ends every watch on it
         if isinstance(served.converter, WebhookConverter):

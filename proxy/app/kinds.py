@@ -1,5 +1,5 @@
 """What the composition root registers with the generic server library before it
-builds a server: the validation strategies and Table printers of kube's built-in kinds
+builds a server: the validation rules and Table printers of kube's built-in kinds
 and of APIService, and the admission plugins it can run (the CRD's and custom
 resources' strategies and printers are registered by the apiextensions server)."""
 
@@ -9,25 +9,36 @@ from proxy.admission.plugins import Plugins
 from proxy.aggregator import printers as apiservice_printers
 from proxy.aggregator import validation as apiservice_validation
 from proxy.aggregator.apiservice import GROUP as APISERVICE_GROUP
+from proxy.apiextensions import crd_strategy
+from proxy.apiextensions.controllers import CRD_GROUP
 from proxy.kube.admission.plugins import (
     register_all_admission_plugins as register_kube_admission_plugins,
 )
 from proxy.kube.printers import register_builtin_printers
-from proxy.kube.validation.strategies import register_builtin_strategies
+from proxy.kube.validation.strategies import BUILTIN_STRATEGIES
 from proxy.printers.handlers import register_printers
-from proxy.registry.validation.strategy import register_strategy
+from proxy.registry.validation.strategy import KindStrategy
 from proxy.server.admission_plugins import (
     register_all_admission_plugins as register_generic_admission_plugins,
 )
 
-__all__ = ["admission_plugins", "register_kinds"]
+__all__ = ["admission_plugins", "kind_rules", "register_kinds"]
+
+
+def kind_rules() -> dict[tuple[str, str], KindStrategy]:
+    """(group, kind) -> validation of every kind served through the generic handlers
+    with the built-in strategies: kube's, APIService's and the CRD's (a custom
+    resource's comes from its CRD's serving object)."""
+    return {
+        **BUILTIN_STRATEGIES,
+        (APISERVICE_GROUP, "APIService"): apiservice_validation.STRATEGY,
+        (CRD_GROUP, "CustomResourceDefinition"): crd_strategy.STRATEGY,
+    }
 
 
 def register_kinds() -> None:
-    """Strategies and printers of the built-in kinds and APIService (idempotent: every
-    server built in one process registers the same objects)."""
-    register_builtin_strategies()
-    register_strategy(APISERVICE_GROUP, "APIService", apiservice_validation.STRATEGY)
+    """Printers of the built-in kinds and APIService (idempotent: every server built in
+    one process registers the same objects)."""
     register_builtin_printers()
     register_printers(APISERVICE_GROUP, apiservice_printers.HANDLERS)
 

@@ -39,7 +39,7 @@ from aiohttp import web
 from proxy.aggregator.server import Aggregator
 from proxy.apiextensions.apiserver import setup_apiextensions
 from proxy.app import admission
-from proxy.app.kinds import admission_plugins, register_kinds
+from proxy.app.kinds import admission_plugins, kind_rules, register_kinds
 from proxy.audit.server import Audit
 from proxy.authentication.filter import plain_port_authentication
 from proxy.authentication.loopback import LoopbackToken
@@ -51,6 +51,8 @@ from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
+from proxy.kube.admission import namespace_lifecycle
+from proxy.kube.auth_routes import auth_routes
 from proxy.kube.bootstrap import controllers as bootstrap_controllers
 from proxy.kube.bootstrap.rbac_policy import bootstrap_policy
 from proxy.kube.bootstrap.system_namespaces import (
@@ -60,6 +62,9 @@ from proxy.kube.bootstrap.system_namespaces import (
 from proxy.kube.componentstatus import ComponentStatuses
 from proxy.kube.conversion import VIEWS
 from proxy.kube.defaulting import default_object
+from proxy.kube.strategy import KubeStrategyDeps, strategy_for
+from proxy.kube.subresources import subresource_storage
+from proxy.kube.token import ObjectReader
 from proxy.loopback.client import LoopbackClient
 from proxy.loopback.config import LoopbackConfig, loopback_host, pinned_tls_context
 from proxy.registry.conversion import VersionedStorage
@@ -68,7 +73,7 @@ from proxy.registry.resources import REVIEWS, SERVED, VIRTUAL, Registry, build_r
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.server import event_loop, gc_pauses, http_errors
 from proxy.server.aggregation import AGGREGATION
-from proxy.server.auth_chain import AUTH, Auth, auth_cleanup_ctx, build_auth
+from proxy.server.auth_chain import AUTH, Auth, add_auth_hooks, build_auth, storage_lookup
 from proxy.server.context import API_CONTEXT, APIContext
 from proxy.server.debug import setup_debug_routes
 from proxy.server.filters import handler_chain
@@ -77,8 +82,7 @@ from proxy.server.loop_lag import loop_lag_context
 from proxy.server.post_start_hooks import POST_START_HOOKS, PostStartHookContext, PostStartHooks
 from proxy.server.secure_serving import server_ssl_context, serving_cert_paths
 from proxy.server.settings import ConfigError, Settings, load_settings
-from storage import codec
-from storage.protobuf.schema import SchemaUnavailable
+from storage.interfaces import GetOptions, JSONObject
 
 __all__ = [
     "EXIT_PORT_IN_USE",
@@ -135,16 +139,6 @@ async def _version(request: web.Request) -> web.Response:
     return responsewriters.json_response(version_info())
 
 
-def _set_storage_media_type(media_type: str) -> None:
-    """--storage-media-type; protobuf without its schema falls back to JSON, loudly
-    (reads of protobuf values then fail as undecodable, naming the remedy)."""
-    try:
-        codec.set_storage_media_type(media_type)
-    except SchemaUnavailable as err:
-        log.warning("storing JSON instead of %s: %s", media_type, err)
-        codec.set_storage_media_type("application/json")
-
-
 def _stop_gc_timing(stop: Callable[[], None]) -> Callable[[web.Application], Awaitable[None]]:
     async def cleanup(app: web.Application) -> None:
         stop()
@@ -158,7 +152,6 @@ def build_app(
     """The application: health, version, discovery and resource routes over ``storage_ctx``;
     with a secure port, authentication and authorization (``proxy.server.auth_chain``)
     in front of them and the review, TokenRequest and OIDC routes."""
-    _set_storage_media_type(settings.storage_media_type)
     register_kinds()
     secure = settings.secure_port is not None
     auth: Auth | None = None
@@ -172,7 +165,8 @@ def build_app(
     if secure:
         if "RBAC" in settings.authorization_mode:
             informer = RBACInformer(informers)
-        auth = build_auth(settings, informer, loopback)
+        lookup = storage_lookup(lambda plural: _rbac_storage(registry, storages, plural))
+        auth = build_auth(settings, informer, loopback, lookup)
     # API aggregation (proxy/aggregator): APIServices, the proxy, merged discovery
     aggregator = Aggregator(settings, registry, storages, informers)
     flow_control = FlowControl.build(settings)
@@ -193,9 +187,19 @@ def build_app(
     )
     responsewriter.install(app)
     app[COMPRESSION_ENABLED] = settings.feature_gates.get("APIResponseCompression", True)
+    kube_deps = KubeStrategyDeps(
+        kind_rules=kind_rules(),
+        escalation=auth.check_escalation if auth is not None else None,
+        delete_namespace_contents=None
+        if settings.lifecycle_controllers
+        else lambda namespace: namespace_lifecycle.delete_contents(ctx, namespace),
+        defaulter=default_object,
+    )
     ctx = APIContext(
         settings=settings,
         registry=registry,
+        strategies=lambda resource, sub: strategy_for(resource, sub, kube_deps),
+        subresource_storages=subresource_storage,
         storage_ctx=storage_ctx,
         storages=storages,
         informers=informers,
@@ -216,12 +220,8 @@ def build_app(
     app.on_response_prepare.append(name_instance)
     if auth is not None:
         app[AUTH] = auth
-        setup_auth_routes(app)
-        app.cleanup_ctx.append(
-            auth_cleanup_ctx(
-                auth, lambda plural: _rbac_storage(ctx, plural), bootstrap_policy(), hooks
-            )
-        )
+        setup_auth_routes(app, auth_routes(auth, registry, _object_reader(ctx)))
+        add_auth_hooks(auth, bootstrap_policy(), hooks)
     if audit is not None:
         audit.install(app)
     if flow_control is not None:
@@ -265,16 +265,28 @@ def build_app(
     return app
 
 
+def _object_reader(ctx: APIContext) -> ObjectReader:
+    """Reads of core objects for TokenRequest (the service account, a bound pod or
+    secret), from etcd through their stores (404 Status when absent)."""
+
+    async def read(plural: str, namespace: str, name: str) -> JSONObject:
+        resource = ctx.registry.lookup("", plural)
+        assert resource is not None, plural
+        return (await ctx.store(resource).get(namespace, name, GetOptions())).obj
+
+    return read
+
+
 def _storage_of(ctx: APIContext, group: str, plural: str) -> ResourceStorage | None:
     resource = ctx.registry.lookup(group, plural)
     return ctx.storages.for_resource(resource) if resource is not None else None
 
 
-def _rbac_storage(ctx: APIContext, plural: str) -> ResourceStorage:
+def _rbac_storage(registry: Registry, storages: StorageMap, plural: str) -> ResourceStorage:
     group = "" if plural in ("serviceaccounts", "pods", "secrets") else "rbac.authorization.k8s.io"
-    resource = ctx.registry.lookup(group, plural)
+    resource = registry.lookup(group, plural)
     assert resource is not None, plural
-    return ctx.storages.for_resource(resource)
+    return storages.for_resource(resource)
 
 
 def _storages_and_compactor(

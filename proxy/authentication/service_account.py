@@ -182,6 +182,22 @@ def _audiences(aud: object) -> tuple[str, ...]:
     )
 
 
+def _check_private_claims(private: dict[str, Any]) -> None:
+    """The ``kubernetes.io`` claims decode into upstream's typed privateClaims: a
+    namespace that is a string, and references whose name and uid are strings;
+    anything else makes the token invalid (401), never a user named by a dict."""
+    refs = [private.get(k) for k in ("serviceaccount", "pod", "secret", "node")]
+    typed = isinstance(private.get("namespace", ""), str) and all(
+        ref is None
+        or (isinstance(ref, dict) and all(isinstance(ref.get(f, ""), str) for f in ("name", "uid")))
+        for ref in refs
+    )
+    if not typed:
+        raise AuthenticationError(
+            "invalid service account token: json: cannot unmarshal the kubernetes.io claims"
+        )
+
+
 class ServiceAccountTokens:
     """The token authenticator for service-account JWTs (see the module docstring)."""
 
@@ -268,6 +284,7 @@ class ServiceAccountTokens:
         private = claims.get(PRIVATE_CLAIMS)
         if not isinstance(private, dict):
             raise AuthenticationError("service account token has no kubernetes.io claims")
+        _check_private_claims(private)
         namespace = str(private.get("namespace", ""))
         sa = private.get("serviceaccount") or {}
         if not namespace or not isinstance(sa, dict) or not sa.get("name"):

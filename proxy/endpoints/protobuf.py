@@ -32,7 +32,7 @@ from proxy.registry.resources import ResourceInfo
 from storage.interfaces import StoredObject
 from storage.media_types import STORED_PROTOBUF
 from storage.protobuf.converter import ConversionError, Report
-from storage.protobuf.schema import SchemaUnavailable
+from storage.protobuf.errors import SchemaUnavailable
 from storage.protobuf.serializer import (
     MAGIC,
     MEDIA_TYPE,

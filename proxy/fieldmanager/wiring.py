@@ -30,6 +30,7 @@ from storage.interfaces import JSONObject
 __all__ = [
     "APPLY_PATCH",
     "apply",
+    "apply_through",
     "check_patch_options",
     "decode_apply_body",
     "field_manager",
@@ -162,6 +163,39 @@ def apply(
     create-on-apply), with its managedFields; Status errors as upstream (409 conflicts)."""
     fm = _manager_for(resource, subresource)
     return fm.apply(live, config, request.query.get("fieldManager", ""), force_of(request.query))
+
+
+def apply_through(
+    request: web.Request,
+    resource: ResourceInfo,
+    subresource: str,
+    kind: ResourceInfo,
+    live: JSONObject | None,
+    config: JSONObject,
+) -> JSONObject:
+    """:func:`apply` on a route whose objects are ``kind``: the resource's own kind, or
+    an ``autoscaling/v1`` Scale (upstream's scale managed-fields handler: the Scale's
+    replicas are applied as the parent's ``spec.replicas``, against the parent's
+    managedFields, which the scale storage hands over on the live Scale; the answer is
+    the new Scale carrying the parent's new managedFields)."""
+    if (kind.group, kind.kind) != ("autoscaling", "Scale") or live is None:
+        return apply(request, resource, subresource, live, config)
+    meta = dict(live.get("metadata") or {})
+    parent: JSONObject = {
+        "apiVersion": resource.api_version,
+        "kind": resource.kind,
+        "metadata": {k: meta[k] for k in ("name", "namespace", "managedFields") if k in meta},
+    }
+    spec = live.get("spec")
+    if isinstance(spec, dict) and "replicas" in spec:
+        parent["spec"] = {"replicas": spec["replicas"]}
+    applied = apply(request, resource, subresource, parent, scale_config(config, parent))
+    meta.pop("managedFields", None)
+    entries = sent_managed_fields(applied)
+    if entries:
+        meta["managedFields"] = entries
+    replicas = (applied.get("spec") or {}).get("replicas")
+    return {**live, "metadata": meta, "spec": {"replicas": replicas}}
 
 
 def scale_config(scale: JSONObject, parent: JSONObject) -> JSONObject:

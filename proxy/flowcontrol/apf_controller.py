@@ -221,9 +221,14 @@ class APFController:
         self.levels = levels
         self._set_nominal()
         self._classified.clear()
-        self.schemas = sort_schemas(
-            [parse_flow_schema(o) for o in self.objects["flowschemas"].values()]
-        )
+        # upstream's digest supplies the missing mandatory FlowSchemas too, so that
+        # system:masters (the loopback client writing the configuration itself) is
+        # exempt and nothing is unclassified even before the configuration is stored
+        schemas = dict(self.objects["flowschemas"])
+        for obj in _builtin("flowschemas"):
+            if obj["metadata"]["name"] in ("exempt", "catch-all"):
+                schemas.setdefault(obj["metadata"]["name"], obj)
+        self.schemas = sort_schemas([parse_flow_schema(o) for o in schemas.values()])
 
     def _set_nominal(self) -> None:
         shares = {n: _shares(level.spec) for n, level in self.levels.items()}

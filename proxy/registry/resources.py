@@ -123,8 +123,8 @@ SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding", "finalize", "appr
 
 # Resources served without storage of their own (kube-apiserver's legacy REST storages):
 # POST /api/v1/namespaces/NS/bindings binds the pod the Binding names
-# (``proxy.registry.pods``); componentstatuses probe the control plane
-# (``proxy.registry.componentstatus``). No watch cache is built for them.
+# (``proxy.kube.binding``); componentstatuses probe the control plane
+# (``proxy.kube.componentstatus``). No watch cache is built for them.
 VIRTUAL: tuple[tuple[str, str, str], ...] = (
     ("", "v1", "bindings"),
     ("", "v1", "componentstatuses"),

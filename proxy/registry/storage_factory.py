@@ -14,6 +14,7 @@ per-resource view that knows the resource's keys.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -21,10 +22,12 @@ from typing import TYPE_CHECKING
 from proxy.registry.resources import ResourceInfo
 from proxy.server.settings import Settings
 from storage import keys
+from storage.codec import JSON_CODEC, Codec, codec_for
 from storage.errors import NotReady
 from storage.etcd3 import Compactor, Etcd3Store
 from storage.fields import attrs_func
 from storage.interfaces import AttrsFunc, Interface
+from storage.protobuf.errors import SchemaUnavailable
 
 if TYPE_CHECKING:
     from etcdclient import EtcdClient
@@ -38,7 +41,19 @@ SNAPSHOT_GATE = "ListFromCacheSnapshot"
 # not compact (upstream's compactorPollPeriod)
 COMPACTION_OBSERVE_INTERVAL = 15.0
 
+log = logging.getLogger("watchcache.proxy")
+
 __all__ = ["ResourceStorage", "StorageContext", "StorageMap", "new_storage"]
+
+
+def _storage_codec(media_type: str) -> Codec:
+    """--storage-media-type's codec; protobuf without its schema falls back to JSON,
+    loudly (reads of protobuf values then fail as undecodable, naming the remedy)."""
+    try:
+        return codec_for(media_type)
+    except SchemaUnavailable as err:
+        log.warning("storing JSON instead of %s: %s", media_type, err)
+        return JSON_CODEC
 
 
 @dataclass
@@ -53,6 +68,11 @@ class StorageContext:
     compactor: Compactor | None = None
     # selectable fields of resources added at run time (custom resources' selectableFields)
     custom_attrs: dict[tuple[str, str, str], AttrsFunc] = field(default_factory=dict)
+    # what the resources' storages write (--storage-media-type); set from the settings
+    codec: Codec = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.codec = _storage_codec(self.settings.storage_media_type)
 
     def attrs(self, resource: ResourceInfo) -> AttrsFunc:
         """(labels, fields) of an object of ``resource``, for selectors."""
@@ -86,6 +106,14 @@ class StorageContext:
     def allow_unsafe_malformed_object_deletion(self) -> bool:
         return self.settings.feature_gates.get(UNSAFE_DELETE_GATE, True)
 
+    def ttl_seconds(self, group_resource: tuple[str, str]) -> int:
+        """How long a value of ``group_resource`` lives after its last write (0: for
+        ever): kube-apiserver gives only the events REST storage a TTLFunc
+        (``--event-ttl``); events.k8s.io Events are the same storage."""
+        if group_resource in (("", "events"), ("events.k8s.io", "events")):
+            return max(int(self.settings.event_ttl), 0)
+        return 0
+
     def etcd3(self, resource: ResourceInfo | None = None) -> Etcd3Store:
         """The etcd3 store of ``resource`` (one per resource, as kube-apiserver's, so its
         etcd calls are labelled in etcd_request_duration_seconds)."""
@@ -98,6 +126,8 @@ class StorageContext:
                 group=key[0],
                 resource=key[1],
                 allow_unsafe_malformed_object_deletion=self.allow_unsafe_malformed_object_deletion,
+                codec=self.codec,
+                ttl_seconds=self.ttl_seconds(key),
             )
             self._etcd3[key] = store
         return store

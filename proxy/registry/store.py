@@ -39,13 +39,21 @@ from __future__ import annotations
 import builtins
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Literal
 
 from proxy import apierrors
-from proxy.registry import deletion
+from proxy.registry import before_delete, deletion
 from proxy.registry.dry_run import DryRunStore
 from proxy.registry.resources import ResourceInfo
+from proxy.registry.rest import (
+    Context,
+    Strategy,
+    UpdatedObjectInfo,
+    ValidateDeleteFunc,
+    ValidateObjectFunc,
+    ValidateObjectUpdateFunc,
+)
 from proxy.registry.storage_factory import ResourceStorage
 from storage import errors as serr
 from storage.interfaces import (
@@ -87,6 +95,15 @@ def interpret_storage_error(
     return apierrors.from_storage_error(err, qualified, name)
 
 
+def _resource_version(obj: JSONObject) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _without_rv(obj: JSONObject) -> JSONObject:
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}
+    return {**obj, "metadata": meta}
+
+
 class Store:
     """One resource's generic store over its storage (see the module docstring).
 
@@ -94,8 +111,11 @@ class Store:
     only ``apierrors.StatusError`` for storage failures (plus whatever an update or
     deletion function of the caller raises, unchanged)."""
 
-    def __init__(self, rs: ResourceStorage, *, lifecycle: bool = False) -> None:
+    def __init__(
+        self, rs: ResourceStorage, strategy: Strategy, *, lifecycle: bool = False
+    ) -> None:
         self.rs = rs
+        self.strategy = strategy
         self.lifecycle = lifecycle
 
     @property
@@ -135,6 +155,124 @@ class Store:
     async def watch(self, namespace: str, opts: ListOptions) -> Watcher:
         with self._interpret("watch"):
             return await self.rs.store.watch(self.list_key(namespace), opts)
+
+    async def get_object(self, ctx: Context, name: str, opts: GetOptions) -> StoredObject:
+        """``rest.Getter.Get``."""
+        return await self.get(ctx.namespace, name, opts)
+
+    # ------------------------------------------------- writes through the strategy
+
+    def _before_create(self, ctx: Context, obj: JSONObject) -> JSONObject:
+        """upstream's ``rest.BeforeCreate``, plus the kind's write rules."""
+        obj = self.strategy.prepare_for_create(ctx, obj)
+        self.strategy.default(obj)
+        self.strategy.validate(ctx, obj)
+        self.strategy.check_write(ctx, obj)
+        self.strategy.canonicalize(obj)
+        return obj
+
+    def _before_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
+        """upstream's ``rest.BeforeUpdate``, plus the kind's write rules."""
+        new = self.strategy.prepare_for_update(ctx, new, old)
+        self.strategy.default(new)
+        self.strategy.validate_update(ctx, new, old)
+        self.strategy.check_write(ctx, new)
+        self.strategy.canonicalize(new)
+        return new
+
+    async def create_object(
+        self,
+        ctx: Context,
+        obj: JSONObject,
+        create_validation: ValidateObjectFunc,
+        *,
+        managed: Callable[[JSONObject], JSONObject] | None = None,
+    ) -> StoredObject:
+        """``rest.Creater.Create``: the strategy's preparation, defaulting and validation,
+        then ``create_validation`` (validating admission, which sees the generated name),
+        then ``managed`` (the field manager's record of the write), then storage."""
+        obj = self._before_create(ctx, obj)
+        await create_validation(obj)
+        if managed is not None:
+            obj = managed(obj)
+        name = str(obj["metadata"]["name"])
+        return await self.create(ctx.namespace, name, obj, dry_run=ctx.dry_run)
+
+    async def update_object(
+        self,
+        ctx: Context,
+        name: str,
+        obj_info: UpdatedObjectInfo,
+        create_validation: ValidateObjectFunc,
+        update_validation: ValidateObjectUpdateFunc,
+        *,
+        force_allow_create: bool = False,
+    ) -> tuple[StoredObject, bool]:
+        """``rest.Updater.Update``: (the stored object, whether it was created). Inside the
+        optimistic retry loop: the new object from ``obj_info``, a stale resourceVersion
+        refused (409), the strategy's preparation and validation, the field manager's
+        record, then ``update_validation``; an object equal to the stored one is not
+        written. An absent object is 404 unless the strategy allows create-on-update
+        (or ``force_allow_create``: server-side apply), then it is created as
+        :meth:`create_object` creates."""
+        allow_create = force_allow_create or self.strategy.allow_create_on_update()
+        key = self.object_key(ctx.namespace, name)
+        created = False
+
+        async def try_update(current: JSONObject) -> JSONObject:
+            nonlocal created
+            created = not current
+            if not current:
+                if not allow_create:
+                    raise serr.NotFound(key)
+                obj = self._before_create(ctx, await obj_info.updated_object(ctx, {}))
+                await create_validation(obj)
+                return obj_info.managed({}, obj)
+            new = await obj_info.updated_object(ctx, current)
+            new_rv = _resource_version(new)
+            if new_rv and new_rv != _resource_version(current):
+                raise serr.Conflict(key)
+            updated = obj_info.managed(current, self._before_update(ctx, new, current))
+            await update_validation(updated, current)
+            return current if _without_rv(current) == _without_rv(updated) else updated
+
+        stored = await self.update(
+            ctx.namespace, name, try_update, ignore_not_found=allow_create, dry_run=ctx.dry_run
+        )
+        return stored, created
+
+    async def delete_object(
+        self,
+        ctx: Context,
+        name: str,
+        delete_validation: ValidateDeleteFunc,
+        options: DeleteOptions,
+    ) -> tuple[StoredObject, bool]:
+        """``rest.GracefulDeleter.Delete``: validating admission with the object being
+        deleted (read first; upstream runs it inside the delete's precondition check),
+        the strategy's ``before_delete``, then :meth:`delete` with the options'
+        preconditions checked on the state the delete is guarded by. The unsafe delete
+        of a corrupt value (``ignore_store_read_error``) has no object to show:
+        validating admission runs without one, as upstream's corrupt-object deleter."""
+        if options.ignore_store_read_error:
+            await delete_validation(None)
+            return await self.delete(
+                ctx.namespace, name, dry_run=ctx.dry_run, ignore_store_read_error=True
+            )
+        current: JSONObject | None = None
+        try:
+            current = (await self.get(ctx.namespace, name)).copy()
+        except apierrors.StatusError as e:
+            if e.code != 404:
+                raise
+        if current is not None:  # (absent: the delete answers 404 itself)
+            await delete_validation(current)
+        await self.strategy.before_delete(ctx, name, current, options)
+        check = before_delete.validate_deletion(self.resource, options.preconditions)
+        return await self.delete(
+            ctx.namespace, name, None, validate_deletion=check, dry_run=ctx.dry_run,
+            options=options,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------------ writes
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from proxy.authentication.authenticator import (
     WithAnonymous,
 )
 from proxy.authentication.bearer_token import BearerToken
-from proxy.authentication.filter import authentication_middleware, is_secure
+from proxy.authentication.filter import authentication_middleware
 from proxy.authentication.impersonation import impersonation_middleware
 from proxy.authentication.loopback import LoopbackToken
 from proxy.authentication.request_header import RequestHeaderConfig, front_proxy_authenticators
@@ -52,18 +52,17 @@ from proxy.authorization.filter import authorization_middleware
 from proxy.authorization.rbac.aggregation import AggregationController
 from proxy.authorization.rbac.escalation import check_escalation
 from proxy.authorization.rbac.informer import RBACInformer
-from proxy.authorization.rbac.policy_rule import RBAC_GROUP
 from proxy.authorization.rbac.reconcile import RBACPolicy, reconcile_bootstrap_policy
 from proxy.authorization.rbac.rule_resolver import RBACAuthorizer, RuleResolver
 from proxy.registry.storage_factory import ResourceStorage
-from proxy.request.user import request_user
+from proxy.request.user import UserInfo
 from proxy.server.certs import new_rsa_key_pem
 from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
 from proxy.server.settings import ConfigError, Settings
 from storage import errors as serr
 from storage.interfaces import GetOptions
 
-__all__ = ["AUTH", "Auth", "auth_cleanup_ctx", "build_auth"]
+__all__ = ["AUTH", "Auth", "add_auth_hooks", "build_auth", "storage_lookup"]
 
 log = logging.getLogger("watchcache.authentication")
 
@@ -85,25 +84,14 @@ class Auth:
     informer: RBACInformer | None = None
     # the loopback client's token (system:apiserver), on the plain port too
     loopback: LoopbackToken | None = None
-    # set by auth_cleanup_ctx at start-up: the service-account authenticator's object
-    # lookups (from the watch cache), reached through this box from build_auth's closure
-    getter_box: list[ObjectGetter] = field(default_factory=list)
 
-    def admit_rbac_write(
-        self,
-        request: web.Request,
-        group: str,
-        plural: str,
-        namespace: str,
-        name: str,
-        obj: dict[str, Any],
+    def check_escalation(
+        self, user: UserInfo, plural: str, namespace: str, name: str, obj: dict[str, Any]
     ) -> None:
-        """403 when a Role/ClusterRole/(Cluster)RoleBinding write on the secure port would
-        grant more than its writer holds (``proxy.authorization.rbac.escalation``)."""
-        if group != RBAC_GROUP or self.informer is None or not is_secure(request):
-            return
-        user = request_user(request)
-        if user is not None:
+        """403 when a Role/ClusterRole/(Cluster)RoleBinding write would grant more than
+        ``user`` holds (``proxy.authorization.rbac.escalation``); the RBAC kinds'
+        strategies call it (``proxy.kube.strategy``)."""
+        if self.informer is not None:
             resolver = RuleResolver(self.informer)
             check_escalation(self.authorizer, resolver, user, plural, namespace, name, obj)
 
@@ -176,10 +164,14 @@ def _certificate_authenticators(settings: Settings) -> list[RequestAuthenticator
 
 
 def build_auth(
-    settings: Settings, informer: RBACInformer | None, loopback: LoopbackToken | None = None
+    settings: Settings,
+    informer: RBACInformer | None,
+    loopback: LoopbackToken | None = None,
+    lookup: ObjectGetter | None = None,
 ) -> Auth:
-    """Everything but the storage-backed parts (see ``install_auth``); the loopback token
-    is tried before any other token, as upstream's ``AuthorizeClientBearerToken``."""
+    """Authentication and authorization of the secure port; the loopback token is tried
+    before any other token, as upstream's ``AuthorizeClientBearerToken``; ``lookup``:
+    the service-account authenticator's object reads (``storage_lookup``)."""
     issuers = settings.service_account_issuer or (DEFAULT_ISSUER,)
     audiences = settings.api_audiences or issuers
     signing_path = _signing_key(settings)
@@ -189,11 +181,6 @@ def build_auth(
         public_keys = load_public_keys(key_files)
     except (OSError, ValueError) as e:
         raise ConfigError(f"service account keys: {e}") from None
-    getter_box: list[ObjectGetter] = []
-
-    async def lookup(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
-        return await getter_box[0](plural, namespace, name) if getter_box else None
-
     token_authenticators: list[TokenAuthenticator] = [loopback] if loopback else []
     if settings.token_auth_file:
         try:
@@ -202,7 +189,7 @@ def build_auth(
             raise ConfigError(str(e)) from None
     token_authenticators.append(
         ServiceAccountTokens(
-            issuers, public_keys, audiences, lookup if settings.service_account_lookup else None
+            issuers, public_keys, audiences, lookup if settings.service_account_lookup else None,
         )
     )
     tokens = TokenUnion(token_authenticators)
@@ -221,23 +208,24 @@ def build_auth(
         generator=generator,
         max_token_expiration=settings.service_account_max_token_expiration,
         informer=informer,
-        getter_box=getter_box,
         loopback=loopback,
     )
 
 
-def auth_cleanup_ctx(
-    auth: Auth,
-    storage_for: Callable[[str], ResourceStorage],
-    policy: RBACPolicy,
-    hooks: PostStartHooks,
-) -> Callable[[web.Application], AsyncIterator[None]]:
-    """A cleanup context that gives the service-account authenticator its object lookups
-    (from the watch cache: resourceVersion 0); with RBAC, the post-start hooks of the
-    RBAC informer, the ClusterRole aggregation controller and the reconciler of the
-    bootstrap ``policy`` (``rbac/bootstrap-roles``: up once the policy is stored and the
-    informer saw it, so a ready server answers /healthz anonymously and system:masters
-    by its binding)."""
+def add_auth_hooks(auth: Auth, policy: RBACPolicy, hooks: PostStartHooks) -> None:
+    """With RBAC, the post-start hooks of the RBAC informer, the ClusterRole aggregation
+    controller and the reconciler of the bootstrap ``policy`` (``rbac/bootstrap-roles``:
+    up once the policy is stored and the informer saw it, so a ready server answers
+    /healthz anonymously and system:masters by its binding)."""
+    if auth.informer is not None:
+        _add_rbac_hooks(auth.informer, policy, hooks)
+
+
+def storage_lookup(storage_for: Callable[[str], ResourceStorage]) -> ObjectGetter:
+    """The service-account authenticator's object lookups (``--service-account-lookup``:
+    is the account, its secret or bound pod still there?), read from the watch cache
+    (resourceVersion 0); ``storage_for`` is called per lookup, once the storages are
+    built."""
 
     async def get(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
         rs = storage_for(plural)
@@ -247,14 +235,7 @@ def auth_cleanup_ctx(
             return None
         return stored.obj
 
-    if auth.informer is not None:
-        _add_rbac_hooks(auth.informer, policy, hooks)
-
-    async def run(app: web.Application) -> AsyncIterator[None]:
-        auth.getter_box[:] = [get]
-        yield
-
-    return run
+    return get
 
 
 def _add_rbac_hooks(informer: RBACInformer, policy: RBACPolicy, hooks: PostStartHooks) -> None:

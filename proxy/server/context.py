@@ -10,9 +10,11 @@ from typing import Any
 from aiohttp import web
 
 from proxy.admission.chain import AdmissionChain
+from proxy.endpoints.handlers.scope import ResourceDelegate
 from proxy.informer import SharedInformerFactory
-from proxy.openapi.documents import OpenAPIV3
+from proxy.openapi.documents import CustomKinds, OpenAPIV3
 from proxy.registry.resources import Registry, ResourceInfo
+from proxy.registry.rest import Strategy, SubresourceStorage
 from proxy.registry.storage_factory import StorageContext, StorageMap
 from proxy.registry.store import Store
 from proxy.server.aggregation import Aggregation
@@ -40,10 +42,17 @@ class APIContext:
 
     settings: Settings
     registry: Registry
+    # the write strategy of (resource, subresource), chosen by the composition root
+    strategies: Callable[[ResourceInfo, str], Strategy]
+    # the storage of a subresource that is not the object itself (scale, binding), over
+    # the resource's store; None: the resource's store serves it
+    subresource_storages: Callable[[ResourceInfo, str, Store], SubresourceStorage | None]
     storage_ctx: StorageContext
     storages: StorageMap
     # the shared informers over ``storages`` (proxy.registry.informers), for controllers
     informers: SharedInformerFactory
+    # the servers behind the generic handlers (custom resources), asked in order
+    delegates: list[ResourceDelegate] = field(default_factory=list)
     watchers: set[Watcher] = field(default_factory=set)
     # path -> AggregatedDiscovery, built on first request (cleared when CRDs change it)
     aggregated_discovery: dict[str, Any] = field(default_factory=dict)
@@ -52,11 +61,11 @@ class APIContext:
     shutting_down: bool = False
     # authentication and authorization (the secure port's); None: plain port only
     auth: Auth | None = None
-    # the custom resources served now (proxy.apiextensions.serving.CustomResources)
-    custom_resources: Any = None
+    # the OpenAPI components of the custom resources served now (proxy.apiextensions)
+    custom_openapi: CustomKinds | None = None
     # API aggregation (proxy.aggregator); set by build_app
     aggregator: Aggregation | None = None
-    # the admission chain; None: no admission
+    # the admission chain, built by the composition root; None: no admission
     admission: AdmissionChain | None = None
     # the port the API is served on (the secure port, else the plain one), once it
     # listens; set by ``serve`` only
@@ -64,20 +73,17 @@ class APIContext:
     # componentstatuses' objects, probed on each call (proxy.kube.componentstatus, from
     # the composition root); None: not served
     component_statuses: Callable[[], Awaitable[list[JSONObject]]] | None = None
-    # the built-in kinds' defaulting; None: objects are stored as decoded
+    # the built-in kinds' defaulting, for what is decoded outside a route's strategy
+    # (a mutating webhook's answer); None: objects are stored as decoded
     defaulter: ObjectDefaulter | None = None
 
-    def default(self, resource: ResourceInfo, obj: JSONObject) -> JSONObject:
-        """``obj`` (decoded as ``resource``'s version) with its kind's defaults set in
-        place, as kube-apiserver's decoder defaults every body and patch result."""
-        if self.defaulter is not None:
-            self.defaulter(resource.group, resource.version, resource.kind, obj)
-        return obj
-
-    def store(self, resource: ResourceInfo) -> Store:
-        """The generic store of ``resource`` (the only way handlers reach storage)."""
+    def store(self, resource: ResourceInfo, subresource: str = "") -> Store:
+        """The generic store of ``resource`` as ``subresource`` writes it (the only way
+        handlers reach storage)."""
         return Store(
-            self.storages.for_resource(resource), lifecycle=self.settings.lifecycle_controllers
+            self.storages.for_resource(resource),
+            self.strategies(resource, subresource),
+            lifecycle=self.settings.lifecycle_controllers,
         )
 
     async def stop_watches(self) -> None:

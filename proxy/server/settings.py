@@ -165,6 +165,9 @@ class Settings:
     # keeps them as long as its event history)
     watch_cache_snapshot_retention: float = 75.0
     watch_cache_snapshot_max: int = 10_000
+    # kube-apiserver's --event-ttl: Events are written under an etcd lease of this length
+    # (storage.etcd3.lease_manager), so etcd deletes them; 0 keeps them forever
+    event_ttl: float = 3600.0
     # kube-apiserver compacts etcd every 5 minutes; 0 disables
     etcd_compaction_interval: float = 300.0
     # how often a watch gets a BOOKMARK (kube: 1 minute; for tests)
@@ -258,6 +261,7 @@ _CONVERTERS: dict[str, Any] = {
     "feature_gates": _parse_feature_gates,
     "watch_cache_indexes": _parse_indexes,
     "etcd_compaction_interval": _parse_duration,
+    "event_ttl": _parse_duration,
     "watch_bookmark_interval": _parse_duration,
     "watch_cache_snapshot_retention": _parse_duration,
     "watch_cache_snapshot_max": int,
@@ -335,6 +339,8 @@ _FLAG_HELP: dict[str, str] = {
     "watch_cache_index": "false disables the watch cache's field indexes (pods spec.nodeName)",
     "feature_gates": "comma-separated Gate=true|false, e.g. ConsistentListFromCache=true",
     "etcd_compaction_interval": "interval of etcd compactions (e.g. 5m; 0 disables)",
+    "event_ttl": "how long Events are kept in etcd after their last write (e.g. 1h; "
+    "0 keeps them)",
     "watch_cache_snapshot_retention": "how long a watch cache snapshot (ListFromCacheSnapshot: "
     "LISTs at an exact revision and continue pages from the cache) is kept once "
     "superseded (e.g. 75s)",

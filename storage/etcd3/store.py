@@ -29,6 +29,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from etcdclient import EtcdClient
 from etcdclient.types import KeyValue
 from storage import codec, metrics
+from storage.codec import JSON_CODEC, Codec
 from storage.errors import (
     UNSAFE_DELETE_OF_DECODABLE,
     AlreadyExists,
@@ -39,6 +40,7 @@ from storage.errors import (
     TooLargeResourceVersion,
 )
 from storage.etcd3 import feature, lister_watcher
+from storage.etcd3.lease_manager import LeaseManager
 from storage.etcd3.lister import PAGE_SIZE, list_objects
 from storage.etcd3.translate import call
 from storage.etcd3.watcher import Etcd3Watcher
@@ -86,12 +88,20 @@ class Etcd3Store:
         group: str = "",
         resource: str = "",
         allow_unsafe_malformed_object_deletion: bool = True,
+        codec: Codec = JSON_CODEC,
+        ttl_seconds: int = 0,
     ) -> None:
         """``list_page_size``: keys per etcd Range when a list without a limit is read
         page by page at one revision (see ``storage.etcd3.lister``). ``group`` and
         ``resource`` label this store's etcd calls in etcd_request_duration_seconds
         (unlabelled stores record nothing), as kube-apiserver has one store per resource.
-        ``allow_unsafe_malformed_object_deletion``: the feature gate of that name."""
+        ``allow_unsafe_malformed_object_deletion``: the feature gate of that name.
+        ``codec``: what writes encode to (reads decode whatever they find).
+        ``ttl_seconds`` > 0: every write puts the value under an etcd lease that ends
+        that long after it (the events REST storage's TTLFunc, ``--event-ttl``)."""
+        self._codec = codec
+        self._ttl = ttl_seconds
+        self._leases = LeaseManager(client) if ttl_seconds > 0 else None
         self._unsafe_delete = allow_unsafe_malformed_object_deletion
         self._progress_supported: bool | None = None
         self._group = group
@@ -200,13 +210,24 @@ class Etcd3Store:
             raise InternalStorageError(
                 "resourceVersion should not be set on objects to be created", key
             )
-        data = codec.encode(obj)
+        data = self._codec.encode(obj)
+        lease = await self._lease(key)
         txn = await call(
-            self._client.create(key.encode(), data), self._timeout, key, operation="create"
+            self._client.create(key.encode(), data, lease=lease),
+            self._timeout,
+            key,
+            operation="create",
         )
         if not txn.succeeded:
             raise AlreadyExists(key)
         return codec.stored_from_encoded(key, data, txn.revision)
+
+    async def _lease(self, key: str) -> int:
+        """The lease a write of ``key`` goes under (0: none; the value lives on)."""
+        if self._leases is None:
+            return 0
+        return await call(self._leases.get_lease(self._ttl), self._timeout, key,
+                          operation="lease_grant")  # fmt: skip
 
     @_labelled
     async def guaranteed_update(
@@ -227,12 +248,13 @@ class Etcd3Store:
             if preconditions is not None:
                 preconditions.check(key, desired)
             updated = await try_update(desired)
-            data = codec.encode(updated)
+            data = self._codec.encode(updated)
             if kv is not None and data == kv.value:
                 return current  # nothing changed: no write, no event
             expected = kv.mod_revision if kv is not None else 0
+            lease = await self._lease(key)
             txn = await call(
-                self._client.optimistic_put(key.encode(), data, expected),
+                self._client.optimistic_put(key.encode(), data, expected, lease=lease),
                 self._timeout,
                 key,
                 operation="update",

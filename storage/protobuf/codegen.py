@@ -22,8 +22,20 @@ from typing import Any
 import orjson
 
 from storage.protobuf import converter as ref
+from storage.protobuf import wire
 from storage.protobuf.converter import ConversionError, Report
-from storage.protobuf.plans import BOOL, BYTES, INT32, INT64, MAP, MESSAGE, STRING, Field, Message
+from storage.protobuf.plans import (
+    BOOL,
+    BYTES,
+    DOUBLE,
+    INT32,
+    INT64,
+    MAP,
+    MESSAGE,
+    STRING,
+    Field,
+    Message,
+)
 from storage.protobuf.wire import WireError, read_varint, varint
 
 Decoder = Callable[[bytes, Report], Any]
@@ -156,6 +168,28 @@ def _map_ss(entries: list[bytes]) -> dict[str, str]:
     return out
 
 
+def _map_msg(entries: list[bytes], dec: Decoder, report: Report) -> dict[str, Any]:
+    """A map of message values (a JSONSchemaProps' properties), compiled decoder each."""
+    out: dict[str, Any] = {}
+    for entry in entries:
+        fields = _entry(entry)
+        out[fields.get(1, b"").decode("utf-8", "replace")] = dec(fields.get(2, b""), report)
+    return out
+
+
+def _enc_map_msg(tag: bytes, value: Any, enc: Encoder, report: Report, where: str) -> bytes:
+    """The entries of a map of message values, keys sorted (generated.pb.go's order)."""
+    if type(value) is not dict:
+        raise ConversionError(f"{where}: expected an object, got {ref._json_type(value)}")
+    parts: list[bytes] = []
+    for key in sorted(value):
+        k = key.encode()
+        body = enc(value[key], report, f"{where}[{key}]", False)
+        entry = b"\x0a" + _vi(len(k)) + k + b"\x12" + _vi(len(body)) + body
+        parts += (tag, _vi(len(entry)), entry)
+    return b"".join(parts)
+
+
 def _entry(entry: bytes) -> dict[int, bytes]:
     out: dict[int, bytes] = {}
     pos, end = 0, len(entry)
@@ -230,12 +264,15 @@ class Compiler:
     def _decoder(self, msg: Message) -> Decoder:
         if msg.special in _FAST_SPECIAL:
             return _FAST_SPECIAL[msg.special]
+        if msg.special is not None and msg.special.startswith("schema_or_"):
+            return self._union_decoder(msg)
         if msg.special is not None:
             return lambda data, report: ref._decode_special(msg, data, report)
         env: dict[str, Any] = {
             "rv": read_varint, "CE": ConversionError, "other": _other, "MSG": msg,
             "D": self.decoders, "packed": ref._packed, "i32": _i32, "i64": _i64,
-            "b64": _b64, "map_ss": _map_ss, "map_sq": _map_sq, "ref_map": ref._decode_map,
+            "b64": _b64, "f64": ref.unpack_double, "map_ss": _map_ss, "map_sq": _map_sq,
+            "ref_map": ref._decode_map, "map_msg": _map_msg,
         }  # fmt: skip
         lines = [
             "def dec(data, report):",
@@ -265,16 +302,18 @@ class Compiler:
     # ------------------------------------------------------------------ encode
 
     def _encoder(self, msg: Message) -> Encoder:
+        if msg.special is not None and msg.special.startswith("schema_or_"):
+            return self._union_encoder(msg)
         if msg.special is not None:
 
             def special(obj: Any, report: Report, path: str, inline: bool = False) -> bytes:
-                return ref._encode_special(msg, obj, path)
+                return ref._encode_special(msg, obj, path, report)
 
             return special
         env: dict[str, Any] = {
             "E": self.encoders, "vi": _vi, "CE": ConversionError, "bad": _bad, "int_": _int,
             "unb64": _unb64, "NAMES": msg.json_names, "ref_map": ref._encode_map,
-            "json_type": ref._json_type,
+            "json_type": ref._json_type, "d64": ref.pack_double, "enc_map_msg": _enc_map_msg,
         }  # fmt: skip
         lines = [
             "def enc(obj, report, path, inline=False):",
@@ -296,6 +335,59 @@ class Compiler:
         ]
         encode: Encoder = _compile(lines, env, "enc", msg.name)
         return encode
+
+    # -------------------------------- JSONSchemaPropsOr* (see converter._encode_union)
+
+    def _union_encoder(self, msg: Message) -> Encoder:
+        schema_type = msg.by_number[1 if msg.special != "schema_or_bool" else 2].type_name
+        encoders, special = self.encoders, msg.special
+
+        def enc(obj: Any, report: Report, path: str, inline: bool = False) -> bytes:
+            schema: Encoder = encoders[schema_type]
+            if special == "schema_or_bool":
+                if obj is None or type(obj) is bool:
+                    return b"\x08\x01" if obj else b"\x08\x00"
+                body = schema(obj, report, path, False)
+                return b"\x08\x01\x12" + _vi(len(body)) + body
+            if type(obj) is list:
+                parts: list[bytes] = []
+                for i, item in enumerate(obj):
+                    if special == "schema_or_strings":
+                        if type(item) is not str:
+                            got = ref._json_type(item)
+                            raise ConversionError(f"{path}[{i}]: expected a string, got {got}")
+                        data = item.encode()
+                    else:
+                        data = schema(item, report, f"{path}[{i}]", False)
+                    parts += (b"\x12", _vi(len(data)), data)
+                return b"".join(parts)
+            if obj is None:
+                return b""
+            body = schema(obj, report, path, False)
+            return b"\x0a" + _vi(len(body)) + body
+
+        return enc
+
+    def _union_decoder(self, msg: Message) -> Decoder:
+        schema_type = msg.by_number[1 if msg.special != "schema_or_bool" else 2].type_name
+        decoders, special = self.decoders, msg.special
+
+        def dec(data: bytes, report: Report) -> Any:
+            schema: Decoder = decoders[schema_type]
+            if special == "schema_or_bool":
+                fields = wire.last_fields(data)
+                if 2 in fields:
+                    return schema(wire.bytes_field(fields, 2), report)
+                return bool(wire.int_field(fields, 1))
+            items = ref._repeated(data, 2)
+            if items:
+                if special == "schema_or_strings":
+                    return [bytes(i).decode("utf-8", "replace") for i in items]
+                return [schema(bytes(i), report) for i in items]
+            fields = wire.last_fields(data)
+            return schema(wire.bytes_field(fields, 1), report) if 1 in fields else None
+
+        return dec
 
 
 def _compile(lines: list[str], env: dict[str, Any], name: str, msg_name: str) -> Any:
@@ -330,6 +422,13 @@ _VAR = [
 ]
 
 
+_FIXED64 = [
+    "if pos + 8 > end:",
+    "    raise CE('unexpected EOF')",
+    "c = data[pos:pos + 8]",
+    "pos += 8",
+]
+
 _CHAIN = 6  # cases tested one after the other; more are split in halves first
 
 
@@ -358,8 +457,8 @@ def _parse_cases(f: Field) -> list[tuple[int, list[str]]]:
     """(tag, statements) reading one occurrence of ``f`` into ``v<number>``."""
     v = f"v{f.number}"
     length_delimited = f.kind in (STRING, BYTES, MESSAGE, MAP)
-    read = _LEN if length_delimited else _VAR
-    tag = (f.number << 3) | (2 if length_delimited else 0)
+    read = _LEN if length_delimited else _FIXED64 if f.kind == DOUBLE else _VAR
+    tag = (f.number << 3) | f.wire_type
     if f.kind == MAP or f.repeated:
         cases = [(tag, [*read, f"if {v} is None:", f"    {v} = [c]", "else:",
                         f"    {v}.append(c)"])]  # fmt: skip
@@ -372,8 +471,8 @@ def _parse_cases(f: Field) -> list[tuple[int, list[str]]]:
 
 
 _CONVERT = {STRING: "{}.decode('utf-8', 'replace')", BYTES: "b64({})", INT32: "i32({})",
-            INT64: "i64({})", BOOL: "bool({})"}  # fmt: skip
-_ZERO = {STRING: '""', INT32: "0", INT64: "0", BOOL: "False"}
+            INT64: "i64({})", BOOL: "bool({})", DOUBLE: "f64({})"}  # fmt: skip
+_ZERO = {STRING: '""', INT32: "0", INT64: "0", BOOL: "False", DOUBLE: "0"}
 
 
 def _emit(f: Field) -> list[str]:
@@ -390,6 +489,8 @@ def _emit(f: Field) -> list[str]:
         value = f.map_value
         value_kind = value.kind if value is not None else STRING
         conv = f"map_ss({v})" if value_kind == STRING else f"ref_map(F{f.number}, {v}, report)"
+        if value is not None and value.message is not None and value.message.special is None:
+            conv = f"map_msg({v}, D[{value.type_name!r}], report)"
         if value is not None and value.message is not None and value.message.special == "quantity":
             conv = f"map_sq({v}, report)"
     elif f.repeated:
@@ -417,6 +518,11 @@ def _encode_field(f: Field) -> list[str]:
         return [f"b = E[{f.type_name!r}](obj, report, path, True)", f"ap(T{n} + vi(len(b)) + b)"]
     lines = [f"v = obj.get({j})"]
     if f.kind == MAP:
+        value = f.map_value
+        if value is not None and value.message is not None and value.message.special is None:
+            enc = f"E[{value.type_name!r}]"
+            return [*lines, "if v is not None:",
+                    f"    ap(enc_map_msg(T{n}, v, {enc}, report, path + '.' + {j}))"]  # fmt: skip
         return [*lines, "if v is not None:", f"    ref_map(F{n}, v, p, report, path + '.' + {j})"]
     if f.repeated:
         return [
@@ -431,7 +537,8 @@ def _encode_field(f: Field) -> list[str]:
         return [*lines, "if v is not None:", *("    " + line for line in _encode_one(f, "v"))]
     if f.kind == MESSAGE:
         return [*lines, *_encode_one(f, "v")]  # None encodes the zero message
-    zero = {STRING: "b'\\x00'", INT32: "b'\\x00'", INT64: "b'\\x00'", BOOL: "b'\\x00'"}[f.kind]
+    zero = {STRING: "b'\\x00'", INT32: "b'\\x00'", INT64: "b'\\x00'", BOOL: "b'\\x00'",
+            DOUBLE: "bytes(8)"}[f.kind]  # fmt: skip
     return [*lines, "if v is None:", f"    ap(T{n} + {zero})", "else:",
             *("    " + line for line in _encode_one(f, "v"))]  # fmt: skip
 
@@ -455,6 +562,8 @@ def _encode_one(f: Field, v: str) -> list[str]:
         ]
     if f.kind == BYTES:
         return [f"b = unb64({v}, path, {j})", f"ap(T{n} + vi(len(b)) + b)"]
+    if f.kind == DOUBLE:
+        return [f"ap(T{n} + d64({v}, path + '.' + {j}))"]
     return [
         f"b = E[{f.type_name!r}]({v}, report, path + '.' + {j})",
         f"ap(T{n} + vi(len(b)) + b)",

@@ -24,11 +24,23 @@ import base64
 import binascii
 import datetime as dt
 import re
+import struct
 from typing import Any
 
 import orjson
 
-from storage.protobuf.plans import BOOL, BYTES, INT32, INT64, MAP, MESSAGE, STRING, Field, Message
+from storage.protobuf.plans import (
+    BOOL,
+    BYTES,
+    DOUBLE,
+    INT32,
+    INT64,
+    MAP,
+    MESSAGE,
+    STRING,
+    Field,
+    Message,
+)
 from storage.protobuf.wire import (
     WireError,
     bytes_field,
@@ -64,7 +76,7 @@ def encode(
     """The wire bytes of ``msg`` for the JSON value ``obj`` (no tag, no length);
     ``inline``: ``obj`` is the parent's object, whose other members are not ours."""
     if msg.special is not None:
-        return _encode_special(msg, obj, path)
+        return _encode_special(msg, obj, path, report)
     if obj is None:
         obj = {}
     if not isinstance(obj, dict):
@@ -96,7 +108,7 @@ def encode(
     return b"".join(parts)
 
 
-_ZEROS: dict[int, Any] = {STRING: "", BOOL: False, INT32: 0, INT64: 0, MESSAGE: None}
+_ZEROS: dict[int, Any] = {STRING: "", BOOL: False, INT32: 0, INT64: 0, DOUBLE: 0, MESSAGE: None}
 
 
 def _encode_value(field: Field, value: Any, parts: list[bytes], report: Report, where: str) -> None:
@@ -116,6 +128,8 @@ def _encode_value(field: Field, value: Any, parts: list[bytes], report: Report, 
         if not isinstance(value, bool):
             raise ConversionError(f"{where}: expected a boolean, got {_json_type(value)}")
         parts += (field.tag, b"\x01" if value else b"\x00")
+    elif kind == DOUBLE:
+        parts += (field.tag, pack_double(value, where))
     else:  # BYTES
         data = _base64(value, where)
         parts += (field.tag, varint(len(data)), data)
@@ -149,6 +163,19 @@ def _integer(value: Any, where: str) -> int:
     return value
 
 
+def pack_double(value: Any, where: str) -> bytes:
+    """A float64 field's 8 little-endian bytes (wire type 1)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConversionError(f"{where}: expected a number, got {_json_type(value)}")
+    return struct.pack("<d", value)
+
+
+def unpack_double(raw: bytes) -> float | int:
+    """A float64 as encoding/json prints it: integral values without a fraction."""
+    value: float = struct.unpack("<d", raw)[0]
+    return int(value) if value.is_integer() and abs(value) < 1e21 else value
+
+
 def _base64(value: Any, where: str) -> bytes:
     if not isinstance(value, str):
         raise ConversionError(f"{where}: expected a base64 string, got {_json_type(value)}")
@@ -158,8 +185,10 @@ def _base64(value: Any, where: str) -> bytes:
         raise ConversionError(f"{where}: illegal base64 data: {err}") from None
 
 
-def _encode_special(msg: Message, value: Any, where: str) -> bytes:
+def _encode_special(msg: Message, value: Any, where: str, report: Report) -> bytes:
     special = msg.special
+    if special is not None and special.startswith("schema_or_"):
+        return _encode_union(msg, value, where, report)
     if special in ("time", "microtime"):
         if value is None:
             return b""
@@ -388,6 +417,8 @@ def _scalar(field: Field, raw: Any, report: Report) -> Any:
         return raw - (1 << 32) if raw >> 31 else raw
     if kind == BOOL:
         return bool(raw)
+    if kind == DOUBLE:
+        return unpack_double(raw)
     return base64.b64encode(raw).decode()
 
 
@@ -420,6 +451,8 @@ def _decode_map(field: Field, entries: list[bytes], report: Report) -> dict[str,
 
 def _decode_special(msg: Message, data: bytes, report: Report) -> Any:
     special = msg.special
+    if special is not None and special.startswith("schema_or_"):
+        return _decode_union(msg, data, report)
     if special == "list":
         return [bytes(v).decode("utf-8", "replace") for v in _repeated(data, 1)]
     fields = last_fields(data)
@@ -471,3 +504,44 @@ def _format_time(seconds: int, micros: int | None) -> str:
         f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
     )
     return f"{text}.{micros:06d}Z" if micros is not None else text + "Z"
+
+
+# ------------------------------------------- apiextensions v1's JSONSchemaPropsOr* unions
+# Upstream's marshal.go: OrBool is a boolean or a schema (a schema means allows=true),
+# OrArray a schema or an array of schemas, OrStringArray a schema or an array of
+# strings. On the wire each is a plain message of its two fields.
+
+
+def _encode_union(msg: Message, value: Any, where: str, report: Report) -> bytes:
+    special, fields = msg.special, msg.by_number
+    parts: list[bytes] = []
+    if special == "schema_or_bool":
+        if isinstance(value, bool) or value is None:
+            return b"\x08" + (b"\x01" if value else b"\x00")
+        parts.append(b"\x08\x01")  # a schema allows
+        _encode_value(fields[2], value, parts, report, where)
+        return b"".join(parts)
+    if isinstance(value, list):  # OrArray's schemas, OrStringArray's strings
+        for i, item in enumerate(value):
+            _encode_value(fields[2], item, parts, report, f"{where}[{i}]")
+    elif value is not None:
+        _encode_value(fields[1], value, parts, report, where)
+    return b"".join(parts)
+
+
+def _decode_union(msg: Message, data: bytes, report: Report) -> Any:
+    plain = decode_fields(msg, data, report)
+    if msg.special == "schema_or_bool":
+        return plain.get(2) if 2 in plain else bool(plain.get(1))
+    if plain.get(2):
+        return plain[2]
+    return plain.get(1)
+
+
+def decode_fields(msg: Message, data: bytes, report: Report) -> dict[int, Any]:
+    """``msg``'s fields by number, each as its JSON value (a union's parts)."""
+    plain = Message(msg.name, None)
+    plain.fields = msg.fields
+    plain.by_number = msg.by_number
+    body = decode(plain, data, report)
+    return {f.number: body[f.json] for f in msg.fields if f.json in body}

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from storage.protobuf import extensions
 from storage.protobuf.schema import RawSchema
 from storage.protobuf.wire import varint
 
-STRING, BYTES, BOOL, INT32, INT64, MESSAGE, MAP = range(7)
+STRING, BYTES, BOOL, INT32, INT64, MESSAGE, MAP, DOUBLE = range(8)
 
-_SCALARS = {9: STRING, 12: BYTES, 8: BOOL, 5: INT32, 3: INT64}  # FieldDescriptorProto.Type
+# FieldDescriptorProto.Type
+_SCALARS = {9: STRING, 12: BYTES, 8: BOOL, 5: INT32, 3: INT64, 1: DOUBLE}
 _MESSAGE_TYPE = 11
 _REPEATED = 3
 
@@ -30,6 +32,7 @@ SPECIAL = {
     "k8s.io.apimachinery.pkg.runtime.RawExtension": "raw",
     "k8s.io.apimachinery.pkg.api.resource.Quantity": "quantity",
     "k8s.io.apimachinery.pkg.util.intstr.IntOrString": "intorstring",
+    **extensions.SPECIAL,
 }
 
 
@@ -128,7 +131,7 @@ def _scalar_or_message(fd: Any, messages: dict[str, Message]) -> Field:
         field.message = messages[field.type_name]
         return field
     kind = _SCALARS[fd.type]
-    return Field(fd.number, kind, 2 if kind in (STRING, BYTES) else 0)
+    return Field(fd.number, kind, 2 if kind in (STRING, BYTES) else 1 if kind == DOUBLE else 0)
 
 
 def _json_names(msg: Message) -> set[str]:

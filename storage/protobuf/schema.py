@@ -9,6 +9,8 @@ inline). Nothing generated is committed: the cache is ``$WATCHCACHE_CACHE_DIR/k8
 else ``.cache/k8s-proto`` in a source checkout, else ``~/.cache/watchcache/k8s-proto``.
 ``make venv`` builds it (``python -m storage.protobuf.schema``); otherwise the first
 ``load()`` does, and ``SchemaUnavailable`` says what is missing and how to get it.
+The kinds Debian has no ``generated.proto`` for (CRDs, APIServices) come from our own
+protos, compiled beside it (``storage.protobuf.extensions``).
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from storage.protobuf import gotypes
+from storage.protobuf import extensions, gotypes
 from storage.protobuf.debian import DebianUnavailable, download_and_unpack
+from storage.protobuf.errors import SchemaUnavailable
 
 SUITE = "trixie"  # Debian 13
 PACKAGES = ("golang-k8s-api-dev", "golang-k8s-apimachinery-dev")
@@ -34,10 +37,6 @@ _SRC = Path("usr/share/gocode/src")
 _SKIPPED = ("k8s.io/apimachinery/pkg/apis/testapigroup/",)
 
 _ROOT = Path(__file__).resolve().parents[2]
-
-
-class SchemaUnavailable(RuntimeError):
-    """The schema is not in the cache and could not be built."""
 
 
 def cache_dir() -> Path:
@@ -130,6 +129,11 @@ class RawSchema:
         self.debian_versions: dict[str, str] = facts["debian"]
         self.packages: dict[str, Any] = facts["packages"]
         self.wrappers: frozenset[str] = frozenset(facts["wrappers"])
+        # the kinds Debian lacks (CRDs, APIServices): our own protos, compiled beside
+        extra = descriptor_pb2.FileDescriptorSet()
+        extra.ParseFromString(extensions.build(folder).read_bytes())
+        self.descriptors.file.extend(extra.file)
+        self.packages.update(extensions.packages())
 
 
 _lock = threading.Lock()
@@ -156,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         folder = build(args.cache_dir)
+        extensions.build(folder)
     except SchemaUnavailable as err:
         print(f"warning: {err}" if args.optional else f"error: {err}", file=sys.stderr)
         return 0 if args.optional else 1

@@ -1,11 +1,12 @@
 """API aggregation end to end, over real TLS: watchcache (``--secure-port``, RBAC, the
 front-proxy flags) in front of the lab's extension API server
-(``metrics.watchcache.dev/v1beta1``), with the real kubectl and the official Python
-client. Ported from ``test/e2e/apimachinery/aggregator.go`` (register an APIService for
-an extension server, wait until Available, read through the aggregator, check the
-identity the extension server sees, and the local APIServices); each case states
-upstream's answer (checked against a v1.32 kube-apiserver where it needs no backend:
-the ServiceNotFound and FailedDiscoveryCheck conditions and the 503 body).
+(``metrics.k8s.io/v1beta1``, in metrics-server's place: ``kubectl top``), with the real
+kubectl and the official Python client. Ported from
+``test/e2e/apimachinery/aggregator.go`` (register an APIService for an extension server,
+wait until Available, read through the aggregator, check the identity the extension
+server sees, and the local APIServices); each case states upstream's answer (checked
+against a v1.32 kube-apiserver where it needs no backend: the ServiceNotFound and
+FailedDiscoveryCheck conditions and the 503 body).
 
 The last test stops the extension server: Available=False, 503, then back."""
 
@@ -41,7 +42,8 @@ from tests.e2e.conftest import KUBECTL
 from tests.integration.conftest import ServerProcess, start_server
 
 JSON = dict[str, Any]
-GV = "/apis/metrics.watchcache.dev/v1beta1"
+GV = "/apis/metrics.k8s.io/v1beta1"
+NODE = "agg-node"
 NS = "aggregation-e2e"
 
 
@@ -128,11 +130,15 @@ def agg(etcd: EtcdCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         kubeconfig.write_text(secure_kubeconfig(server.secure_url, pki.dir, (ADMIN[0], LEARNER[0])))
         a = Aggregated(server, pki, ext_pki, kubeconfig, extension, d)
         plain(a, "POST", "/api/v1/namespaces", {"metadata": {"name": NS}})
+        plain(a, "POST", "/api/v1/nodes", {"metadata": {"name": NODE}})
+        resources = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+        plain(a, "PATCH", f"/api/v1/nodes/{NODE}/status",
+              {"status": {"capacity": resources, "allocatable": resources}})  # fmt: skip
         for name in ("web", "db"):
             requests = {"requests": {"cpu": "200m", "memory": "64Mi"}}
             container = {"name": "c", "image": "nginx", "resources": requests}
             pod = {"metadata": {"name": name, "labels": {"app": name}},
-                   "spec": {"containers": [container]}}  # fmt: skip
+                   "spec": {"containers": [container], "nodeName": NODE}}  # fmt: skip
             plain(a, "POST", f"/api/v1/namespaces/{NS}/pods", pod)
             plain(a, "PATCH", f"/api/v1/namespaces/{NS}/pods/{name}/status",
                   {"status": {"phase": "Running"}})  # fmt: skip
@@ -208,13 +214,13 @@ def test_kubectl_get_podmetrics(agg: Aggregated) -> None:
     lines = out.stdout.splitlines()
     assert lines[0].split() == ["NAME", "CPU(CORES)", "MEMORY(BYTES)", "WINDOW"]
     assert sorted(line.split()[0] for line in lines[1:]) == ["db", "web"]
-    raw = json.loads(kubectl(agg, "get", "--raw", f"{GV}/namespaces/{NS}/podmetrics/web").stdout)
+    raw = json.loads(kubectl(agg, "get", "--raw", f"{GV}/namespaces/{NS}/pods/web").stdout)
     assert (raw["kind"], raw["metadata"]["name"], raw["containers"][0]["name"]) == (
         "PodMetrics", "web", "c")  # fmt: skip
     missing = kubectl(agg, "get", "podmetrics", "nope", "-n", NS)
     assert missing.returncode == 1
-    assert 'podmetrics.metrics.watchcache.dev "nope" not found' in missing.stderr
-    pm = {"apiVersion": "metrics.watchcache.dev/v1beta1", "kind": "PodMetrics",
+    assert f'podmetrics.metrics.k8s.io "{NS}/nope" not found' in missing.stderr
+    pm = {"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetrics",
           "metadata": {"name": "x", "namespace": NS}}  # fmt: skip
     created = subprocess.run(
         # (no client-side validation: the read-only API publishes no POST operation)
@@ -222,8 +228,38 @@ def test_kubectl_get_podmetrics(agg: Aggregated) -> None:
         input=json.dumps(pm), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert "the server does not allow this method on the requested resource" in created.stderr
-    names = kubectl(agg, "get", "pm", "-n", NS, "-o", "name").stdout.split()
-    assert names == [f"podmetrics.metrics.watchcache.dev/{n}" for n in ("db", "web")]
+    names = kubectl(agg, "get", "podmetrics", "-n", NS, "-o", "name").stdout.split()
+    assert names == [f"podmetrics.metrics.k8s.io/{n}" for n in ("db", "web")]  # by kind
+
+
+def test_kubectl_top(agg: Aggregated) -> None:
+    """``kubectl top pods`` and ``top nodes`` read metrics.k8s.io as from metrics-server:
+    the pods' usage (a share of their requests) and the node's (its pods' summed), with
+    the node's allocatable for the percentages."""
+    pods = kubectl(agg, "top", "pods", "-n", NS)
+    assert pods.returncode == 0, pods.stderr
+    lines = pods.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "CPU(cores)", "MEMORY(bytes)"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[1:]}
+    assert set(rows) == {"db", "web"}
+    for cpu, memory in rows.values():
+        assert cpu.endswith("m") and 40 <= int(cpu[:-1]) <= 200
+        assert memory.endswith("Mi") and 12 <= int(memory[:-2]) <= 64
+    everywhere = kubectl(agg, "top", "pods", "-A")
+    assert everywhere.returncode == 0, everywhere.stderr
+    assert everywhere.stdout.splitlines()[0].split() == ["NAMESPACE", "NAME", "CPU(cores)",
+                                                         "MEMORY(bytes)"]  # fmt: skip
+    assert {(r.split()[0], r.split()[1]) for r in everywhere.stdout.splitlines()[1:]} >= {
+        (NS, "db"), (NS, "web")}  # fmt: skip
+    nodes = kubectl(agg, "top", "nodes")
+    assert nodes.returncode == 0, nodes.stderr
+    header, *node_rows = nodes.stdout.splitlines()
+    assert header.split() == ["NAME", "CPU(cores)", "CPU(%)", "MEMORY(bytes)", "MEMORY(%)"]
+    row = next(r.split() for r in node_rows if r.startswith(NODE))
+    assert row[1].endswith("m") and row[2].endswith("%") and row[4].endswith("%")
+    missing = kubectl(agg, "top", "pod", "nope", "-n", NS)
+    assert missing.returncode == 1
+    assert f'podmetrics.metrics.k8s.io "{NS}/nope" not found' in missing.stderr
 
 
 def test_python_dynamic_client(agg: Aggregated) -> None:
@@ -232,34 +268,30 @@ def test_python_dynamic_client(agg: Aggregated) -> None:
     )
     with api:
         dyn = dynamic.DynamicClient(api)  # type: ignore[no-untyped-call]
-        pm = dyn.resources.get(api_version="metrics.watchcache.dev/v1beta1", kind="PodMetrics")
+        pm = dyn.resources.get(api_version="metrics.k8s.io/v1beta1", kind="PodMetrics")
         listed = pm.get(namespace=NS, label_selector="app=web")
         assert [i.metadata.name for i in listed.items] == ["web"]
         assert pm.get(namespace=NS, name="db").containers[0].usage.cpu.endswith("m")
 
 
 def test_discovery_merged(agg: Aggregated) -> None:
-    out = kubectl(agg, "api-resources", "--api-group=metrics.watchcache.dev", "-o", "name")
-    assert out.stdout.split() == ["nodemetrics.metrics.watchcache.dev",
-                                  "podmetrics.metrics.watchcache.dev"]  # fmt: skip
+    out = kubectl(agg, "api-resources", "--api-group=metrics.k8s.io", "-o", "name")
+    assert out.stdout.split() == ["nodes.metrics.k8s.io", "pods.metrics.k8s.io"]
     groups = json.loads(kubectl(agg, "get", "--raw", "/apis").stdout)["groups"]
     names = [g["name"] for g in groups]
-    assert names[0] == "apiregistration.k8s.io" and names[-1] == "metrics.watchcache.dev"
-    group = json.loads(kubectl(agg, "get", "--raw", "/apis/metrics.watchcache.dev").stdout)
+    assert names[0] == "apiregistration.k8s.io" and names[-1] == "metrics.k8s.io"
+    group = json.loads(kubectl(agg, "get", "--raw", "/apis/metrics.k8s.io").stdout)
     assert group["kind"] == "APIGroup" and group["preferredVersion"]["version"] == "v1beta1"
     accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
     _, _, text = secure(agg, "/apis", agg.pki.ssl_context(ADMIN[0]), Accept=accept)
     item = json.loads(text)["items"][-1]
-    assert item["metadata"]["name"] == "metrics.watchcache.dev"
+    assert item["metadata"]["name"] == "metrics.k8s.io"
     assert item["versions"][0]["freshness"] == "Current"
-    assert {r["resource"] for r in item["versions"][0]["resources"]} == {
-        "podmetrics",
-        "nodemetrics",
-    }
+    assert {r["resource"] for r in item["versions"][0]["resources"]} == {"pods", "nodes"}
     # OpenAPI v3: the backend's document, listed in the index and proxied (kubectl explain)
     index = json.loads(kubectl(agg, "get", "--raw", "/openapi/v3").stdout)["paths"]
-    assert index["apis/metrics.watchcache.dev/v1beta1"]["serverRelativeURL"].startswith(
-        "/openapi/v3/apis/metrics.watchcache.dev/v1beta1?hash="
+    assert index["apis/metrics.k8s.io/v1beta1"]["serverRelativeURL"].startswith(
+        "/openapi/v3/apis/metrics.k8s.io/v1beta1?hash="
     )
     explained = kubectl(agg, "explain", "podmetrics.containers")
     assert explained.returncode == 0, explained.stderr
@@ -272,10 +304,10 @@ def test_identity_reaches_the_extension_server(agg: Aggregated) -> None:
     the front-proxy client certificate."""
     denied = kubectl(agg, "get", "podmetrics", "-n", NS, context=LEARNER[0])
     assert denied.returncode == 1
-    assert ('User "learner" cannot list resource "podmetrics" in API group '
-            f'"metrics.watchcache.dev" in the namespace "{NS}"') in denied.stderr  # fmt: skip
+    assert ('User "learner" cannot list resource "pods" in API group '
+            f'"metrics.k8s.io" in the namespace "{NS}"') in denied.stderr  # fmt: skip
     role = {"metadata": {"name": "aggregation-e2e-metrics"},
-            "rules": [{"apiGroups": ["metrics.watchcache.dev"], "resources": ["podmetrics"],
+            "rules": [{"apiGroups": ["metrics.k8s.io"], "resources": ["pods"],
                        "verbs": ["get", "list", "watch"]}]}  # fmt: skip
     plain(agg, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", role)
     binding = {"metadata": {"name": "aggregation-e2e-metrics"},
@@ -285,11 +317,11 @@ def test_identity_reaches_the_extension_server(agg: Aggregated) -> None:
                              "apiGroup": "rbac.authorization.k8s.io"}]}  # fmt: skip
     plain(agg, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)
     ctx = agg.pki.ssl_context(LEARNER[0])
-    eventually(lambda: secure(agg, f"{GV}/namespaces/{NS}/podmetrics", ctx)[0] == 200, 10)
-    _, headers, _ = secure(agg, f"{GV}/namespaces/{NS}/podmetrics", ctx,
+    eventually(lambda: secure(agg, f"{GV}/namespaces/{NS}/pods", ctx)[0] == 200, 10)
+    _, headers, _ = secure(agg, f"{GV}/namespaces/{NS}/pods", ctx,
                            **{"X-Remote-User": "root", "Impersonate-User": "root"})  # fmt: skip
     _, headers, _ = secure(
-        agg, f"{GV}/namespaces/{NS}/podmetrics", ctx, **{"X-Remote-User": "root"}
+        agg, f"{GV}/namespaces/{NS}/pods", ctx, **{"X-Remote-User": "root"}
     )
     assert headers["X-Extension-Seen-User"] == "learner"  # the client's X-Remote-User dropped
     assert headers["X-Extension-Seen-Groups"] == "learners,system:authenticated"
@@ -299,7 +331,7 @@ def test_extension_server_trusts_only_the_front_proxy(agg: Aggregated) -> None:
     """A real aggregated server: the identity headers count only with the front proxy's
     certificate. Without a certificate: 401; with a certificate of another CA (the
     cluster's client CA): the TLS handshake is refused, as Go's VerifyClientCertIfGiven."""
-    url = f"https://127.0.0.1:{agg.extension.port}{GV}/namespaces/{NS}/podmetrics"
+    url = f"https://127.0.0.1:{agg.extension.port}{GV}/namespaces/{NS}/pods"
     ca = str(agg.ext_pki.dir / "extension-ca.crt")
     headers = {"X-Remote-User": "lab-admin", "X-Remote-Group": "system:masters"}
 
@@ -323,7 +355,7 @@ def test_extension_server_trusts_only_the_front_proxy(agg: Aggregated) -> None:
 
 async def test_watch_streams_through_the_proxy(agg: Aggregated) -> None:
     ctx = agg.pki.ssl_context(ADMIN[0])
-    url = f"{agg.server.secure_url}{GV}/namespaces/{NS}/podmetrics?watch=true"
+    url = f"{agg.server.secure_url}{GV}/namespaces/{NS}/pods?watch=true"
     async with aiohttp.ClientSession() as session, session.get(url, ssl=ctx) as resp:
         assert resp.status == 200
         first = json.loads(await resp.content.readline())
@@ -393,10 +425,10 @@ def test_ca_bundle_and_insecure_skip_tls_verify(agg: Aggregated) -> None:
         "tls: failed to verify certificate: x509: certificate signed by unknown authority"
     )
     ctx = agg.pki.ssl_context(ADMIN[0])
-    assert secure(agg, f"{GV}/namespaces/{NS}/podmetrics", ctx)[0] == 503
+    assert secure(agg, f"{GV}/namespaces/{NS}/pods", ctx)[0] == 503
     plain(agg, "PATCH", path, {"spec": {"caBundle": None, "insecureSkipTLSVerify": True}})
     eventually(lambda: condition(agg).get("status") == "True")
-    assert secure(agg, f"{GV}/namespaces/{NS}/podmetrics", ctx)[0] == 200
+    assert secure(agg, f"{GV}/namespaces/{NS}/pods", ctx)[0] == 200
     ca = base64.b64encode(agg.ext_pki.ca_bundle).decode()
     plain(agg, "PATCH", path, {"spec": {"caBundle": ca, "insecureSkipTLSVerify": None}})
     eventually(lambda: condition(agg).get("status") == "True")
@@ -418,7 +450,7 @@ def test_backend_stopped_then_back(agg: Aggregated) -> None:
     assert cond["reason"] == "FailedDiscoveryCheck"
     assert cond["message"] == (f'failing or missing response from {url}: Get "{url}": dial tcp '
                                f"127.0.0.1:{port}: connect: connection refused")  # fmt: skip
-    code, _, text = secure(agg, f"{GV}/namespaces/{NS}/podmetrics", agg.pki.ssl_context(ADMIN[0]))
+    code, _, text = secure(agg, f"{GV}/namespaces/{NS}/pods", agg.pki.ssl_context(ADMIN[0]))
     assert (code, text) == (503, "service unavailable\n")
     assert metric(agg, f'aggregator_unavailable_apiservice{{name="{APISERVICE_NAME}"}}') == 1
     assert metric(agg, UNAVAILABLE_TOTAL) == failures_before + 1
@@ -426,7 +458,7 @@ def test_backend_stopped_then_back(agg: Aggregated) -> None:
     assert out.returncode == 1
     assert "the server is currently unable to handle the request" in out.stderr
     groups = json.loads(kubectl(agg, "get", "--raw", "/apis").stdout)["groups"]
-    assert groups[-1]["name"] == "metrics.watchcache.dev"
+    assert groups[-1]["name"] == "metrics.k8s.io"
     agg.extension = ExtensionServer(agg.server.url, agg.ext_pki, port=port,
                                     log_path=agg.dir / "extension-2.log").start()  # fmt: skip
     eventually(lambda: condition(agg).get("status") == "True")

@@ -7,7 +7,9 @@ a namespace terminates in the background, and a Kopf operator runs unchanged."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import os
+import re
 import subprocess
 import sys
 import time
@@ -23,6 +25,7 @@ from lab.apiserver import cli_command
 from lab.etcd import EtcdCluster
 from lab.kubeconfig import write_kubeconfig
 from lab.process import stop_process
+from proxy.server.certs import new_ca
 from tests.integration.conftest import JSON, KUBECTL, ServerProcess, start_server
 
 pytestmark = pytest.mark.etcd
@@ -35,6 +38,7 @@ class Cluster:
     server: ServerProcess
     kubeconfig: Path
     sim: subprocess.Popen[bytes]
+    root_ca: str
 
     def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 60) -> str:
         r = subprocess.run([str(KUBECTL), "--kubeconfig", str(self.kubeconfig), *args],
@@ -52,16 +56,19 @@ def cluster(etcd: EtcdCluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
     """A server seeded with a few nodes and pods, and `watchcache sim` against it (Leases
     renewed every second to keep the test short)."""
     d = tmp_path_factory.mktemp("sim")
+    (d / "ca.crt").write_bytes(new_ca("sim-root-ca").cert_pem)
     with start_server(etcd.endpoints, None, "--lifecycle-controllers=true") as server:
         plan = seed.Plan(pods=12, nodes=NODES, namespaces=2, configmaps=1)
         result = asyncio.run(seed.seed_with_progress(server.url, plan, quiet=True))
         assert result.ok, result.errors
         log = open(d / "sim.log", "wb")  # noqa: SIM115 - the child's, closed below
         sim = subprocess.Popen(cli_command("sim", "--server", server.url, "--renew-seconds",
-                                           "1", "--churn", "2", "-v"),
+                                           "1", "--churn", "2", "--root-ca-file",
+                                           str(d / "ca.crt"), "-v"),
                                stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
         try:
-            yield Cluster(server, write_kubeconfig(d / "kubeconfig", server.url), sim)
+            yield Cluster(server, write_kubeconfig(d / "kubeconfig", server.url), sim,
+                          (d / "ca.crt").read_text())  # fmt: skip
         finally:
             stop_process(sim, 20)
             log.close()
@@ -371,3 +378,186 @@ kind: ConfigMap
 metadata: {name: kopf-cm, namespace: default, labels: {kopf-example: "yes"}}
 data: {a: "1", b: "2"}
 """
+
+
+def _events(cluster: Cluster, *selector: str) -> list[JSON]:
+    items: list[JSON] = cluster.json("get", "events", *selector)["items"]
+    return items
+
+
+def _reasons(events: list[JSON]) -> dict[str, JSON]:
+    return {e["reason"]: e for e in events}
+
+
+def test_kubectl_describe_pod_shows_the_scheduler_and_kubelet_events(cluster: Cluster) -> None:
+    cluster.kubectl("run", "ev", "--image=nginx:1.27")
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/ev", "--timeout=30s", timeout=40)
+    pod = cluster.json("get", "pod", "ev")
+    node = pod["spec"]["nodeName"]
+    wanted = {"Scheduled", "Pulling", "Pulled", "Created", "Started"}
+    _wait("the pod's Events", lambda: wanted <= set(_reasons(
+        _events(cluster, "--field-selector", "involvedObject.name=ev"))), 15)  # fmt: skip
+    events = _reasons(_events(cluster, "--field-selector", "involvedObject.name=ev"))
+    scheduled = events["Scheduled"]
+    assert scheduled["message"] == f"Successfully assigned default/ev to {node}"
+    assert scheduled["source"] == {"component": "default-scheduler"}
+    assert scheduled["involvedObject"]["uid"] == pod["metadata"]["uid"]
+    started = events["Started"]
+    assert started["message"] == "Started container ev"
+    assert started["source"] == {"component": "kubelet", "host": node}
+    assert started["involvedObject"]["fieldPath"] == "spec.containers{ev}"
+    assert events["Pulling"]["message"] == 'Pulling image "nginx:1.27"'
+    assert events["Created"]["message"] == "Created container: ev"
+    out = cluster.kubectl("describe", "pod", "ev")
+    block = out.split("\nEvents:", 1)[1]
+    assert re.search(r"Type\s+Reason\s+Age\s+From\s+Message", block), block
+    assert re.search(rf"Normal\s+Scheduled\s+\S+\s+default-scheduler\s+Successfully "
+                     rf"assigned default/ev to {node}", block), block  # fmt: skip
+    # kubectl prefixes an Event's fieldPath (the kubelet's container events carry one)
+    assert re.search(r"Normal\s+Started\s+\S+\s+kubelet\s+spec.containers\{ev\}: Started "
+                     r"container ev", block), block  # fmt: skip
+    # `kubectl get events` sorts nothing itself: every Event is one row of the table
+    table = cluster.kubectl("get", "events", "--field-selector", "involvedObject.name=ev")
+    assert table.splitlines()[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT",
+                                             "MESSAGE"]  # fmt: skip
+    assert "pod/ev" in table and "Started container ev" in table
+    cluster.kubectl("delete", "pod", "ev", "--wait=false")
+    _wait("the kubelet's Killing Event", lambda: "Killing" in _reasons(
+        _events(cluster, "--field-selector", "involvedObject.name=ev")))  # fmt: skip
+    killing = _reasons(_events(cluster, "--field-selector", "involvedObject.name=ev"))["Killing"]
+    assert killing["message"] == "Stopping container ev"
+
+
+def test_the_controllers_record_what_they_do(cluster: Cluster) -> None:
+    cluster.kubectl("apply", "-f", "-", stdin=_deployment("recorded", 2))
+    cluster.kubectl("rollout", "status", "deploy/recorded", "--timeout=60s", timeout=70)
+    (rs,) = _names(cluster, "rs", "app=recorded")
+    _wait("ScalingReplicaSet", lambda: "ScalingReplicaSet" in _reasons(
+        _events(cluster, "--field-selector", "involvedObject.name=recorded")))  # fmt: skip
+    scaling = _reasons(_events(cluster, "--field-selector", "involvedObject.name=recorded"))
+    assert scaling["ScalingReplicaSet"]["message"] == f"Scaled up replica set {rs} from 0 to 2"
+    assert scaling["ScalingReplicaSet"]["source"] == {"component": "deployment-controller"}
+    pods = sorted(_names(cluster, "pods", "app=recorded"))
+    _wait("SuccessfulCreate per pod", lambda: len(_events(
+        cluster, "--field-selector", f"involvedObject.name={rs},reason=SuccessfulCreate")) == 2)
+    created = _events(cluster, "--field-selector", f"involvedObject.name={rs}")
+    assert sorted(e["message"] for e in created) == [f"Created pod: {p}" for p in pods]
+    assert "Created pod: " in cluster.kubectl("describe", "rs", rs)
+    cluster.kubectl("scale", "deploy/recorded", "--replicas=1")
+    _wait("scaled down", lambda: any(e["message"] == f"Scaled down replica set {rs} from 2 to 1"
+                                     for e in _events(cluster, "--field-selector",
+                                                      "involvedObject.name=recorded")))
+    _wait("SuccessfulDelete", lambda: "SuccessfulDelete" in _reasons(
+        _events(cluster, "--field-selector", f"involvedObject.name={rs}")))  # fmt: skip
+    cluster.kubectl("create", "job", "recorded-job", "--image=busybox", "--", "true")
+    cluster.kubectl("wait", "--for=condition=complete", "job/recorded-job", "--timeout=30s",
+                    timeout=40)  # fmt: skip
+    _wait("Completed", lambda: "Completed" in _reasons(
+        _events(cluster, "--field-selector", "involvedObject.name=recorded-job")))  # fmt: skip
+    job_events = _reasons(_events(cluster, "--field-selector", "involvedObject.name=recorded-job"))
+    assert job_events["Completed"]["message"] == "Job completed"
+    assert job_events["SuccessfulCreate"]["source"] == {"component": "job-controller"}
+
+
+CRASHING = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: crashing
+  namespace: default
+  annotations: {lab.watchcache.io/run-seconds: "0.3", lab.watchcache.io/exit-code: "1"}
+spec:
+  restartPolicy: Always
+  containers: [{name: app, image: busybox}]
+"""
+
+
+def test_a_repeated_event_is_one_event_with_a_count(cluster: Cluster) -> None:
+    """client-go's correlator: the same BackOff again is a PATCH of the Event's count and
+    lastTimestamp, not a new Event; `describe` shows it as 'xN over'."""
+    cluster.kubectl("apply", "-f", "-", stdin=CRASHING)
+
+    def backoffs() -> list[JSON]:
+        return _events(cluster, "--field-selector", "involvedObject.name=crashing,reason=BackOff")
+
+    _wait("BackOff three times", lambda: sum(e.get("count", 1) for e in backoffs()) >= 3, 40)
+    (backoff,) = backoffs()
+    uid = cluster.json("get", "pod", "crashing")["metadata"]["uid"]
+    assert backoff["type"] == "Warning" and backoff["count"] >= 3
+    assert backoff["message"] == (f"Back-off restarting failed container app in pod "
+                                  f"crashing_default({uid})")  # fmt: skip
+    assert backoff["firstTimestamp"] < backoff["lastTimestamp"]
+    assert "Back-off restarting failed container app" in cluster.kubectl(
+        "describe", "pod", "crashing")  # fmt: skip
+    assert " over " in cluster.kubectl("describe", "pod", "crashing").split("\nEvents:")[1]
+    cluster.kubectl("delete", "pod", "crashing", "--wait=false")
+
+
+def _seconds(timestamp: str) -> float:
+    return dt.datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").timestamp()
+
+
+def _try_json(cluster: Cluster, *args: str) -> JSON | None:
+    r = subprocess.run([str(KUBECTL), "--kubeconfig", str(cluster.kubeconfig), *args, "-o",
+                        "json"], capture_output=True, text=True, timeout=30)  # fmt: skip
+    return orjson.loads(r.stdout) if r.returncode == 0 else None
+
+
+def test_a_new_namespace_gets_its_default_service_account_and_root_ca(cluster: Cluster) -> None:
+    """The serviceaccounts controller and the root CA publisher, within a second of the
+    namespace's creation; a deleted or altered object is put back."""
+    # the simulation running (it starts with the module: it may still be listing)
+    _wait("the sim's controllers synced", lambda: _try_json(
+        cluster, "get", "cm", "kube-root-ca.crt", "-n", "kube-public") is not None, 60)
+    cluster.kubectl("create", "namespace", "fresh")
+    _wait("default ServiceAccount and kube-root-ca.crt", lambda: (
+        _try_json(cluster, "get", "sa", "default", "-n", "fresh") is not None
+        and _try_json(cluster, "get", "cm", "kube-root-ca.crt", "-n", "fresh") is not None),
+        10)  # fmt: skip
+    # within a second, by the server's clock (timestamps have whole seconds: a second
+    # apart on the clock is up to two): kubectl's own runs would time the test machine
+    born = _seconds(cluster.json("get", "namespace", "fresh")["metadata"]["creationTimestamp"])
+    for kind, name in (("sa", "default"), ("cm", "kube-root-ca.crt")):
+        stamp = cluster.json("get", kind, name, "-n", "fresh")["metadata"]["creationTimestamp"]
+        assert _seconds(stamp) - born <= 2, (kind, stamp)
+    cm = cluster.json("get", "cm", "kube-root-ca.crt", "-n", "fresh")
+    assert cm["data"] == {"ca.crt": cluster.root_ca}
+    assert cm["metadata"]["annotations"]["kubernetes.io/description"].startswith(
+        "Contains a CA bundle that can be used to verify the kube-apiserver")  # fmt: skip
+    # every namespace, the system ones and the seeded ones too
+    for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
+        assert _try_json(cluster, "get", "sa", "default", "-n", ns) is not None, ns
+        assert _try_json(cluster, "get", "cm", "kube-root-ca.crt", "-n", ns) is not None, ns
+    cluster.kubectl("delete", "sa", "default", "-n", "fresh")
+    _wait("default ServiceAccount back", lambda: _try_json(
+        cluster, "get", "sa", "default", "-n", "fresh") is not None, 10)  # fmt: skip
+    cluster.kubectl("patch", "cm", "kube-root-ca.crt", "-n", "fresh", "--type=merge", "-p",
+                    '{"data": {"ca.crt": "tampered", "extra": "x"}}')  # fmt: skip
+    _wait("kube-root-ca.crt restored", lambda: cluster.json(
+        "get", "cm", "kube-root-ca.crt", "-n", "fresh")["data"] == {"ca.crt": cluster.root_ca},
+        10)  # fmt: skip
+    cluster.kubectl("delete", "namespace", "fresh", "--wait=false")
+
+
+def test_node_conditions_read_as_the_kubelet_writes_them(cluster: Cluster) -> None:
+    """The seeded nodes and every status the node agents post carry the kubelet's
+    condition reasons and messages (pkg/kubelet/nodestatus/setters.go)."""
+    node = seed.node_name(1)
+
+    def posted() -> bool:  # the agent's first status, after the seeded one
+        conditions = cluster.json("get", "node", node)["status"]["conditions"]
+        return all(c["lastHeartbeatTime"] > seed.STARTED for c in conditions)
+
+    _wait("the node agent's status", posted)
+    conditions = {c["type"]: c for c in cluster.json("get", "node", node)["status"]["conditions"]}
+    assert {t: (c["status"], c["reason"], c["message"]) for t, c in conditions.items()} == {
+        "MemoryPressure": ("False", "KubeletHasSufficientMemory",
+                           "kubelet has sufficient memory available"),
+        "DiskPressure": ("False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+        "PIDPressure": ("False", "KubeletHasSufficientPID",
+                        "kubelet has sufficient PID available"),
+        "Ready": ("True", "KubeletReady", "kubelet is posting ready status"),
+    }  # fmt: skip
+    described = cluster.kubectl("describe", "node", node)
+    assert re.search(r"Ready\s+True\s+.+KubeletReady\s+kubelet is posting ready status",
+                     described), described  # fmt: skip

@@ -20,6 +20,8 @@ from etcdclient import EtcdClient
 from etcdclient.types import RangeOptions, RangeResult
 from lab.etcd import EtcdCluster
 from storage import keys
+from storage.codec import PROTOBUF_MAGIC as MAGIC
+from storage.codec import codec_for
 from storage.errors import (
     Expired,
     InternalStorageError,
@@ -455,3 +457,23 @@ async def test_list_without_limit_compacted_between_pages(
     with pytest.raises(Expired, match=LIST_TOO_OLD_MESSAGE):
         await store.get_list(key_prefix, list_opts())
     assert [rev for _, rev in client.ranges][::2] == [0, 0] and len(client.ranges) == 4
+
+
+async def test_each_store_writes_its_own_codec(client: EtcdClient, key_prefix: str) -> None:
+    """The storage media type is a store's, not the process's (upstream's storage
+    factory): a protobuf store and a JSON store side by side in one process each write
+    their own encoding, and each reads the other's values."""
+    protobuf = Etcd3Store(client, codec=codec_for("application/vnd.kubernetes.protobuf"))
+    plain = Etcd3Store(client)
+    try:
+        a, b = f"{key_prefix}ns/a", f"{key_prefix}ns/b"
+        await protobuf.create(a, pod("a"))
+        await plain.create(b, pod("b"))
+        raw_a, raw_b = (await client.get(a.encode())).kv, (await client.get(b.encode())).kv
+        assert raw_a is not None and raw_a.value.startswith(MAGIC)
+        assert raw_b is not None and raw_b.value.startswith(b"{")
+        assert (await plain.get(a, GetOptions())).obj["metadata"]["name"] == "a"
+        assert (await protobuf.get(b, GetOptions())).obj["metadata"]["name"] == "b"
+    finally:
+        await protobuf.close()
+        await plain.close()

@@ -212,6 +212,28 @@ async def test_service_account_tokens_with_malformed_audiences_are_401(
     assert answer.status == 401, answer
 
 
+@pytest.mark.parametrize(
+    "private",
+    [{"namespace": 5, "serviceaccount": {"name": "default"}},
+     {"namespace": "default", "serviceaccount": {"name": {"a": 1}}},
+     {"namespace": "default", "serviceaccount": {"name": "default", "uid": 7}},
+     {"namespace": "default", "serviceaccount": {"name": "default"}, "pod": "p"},
+     {"namespace": "default", "serviceaccount": ["default"]}],
+)  # fmt: skip
+async def test_service_account_tokens_with_mistyped_kubernetes_claims_are_401(
+    hostile: Hostile, private: object
+) -> None:
+    """Upstream decodes the ``kubernetes.io`` claims into typed structs: a name that is
+    an object was taken as the user ``system:serviceaccount:default:{'a': 1}``."""
+    admin = {"Authorization": f"Bearer {ADMIN}", "Content-Type": "application/json"}
+    sa = orjson.dumps({"metadata": {"name": "default"}})
+    path = "/api/v1/namespaces/default/serviceaccounts"
+    assert (await _raw(hostile, "POST", path, admin, sa)).status in (201, 409)  # it exists
+    token = _signed(hostile, aud=[ISSUER], **{"kubernetes.io": private})
+    answer = await _raw(hostile, "GET", "/api/v1/namespaces", {"Authorization": f"Bearer {token}"})
+    assert answer.status == 401, answer
+
+
 async def test_a_well_formed_service_account_token_still_authenticates(hostile: Hostile) -> None:
     admin = {"Authorization": f"Bearer {ADMIN}", "Content-Type": "application/json"}
     sa = orjson.dumps({"metadata": {"name": "default"}})

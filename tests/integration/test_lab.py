@@ -169,6 +169,44 @@ def test_kubectl_lists_the_seeded_pods(lab: RunningLab) -> None:
     assert {line.split()[0] for line in lines} == {"default", "team-01", "team-02"}
 
 
+def _kubectl(lab: RunningLab, *args: str) -> str:
+    r = subprocess.run([str(KUBECTL), "--kubeconfig", lab.state.kubeconfig, *args],
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_the_first_hour_commands_answer_as_on_a_cluster(lab: RunningLab) -> None:
+    """docs/lab.md 'The first hour', over HTTPS as the admin: a token for the default
+    ServiceAccount (the serviceaccounts controller made it), kube-root-ca.crt holding the
+    lab CA, kubectl top through the aggregator, a pod's Events in describe."""
+    deadline = time.monotonic() + 30
+    while "kube-root-ca.crt" not in _raw(lab, "/api/v1/namespaces/team-01/configmaps"):
+        assert time.monotonic() < deadline, "no kube-root-ca.crt in team-01"
+        time.sleep(0.5)
+    token = _kubectl(lab, "create", "token", "default", "-n", "team-01").strip()
+    assert token.startswith("eyJ") and token.count(".") == 2
+    cm = orjson.loads(_kubectl(lab, "get", "cm", "kube-root-ca.crt", "-n", "team-01", "-o",
+                               "json"))  # fmt: skip
+    assert cm["data"]["ca.crt"] == (Path(lab.state.pki_dir) / "ca.crt").read_text()
+    top = _kubectl(lab, "top", "pods", "-A").splitlines()
+    assert top[0].split() == ["NAMESPACE", "NAME", "CPU(cores)", "MEMORY(bytes)"]
+    assert len(top) > 1
+    nodes = _kubectl(lab, "top", "nodes").splitlines()
+    assert nodes[0].split() == ["NAME", "CPU(cores)", "CPU(%)", "MEMORY(bytes)", "MEMORY(%)"]
+    assert len(nodes) == NODES + 1
+    _kubectl(lab, "run", "first-hour", "--image=nginx")
+    _kubectl(lab, "wait", "--for=condition=Ready", "pod/first-hour", "--timeout=40s")
+    deadline = time.monotonic() + 20
+    while "Started container first-hour" not in (out := _kubectl(lab, "describe", "pod",
+                                                                  "first-hour")):  # fmt: skip
+        assert time.monotonic() < deadline, out
+        time.sleep(0.5)
+    events = out.split("\nEvents:", 1)[1]
+    assert "default-scheduler  Successfully assigned default/first-hour to node-" in events
+    _kubectl(lab, "delete", "pod", "first-hour", "--wait=false")
+
+
 @pytest.mark.parametrize("name", list(DEMOS))
 def test_demo_holds_what_it_claims(lab: RunningLab, name: str) -> None:
     r = subprocess.run([*WATCHCACHE, "lab", "demo", name, "--dir", str(lab.dir)],

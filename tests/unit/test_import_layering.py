@@ -45,14 +45,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 
 # (importer, imported) edges against LAYERS that remain, each with who removes it.
-KNOWN_VIOLATIONS: frozenset[tuple[str, str]] = frozenset({
-    # the generic handlers still call the custom-resource handler and NamespaceLifecycle's
-    # "namespace is terminating" check by name; they go when CRDs become a delegate
-    # through the generic handlers and the write path moves into the registry Store
-    # (issue 22 items 1 and 5)
-    ("proxy.endpoints.handlers.rest", "proxy.apiextensions.handler"),
-    ("proxy.endpoints.handlers.rest", "proxy.kube.admission.namespace_lifecycle"),
-})  # fmt: skip
+KNOWN_VIOLATIONS: frozenset[tuple[str, str]] = frozenset()
 
 # Third-party packages a component may not import (import-boss restricts those too).
 # Below the HTTP layer nothing knows aiohttp; a registry works on plain objects and a
@@ -65,13 +58,9 @@ EXTERNAL_RESTRICTIONS: dict[str, tuple[str, ...]] = {
     "proxy.registry": ("aiohttp",),
 }
 
-# (module, package) imports against EXTERNAL_RESTRICTIONS that remain: the scale and
-# pods/binding subresources take an aiohttp request until they are REST storages over
-# plain objects (issue 22 item 1)
-KNOWN_EXTERNAL_VIOLATIONS: frozenset[tuple[str, str]] = frozenset({
-    ("proxy.registry.pods", "aiohttp"),
-    ("proxy.registry.scale", "aiohttp"),
-})  # fmt: skip
+# (module, package) imports against EXTERNAL_RESTRICTIONS that remain (none: scale and
+# pods/binding are REST storages over plain objects)
+KNOWN_EXTERNAL_VIOLATIONS: frozenset[tuple[str, str]] = frozenset()
 
 
 def _module_name(path: Path) -> str:

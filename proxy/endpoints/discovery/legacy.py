@@ -202,8 +202,7 @@ async def _openapi_v3(request: web.Request) -> web.StreamResponse:
     """``/openapi/v3`` and its per-group-version documents (``proxy.openapi.documents``)."""
     ctx = request.app[API_CONTEXT]
     if ctx.openapi is None:
-        custom = ctx.custom_resources
-        ctx.openapi = openapi.OpenAPIV3(ctx.registry, custom.openapi_kind if custom else None)
+        ctx.openapi = openapi.OpenAPIV3(ctx.registry, ctx.custom_openapi)
     code, headers, body = ctx.openapi.respond(
         request.match_info.get("path", ""),
         query_hash=request.query.get("hash"),

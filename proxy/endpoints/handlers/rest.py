@@ -11,27 +11,38 @@ Handlers reach storage only through the resource's generic store
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
 from proxy import apierrors
 from proxy.admission import handler as admission
-from proxy.admission.attributes import CREATE, DELETE, UPDATE, add_audit_annotation
-from proxy.apiextensions.handler import custom_version, handle_custom
+from proxy.admission.attributes import add_audit_annotation
+from proxy.authentication.filter import is_secure
 from proxy.endpoints import decoding, negotiation, responsewriters, restful_route
 from proxy.endpoints.handlers import collection, componentstatus
 from proxy.endpoints.handlers.delete_options import parse_delete_options
+from proxy.endpoints.handlers.scope import RequestScope
 from proxy.endpoints.media_types import AcceptedFormat
 from proxy.fieldmanager import wiring as managed
-from proxy.kube.admission import namespace_lifecycle
 from proxy.patch import patcher as patch
-from proxy.registry import before_delete, deletion, object_meta, pods, scale, validation
+from proxy.registry import deletion, object_meta, validation
 from proxy.registry.resources import ResourceInfo
+from proxy.registry.rest import (
+    Context,
+    Deleter,
+    Getter,
+    NamedCreater,
+    Updater,
+    validate_nothing,
+)
 from proxy.registry.store import Store
 from proxy.registry.validation import Mode
 from proxy.request.dry_run import is_dry_run
 from proxy.request.request_info import RequestInfo, request_info_of
+from proxy.request.user import request_user
 from proxy.server.context import API_CONTEXT, APIContext
 from storage import errors as serr
 from storage.interfaces import GetOptions, JSONObject
@@ -43,8 +54,7 @@ path_not_found = apierrors.path_not_found
 
 def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
     """The resource a request addresses: 404 where no route serves the path (plain text
-    outside the served API groups, ``proxy.server.http_errors``), 405 where a route serves
-    the path but not this method, as go-restful answers."""
+    outside the served API groups, ``proxy.server.http_errors``)."""
     resource = ctx.registry.get(info.group, info.version, info.resource)
     if resource is None:
         raise web.HTTPNotFound()
@@ -57,19 +67,48 @@ def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
     if resource.namespaced and not info.namespace and info.verb not in ("list", "watch"):
         # only list/watch exist across all namespaces; the collection path has a GET
         raise path_not_found() if info.name else apierrors.method_not_allowed()
-    if info.subresource == "binding" and info.verb == "create":
-        return resource  # POST pods/NAME/binding (proxy.registry.pods)
+    return resource
+
+
+def _check_verb(info: RequestInfo, scope: RequestScope) -> None:
+    """405 where a route serves the path but not this method, as go-restful answers: a
+    subresource serves get, update and patch, or a create on the object's path where
+    its storage is a named creater (``pods/NAME/binding``)."""
+    if info.verb == "create" and isinstance(scope.storage, NamedCreater):
+        return
     if info.subresource and info.verb not in ("get", "update", "patch"):
         raise apierrors.method_not_allowed()
     if (info.verb == "create" and info.name) or (info.verb in _NAMED and not info.name):
         raise apierrors.method_not_allowed()  # POST to an object, PUT/PATCH to a collection
-    if not resource.allows(info.verb):
+    if not scope.resource.allows(info.verb):
         raise apierrors.method_not_allowed()
-    return resource
 
 
 # verbs only an object path serves
 _NAMED = frozenset({"update", "patch"})
+
+
+def _scope(ctx: APIContext, resource: ResourceInfo, subresource: str) -> RequestScope:
+    """The route's scope: a delegate's (custom resources), else the built-in one, with
+    the server's part."""
+    scope = _route_scope(ctx, resource, subresource)
+    return dataclasses.replace(
+        scope, admission=ctx.admission,
+        max_request_body_bytes=ctx.settings.max_request_body_bytes,
+        unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
+    )  # fmt: skip
+
+
+def _route_scope(ctx: APIContext, resource: ResourceInfo, subresource: str) -> RequestScope:
+    for delegate in ctx.delegates:
+        scope = delegate.scope(resource, subresource)
+        if scope is not None:
+            return scope
+    store = ctx.store(resource, subresource)
+    own = None
+    if subresource:
+        own = ctx.subresource_storages(resource, subresource, ctx.store(resource))
+    return RequestScope(resource, subresource, store, own if own is not None else store)
 
 
 async def handle_resource(request: web.Request) -> web.StreamResponse:
@@ -79,6 +118,9 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
     if not info.is_resource_request or info.verb == "proxy":
         raise path_not_found()  # (the deprecated /proxy/ prefix has no routes upstream)
     resource = _resolve(ctx, info)
+    scope = _scope(ctx, resource, info.subresource) if resource.has_storage else None
+    if scope is not None:
+        _check_verb(info, scope)
     if request.method == "HEAD":  # go-restful routes no HEAD: nor a body on a HEAD answer
         raise apierrors.method_not_allowed()
     if info.verb_via_path and request.method != "GET":
@@ -86,31 +128,32 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
         # there are GET only
         raise apierrors.method_not_allowed()
     restful_route.check(request.method, info.verb, request.headers)  # 415/406 of go-restful
-    if not resource.has_storage:  # the legacy virtual resources of /api/v1
+    if scope is None:  # the legacy virtual resources of /api/v1
         return await _handle_virtual(request, ctx, info)
-    store = ctx.store(resource)
-    custom = custom_version(ctx, resource)
-    if custom is not None:  # a custom resource's own checks and subresources
-        answered = await handle_custom(request, ctx, info, store, custom)
-        if answered is not None:
-            return answered
-    if info.subresource == "scale":
-        return await scale.handle_scale(request, ctx, info, store)
-    if info.subresource == "binding":
-        return await pods.handle_binding(request, ctx, info, store)
-    handler = _HANDLERS[info.verb]
-    return await handler(request, ctx, info, store)
+    if scope.check is not None:
+        scope.check(request, info)
+    return await _HANDLERS[info.verb](request, ctx, info, scope)
 
 
 async def _handle_virtual(
     request: web.Request, ctx: APIContext, info: RequestInfo
 ) -> web.StreamResponse:
-    """``bindings`` (a pod bound by the Binding's name) and ``componentstatuses``."""
-    if info.resource == "bindings":
-        pods_resource = ctx.registry.get("", "v1", "pods")
-        assert pods_resource is not None
-        return await pods.handle_binding(request, ctx, info, ctx.store(pods_resource))
-    return await componentstatus.handle_component_statuses(request, ctx, info)
+    """``bindings`` (upstream's ``LegacyBindingREST``: the pods' binding storage, the
+    pod the one the Binding names) and ``componentstatuses``."""
+    if info.resource != "bindings":
+        return await componentstatus.handle_component_statuses(request, ctx, info)
+    if info.verb != "create":
+        raise apierrors.method_not_supported("bindings", info.verb)
+    pods = ctx.registry.get("", "v1", "pods")
+    assert pods is not None
+    store = ctx.store(pods)
+    storage = ctx.subresource_storages(pods, "binding", store)
+    assert isinstance(storage, NamedCreater)
+    scope = RequestScope(
+        pods, "binding", store, storage,
+        max_request_body_bytes=ctx.settings.max_request_body_bytes,
+    )  # fmt: skip
+    return await _create_named(request, info, scope, storage)
 
 
 def _namespace(info: RequestInfo, resource: ResourceInfo) -> str:
@@ -122,430 +165,385 @@ def _response_type(request: web.Request, resource: ResourceInfo) -> AcceptedForm
 
 
 async def get_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
+    request: web.Request, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
-    media = _response_type(request, store.resource)
+    storage = scope.storage
+    if not isinstance(storage, Getter):
+        raise apierrors.method_not_supported(scope.qualified, info.verb)
+    media = _response_type(request, scope.kind)
     opts = GetOptions(resource_version=request.query.get("resourceVersion", ""))
-    stored = await store.get(_namespace(info, store.resource), info.name, opts)
+    context = _rest_context(request, _namespace(info, scope.resource), False)
+    stored = await storage.get_object(context, info.name, opts)
     return responsewriters.object_response(
-        request, store.resource, stored.data, fmt=media, stored=stored
+        request, scope.kind, stored.data, fmt=media, stored=stored
     )
 
 
-async def ensure_namespace(
-    ctx: APIContext, namespace: str, resource: ResourceInfo | None = None, name: str = ""
-) -> None:
-    """404 ``namespaces "x" not found`` unless the namespace exists (quorum read), and
-    403 when it is being terminated, as kube-apiserver's NamespaceLifecycle admission
-    does for namespaced creates."""
-    ns_resource = ctx.registry.lookup("", "namespaces")
-    if ns_resource is None:
-        return
-    ns = await ctx.store(ns_resource).get("", namespace)
-    if resource is not None:
-        namespace_lifecycle.check_not_terminating(ns.obj, resource, name)
+def _rest_context(request: web.Request, namespace: str, dry_run: bool) -> Context:
+    """What the storage may know of ``request`` (never the request itself)."""
+    return Context(
+        namespace=namespace, user=request_user(request), dry_run=dry_run,
+        authorized=is_secure(request),
+    )  # fmt: skip
+
+
+def _request_admission(
+    request: web.Request,
+    info: RequestInfo,
+    scope: RequestScope,
+    dry_run: bool,
+    options_kind: str,
+) -> admission.RequestAdmission:
+    chain = scope.admission
+    kind = scope.kind
+    return admission.RequestAdmission(
+        request, chain, scope.resource, _namespace(info, scope.resource), info.name,
+        info.subresource, dry_run, options_kind,
+        None if kind is scope.resource else (kind.group, kind.version, kind.kind),
+    )  # fmt: skip
 
 
 async def create_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
+    request: web.Request, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
-    resource = store.resource
-    media, dry_run, obj, warnings = await _write_request(request, ctx, store, "CreateOptions")
+    if isinstance(scope.storage, NamedCreater):
+        return await _create_named(request, info, scope, scope.storage)
+    resource, store = scope.resource, scope.store
+    media, dry_run, obj, warnings = await _write_request(request, scope, "CreateOptions")
     namespace = _namespace(info, resource)
     object_meta.ensure_namespace(obj, resource, namespace)
-    name = str(obj["metadata"].get("name") or "")  # ("" with generateName, as upstream)
-    obj = await _admitted_create(request, ctx, resource, namespace, name, obj, dry_run)
-    name = str(obj["metadata"]["name"])
-    _admit_rbac_write(request, ctx, resource, namespace, name, obj)
-    managed.record_update(request, resource, "", None, obj, managed.sent_managed_fields(obj))
-    stored = await store.create(namespace, name, obj, dry_run=dry_run)
+    adm = _request_admission(request, info, scope, dry_run, "CreateOptions")
+    obj = await adm.admit_create(obj)
+    stored = await store.create_object(
+        _rest_context(request, namespace, dry_run), obj, adm.validate_create,
+        managed=lambda created: managed.record_update(
+            request, resource, "", None, created, managed.sent_managed_fields(created)
+        ),
+    )  # fmt: skip
     return responsewriters.object_response(
         request, resource, stored.data, 201, fmt=media, warnings=warnings, stored=stored
     )
 
 
-async def _admitted_create(
+async def _create_named(
     request: web.Request,
-    ctx: APIContext,
-    resource: ResourceInfo,
-    namespace: str,
-    name: str,
-    obj: JSONObject,
-    dry_run: bool,
-) -> JSONObject:
-    """A create through admission, wherever it happens (POST, create-on-update,
-    create-on-apply): mutating admission, then the strategy's preparation and
-    validation, then validating admission, which sees the generated name. Admission
-    takes CreateOptions, as upstream's handlers turn update and patch options into."""
-    attrs = admission.attributes(request, resource, CREATE, namespace, name, obj=obj,
-                                 dry_run=dry_run, options_kind="CreateOptions")
-    await admission.admit(ctx, attrs)
-    obj = object_meta.prepare_for_create(attrs.object or obj, resource, namespace)
-    validation.validate_create(obj, resource)
-    attrs.object, attrs.name = obj, str(obj["metadata"]["name"])
-    await admission.validate(ctx, attrs)
-    return obj
+    info: RequestInfo,
+    scope: RequestScope,
+    storage: NamedCreater,
+) -> web.StreamResponse:
+    """A create on an object's path (upstream's ``rest.NamedCreater``): the body is the
+    route's kind; the answer is the Status the storage returns. No admission runs (this
+    server never admitted ``pods/binding``; upstream does)."""
+    body = await decoding.read_body(request, scope.max_request_body_bytes)
+    kind = scope.kind
+    obj = await decoding.decoded_kind(
+        body, negotiation.body_media_type(request), kind.api_version, kind.kind
+    )
+    dry_run = is_dry_run(request.query, "CreateOptions")
+    context = _rest_context(request, _namespace(info, scope.resource), dry_run)
+    # the legacy ``bindings`` resource has no name in its path: the body's is the one
+    name = info.name or str((obj.get("metadata") or {}).get("name") or "")
+    status = await storage.create_named(context, name, obj, validate_nothing)
+    return responsewriters.json_response(status, int(status.get("code") or 201))
 
 
 async def _write_request(
-    request: web.Request, ctx: APIContext, store: Store, options_kind: str
+    request: web.Request, scope: RequestScope, options_kind: str
 ) -> tuple[AcceptedFormat, bool, JSONObject, list[str]]:
     """What a create or update starts with: the response format, whether it is a dry
-    run (``?dryRun=All``), and the decoded, field-validated body with its Warning
-    headers. Options are checked (406/422) before the body is read."""
-    media = _response_type(request, store.resource)
+    run (``?dryRun=All``), and the decoded, field-validated body (of the route's kind)
+    with its Warning headers. Options are checked (406/422) before the body is read."""
+    media = _response_type(request, scope.kind)
     negotiation.check_body_type(negotiation.body_media_type(request))  # 415, then 413,
-    body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
+    body = await decoding.read_body(request, scope.max_request_body_bytes)
     mode = validation.field_mode(request.query, options_kind)  # then the options (upstream)
     dry_run = is_dry_run(request.query, options_kind)
     media_type = negotiation.body_media_type(request)
     obj, warnings = await decoding.off_loop(
-        body, media_type, _decode_validated, body, media_type, store.resource, mode
+        body, media_type, _decode_validated, body, media_type, scope, mode
     )  # a large body: decoded and field-validated beside the loop
-    return media, dry_run, ctx.default(store.resource, obj), warnings
+    return media, dry_run, scope.default(obj), warnings
 
 
 def _decode_validated(
-    body: bytes, media_type: str, resource: ResourceInfo, mode: Mode
+    body: bytes, media_type: str, scope: RequestScope, mode: Mode
 ) -> tuple[JSONObject, list[str]]:
     """The decoded, field-validated body of a create or update: (object, Warning headers)."""
     decode_warnings: list[str] = []
-    obj = decoding.decode_object(body, media_type, resource, decode_warnings)
+    obj = decoding.decode_object(body, media_type, scope.kind, decode_warnings)
     raw = body if media_type == negotiation.JSON_TYPE else None
-    obj, warnings = validation.validate_written(obj, raw, resource, mode)
+    obj, warnings = validation.validate_written(
+        obj, raw, scope.kind, mode, required=scope.schema_required, types=scope.schema_types
+    )
     return obj, decode_warnings + warnings
 
 
-def _admit_rbac_write(
-    request: web.Request,
-    ctx: APIContext,
-    resource: ResourceInfo,
-    namespace: str,
-    name: str,
-    obj: JSONObject,
-) -> None:
-    """RBAC escalation prevention, where authorization is on (the secure port)."""
-    if ctx.auth is not None:
-        ctx.auth.admit_rbac_write(request, resource.group, resource.plural, namespace, name, obj)
+def _validate_patched(
+    patched: JSONObject, config: JSONObject | None, body: bytes, kind: ResourceInfo,
+    mode: Mode, scope: RequestScope,
+) -> tuple[JSONObject, list[str]]:
+    """The patched object field-validated against what was sent (the applied
+    configuration, else the decoded patch), then defaulted (the patch result is decoded,
+    hence defaulted, as upstream's patcher decodes it)."""
+    sent = config if config is not None else patch.decoded_patch(body)
+    checked, warnings = validation.validate_patched(
+        patched, sent, kind, mode, required=scope.schema_required, types=scope.schema_types
+    )
+    return scope.default(checked), warnings
 
 
-def _current_rv(current: JSONObject) -> str:
-    return str((current.get("metadata") or {}).get("resourceVersion") or "")
+@dataclass
+class _UpdatedBody:
+    """The new object of a PUT (``rest.DefaultUpdatedObjectInfo``): the body, admitted
+    against the stored object, or created from it where the resource allows it."""
+
+    request: web.Request
+    adm: admission.RequestAdmission
+    resource: ResourceInfo
+    new: JSONObject
+    sent: object  # the managedFields the body carries
+
+    async def updated_object(self, ctx: Context, current: JSONObject) -> JSONObject:
+        if current:
+            return await self.adm.admit_update(copy.deepcopy(self.new), current)
+        fresh = copy.deepcopy(self.new)
+        fresh["metadata"].pop("resourceVersion", None)
+        object_meta.ensure_namespace(fresh, self.resource, ctx.namespace)
+        return await self.adm.admit_create(fresh)
+
+    def managed(self, current: JSONObject, prepared: JSONObject) -> JSONObject:
+        live = current or None
+        sub = self.adm.subresource if current else ""
+        updated = managed.record_update(self.request, self.resource, sub, live, prepared, self.sent)
+        if current:
+            managed.keep_times_of_noop(current, updated)
+        return updated
 
 
-class _Outcome:
-    """What the update function decided, read after the optimistic loop."""
-
-    created = False
+def _updater(info: RequestInfo, scope: RequestScope) -> Updater:
+    if not isinstance(scope.storage, Updater):
+        raise apierrors.method_not_supported(scope.qualified, info.verb)
+    return scope.storage
 
 
 async def update_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
+    request: web.Request, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
-    resource = store.resource
-    media, dry_run, new, warnings = await _write_request(request, ctx, store, "UpdateOptions")
+    resource, kind, storage = scope.resource, scope.kind, _updater(info, scope)
+    media, dry_run, new, warnings = await _write_request(request, scope, "UpdateOptions")
     namespace = _namespace(info, resource)
-    object_meta.check_name_matches_url(new, info.name, namespace, resource)
+    object_meta.check_name_matches_url(new, info.name, namespace, kind)
     if resource.namespaced:
         new["metadata"]["namespace"] = namespace
-    expected_rv = str(new["metadata"].get("resourceVersion") or "")
-    key = store.object_key(namespace, info.name)
-    outcome = _Outcome()
-    _admit_rbac_write(request, ctx, resource, namespace, info.name, new)
-    sent = managed.sent_managed_fields(new)
-
-    async def try_update(current: JSONObject) -> JSONObject:
-        if not current:  # absent and the resource allows create-on-update
-            if info.subresource:
-                raise serr.NotFound(key)
-            fresh = copy.deepcopy(new)
-            fresh["metadata"].pop("resourceVersion", None)
-            object_meta.ensure_namespace(fresh, resource, namespace)
-            fresh = await _admitted_create(
-                request, ctx, resource, namespace, info.name, fresh, dry_run
-            )
-            outcome.created = True
-            return managed.record_update(request, resource, "", None, fresh, sent)
-        outcome.created = False
-        if expected_rv and expected_rv != _current_rv(current):
-            raise serr.Conflict(key)
-        return await _admitted_update(
-            request, ctx, info, resource, copy.deepcopy(new), current, dry_run, "UpdateOptions",
-            lambda updated: managed.record_update(
-                request, resource, info.subresource, current, updated, sent
-            ),
-        )
-
-    if resource.create_on_update and not info.subresource and resource.namespaced:
-        await ensure_namespace(ctx, namespace)
-    stored = await store.update(
-        namespace,
-        info.name,
-        try_update,
-        ignore_not_found=resource.create_on_update and not info.subresource,
-        dry_run=dry_run,
-    )
+    adm = _request_admission(request, info, scope, dry_run, "UpdateOptions")
+    obj_info = _UpdatedBody(request, adm, resource, new, managed.sent_managed_fields(new))
+    stored, created = await storage.update_object(
+        _rest_context(request, namespace, dry_run), info.name, obj_info,
+        adm.validate_create, adm.validate_update,
+    )  # fmt: skip
     return responsewriters.object_response(
-        request, resource, stored.data, 201 if outcome.created else 200, fmt=media,
+        request, kind, stored.data, 201 if created else 200, fmt=media,
         warnings=warnings, stored=stored,
     )  # fmt: skip
 
 
-async def _admitted_update(
-    request: web.Request,
-    ctx: APIContext,
-    info: RequestInfo,
-    resource: ResourceInfo,
-    new: JSONObject,
-    current: JSONObject,
-    dry_run: bool,
-    options_kind: str,
-    track: Callable[[JSONObject], JSONObject],
-) -> JSONObject:
-    """An update (or patch) through admission: mutating, then the strategy's preparation
-    and validation, then validating (inside the retry loop, as upstream). ``track``
-    records the write's managedFields on the prepared object, before validating
-    admission sees it."""
-    attrs = admission.attributes(
-        request, resource, UPDATE, _namespace(info, resource), info.name, obj=new,
-        old=current, subresource=info.subresource, dry_run=dry_run, options_kind=options_kind,
-    )  # fmt: skip
-    await admission.admit(ctx, attrs)
-    updated = object_meta.prepare_for_update(
-        attrs.object or new, current, resource, info.subresource
-    )
-    validation.validate_update(updated, current, resource, info.subresource)
-    attrs.object = updated = track(updated)
-    await admission.validate(ctx, attrs)
-    return _unchanged_or(current, updated)
+@dataclass
+class _Patched:
+    """The new object of a PATCH (upstream's ``patcher``): the patch applied to the
+    stored object (or, for server-side apply of an absent object, the applied
+    configuration created), field-validated, then mutating admission. ``warnings``
+    are the Warning headers of the last attempt."""
 
+    request: web.Request
+    adm: admission.RequestAdmission
+    resource: ResourceInfo
+    kind: ResourceInfo  # of the route's objects (the resource's, or a Scale)
+    patch_type: str
+    body: bytes
+    mode: Mode
+    key: str
+    config: JSONObject  # the applied configuration (server-side apply), else {}
+    scope: RequestScope  # its field validation and defaulting of the route's kind
+    warnings: list[str] = field(default_factory=list)
+    sent: object = None
+    applied_fields: object = None
 
-def _without_rv(obj: JSONObject) -> JSONObject:
-    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}
-    return {**obj, "metadata": meta}
+    @property
+    def applying(self) -> bool:
+        return self.patch_type == managed.APPLY_PATCH
 
+    async def updated_object(self, ctx: Context, current: JSONObject) -> JSONObject:
+        config = self.config
+        if self.applying:  # server-side apply (create-on-apply when absent)
+            patched = managed.apply_through(
+                self.request, self.resource, self.adm.subresource, self.kind, current or None,
+                config,
+            )  # fmt: skip
+            if not current:
+                return await self._applied_create(ctx, patched, config)
+        elif not current:
+            raise serr.NotFound(self.key)
+        else:
+            patched = await decoding.off_loop(
+                self.body, self.patch_type, patch.apply_patch,
+                self.patch_type, copy.deepcopy(current), self.body, self.kind, self.mode,
+            )  # fmt: skip
+        if not isinstance(patched.get("metadata"), dict):
+            patched["metadata"] = {}
+        self._check(ctx, patched)
+        self.sent = managed.sent_managed_fields(patched)
+        patched, found = await decoding.off_loop(
+            self.body, self.patch_type, _validate_patched, patched,
+            config if self.applying else None, self.body, self.kind, self.mode, self.scope,
+        )  # fmt: skip
+        self.warnings[:] = found + (
+            managed.strict_decoding(self.body, self.mode) if self.applying else []
+        )
+        self.applied_fields = managed.sent_managed_fields(patched) if self.applying else None
+        return await self.adm.admit_update(patched, current)
 
-def _unchanged_or(current: JSONObject, updated: JSONObject) -> JSONObject:
-    """``current`` itself when ``updated`` is the same object (managedFields times
-    aside, as upstream's IgnoreManagedFieldsTimestampsTransformer): a no-op writes nothing."""
-    managed.keep_times_of_noop(current, updated)
-    return current if _without_rv(current) == _without_rv(updated) else updated
+    def _check(self, ctx: Context, patched: JSONObject) -> None:
+        decoding.check_kind(patched, self.kind)
+        object_meta.check_name_matches_url(patched, self.adm.name, ctx.namespace, self.kind)
+
+    async def _applied_create(
+        self, ctx: Context, obj: JSONObject, config: JSONObject
+    ) -> JSONObject:
+        """The object a create-on-apply stores (201): checked against the kind's schema
+        as an applied update is (types, unknown fields; their warnings go first), then
+        admitted as a create (upstream's patcher turns the PatchOptions into
+        CreateOptions for admission)."""
+        self.warnings[:] = managed.strict_decoding(self.body, self.mode)
+        self.applied_fields = managed.sent_managed_fields(obj)
+        self._check(ctx, obj)
+        object_meta.ensure_namespace(obj, self.resource, ctx.namespace)
+        checked, found = await decoding.off_loop(
+            self.body, self.patch_type, _validate_patched, obj, config, self.body,
+            self.resource, self.mode, self.scope,
+        )  # fmt: skip
+        self.warnings[:0] = found
+        return await self.adm.admit_create(checked)
+
+    def managed(self, current: JSONObject, prepared: JSONObject) -> JSONObject:
+        if self.applying:
+            updated = managed.set_managed_fields(prepared, self.applied_fields)
+        else:
+            updated = managed.record_update(
+                self.request, self.resource, self.adm.subresource, current, prepared, self.sent
+            )
+        if current:
+            managed.keep_times_of_noop(current, updated)
+        return updated
 
 
 async def patch_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
+    request: web.Request, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
-    resource = store.resource
-    media = _response_type(request, resource)
+    resource, kind, storage = scope.resource, scope.kind, _updater(info, scope)
+    media = _response_type(request, kind)
     patch_type = negotiation.media_type_of(request, default="")
     patch.check_patch_type(patch_type)
     managed.check_patch_options(request.query, patch_type)
     mode = validation.field_mode(request.query, "PatchOptions")
     dry_run = is_dry_run(request.query, "PatchOptions")
-    body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
-    warnings: list[str] = []
+    body = await decoding.read_body(request, scope.max_request_body_bytes)
     namespace = _namespace(info, resource)
-    key = store.object_key(namespace, info.name)
+    adm = _request_admission(request, info, scope, dry_run, "PatchOptions")
+    key = scope.store.object_key(namespace, info.name)
     applying = patch_type == managed.APPLY_PATCH
     config = (
         await decoding.off_loop(body, patch_type, managed.decode_apply_body, body)
         if applying
         else {}
     )
-    outcome = _Outcome()
-
-    async def try_update(current: JSONObject) -> JSONObject:
-        if not current and not applying:
-            raise serr.NotFound(key)
-        if applying:  # server-side apply (create-on-apply when absent)
-            patched = managed.apply(request, resource, info.subresource, current or None, config)
-            if not current:
-                warnings[:] = managed.strict_decoding(body, mode)
-                return await _applied_create(
-                    request, ctx, patched, resource, namespace, info, outcome, dry_run,
-                    lambda obj: _checked_apply_create(
-                        request, ctx, resource, obj, config, mode, warnings),
-                )  # fmt: skip
-        else:
-            patched = await decoding.off_loop(
-                body, patch_type, patch.apply_patch,
-                patch_type, copy.deepcopy(current), body, resource, mode,
-            )  # fmt: skip
-        if not isinstance(patched.get("metadata"), dict):
-            patched["metadata"] = {}
-        decoding.check_kind(patched, resource)
-        object_meta.check_name_matches_url(patched, info.name, namespace, resource)
-        rv = str(patched["metadata"].get("resourceVersion") or "")
-        if rv and rv != _current_rv(current):
-            raise serr.Conflict(key)
-        sent = managed.sent_managed_fields(patched)
-        patched, found = await decoding.off_loop(
-            body, patch_type, _validate_patched, patched, config if applying else None, body,
-            resource, mode,
-        )  # fmt: skip
-        ctx.default(resource, patched)  # the patch result, decoded as kube's patcher does
-        warnings[:] = found + (managed.strict_decoding(body, mode) if applying else [])
-        _admit_rbac_write(request, ctx, resource, namespace, info.name, patched)
-        applied_fields = managed.sent_managed_fields(patched) if applying else None
-
-        def track(updated: JSONObject) -> JSONObject:
-            if applying:
-                return managed.set_managed_fields(updated, applied_fields)
-            return managed.record_update(
-                request, resource, info.subresource, current, updated, sent
-            )
-
-        return await _admitted_update(
-            request, ctx, info, resource, patched, current, dry_run, "PatchOptions", track
-        )
-
-    if applying and resource.namespaced and not info.subresource:
-        await ensure_namespace(ctx, namespace)
-    stored = await store.update(
-        namespace, info.name, try_update, ignore_not_found=applying and not info.subresource,
-        dry_run=dry_run,
+    obj_info = _Patched(
+        request, adm, resource, kind, patch_type, body, mode, key, config, scope
+    )
+    stored, created = await storage.update_object(
+        _rest_context(request, namespace, dry_run), info.name, obj_info,
+        adm.validate_create, adm.validate_update,
+        force_allow_create=applying and not info.subresource,
     )  # fmt: skip
     return responsewriters.object_response(
-        request, resource, stored.data, 201 if outcome.created else 200, fmt=media,
-        warnings=warnings, stored=stored,
+        request, kind, stored.data, 201 if created else 200, fmt=media,
+        warnings=obj_info.warnings, stored=stored,
     )  # fmt: skip
-
-
-def _validate_patched(
-    patched: JSONObject, config: JSONObject | None, body: bytes, resource: ResourceInfo,
-    mode: Mode,
-) -> tuple[JSONObject, list[str]]:
-    """The patched object field-validated against what was sent (the applied
-    configuration, else the decoded patch)."""
-    sent = config if config is not None else patch.decoded_patch(body)
-    return validation.validate_patched(patched, sent, resource, mode)
-
-
-async def _applied_create(
-    request: web.Request,
-    ctx: APIContext,
-    obj: JSONObject,
-    resource: ResourceInfo,
-    namespace: str,
-    info: RequestInfo,
-    outcome: _Outcome,
-    dry_run: bool,
-    checked: Callable[[JSONObject], JSONObject],
-) -> JSONObject:
-    """The object a create-on-apply stores (201): admitted and validated as a create
-    (upstream's patcher turns the PatchOptions into CreateOptions for admission);
-    ``checked`` is what a create's body gets first (schema, RBAC escalation)."""
-    if info.subresource:
-        raise serr.NotFound(info.name)
-    applied_fields = managed.sent_managed_fields(obj)
-    decoding.check_kind(obj, resource)
-    object_meta.check_name_matches_url(obj, info.name, namespace, resource)
-    object_meta.ensure_namespace(obj, resource, namespace)
-    obj = checked(obj)
-    obj = await _admitted_create(request, ctx, resource, namespace, info.name, obj, dry_run)
-    managed.set_managed_fields(obj, applied_fields)
-    outcome.created = True
-    return obj
-
-
-def _checked_apply_create(
-    request: web.Request,
-    ctx: APIContext,
-    resource: ResourceInfo,
-    obj: JSONObject,
-    config: JSONObject,
-    mode: Mode,
-    warnings: list[str],
-) -> JSONObject:
-    """A create-on-apply's object checked as the update path checks an applied one:
-    the kind's schema (types, unknown fields; their warnings go first) and RBAC
-    escalation prevention (a Role granting more than its creator holds is 403)."""
-    checked, found = validation.validate_patched(obj, config, resource, mode)
-    ctx.default(resource, checked)
-    warnings[:0] = found
-    meta = checked["metadata"]
-    namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-    _admit_rbac_write(request, ctx, resource, namespace, name, checked)
-    return checked
 
 
 async def delete_object(
-    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
+    request: web.Request, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
     """DELETE: the object as it was, with the deletion revision as its resourceVersion.
-    DeleteOptions come from the body (as kubectl sends them) or the query."""
-    media = _response_type(request, store.resource)
-    body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
+    DeleteOptions come from the body (as kubectl sends them) or the query. Admission:
+    the mutating phase here, without objects; the validating phase in the store, with
+    the object being deleted."""
+    storage = scope.storage
+    if not isinstance(storage, Deleter):
+        raise apierrors.method_not_supported(scope.qualified, info.verb)
+    media = _response_type(request, scope.kind)
+    body = await decoding.read_body(request, scope.max_request_body_bytes)
     media_type = negotiation.body_media_type(request)
     opts = await decoding.off_loop(
         body, media_type, parse_delete_options, request.query, body, media_type,
-        unsafe_delete_gate=ctx.storage_ctx.allow_unsafe_malformed_object_deletion,
+        unsafe_delete_gate=scope.unsafe_delete_gate,
     )  # fmt: skip
-    namespace = _namespace(info, store.resource)
-    await _admit_delete(
-        request, ctx, info, store, namespace, opts.dry_run, bool(opts.ignore_store_read_error)
-    )
-    if opts.ignore_store_read_error:  # the unsafe delete of a corrupt value
+    namespace = _namespace(info, scope.resource)
+    adm = _request_admission(request, info, scope, opts.dry_run, "DeleteOptions")
+    await adm.admit_delete()
+    unsafe = bool(opts.ignore_store_read_error)
+    if unsafe:  # the unsafe delete of a corrupt value
         add_audit_annotation(request, "apiserver.k8s.io/unsafe-delete-ignore-read-error", "")
-        await store.delete(namespace, info.name, dry_run=opts.dry_run, ignore_store_read_error=True)
-        details = {"name": info.name, "kind": store.resource.kind}
+    context = _rest_context(request, namespace, opts.dry_run)
+    stored, removed = await storage.delete_object(context, info.name, adm.validate_delete, opts)
+    if unsafe:
+        details = {"name": info.name, "kind": scope.kind.kind}
         status = {**apierrors.success_status(details), "code": 200}
         pb = media.format == "protobuf"  # a Status, negotiated like the object would be
         return responsewriters.json_response(
             status, media_type=negotiation.PROTOBUF_TYPE if pb else negotiation.JSON_TYPE
         )
-    if namespace_lifecycle.is_namespaces(store.resource):
-        if ctx.admission is None:
-            namespace_lifecycle.check_deletable(info.name)
-        current = await store.get(namespace, info.name)  # 404 before its contents go
-        before_delete.check_preconditions(store.resource, opts.preconditions, current.obj)
-        if not opts.dry_run and not ctx.settings.lifecycle_controllers:
-            # (with the lifecycle controllers the namespace controller empties it)
-            await namespace_lifecycle.delete_contents(ctx, info.name)
-    check = before_delete.validate_deletion(store.resource, opts.preconditions)
-    stored, removed = await store.delete(
-        namespace, info.name, None, validate_deletion=check, dry_run=opts.dry_run, options=opts
-    )
     code = deletion.response_code(removed, opts)
     return responsewriters.object_response(
-        request, store.resource, stored.data, code, fmt=media, stored=stored
+        request, scope.kind, stored.data, code, fmt=media, stored=stored
     )
 
 
-async def _admit_delete(
-    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store, namespace: str,
-    dry_run: bool,
-    unsafe: bool = False,
-) -> None:
-    """Admission of a DELETE: the mutating phase without objects, then the validating
-    phase with the object being deleted as ``oldObject`` (read from etcd first; upstream
-    runs it inside the delete's precondition check). The unsafe delete of a corrupt
-    value has no object to show: validating admission runs without one, as upstream's
-    corrupt-object deleter keeps admission but cannot decode the object."""
-    if ctx.admission is None:
-        return
-    attrs = admission.attributes(request, store.resource, DELETE, namespace, info.name,
-                                 dry_run=dry_run, options_kind="DeleteOptions")
-    await admission.admit(ctx, attrs)
-    if unsafe:
-        await admission.validate(ctx, attrs)
-        return
-    try:
-        attrs.old_object = (await store.get(namespace, info.name)).copy()
-    except apierrors.StatusError as e:
-        if e.code == 404:
-            return  # the delete answers 404 itself
-        raise
-    await admission.validate(ctx, attrs)
+_Answer = Awaitable[web.StreamResponse]
+_ObjectHandler = Callable[[web.Request, RequestInfo, RequestScope], _Answer]
+_CollectionHandler = Callable[[web.Request, APIContext, RequestInfo, Store], _Answer]
+_Handler = Callable[[web.Request, APIContext, RequestInfo, RequestScope], _Answer]
 
 
-_HANDLERS = {
-    "get": get_object,
-    "create": create_object,
-    "update": update_object,
-    "patch": patch_object,
-    "delete": delete_object,
-    "list": collection.list_objects,
-    "watch": collection.watch_objects,
-    "deletecollection": collection.delete_collection,
+def _on_object(handler: _ObjectHandler) -> _Handler:
+    """An object's handler: it needs the route's scope only."""
+
+    async def handle(
+        request: web.Request, ctx: APIContext, info: RequestInfo, scope: RequestScope
+    ) -> web.StreamResponse:
+        return await handler(request, info, scope)
+
+    return handle
+
+
+def _on_store(handler: _CollectionHandler) -> _Handler:
+    """A collection handler, which works on the resource's store (and the server's
+    open watches)."""
+
+    async def handle(
+        request: web.Request, ctx: APIContext, info: RequestInfo, scope: RequestScope
+    ) -> web.StreamResponse:
+        return await handler(request, ctx, info, scope.store)
+
+    return handle
+
+
+_HANDLERS: dict[str, _Handler] = {
+    "get": _on_object(get_object),
+    "create": _on_object(create_object),
+    "update": _on_object(update_object),
+    "patch": _on_object(patch_object),
+    "delete": _on_object(delete_object),
+    "list": _on_store(collection.list_objects),
+    "watch": _on_store(collection.watch_objects),
+    "deletecollection": _on_store(collection.delete_collection),
 }

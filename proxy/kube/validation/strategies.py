@@ -1,16 +1,16 @@
 """The validation strategies of kube's built-in kinds (upstream's per-kind
 ``strategy.go``: ``Validate``, ``ValidateUpdate`` and the preparation they rely on),
-registered by the composition root when it builds the server, as upstream's
-``controlplane`` installs each API group's REST storage with its strategy."""
+handed by the composition root to the kinds' strategies (``proxy.kube.strategy``), as
+upstream's ``controlplane`` installs each API group's REST storage with its strategy."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from proxy.kube.validation import admissionregistration, apps, batch, core, event, pod, rbac
-from proxy.registry.validation.strategy import KindStrategy, register_strategy
+from proxy.registry.validation.strategy import KindStrategy
 
-__all__ = ["BUILTIN_STRATEGIES", "register_builtin_strategies"]
+__all__ = ["BUILTIN_STRATEGIES"]
 
 BUILTIN_STRATEGIES: Mapping[tuple[str, str], KindStrategy] = {
     ("", "Pod"): KindStrategy(pod.validate_pod, pod.validate_pod_update),
@@ -57,10 +57,3 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], KindStrategy] = {
         for kind, (create, update) in admissionregistration.VALIDATORS.items()
     },
 }
-
-
-def register_builtin_strategies() -> None:
-    """Give every built-in kind its strategy (idempotent: a second server built in the
-    same process registers the same objects)."""
-    for (group, kind), strategy in BUILTIN_STRATEGIES.items():
-        register_strategy(group, kind, strategy)

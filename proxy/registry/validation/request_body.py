@@ -21,7 +21,6 @@ from proxy.openapi import schemas
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.validation import field_validation as fv
 from proxy.registry.validation.schema import check_bytes, check_schema
-from proxy.registry.validation.strategy import has_validation, validates_types
 from proxy.request.warning import warning_header
 from proxy.request.write_options import Mode
 
@@ -35,25 +34,41 @@ def _warning_headers(warnings: list[str]) -> list[str]:
 
 
 def validate_written(
-    obj: JSON, raw: bytes | None, resource: ResourceInfo, mode: Mode
+    obj: JSON,
+    raw: bytes | None,
+    resource: ResourceInfo,
+    mode: Mode,
+    *,
+    required: bool,
+    types: bool = True,
 ) -> tuple[JSON, list[str]]:
     """A create/update body after field validation: (cleaned object, Warning headers).
-    ``raw`` is the JSON body (duplicates are only visible there); None for YAML."""
+    ``raw`` is the JSON body (duplicates are only visible there); None for YAML.
+    ``required``: check the schema's required fields (for kinds whose validation does
+    not word those errors itself); ``types``: check the schema's types (unless the kind's
+    validation reports them with its other errors: a custom resource's)."""
     node = schemas.kind_schema(resource.group, resource.version, resource.kind)
     try:
         cleaned, warnings = fv.validate_fields(obj, node, mode, raw=raw)
     except fv.StrictDecodingError as e:
         raise apierrors.bad_request(e.for_create(resource.kind, resource.version)) from None
     check_bytes(cleaned, resource)
-    if not validates_types(resource):
-        check_schema(cleaned, resource, required=not has_validation(resource))
+    if types:
+        check_schema(cleaned, resource, required=required)
     return cleaned, _warning_headers(warnings)
 
 
 def validate_patched(
-    patched: JSON, patch: Any, resource: ResourceInfo, mode: Mode
+    patched: JSON,
+    patch: Any,
+    resource: ResourceInfo,
+    mode: Mode,
+    *,
+    required: bool,
+    types: bool = True,
 ) -> tuple[JSON, list[str]]:
-    """A patch result after field validation: (cleaned object, Warning headers)."""
+    """A patch result after field validation: (cleaned object, Warning headers);
+    ``required`` and ``types`` as for :func:`validate_written`."""
     node = schemas.kind_schema(resource.group, resource.version, resource.kind)
     try:
         cleaned, warnings = fv.validate_fields(patched, node, mode)
@@ -66,6 +81,6 @@ def validate_patched(
             apierrors.status_body(422, "Invalid", message, details)
         ) from None
     check_bytes(cleaned, resource)
-    if not validates_types(resource):
-        check_schema(cleaned, resource, required=not has_validation(resource))
+    if types:
+        check_schema(cleaned, resource, required=required)
     return cleaned, _warning_headers(warnings)

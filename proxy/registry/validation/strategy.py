@@ -29,12 +29,8 @@ from proxy.registry.resources import ResourceInfo
 
 __all__ = [
     "KindStrategy",
-    "has_validation",
-    "register_strategy",
-    "unregister_strategy",
     "validate_create",
     "validate_update",
-    "validates_types",
 ]
 
 JSON = dict[str, Any]
@@ -56,42 +52,9 @@ class KindStrategy:
     validates_types: bool = False
 
 
-# (group, kind) -> its strategy: the composition root registers kube's built-in kinds
-# (``proxy.kube.validation.strategies``) and APIService (``proxy.aggregator``), the
-# apiextensions server CRDs and each custom resource
-_STRATEGIES: dict[tuple[str, str], KindStrategy] = {}
-
-
-def register_strategy(group: str, kind: str, strategy: KindStrategy) -> None:
-    """Add (or replace) a kind's strategy: the built-in kinds' when the server is built,
-    CRDs' and custom resources' at run time (``proxy.apiextensions``)."""
-    _STRATEGIES[(group, kind)] = strategy
-
-
-def unregister_strategy(group: str, kind: str) -> None:
-    _STRATEGIES.pop((group, kind), None)
-
-
 # Names of the kinds without a strategy here: RBAC names are path segments; the rest
 # DNS subdomains (the rule of most upstream strategies).
 _PATH_SEGMENT_NAMED = frozenset({"roles", "rolebindings", "clusterroles", "clusterrolebindings"})
-
-
-def _strategy(resource: ResourceInfo) -> KindStrategy | None:
-    return _STRATEGIES.get((resource.group, resource.kind))
-
-
-def validates_types(resource: ResourceInfo) -> bool:
-    """Whether the kind's strategy reports wrong JSON types (the request-body check
-    then leaves them to it)."""
-    strategy = _strategy(resource)
-    return strategy is not None and strategy.validates_types
-
-
-def has_validation(resource: ResourceInfo) -> bool:
-    """Whether the kind has kube's own validation here (then the schema's required
-    fields are not checked: kube's validation words those errors itself)."""
-    return _strategy(resource) is not None
 
 
 def _name_rule(resource: ResourceInfo) -> names.NameFunc:
@@ -119,10 +82,10 @@ def _raise_if(errs: ErrorList, resource: ResourceInfo, obj: JSON) -> None:
 GENERIC_META_GROUPS = frozenset({"apiextensions.k8s.io", "apiregistration.k8s.io"})
 
 
-def validate_create(obj: JSON, resource: ResourceInfo) -> None:
-    """Validate a new object (system fields already set); may mutate it as the kind's
-    strategy does. Raises a 422 ``StatusError`` naming every violation."""
-    strategy = _strategy(resource)
+def validate_create(obj: JSON, resource: ResourceInfo, strategy: KindStrategy | None) -> None:
+    """Validate a new object (system fields already set) by the kind's ``strategy``
+    (None: ObjectMeta's rules only); may mutate it as the kind's strategy does. Raises a
+    422 ``StatusError`` naming every violation."""
     if strategy is not None:
         if strategy.prepare_create is not None:
             strategy.prepare_create(obj)
@@ -136,10 +99,12 @@ def validate_create(obj: JSON, resource: ResourceInfo) -> None:
     _raise_if(path_errs, resource, obj)
 
 
-def validate_update(new: JSON, old: JSON, resource: ResourceInfo, subresource: str = "") -> None:
+def validate_update(
+    new: JSON, old: JSON, resource: ResourceInfo, subresource: str, strategy: KindStrategy | None
+) -> None:
     """Validate ``new`` replacing the stored ``old`` (after the update's system-field
-    merge); may mutate ``new`` as the kind's strategy does. Raises a 422 StatusError."""
-    strategy = _strategy(resource)
+    merge) by the kind's ``strategy``; may mutate ``new`` as the kind's strategy does.
+    Raises a 422 StatusError."""
     if strategy is not None and strategy.prepare_update is not None and not subresource:
         strategy.prepare_update(new, old)
     new_meta, old_meta = _metadata(new), _metadata(old)

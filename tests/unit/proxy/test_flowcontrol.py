@@ -14,6 +14,7 @@ from proxy.flowcontrol.fairqueuing.shufflesharding import deal, flow_hash
 from proxy.flowcontrol.work_estimator import estimate_seats, served_from_cache
 from proxy.request.request_info import parse_request_info
 from proxy.request.user import UserInfo
+from tests.unit.proxy.informer.fakes import fake_factory
 
 
 class FakeClock:
@@ -99,6 +100,25 @@ def test_classification_follows_the_bootstrap_schemas() -> None:
     probe = _info("GET", "/healthz")
     assert controller.classify(alice, probe)[0].name == "probes"
     assert controller.levels["catch-all"].nominal == 600  # the only limited level
+
+
+async def test_the_mandatory_schemas_classify_until_they_are_stored() -> None:
+    """Synced on an empty configuration (the config producer has not written it yet:
+    its writes are classified meanwhile), system:masters is still exempt and the rest
+    still caught all, as upstream's digest supplies the missing mandatory FlowSchemas."""
+    factory = fake_factory()
+    informers = {p: factory.informer_for("flowcontrol.apiserver.k8s.io", p)
+                 for p in ("flowschemas", "prioritylevelconfigurations")}  # fmt: skip
+    controller = APFController(None, 6)
+    controller.watch(informers)
+    for informer in informers.values():
+        informer.replace([], "1")
+    await controller.reconcile("configuration")
+    masters = UserInfo("system:apiserver", groups=("system:masters", "system:authenticated"))
+    alice = UserInfo("alice", groups=("system:authenticated",))
+    pods = _info("POST", "/api/v1/namespaces/ns/pods")
+    assert controller.classify(masters, pods)[0].name == "exempt"
+    assert controller.classify(alice, pods)[0].name == "catch-all"
 
 
 def test_nominal_limits_and_borrowing() -> None:

@@ -12,7 +12,9 @@ from multidict import MultiDict
 from proxy import apierrors
 from proxy.endpoints import decoding, negotiation
 from proxy.endpoints.handlers.delete_options import parse_delete_options
-from proxy.registry import object_meta, scale
+from proxy.kube.prepare import secret_defaults
+from proxy.kube.scale import SPEC_REPLICAS
+from proxy.registry import scale
 from proxy.request.delete_options import DeleteOptions
 from storage.interfaces import Preconditions
 
@@ -54,22 +56,22 @@ def test_scale_view_of_a_deployment() -> None:
         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "d", "tier": "web"}}},
         "status": {"replicas": 1},
     }  # fmt: skip
-    assert scale.from_object(deployment) == {
+    assert scale.to_scale(deployment, SPEC_REPLICAS) == {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": {"name": "d", "namespace": "n", "uid": "u", "resourceVersion": "7"},
         "spec": {"replicas": 2},
         "status": {"replicas": 1, "selector": "app=d,tier=web"},
     }
-    assert scale.from_object({"metadata": {}, "spec": {"replicas": 0}})["spec"] == {}
+    assert scale.to_scale({"metadata": {}, "spec": {"replicas": 0}}, SPEC_REPLICAS)["spec"] == {}
 
 
 def test_secret_string_data_merges_into_data() -> None:
     secret: dict[str, Any] = {"data": {"a": "eA==", "b": "eQ=="}, "stringData": {"b": "z"}}
-    object_meta.secret_defaults(secret)
+    secret_defaults(secret)
     assert secret == {"data": {"a": "eA==", "b": "eg=="}, "type": "Opaque"}
     typed: dict[str, Any] = {"type": "kubernetes.io/tls"}
-    object_meta.secret_defaults(typed)
+    secret_defaults(typed)
     assert typed == {"type": "kubernetes.io/tls"}
 
 

@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 
 from proxy import apierrors
+from proxy.kube.prepare import pod_qos_class
 from proxy.patch.patcher import merge_patch
 from proxy.registry import object_meta
 from proxy.registry.resources import build_registry
+from proxy.registry.rest import Context
+from proxy.registry.strategy import GenericStrategy, StatusStrategy
 from proxy.request.list_options import (
     ListQuery,
     parse_list_query,
@@ -80,15 +83,14 @@ def test_prepare_for_update_keeps_system_fields_and_bumps_generation() -> None:
         "status": {"ready": 1},
     }
     new = {"metadata": {"name": "d", "creationTimestamp": "t9"}, "spec": {"replicas": 2}}
-    out = object_meta.prepare_for_update(new, old, deploy, "")
+    out = GenericStrategy(deploy).prepare_for_update(Context(), new, old)
     assert out["metadata"]["uid"] == "u1" and out["metadata"]["creationTimestamp"] == "t0"
     assert out["metadata"]["generation"] == 4
     assert out["status"] == {"ready": 1}  # the main resource ignores status
-    st = object_meta.prepare_for_update(
+    st = StatusStrategy(deploy, "status").prepare_for_update(
+        Context(),
         {"metadata": {"name": "d"}, "spec": {"replicas": 9}, "status": {"ready": 2}},
         old,
-        deploy,
-        "status",
     )
     assert st["spec"] == {"replicas": 1} and st["status"] == {"ready": 2}
     assert st["metadata"]["generation"] == 3
@@ -135,4 +137,4 @@ def test_watch_cache_settings(tmp_path: Path) -> None:
 )
 def test_pod_qos_class(resources: dict[str, object], qos: str) -> None:
     pod = {"spec": {"containers": [{"name": "c", "resources": resources}]}}
-    assert object_meta.pod_qos_class(pod) == qos
+    assert pod_qos_class(pod) == qos

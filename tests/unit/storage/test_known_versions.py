@@ -35,10 +35,9 @@ def cached() -> Iterator[dict[str, StoredObject]]:
 
 
 def _value(key: str) -> bytes:
-    codec.set_storage_media_type(PROTOBUF)
     pod = seed.pod(1, 3, 1)
     pod["metadata"].pop("resourceVersion", None)
-    return codec.encode(pod)
+    return codec.codec_for(PROTOBUF).encode(pod)
 
 
 @pytest.mark.parametrize("key", [KEY, "/registry/nodes/n1"])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -163,6 +162,81 @@ def controller_revision() -> JSON:
     }  # fmt: skip
 
 
+def crd() -> JSON:
+    """A CustomResourceDefinition using every JSONSchemaProps special (our own .proto)."""
+    size = {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 10.5,
+        "multipleOf": 0.25,
+        "default": 3,
+        "enum": [1, "two", None, {"a": [True]}],
+        "example": 2,
+    }
+    schema = {
+        "type": "object",
+        "$ref": "#/definitions/x",
+        "$schema": "http://json-schema.org/",
+        "required": ["size"],
+        "x-kubernetes-preserve-unknown-fields": True,
+        "x-kubernetes-validations": [
+            {"rule": "self.size > 0", "reason": "FieldValueInvalid", "optionalOldSelf": True}
+        ],
+        "properties": {
+            "size": size,
+            "list": {
+                "type": "array",
+                "items": {"type": "string"},
+                "maxItems": 3,
+                "x-kubernetes-list-type": "set",
+            },
+            "tuple": {
+                "type": "array",
+                "items": [{"type": "string"}, {"type": "integer"}],
+                "additionalItems": False,
+            },
+            "map": {"type": "object", "additionalProperties": {"type": "string"}},
+            "closed": {"type": "object", "additionalProperties": False},
+            "deps": {"type": "object", "dependencies": {"a": ["b", "c"], "d": {"required": ["e"]}}},
+            "ios": {
+                "x-kubernetes-int-or-string": True,
+                "anyOf": [{"type": "integer"}, {"type": "string"}],
+            },
+        },
+        "definitions": {"x": {"type": "string", "externalDocs": {"url": "https://x"}}},
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "kind": "Widget", "shortNames": ["w"]},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": schema},
+                               "subresources": {"status": {}},
+                               "selectableFields": [{"jsonPath": ".spec.size"}]}],
+                 "conversion": {"strategy": "Webhook", "webhook": {
+                     "conversionReviewVersions": ["v1"],
+                     "clientConfig": {"caBundle": "Q0E=", "service": {
+                         "namespace": "ns", "name": "conv", "path": "/c", "port": 8443}}}}},
+        "status": {"conditions": [{"type": "Established", "status": "True",
+                                   "lastTransitionTime": TIME, "reason": "R"}],
+                   "acceptedNames": {"plural": "widgets", "kind": "Widget"},
+                   "storedVersions": ["v1"]},
+    }  # fmt: skip
+
+
+def apiservice() -> JSON:
+    return {
+        "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": "v1.example.com"},
+        "spec": {"group": "example.com", "version": "v1", "groupPriorityMinimum": 1000,
+                 "versionPriority": 15, "caBundle": "Q0E=",
+                 "service": {"namespace": "ns", "name": "api", "port": 443}},
+        "status": {"conditions": [{"type": "Available", "status": "False",
+                                   "lastTransitionTime": TIME, "message": "no"}]},
+    }  # fmt: skip
+
+
 OBJECTS = [
     ("pod", lambda: seed.pod(7, 3, 2)),
     ("node", lambda: seed.node(1)),
@@ -175,7 +249,37 @@ OBJECTS = [
     ("events.k8s.io", lambda: events()[1]),
     ("lease", lease),
     ("controllerrevision", controller_revision),
+    ("customresourcedefinition", crd),
+    ("apiservice", apiservice),
 ]
+
+
+def test_jsonschemaprops_specials_on_the_wire(pb: Serializer, classes: Classes) -> None:
+    """$ref, x-kubernetes-*, raw JSON and the OrBool/OrArray/OrStringArray unions as
+    upstream's generated.pb.go lays them out (read by protobuf's own parser)."""
+    name = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"
+    parsed: Any = classes[name].FromString(unwrap(pb.encode(crd())).raw)
+    root = parsed.spec.versions[0].schema.openAPIV3Schema
+    assert (root.ref, root.schema) == ("#/definitions/x", "http://json-schema.org/")
+    assert root.xKubernetesPreserveUnknownFields
+    assert root.xKubernetesValidations[0].optionalOldSelf
+    size = root.properties["size"]
+    assert (size.maximum, size.multipleOf, size.default.raw) == (10.5, 0.25, b"3")
+    assert [e.raw for e in size.enum] == [b"1", b'"two"', b"", b'{"a":[true]}']
+    props = root.properties
+    assert props["list"].items.schema.type == "string" and not props["list"].items.jSONSchemas
+    assert [s.type for s in props["tuple"].items.jSONSchemas] == ["string", "integer"]
+    assert not props["tuple"].additionalItems.allows
+    assert props["map"].additionalProperties.allows
+    assert props["map"].additionalProperties.schema.type == "string"
+    assert not props["closed"].additionalProperties.HasField("schema")
+    deps = props["deps"].dependencies
+    assert list(deps["a"].property) == ["b", "c"] and list(deps["d"].schema.required) == ["e"]
+    assert props["ios"].xKubernetesIntOrString
+    assert parsed.spec.conversion.webhook.clientConfig.service.port == 8443
+    assert parsed.spec.conversion.webhook.clientConfig.caBundle == b"CA"
+    back = pb.decode(pb.encode(crd()))
+    assert back["spec"]["versions"][0]["schema"] == crd()["spec"]["versions"][0]["schema"]
 
 
 def assert_contains(expected: Any, actual: Any, path: str = "") -> None:
@@ -387,21 +491,12 @@ def test_resource_version_splice(pb: Serializer, name: str, make: Any) -> None:
     assert with_resource_version(b'{"kind":"Pod"}', 5) is None
 
 
-@pytest.fixture
-def protobuf_storage() -> Iterator[None]:
-    codec.set_storage_media_type("application/vnd.kubernetes.protobuf")
-    try:
-        yield
-    finally:
-        codec.set_storage_media_type("application/json")
-
-
-@pytest.mark.usefixtures("protobuf_storage")
 def test_a_write_reads_back_as_protobuf_normalises_it() -> None:
+    protobuf = codec.codec_for("application/vnd.kubernetes.protobuf")
     obj = seed.pod(4, 1, 1)
     obj["metadata"]["creationTimestamp"] = "2024-01-01T00:00:00.5Z"  # Time keeps seconds
     obj["spec"]["activeDeadlineSeconds"] = None  # a null pointer is no value
-    value = codec.encode(obj)
+    value = protobuf.encode(obj)
     assert value.startswith(MAGIC)
     stored = codec.stored_from_encoded("/registry/pods/a/b", value, 9, copy.deepcopy(obj))
     assert stored.obj == orjson.loads(stored.data)  # the dict is what the bytes say
@@ -410,7 +505,7 @@ def test_a_write_reads_back_as_protobuf_normalises_it() -> None:
     assert stored.data == codec.decode("/registry/pods/a/b", value, 9).data  # as a re-read
     # what protobuf cannot carry stays JSON, whole
     obj["spec"]["fieldFrom137"] = True
-    assert codec.encode(obj).startswith(b"{")
+    assert protobuf.encode(obj).startswith(b"{")
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import pytest
 
 from proxy import apierrors
 from proxy.admission.webhook import client
-from proxy.kube.validation.strategies import register_builtin_strategies
+from proxy.kube.validation.strategies import BUILTIN_STRATEGIES
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.validation.strategy import validate_create
 
@@ -27,10 +27,9 @@ RULE: JSON = {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"]
               "resources": ["configmaps"]}  # fmt: skip
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _strategies() -> None:
-    """The built-in kinds' strategies, as the composition root registers them."""
-    register_builtin_strategies()
+def _validate_create(obj: JSON, resource: ResourceInfo) -> None:
+    """``validate_create`` with the kind's rules, as the composition root gives them."""
+    validate_create(obj, resource, BUILTIN_STRATEGIES.get((resource.group, resource.kind)))
 
 
 def configuration(kind: str, *webhooks: JSON) -> JSON:
@@ -45,7 +44,7 @@ def hook(url: str) -> JSON:
 
 def message(obj: JSON, resource: ResourceInfo) -> str:
     with pytest.raises(apierrors.StatusError) as exc:
-        validate_create(obj, resource)
+        _validate_create(obj, resource)
     assert exc.value.code == 422
     text: str = exc.value.body["message"]
     return text
@@ -83,9 +82,9 @@ def test_webhook_urls_as_upstream(url: str, expected: str) -> None:
 
 def test_good_urls_and_services_pass() -> None:
     for url in ("https://127.0.0.1:1/x", "https://h:99999/x", "https://h/x/"):
-        validate_create(configuration("ValidatingWebhookConfiguration", hook(url)), VWC)
+        _validate_create(configuration("ValidatingWebhookConfiguration", hook(url)), VWC)
     service = {**hook(""), "clientConfig": {"service": {"namespace": "ns", "name": "s"}}}
-    validate_create(configuration("MutatingWebhookConfiguration", service), MWC)
+    _validate_create(configuration("MutatingWebhookConfiguration", service), MWC)
 
 
 def test_every_webhook_field_as_upstream() -> None:
@@ -201,7 +200,7 @@ def test_policy_expressions_are_compiled_as_upstream() -> None:
     good = {"matchConstraints": {"resourceRules": [RULE]},
             "validations": [{"expression": "object.metadata.name != 'x'",
                              "messageExpression": "'no ' + object.metadata.name"}]}  # fmt: skip
-    validate_create(policy("ValidatingAdmissionPolicy", good), VAP)
+    _validate_create(policy("ValidatingAdmissionPolicy", good), VAP)
 
 
 @pytest.mark.parametrize(

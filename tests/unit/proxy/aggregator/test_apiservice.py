@@ -22,7 +22,6 @@ from proxy.aggregator.autoregister import local_apiservices
 from proxy.aggregator.validation import STRATEGY
 from proxy.registry.resources import build_registry
 from proxy.registry.validation import validate_create
-from proxy.registry.validation.strategy import register_strategy
 
 JSON = dict[str, Any]
 _DNS1123 = (
@@ -35,12 +34,6 @@ _DNS1035 = (
     "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
     "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
 )
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _strategy() -> None:
-    """APIService's strategy, as the composition root registers it."""
-    register_strategy("apiregistration.k8s.io", "APIService", STRATEGY)
 
 
 def _apiservice(name: str, **spec: Any) -> JSON:
@@ -148,12 +141,12 @@ def test_validation_as_upstream(case: str, obj: JSON, message: str | None) -> No
     )
     assert resource is not None
     if message is None:
-        validate_create(obj, resource)
+        validate_create(obj, resource, STRATEGY)
         if "service" in obj["spec"]:
             assert obj["spec"]["service"]["port"] == 443  # SetDefaults_ServiceReference
         return
     with pytest.raises(apierrors.StatusError) as info:
-        validate_create(obj, resource)
+        validate_create(obj, resource, STRATEGY)
     assert info.value.code == 422
     assert info.value.message == message
 

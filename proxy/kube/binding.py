@@ -1,7 +1,7 @@
-"""The ``pods/binding`` subresource: how a scheduler assigns a pod to a node.
+"""The ``pods/binding`` subresource's REST storage: how a scheduler assigns a pod to a
+node (kube-apiserver's ``registry/core/pod/storage`` BindingREST), over plain objects.
 
-``POST /api/v1/namespaces/NS/pods/NAME/binding`` with a ``v1 Binding`` (as
-kube-apiserver's ``registry/core/pod/storage`` BindingREST does it):
+``POST /api/v1/namespaces/NS/pods/NAME/binding`` with a ``v1 Binding``:
 
 - the Binding's name must be the URL's (400 ``name in URL does not match name in
   Binding object``); ``target.name`` is required and ``target.kind`` is empty or
@@ -16,64 +16,66 @@ kube-apiserver's ``registry/core/pod/storage`` BindingREST does it):
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import web
-
 from proxy import apierrors
-from proxy.endpoints import decoding, negotiation, responsewriters
+from proxy.registry.resources import ResourceInfo
+from proxy.registry.rest import Context, ValidateObjectFunc
 from proxy.registry.store import Store
-from proxy.request.dry_run import is_dry_run
-from proxy.request.request_info import RequestInfo
-from proxy.server.context import APIContext
 from storage.interfaces import JSONObject, Preconditions, StoredObject
 
-__all__ = ["bind", "handle_binding"]
+__all__ = ["BINDING", "BindingREST", "bind"]
 
 JSON = dict[str, Any]
-BINDING = "pods/binding"
+BINDING = ResourceInfo(group="", version="v1", kind="Binding", plural="bindings",
+                       namespaced=True, verbs=())  # fmt: skip
+_QUALIFIED = "pods/binding"
 
 
 class _Refused(Exception):
     """The pod cannot be bound; the message is upstream's."""
 
 
-async def handle_binding(
-    request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
-) -> web.StreamResponse:
-    """POST pods/NAME/binding, or POST bindings (the legacy resource: the pod is the one
-    the Binding names)."""
-    if info.verb != "create":
-        raise apierrors.method_not_supported(BINDING, info.verb)
-    body = await decoding.read_body(request, ctx.settings.max_request_body_bytes)
-    media_type = negotiation.body_media_type(request)
-    binding = await decoding.decoded_kind(body, media_type, "v1", "Binding")
-    if binding.get("kind") != "Binding":
-        raise apierrors.bad_request(f"not a Binding object: {str(binding)[:200]}")
-    meta = binding.get("metadata") if isinstance(binding.get("metadata"), dict) else {}
-    assert isinstance(meta, dict)
-    name = info.name if info.subresource else str(meta.get("name") or "")
-    if str(meta.get("name") or "") != name:
-        raise apierrors.bad_request("name in URL does not match name in Binding object")
-    target = binding.get("target") if isinstance(binding.get("target"), dict) else {}
-    assert isinstance(target, dict)
-    problems = _validate_target(target)
-    if problems:
-        raise apierrors.internal_error(", ".join(problems))
-    preconditions = None
-    if meta.get("uid") or meta.get("resourceVersion"):
-        preconditions = Preconditions(
-            uid=meta.get("uid") or None, resource_version=meta.get("resourceVersion") or None
-        )
-    annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
-    assert isinstance(annotations, dict)
-    await bind(
-        store, info.namespace, name, str(target["name"]), annotations, preconditions,
-        dry_run=is_dry_run(request.query, "CreateOptions"),
-    )  # fmt: skip
-    status = apierrors.success_status()
-    status["code"] = 201
-    return responsewriters.json_response(status, 201)
+@dataclass(frozen=True)
+class BindingREST:
+    """``pods/NAME/binding`` of the pods ``store`` serves."""
+
+    store: Store
+
+    @property
+    def kind(self) -> ResourceInfo:
+        return BINDING
+
+    async def create_named(
+        self, ctx: Context, name: str, obj: JSONObject, create_validation: ValidateObjectFunc
+    ) -> JSONObject:
+        if obj.get("kind") != "Binding":
+            raise apierrors.bad_request(f"not a Binding object: {str(obj)[:200]}")
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        assert isinstance(meta, dict)
+        if str(meta.get("name") or "") != name:
+            raise apierrors.bad_request("name in URL does not match name in Binding object")
+        target = obj.get("target") if isinstance(obj.get("target"), dict) else {}
+        assert isinstance(target, dict)
+        problems = _validate_target(target)
+        if problems:
+            raise apierrors.internal_error(", ".join(problems))
+        await create_validation(obj)
+        preconditions = None
+        if meta.get("uid") or meta.get("resourceVersion"):
+            preconditions = Preconditions(
+                uid=meta.get("uid") or None, resource_version=meta.get("resourceVersion") or None
+            )
+        annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+        assert isinstance(annotations, dict)
+        await bind(
+            self.store, ctx.namespace, name, str(target["name"]), annotations, preconditions,
+            dry_run=ctx.dry_run,
+        )  # fmt: skip
+        status = apierrors.success_status()
+        status["code"] = 201
+        return status
 
 
 def _validate_target(target: JSON) -> list[str]:
@@ -117,7 +119,7 @@ async def bind(
             namespace, name, assign, preconditions=preconditions, dry_run=dry_run
         )
     except _Refused as e:
-        raise apierrors.conflict(BINDING, name, str(e)) from None
+        raise apierrors.conflict(_QUALIFIED, name, str(e)) from None
     return stored
 
 

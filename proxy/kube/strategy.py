@@ -1,0 +1,251 @@
+"""The write strategy of the built-in kinds (upstream's ``pkg/registry/<group>/<kind>/
+strategy.go``), one object per (resource, subresource) route.
+
+Every built-in kind starts from the generic strategy (``proxy.registry.strategy``:
+ObjectMeta's system fields, and the kind's validation rules). The RBAC kinds add
+escalation prevention (upstream's ``pkg/registry/rbac/*/policybased`` storages): a
+Role, ClusterRole or binding that grants more than its writer holds is 403. A
+namespace's deletion has its own rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from proxy import apierrors
+from proxy.kube.prepare import namespace_defaults, pod_qos_class, secret_defaults
+from proxy.registry import before_delete, object_meta
+from proxy.registry.resources import ResourceInfo
+from proxy.registry.rest import Context
+from proxy.registry.strategy import GenericStrategy, StatusStrategy
+from proxy.registry.validation.strategy import KindStrategy
+from proxy.request.user import UserInfo
+from storage.interfaces import JSONObject
+
+if TYPE_CHECKING:
+    from proxy.request.delete_options import DeleteOptions
+
+__all__ = [
+    "CSRApprovalStrategy",
+    "EscalationCheck",
+    "KubeStrategyDeps",
+    "NamespaceFinalizeStrategy",
+    "NamespaceStrategy",
+    "PodStrategy",
+    "RBACStrategy",
+    "SecretStrategy",
+    "strategy_for",
+]
+
+# (user, resource plural, namespace, name, object) -> None or a 403 Status error
+EscalationCheck = Callable[[UserInfo, str, str, str, JSONObject], None]
+
+
+@dataclass(frozen=True)
+class RBACStrategy(GenericStrategy):
+    """A Role, ClusterRole, RoleBinding or ClusterRoleBinding: escalation prevention on
+    every write of an authorized request."""
+
+    escalation: EscalationCheck | None = None
+
+    def check_write(self, ctx: Context, obj: JSONObject) -> None:
+        if self.escalation is None or not ctx.authorized or ctx.user is None:
+            return
+        meta = obj.get("metadata") or {}
+        namespace = str(meta.get("namespace") or ctx.namespace)
+        name = str(meta.get("name") or "")
+        self.escalation(ctx.user, self.resource.plural, namespace, name, obj)
+
+
+@dataclass(frozen=True)
+class NamespaceStrategy(GenericStrategy):
+    """A Namespace: its deletion checks the options' preconditions first (404 for an
+    absent one), then, where no namespace controller runs (``delete_contents`` set),
+    deletes what is in it before the namespace itself, so a client that waits for the
+    namespace to be gone (``kubectl delete ns``) sees what it sees against upstream."""
+
+    delete_contents: Callable[[str], Awaitable[int]] | None = None
+
+    def prepare_for_create(self, ctx: Context, obj: JSONObject) -> JSONObject:
+        obj = super().prepare_for_create(ctx, obj)
+        namespace_defaults(obj, str(obj["metadata"]["name"]))
+        return obj
+
+    async def before_delete(
+        self, ctx: Context, name: str, current: JSONObject | None, options: DeleteOptions
+    ) -> None:
+        if current is None:
+            raise apierrors.not_found(self.resource.qualified, name)
+        before_delete.check_preconditions(self.resource, options.preconditions, current)
+        if not ctx.dry_run and self.delete_contents is not None:
+            await self.delete_contents(name)
+
+
+@dataclass(frozen=True)
+class SecretStrategy(GenericStrategy):
+    """A Secret: ``stringData`` merged into ``data`` and type ``Opaque`` by default, on
+    every write (before the update's generation is decided)."""
+
+    def prepare_for_create(self, ctx: Context, obj: JSONObject) -> JSONObject:
+        obj = super().prepare_for_create(ctx, obj)
+        secret_defaults(obj)
+        return obj
+
+    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
+        secret_defaults(new)
+        return super().prepare_for_update(ctx, new, old)
+
+
+@dataclass(frozen=True)
+class PodStrategy(GenericStrategy):
+    """A Pod: created Pending with its QoS class, unless it comes with a status."""
+
+    def prepare_for_create(self, ctx: Context, obj: JSONObject) -> JSONObject:
+        obj = super().prepare_for_create(ctx, obj)
+        if not obj.get("status"):
+            obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(obj)}
+        return obj
+
+
+def _take_finalizers(merged: JSONObject, new: JSONObject) -> None:
+    finalizers = list((new.get("spec") or {}).get("finalizers") or [])
+    spec = merged.setdefault("spec", {})
+    if finalizers:
+        spec["finalizers"] = finalizers
+    else:
+        spec.pop("finalizers", None)
+
+
+@dataclass(frozen=True)
+class NamespaceFinalizeStrategy(GenericStrategy):
+    """``namespaces/NAME/finalize`` (upstream's ``FinalizeREST``): only
+    ``spec.finalizers`` changes."""
+
+    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
+        merged = object_meta.with_parts_of(new, old, _take_finalizers)
+        return object_meta.prepare_for_update(merged, old, tracked=self.tracks_generation)
+
+
+@dataclass(frozen=True)
+class CSRApprovalStrategy(GenericStrategy):
+    """``certificatesigningrequests/NAME/approval`` (upstream's
+    ``csrApprovalStrategy``): only ``status.conditions`` change."""
+
+    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
+        merged = object_meta.with_parts_of(new, old, _take_approval_conditions)
+        return object_meta.prepare_for_update(merged, old, tracked=self.tracks_generation)
+
+
+def _take_approval_conditions(merged: JSONObject, new: JSONObject) -> None:
+    """The sent conditions on ``merged`` (the stored object): a condition's timestamps
+    default to now, ``lastTransitionTime`` to the stored one of a condition of the same
+    type and status (``populateConditionTimestamps``)."""
+    sent = (new.get("status") or {}).get("conditions") or []
+    before = {
+        (c.get("type"), c.get("status")): c
+        for c in (merged.get("status") or {}).get("conditions") or [] if isinstance(c, dict)
+    }  # fmt: skip
+    now = object_meta.now_rfc3339()
+    conditions = []
+    for condition in sent if isinstance(sent, list) else []:
+        if not isinstance(condition, dict):
+            continue
+        condition = {**condition, "status": condition.get("status") or "True"}
+        condition.setdefault("lastUpdateTime", now)
+        stored = before.get((condition.get("type"), condition["status"]))
+        kept = stored.get("lastTransitionTime") if stored else None
+        condition.setdefault("lastTransitionTime", kept or now)
+        conditions.append(condition)
+    status = merged.setdefault("status", {})
+    if conditions:
+        status["conditions"] = conditions
+    else:
+        status.pop("conditions", None)
+
+
+@dataclass(frozen=True)
+class KubeStrategyDeps:
+    """What the built-in kinds' strategies need from the server, given by the
+    composition root. ``escalation``: the RBAC kinds' check (None: authorization is not
+    RBAC, nothing to escalate). ``delete_namespace_contents``: None where the namespace
+    controller empties deleted namespaces (``--lifecycle-controllers``)."""
+
+    escalation: EscalationCheck | None = None
+    delete_namespace_contents: Callable[[str], Awaitable[int]] | None = None
+    # (group, kind) -> the kind's validation: kube's built-in kinds' and those of the
+    # other kinds the server serves through the same handlers (APIService, the CRD)
+    kind_rules: Mapping[tuple[str, str], KindStrategy] = field(default_factory=dict)
+    # (group, version, kind, object) -> the object defaulted in place
+    # (``proxy.kube.defaulting.default_object``); None: objects are stored as decoded
+    defaulter: Callable[[str, str, str, JSONObject], object] | None = None
+
+
+_RBAC_GROUP = "rbac.authorization.k8s.io"
+
+
+# Built-in resources whose strategy tracks metadata.generation (PrepareForCreate sets 1,
+# PrepareForUpdate bumps it when the spec changes), as kube-apiserver 1.37's; pods since
+# 1.33 (KEP-5067). Every other built-in kind has none (ConfigMap, Namespace, Service,
+# APIService, ...); custom resources all do (the generic strategy's default).
+_GENERATION_TRACKED = frozenset({
+    ("", "pods"), ("", "replicationcontrollers"), ("", "podtemplates"),
+    ("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets"),
+    ("apps", "daemonsets"), ("batch", "jobs"), ("batch", "cronjobs"),
+    ("autoscaling", "horizontalpodautoscalers"), ("policy", "poddisruptionbudgets"),
+    ("networking.k8s.io", "networkpolicies"), ("networking.k8s.io", "ingresses"),
+    ("networking.k8s.io", "ingressclasses"), ("discovery.k8s.io", "endpointslices"),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
+    ("resource.k8s.io", "deviceclasses"), ("resource.k8s.io", "resourceslices"),
+    ("resource.k8s.io", "devicetaintrules"),
+    ("apiextensions.k8s.io", "customresourcedefinitions"),
+})  # fmt: skip
+
+
+def strategy_for(
+    resource: ResourceInfo, subresource: str, deps: KubeStrategyDeps
+) -> GenericStrategy:
+    """The strategy of a built-in ``resource`` written through ``subresource``: its
+    kind's rules, defaulting and generation tracking."""
+    strategy = _kind_strategy(resource, subresource, deps)
+    defaulter = None
+    if deps.defaulter is not None:
+        defaulter = functools.partial(
+            deps.defaulter, resource.group, resource.version, resource.kind
+        )
+    tracked = (resource.group, resource.plural) in _GENERATION_TRACKED
+    return dataclasses.replace(strategy, defaulter=defaulter, tracks_generation=tracked)
+
+
+def _kind_strategy(
+    resource: ResourceInfo, subresource: str, deps: KubeStrategyDeps
+) -> GenericStrategy:
+    rules = deps.kind_rules.get((resource.group, resource.kind))
+    route = (resource.group, resource.plural, subresource)
+    if subresource == "status":
+        return StatusStrategy(resource, subresource, rules)
+    if route == ("", "namespaces", "finalize"):
+        return NamespaceFinalizeStrategy(resource, subresource, rules)
+    if route == ("certificates.k8s.io", "certificatesigningrequests", "approval"):
+        return CSRApprovalStrategy(resource, subresource, rules)
+    if resource.group == _RBAC_GROUP and deps.escalation is not None:
+        return RBACStrategy(resource, subresource, rules, escalation=deps.escalation)
+    if route == ("", "namespaces", ""):
+        return NamespaceStrategy(
+            resource, subresource, rules, delete_contents=deps.delete_namespace_contents
+        )
+    if (resource.group, resource.plural) == ("", "secrets"):
+        return SecretStrategy(resource, subresource, rules)
+    if route == ("", "pods", ""):
+        return PodStrategy(resource, subresource, rules)
+    return GenericStrategy(resource, subresource, rules)

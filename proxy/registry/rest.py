@@ -1,0 +1,202 @@
+"""The contracts between the handlers and a resource's REST storage, after
+k8s.io/apiserver's ``pkg/registry/rest`` (``create.go``, ``update.go``, ``rest.go``).
+
+A handler decodes the request, runs mutating admission and the field manager, and then
+calls the storage of the route (``proxy.registry.store.Store`` for a resource, a small
+storage of its own for a subresource such as ``scale``) with:
+
+- a :class:`Context`: the request's namespace, user and dry-run flag (upstream's
+  ``context.Context`` values), never the HTTP request;
+- the object (create) or an :class:`UpdatedObjectInfo` (update and patch: the new object
+  computed from the current one inside the optimistic retry loop);
+- ``create_validation`` / ``update_validation``: validating admission, passed in
+  (upstream's ``rest.ValidateObjectFunc`` / ``ValidateObjectUpdateFunc``).
+
+The storage runs the kind's :class:`Strategy` (``prepare_for_create``, ``default``,
+``validate``, ``canonicalize`` and the kind's own write rules), then the validation it was
+given, then storage; storage errors become a Status once (``proxy.registry.store``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from proxy.registry.resources import ResourceInfo
+from proxy.request.delete_options import DeleteOptions
+from proxy.request.user import UserInfo
+from storage.interfaces import GetOptions, JSONObject, StoredObject
+
+__all__ = [
+    "Context",
+    "Deleter",
+    "Getter",
+    "NamedCreater",
+    "Strategy",
+    "SubresourceStorage",
+    "UpdatedObjectInfo",
+    "Updater",
+    "ValidateDeleteFunc",
+    "ValidateObjectFunc",
+    "ValidateObjectUpdateFunc",
+    "validate_nothing",
+    "validate_update_nothing",
+]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a storage may know of the request (upstream's ``request.WithNamespace``,
+    ``WithUser``, and the options' ``dryRun``). ``authorized``: the request went through
+    authentication and authorization (the secure port); kind rules that judge the user
+    (RBAC escalation prevention) apply only then."""
+
+    namespace: str = ""
+    user: UserInfo | None = None
+    dry_run: bool = False
+    authorized: bool = False
+
+
+# validating admission of a create: (object) -> None or a Status error
+ValidateObjectFunc = Callable[[JSONObject], Awaitable[None]]
+# validating admission of an update: (object, old object)
+ValidateObjectUpdateFunc = Callable[[JSONObject, JSONObject], Awaitable[None]]
+# validating admission of a delete: (the object being deleted; None when it cannot be
+# read: the unsafe delete of a corrupt value)
+ValidateDeleteFunc = Callable[[JSONObject | None], Awaitable[None]]
+
+
+async def validate_nothing(obj: JSONObject) -> None:
+    """``rest.ValidateAllObjectFunc``: the create validation of a server without admission."""
+
+
+async def validate_update_nothing(obj: JSONObject, old: JSONObject) -> None:
+    """``rest.ValidateAllObjectUpdateFunc``."""
+
+
+class Strategy(Protocol):
+    """A kind's rules for writes (upstream's ``RESTCreateStrategy``,
+    ``RESTUpdateStrategy`` and ``RESTDeleteStrategy``), in the order the store calls
+    them:
+
+    - create: ``prepare_for_create`` → ``default`` → ``validate`` → ``check_write`` →
+      ``canonicalize``;
+    - update: ``prepare_for_update`` → ``default`` → ``validate_update`` →
+      ``check_write`` → ``canonicalize``;
+    - delete: ``before_delete``.
+
+    ``validate*`` raise a 422 Status naming every violation; ``check_write`` is where a
+    kind's own admission-like rules plug in (RBAC escalation prevention: 403). A
+    subresource with its own rules (``status``) has its own strategy."""
+
+    def allow_create_on_update(self) -> bool:
+        """Whether an update of an absent object creates it (``AllowCreateOnUpdate``)."""
+        ...
+
+    def checks_required_fields(self) -> bool:
+        """Whether ``validate`` words missing required fields itself (else the request
+        body's field validation reports the schema's required fields)."""
+        ...
+
+    def checks_types(self) -> bool:
+        """Whether ``validate`` reports wrong JSON types itself, with its other errors
+        (a custom resource's schema validation; else the request body's field
+        validation reports them)."""
+        ...
+
+    def check_write(self, ctx: Context, obj: JSONObject) -> None: ...
+
+    def prepare_for_create(self, ctx: Context, obj: JSONObject) -> JSONObject: ...
+
+    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
+        ...
+
+    def default(self, obj: JSONObject) -> None: ...
+
+    def validate(self, ctx: Context, obj: JSONObject) -> None: ...
+
+    def validate_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> None: ...
+
+    def canonicalize(self, obj: JSONObject) -> None: ...
+
+    async def before_delete(
+        self, ctx: Context, name: str, current: JSONObject | None, options: DeleteOptions
+    ) -> None:
+        """A kind's rules before its objects are deleted (after validating admission);
+        ``current`` is None when the object does not exist (the delete then answers
+        404, unless this raises first)."""
+        ...
+
+
+class UpdatedObjectInfo(Protocol):
+    """The new object of an update or patch (upstream's ``rest.UpdatedObjectInfo``),
+    computed from the object as stored now, inside the store's retry loop.
+
+    ``updated_object(current)``: the object the request makes of ``current`` (``{}``
+    when absent and the store may create it), after mutating admission. ``managed``:
+    the field manager's record of the write on the object the strategy prepared (here,
+    not before the strategy, so that fields the strategy resets, such as the status of
+    the main resource, are not counted as the request's)."""
+
+    async def updated_object(self, ctx: Context, current: JSONObject) -> JSONObject: ...
+
+    def managed(self, current: JSONObject, prepared: JSONObject) -> JSONObject: ...
+
+
+# ----------------------------------------------------- what a route's storage can do
+# (upstream's rest.Getter, rest.Updater, rest.NamedCreater: the installer serves the
+# verbs its storage implements, and the handlers call nothing else)
+
+
+@runtime_checkable
+class Getter(Protocol):
+    async def get_object(self, ctx: Context, name: str, opts: GetOptions) -> StoredObject: ...
+
+
+@runtime_checkable
+class Updater(Protocol):
+    async def update_object(
+        self,
+        ctx: Context,
+        name: str,
+        obj_info: UpdatedObjectInfo,
+        create_validation: ValidateObjectFunc,
+        update_validation: ValidateObjectUpdateFunc,
+        *,
+        force_allow_create: bool = False,
+    ) -> tuple[StoredObject, bool]:
+        """(the object as stored, whether the update created it)."""
+        ...
+
+
+@runtime_checkable
+class Deleter(Protocol):
+    async def delete_object(
+        self,
+        ctx: Context,
+        name: str,
+        delete_validation: ValidateDeleteFunc,
+        options: DeleteOptions,
+    ) -> tuple[StoredObject, bool]:
+        """(the object as the delete left it, whether it was removed)."""
+        ...
+
+
+@runtime_checkable
+class NamedCreater(Protocol):
+    """A create on an object's path (``pods/NAME/binding``): the answer is a Status."""
+
+    async def create_named(
+        self, ctx: Context, name: str, obj: JSONObject, create_validation: ValidateObjectFunc
+    ) -> JSONObject: ...
+
+
+@runtime_checkable
+class SubresourceStorage(Protocol):
+    """A subresource served by a storage of its own (``scale``, ``binding``), which
+    implements some of :class:`Getter`, :class:`Updater`, :class:`NamedCreater`;
+    ``kind`` is what its requests and answers carry (``autoscaling/v1 Scale``)."""
+
+    @property
+    def kind(self) -> ResourceInfo: ...
