@@ -121,6 +121,8 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
     scope = _scope(ctx, resource, info.subresource) if resource.has_storage else None
     if scope is not None:
         _check_verb(info, scope)
+    elif not resource.allows(info.verb):  # a virtual resource's verbs are its own
+        raise apierrors.method_not_allowed()
     if request.method == "HEAD":  # go-restful routes no HEAD: nor a body on a HEAD answer
         raise apierrors.method_not_allowed()
     if info.verb_via_path and request.method != "GET":
