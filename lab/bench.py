@@ -40,7 +40,7 @@ import aiohttp
 import orjson
 import psutil  # type: ignore[import-untyped]
 
-from lab import bench_crd, bench_managed_fields, bench_snapshots, seed
+from lab import bench_client, bench_crd, bench_managed_fields, bench_snapshots, seed
 from lab import bench_report as report
 from lab.apiserver import APIServer, cli_command
 from lab.etcd import EtcdCluster, free_port
@@ -256,7 +256,11 @@ async def _prepare(topo: Topology, cfg: BenchConfig, pods: int, pods_from: int) 
     res = await seed.seed_with_progress(topo.main, plan, quiet=cfg.quiet)
     if not res.ok:
         raise RuntimeError(f"seeding failed: {res.summary()}; {res.errors}")
+    pod = seed.pod(0, cfg.nodes, cfg.namespaces)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as s:
+        # the touched scenarios label this pod every round: labelled once before the
+        # floor's bytes are taken, no round changes the LIST's size
+        await bench_client.touch(s, topo.main + _pod_path(pod), 0)
         # The newest pod's revision, not etcd's: other writes (a compactor's key) move
         # etcd past it, and a pods cache on an etcd without progress notifications
         # never reaches a revision no pod event carried.
@@ -272,8 +276,11 @@ async def _prepare(topo: Topology, cfg: BenchConfig, pods: int, pods_from: int) 
         async with s.get(topo.main + "/api/v1/pods?resourceVersion=0",
                          headers={"Accept": PROTOBUF}) as r:  # fmt: skip
             cached_pb = await r.read() if r.status == 200 else b""
-    return {"cached_body": cached, "cached_protobuf_body": cached_pb,
-            "pod": seed.pod(0, cfg.nodes, cfg.namespaces)}  # fmt: skip
+    return {"cached_body": cached, "cached_protobuf_body": cached_pb, "pod": pod}
+
+
+def _pod_path(pod: dict[str, Any]) -> str:
+    return f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{pod['metadata']['name']}"
 
 
 def page_size(pods: int) -> int:
@@ -286,7 +293,7 @@ def _scenarios(topo: Topology, cfg: BenchConfig, pod: dict[str, Any],
     node = seed.node_name(1 % cfg.nodes)
     fs = f"fieldSelector=spec.nodeName%3D{node}"
     ls = "labelSelector=app%3Dweb"
-    one = f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{pod['metadata']['name']}"
+    one = _pod_path(pod)
     m = topo.main
     pages = f"/api/v1/pods?limit={page_size(pods)}"
     # pages from etcd: the server without snapshots (or, against --server, the one given)

@@ -231,8 +231,11 @@ async def _paginate(session: aiohttp.ClientSession, sc: Scenario, parse: bool) -
     return s
 
 
-async def _touch(session: aiohttp.ClientSession, url: str, rnd: int) -> None:
-    body = orjson.dumps({"metadata": {"labels": {"bench-touch": str(rnd)}}})
+async def touch(session: aiohttp.ClientSession, url: str, rnd: int) -> None:
+    """Label the pod at ``url`` with the round, and wait until the cache has it. The
+    value has a fixed width, so that once the bench labelled it in its preparation
+    (``lab.bench``), no round changes the size of a LIST (the floor serves its bytes)."""
+    body = orjson.dumps({"metadata": {"labels": {"bench-touch": f"{rnd:08d}"}}})
     headers = {"Content-Type": "application/merge-patch+json"}
     async with session.patch(url, data=body, headers=headers) as r:
         rv = orjson.loads(await r.read())["metadata"]["resourceVersion"]
@@ -273,7 +276,7 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
                 if sc.churn:
                     await etcd.put(CHURN_KEY, str(rnd).encode())
                 if sc.touch:
-                    await _touch(session, sc.touch, rnd)
+                    await touch(session, sc.touch, rnd)
                 # Metrics around every request, outside timing and CPU: the loop lag
                 # each time, the objects counters on the parsed round.
                 metered = sc.kind != "etcd_range"

@@ -100,10 +100,14 @@ async def rv0_ignores_limit(ctx: DemoContext) -> None:
     cache, before = await ctx.metered("/api/v1/pods?limit=10&resourceVersion=0")
     t.check("RV=0 is served from the watch cache", cache.served_from == "cache",
             str(cache.served_from))
-    t.check(f"the cache ignores limit: all {total} pods, no continue token",
-            cache.status == 200 and len(cache.items) == total and not cache.continue_token,
-            f"{len(cache.items)} items")
-    await ctx.cite(before, [(CACHE_RETURNED, PODS, total)])
+    # RV=0 is "any version": the cache may be a write or two behind etcd's count while
+    # the simulated cluster churns, so the claim is every pod it holds, not etcd's total
+    held = len(cache.items)
+    t.check(f"the cache ignores limit: all {held} pods it holds, no continue token",
+            cache.status == 200 and held > 10 and abs(held - total) <= 10
+            and not cache.continue_token,
+            f"{held} items")
+    await ctx.cite(before, [(CACHE_RETURNED, PODS, held)])
     t.explain("resourceVersion=0 means 'any version is fine', so the watch cache answers with "
               "everything it holds and drops limit; a paginated client must leave RV unset.")
 

@@ -36,11 +36,12 @@ is a bug that the panic filter answers 500.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import contextlib
 import logging
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, ParamSpec, TypeVar
 
 from proxy import apierrors
 from proxy.registry import before_delete, deletion
@@ -76,6 +77,8 @@ if TYPE_CHECKING:  # the request's options, parsed by the handler layer
 __all__ = ["Store", "Verb", "interpret_storage_error"]
 
 log = logging.getLogger("watchcache.proxy")
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 Verb = Literal["get", "list", "watch", "create", "update", "delete"]
 
@@ -162,6 +165,16 @@ class Store:
 
     # ------------------------------------------------- writes through the strategy
 
+    @staticmethod
+    async def _beside(
+        ctx: Context, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs
+    ) -> _T:
+        """``fn(*args)``: here, or in the loop's executor for a large object
+        (``ctx.large``); ``fn`` works on the request's own object only."""
+        if not ctx.large:
+            return fn(*args, **kwargs)
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
     def _before_create(self, ctx: Context, obj: JSONObject) -> JSONObject:
         """upstream's ``rest.BeforeCreate``, plus the kind's write rules."""
         obj = self.strategy.prepare_for_create(ctx, obj)
@@ -191,10 +204,10 @@ class Store:
         """``rest.Creater.Create``: the strategy's preparation, defaulting and validation,
         then ``create_validation`` (validating admission, which sees the generated name),
         then ``managed`` (the field manager's record of the write), then storage."""
-        obj = self._before_create(ctx, obj)
+        obj = await self._beside(ctx, self._before_create, ctx, obj)
         await create_validation(obj)
         if managed is not None:
-            obj = managed(obj)
+            obj = await self._beside(ctx, managed, obj)
         name = str(obj["metadata"]["name"])
         return await self.create(ctx.namespace, name, obj, dry_run=ctx.dry_run)
 
@@ -225,14 +238,16 @@ class Store:
             if not current:
                 if not allow_create:
                     raise serr.NotFound(key)
-                obj = self._before_create(ctx, await obj_info.updated_object(ctx, {}))
+                fresh = await obj_info.updated_object(ctx, {})
+                obj = await self._beside(ctx, self._before_create, ctx, fresh)
                 await create_validation(obj)
-                return obj_info.managed({}, obj)
+                return await self._beside(ctx, obj_info.managed, {}, obj)
             new = await obj_info.updated_object(ctx, current)
             new_rv = _resource_version(new)
             if new_rv and new_rv != _resource_version(current):
                 raise serr.Conflict(key)
-            updated = obj_info.managed(current, self._before_update(ctx, new, current))
+            prepared = await self._beside(ctx, self._before_update, ctx, new, current)
+            updated = await self._beside(ctx, obj_info.managed, current, prepared)
             await update_validation(updated, current)
             return current if _without_rv(current) == _without_rv(updated) else updated
 

@@ -486,7 +486,8 @@ def test_a_repeated_event_is_one_event_with_a_count(cluster: Cluster) -> None:
     assert backoff["type"] == "Warning" and backoff["count"] >= 3
     assert backoff["message"] == (f"Back-off restarting failed container app in pod "
                                   f"crashing_default({uid})")  # fmt: skip
-    assert backoff["firstTimestamp"] < backoff["lastTimestamp"]
+    # whole seconds: three back-offs of a fast crash loop may fall in one
+    assert backoff["firstTimestamp"] <= backoff["lastTimestamp"]
     assert "Back-off restarting failed container app" in cluster.kubectl(
         "describe", "pod", "crashing")  # fmt: skip
     assert " over " in cluster.kubectl("describe", "pod", "crashing").split("\nEvents:")[1]

@@ -186,6 +186,7 @@ def _rest_context(request: web.Request, namespace: str, dry_run: bool) -> Contex
     return Context(
         namespace=namespace, user=request_user(request), dry_run=dry_run,
         authorized=is_secure(request),
+        large=(request.content_length or 0) > decoding.LARGE_BODY,
     )  # fmt: skip
 
 
