@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.apiextensions import custom_resource as cr_mod
-from proxy.apiextensions.conversion import Converter, NoneConverter, VersionedStorage
 from proxy.apiextensions.custom_resource import CustomResourceVersion
 from proxy.apiextensions.openapi import CustomKind, custom_kind
 from proxy.apiextensions.webhook_converter import WebhookConverter
 from proxy.fieldmanager import register_schema, unregister_schema
 from proxy.openapi.schemas import register_kind_schema
 from proxy.printers.handlers import HANDLERS as PRINTERS
+from proxy.registry.conversion import Converter, NoneConverter, VersionedStorage
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.served_resource import NamedResource
 from proxy.registry.storage_factory import new_storage

@@ -639,6 +639,24 @@ async def test_defaults_and_validation_rules_on_write(
             "field": "spec",
         }
     ]
+    # a type error blocks the rules (hasBlockingErr): one more cause says so
+    async with api.post(widgets(group), json=widget(group, "typed", min="3", max=2)) as resp:
+        status = await _json(resp)
+    assert resp.status == 422, status
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueTypeInvalid",
+            "message": 'Invalid value: "string": spec.min in body must be of type integer: '
+            '"string"',
+            "field": "spec.min",
+        },
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "null": some validation rules were not checked because '
+            "the object was invalid; correct the existing errors to complete validation",
+            "field": "<nil>",
+        },
+    ]
 
 
 async def test_a_crd_update_is_served_and_extends_stored_versions(
