@@ -384,9 +384,10 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
             secure_bound = await _start_site(
                 runner, settings.bind_address, settings, settings.secure_port, ssl_context
             )
-        app[API_CONTEXT].serving_port = secure_bound or plain_bound
         loopback = start_post_start_hooks(
-            app, loopback_config(settings, app[LOOPBACK_TOKEN], secure_bound, plain_bound)
+            app,
+            loopback_config(settings, app[LOOPBACK_TOKEN], secure_bound, plain_bound),
+            secure_bound or plain_bound,
         )
         await stop.wait()
         log.info("shutting down")
@@ -417,9 +418,13 @@ def loopback_config(
     return LoopbackConfig(f"http://{host}:{plain_port}", token.token, timeout=timeout)
 
 
-def start_post_start_hooks(app: web.Application, config: LoopbackConfig) -> LoopbackClient:
-    """Start the app's post-start hooks (once it listens) with a loopback client for
-    ``config``; the hooks stop at the app's shutdown, the caller closes the client."""
+def start_post_start_hooks(
+    app: web.Application, config: LoopbackConfig, serving_port: int | None
+) -> LoopbackClient:
+    """Start the app's post-start hooks once it listens on ``serving_port`` (the port
+    the kubernetes Service targets), with a loopback client for ``config``; the hooks
+    stop at the app's shutdown, the caller closes the client."""
+    app[API_CONTEXT].serving_port = serving_port
     client = LoopbackClient(config)
     app[POST_START_HOOKS].start(PostStartHookContext(client))
     return client

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from proxy.kube.bootstrap.cluster_authentication import authentication_data
 from proxy.kube.bootstrap.kubernetes_service import advertise_address, first_service_ip
-from proxy.server.settings import Settings
+from proxy.server.settings import ConfigError, Settings, load_settings
 from tests.integration.conftest import JSON, ServerFactory
 
 
@@ -54,6 +56,37 @@ async def test_the_kubernetes_service_and_its_endpoints(server_factory: ServerFa
             http, "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication"
         )
         assert cm.get("data", {}) == {}  # no client CA, no front proxy: nothing to trust
+
+
+async def test_a_second_server_with_no_endpoint_reconciler_leaves_them_alone(
+    server_factory: ServerFactory,
+) -> None:
+    """Two servers on one etcd prefix on different ports: the second, with
+    ``--endpoint-reconciler-type=none`` (as the bench's and the lab demos' extra servers
+    run), never rewrites the first one's port into the Service or its endpoints; they
+    would otherwise be rewritten every reconcile, moving etcd's revision for ever."""
+    prefix = f"/t-{uuid.uuid4().hex[:12]}/registry"
+    first = server_factory(prefix=prefix)
+    port = int(first.url.rsplit(":", 1)[1])
+    async with aiohttp.ClientSession(base_url=first.url) as http:
+        ep = await _eventually(http, "/api/v1/namespaces/default/endpoints/kubernetes")
+        second = server_factory("--endpoint-reconciler-type=none", prefix=prefix)
+        async with (
+            aiohttp.ClientSession(base_url=second.url) as other,
+            other.get("/readyz/poststarthook/bootstrap-controller") as resp,
+        ):
+            assert resp.status == 200
+        async with http.get("/api/v1/namespaces/default/endpoints/kubernetes") as resp:
+            after = await resp.json()
+        assert after["metadata"]["resourceVersion"] == ep["metadata"]["resourceVersion"]
+        assert after["subsets"][0]["ports"][0]["port"] == port
+        svc = await _eventually(http, "/api/v1/namespaces/default/services/kubernetes")
+        assert svc["spec"]["ports"][0]["targetPort"] == port
+
+
+def test_an_unknown_endpoint_reconciler_type_is_refused() -> None:
+    with pytest.raises(ConfigError, match="lease is not supported yet"):
+        load_settings(["--etcd-servers=http://127.0.0.1:2379", "--endpoint-reconciler-type=lease"])
 
 
 def test_the_service_ip_is_the_ranges_first() -> None:

@@ -21,7 +21,10 @@ def add_hooks(hooks: PostStartHooks, ctx: APIContext) -> None:
     settings = ctx.settings
     address = advertise_address(settings.advertise_address, settings.bind_address)
     service = KubernetesService(
-        settings.service_cluster_ip_range, address, lambda: ctx.serving_port
+        settings.service_cluster_ip_range,
+        address,
+        lambda: ctx.serving_port,
+        reconcile=settings.endpoint_reconciler_type != "none",
     )
     after = ("start-system-namespaces-controller",)
     hooks.add(BOOTSTRAP_CONTROLLER_HOOK, service.run, after=after, ready=service.ready.is_set)

@@ -109,6 +109,13 @@ def _endpoint_slice(address: str, port: int) -> Callable[[JSONObject], JSONObjec
     return desired
 
 
+def _created_only(
+    desired: Callable[[JSONObject], JSONObject],
+) -> Callable[[JSONObject], JSONObject]:
+    """``desired`` when the object is absent; the stored one, unchanged, otherwise."""
+    return lambda current: current if current else desired(current)
+
+
 @dataclass
 class KubernetesService:
     """Keeps the Service and its endpoints; ``ready`` is set (by ``run`` only) once
@@ -118,6 +125,10 @@ class KubernetesService:
     service_cidr: str
     address: str
     port: Callable[[], int | None]
+    # False (--endpoint-reconciler-type=none): the Service is created when absent but
+    # neither it nor the endpoints are rewritten, so a second server on the same etcd
+    # leaves the first one's port alone
+    reconcile: bool = True
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     ready: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -127,9 +138,12 @@ class KubernetesService:
         if port is None:
             return False
         ensure = writer.ensure
+        service = _service(first_service_ip(self.service_cidr), port)
         try:
-            await ensure("", "v1", "services", NAMESPACE,
-                         _service(first_service_ip(self.service_cidr), port))
+            if not self.reconcile:
+                await ensure("", "v1", "services", NAMESPACE, _created_only(service))
+                return True
+            await ensure("", "v1", "services", NAMESPACE, service)
             await ensure("", "v1", "endpoints", NAMESPACE, _endpoints(self.address, port))
             await ensure("discovery.k8s.io", "v1", "endpointslices", NAMESPACE,
                          _endpoint_slice(self.address, port))  # fmt: skip
