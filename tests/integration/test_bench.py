@@ -118,6 +118,16 @@ def test_snapshot_memory_is_reported(results: tuple[Path, dict[str, Any]]) -> No
     assert "snapshots (ListFromCacheSnapshot)" in " ".join(res["meta"]["notes"])
 
 
+def test_concurrent_large_lists_are_reported(results: tuple[Path, dict[str, Any]]) -> None:
+    """Issue 23 §8's figures: LISTs of every pod at once beside a light client."""
+    _, res = results
+    conc = res["runs"][0]["concurrency"]
+    assert conc["lists"] == 4 and conc["list_codes"] == {"200": 4}
+    assert conc["light_requests"] > 0 and conc["light_max"] >= conc["light_p99"] > 0
+    assert conc["lag_max"] >= conc["lag_p99"] >= 0 and conc["rss_peak"] >= conc["rss_before"]
+    assert "concurrent unset-RV LISTs" in " ".join(res["meta"]["notes"])
+
+
 def test_loop_lag_is_reported_per_scenario(results: tuple[Path, dict[str, Any]]) -> None:
     """The server's ticker is read around every request; the converted LISTs also
     record what a concurrent /readyz waited."""
