@@ -27,9 +27,11 @@ def secret_defaults(obj: JSONObject) -> None:
 
 def namespace_defaults(obj: JSONObject, name: str) -> None:
     """What kube-apiserver's namespace strategy sets on create: the immutable
-    ``kubernetes.io/metadata.name`` label, the ``kubernetes`` finalizer, phase Active."""
+    ``kubernetes.io/metadata.name`` label (not for a nameless one, as
+    ``SetDefaults_Namespace``: validation then refuses it), the ``kubernetes``
+    finalizer, phase Active."""
     labels = obj["metadata"].setdefault("labels", {})
-    if isinstance(labels, dict):
+    if isinstance(labels, dict) and name:
         labels["kubernetes.io/metadata.name"] = name
     spec = obj.setdefault("spec", {})
     if isinstance(spec, dict) and not spec.get("finalizers"):

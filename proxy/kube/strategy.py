@@ -72,7 +72,7 @@ class NamespaceStrategy(GenericStrategy):
 
     def prepare_for_create(self, ctx: Context, obj: JSONObject) -> JSONObject:
         obj = super().prepare_for_create(ctx, obj)
-        namespace_defaults(obj, str(obj["metadata"]["name"]))
+        namespace_defaults(obj, str(obj["metadata"].get("name") or ""))
         return obj
 
     async def before_delete(

@@ -208,3 +208,16 @@ async def test_a_connection_trickling_its_headers_is_closed_after_32_s(
     finally:
         writer.close()
     assert closed_after is not None and 30 <= closed_after <= 40, closed_after
+
+
+async def test_a_namespace_without_a_name_is_422(server: ServerProcess) -> None:
+    """``{"metadata": {}}`` was a 500 (``KeyError: 'name'`` in the namespace strategy's
+    preparation); upstream's validation answers it."""
+    async with (
+        aiohttp.ClientSession(base_url=server.url) as http,
+        http.post("/api/v1/namespaces", json={"metadata": {}}) as resp,
+    ):
+        status = await resp.json()
+    assert resp.status == 422, status
+    assert status["details"]["causes"][0]["field"] == "metadata.name"
+    assert "name or generateName is required" in status["message"]
