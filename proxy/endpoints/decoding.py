@@ -40,6 +40,7 @@ from storage.interfaces import JSONObject
 
 __all__ = [
     "DECODERS",
+    "HUGE_BODY",
     "LARGE_BODY",
     "LARGE_YAML_BODY",
     "MAX_DEPTH",
@@ -64,19 +65,25 @@ MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's limit for a request
 # past a few lines (the pure-Python parser: ~60 µs a node, a pod ~100 ms)
 LARGE_BODY = 64 * 1024
 LARGE_YAML_BODY = 512
-DECODERS = 2  # threads: each holds the GIL only between the loop's turns
+DECODERS = 2  # threads per pool: each holds the GIL only between the loop's turns
+# bodies over this many bytes have a pool of their own: a hostile one (a 3 MiB YAML flow
+# sequence) holds a decoder for seconds, and an ordinary body queued behind two of
+# them waited past its request's deadline (a 100 kB YAML pod: 504 in the fuzz suite)
+HUGE_BODY = 256 * 1024
 
 P = ParamSpec("P")
 T = TypeVar("T")
-_pool: list[concurrent.futures.ThreadPoolExecutor] = []  # created on first use
+_pools: dict[bool, concurrent.futures.ThreadPoolExecutor] = {}  # created on first use
 
 
-def _decoders() -> concurrent.futures.ThreadPoolExecutor:
-    if not _pool:
-        _pool.append(
-            concurrent.futures.ThreadPoolExecutor(DECODERS, thread_name_prefix="body-decoder")
+def _decoders(huge: bool) -> concurrent.futures.ThreadPoolExecutor:
+    found = _pools.get(huge)
+    if found is None:
+        name = "huge-body-decoder" if huge else "body-decoder"
+        found = _pools[huge] = concurrent.futures.ThreadPoolExecutor(
+            DECODERS, thread_name_prefix=name
         )
-    return _pool[0]
+    return found
 
 
 def is_large(body: bytes, media_type: str) -> bool:
@@ -88,14 +95,16 @@ def is_large(body: bytes, media_type: str) -> bool:
 async def off_loop(
     body: bytes, media_type: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs
 ) -> T:
-    """``fn(*args, **kwargs)``: here for a small ``body``, else in the decoder pool
+    """``fn(*args, **kwargs)``: here for a small ``body``, else in a decoder pool
     (``DECODERS`` threads; the others wait in its queue, and a request cancelled while
-    waiting never starts). ``fn`` must only read shared state: it runs beside the loop.
+    waiting never starts; bodies over ``HUGE_BODY`` in a pool of their own). ``fn``
+    must only read shared state: it runs beside the loop.
     Its exceptions (Status errors) come out here as they were raised."""
     if not is_large(body, media_type):
         return fn(*args, **kwargs)
     call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-    return await asyncio.get_running_loop().run_in_executor(_decoders(), call)
+    pool = _decoders(len(body) > HUGE_BODY)
+    return await asyncio.get_running_loop().run_in_executor(pool, call)
 
 
 async def decoded_object(

@@ -127,3 +127,31 @@ async def test_a_hostile_body_stalls_no_other_client(served: ServerProcess, kind
     assert max(latencies) < 1.0, (kind, shown)
     async with aiohttp.ClientSession(base_url=served.url) as http:
         assert await _probe(http) < 1.0
+
+
+async def test_an_ordinary_yaml_body_never_queues_behind_hostile_ones(
+    served: ServerProcess,
+) -> None:
+    """Two 3 MiB YAML flow sequences hold both decoder threads for seconds each; a
+    100 kB YAML ConfigMap sent after them waited in the same pool's queue past its
+    request's deadline (504 in the fuzz suite). Bodies over ``HUGE_BODY`` now have a
+    pool of their own: the ordinary one is answered at once."""
+    hostile = HOSTILE["yaml"].body
+    ordinary = (b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ordinary}\n"
+                b"data: {k: " + b"x" * 100_000 + b"}\n")  # fmt: skip
+    yaml_type = {"Content-Type": "application/yaml"}
+    async with aiohttp.ClientSession(base_url=served.url) as http:
+
+        async def post(body: bytes) -> tuple[int, float]:
+            start = time.perf_counter()
+            async with http.post(CM, data=io.BytesIO(body), headers=yaml_type) as resp:
+                await resp.read()
+                return resp.status, time.perf_counter() - start
+
+        attacks = [asyncio.create_task(post(hostile)) for _ in range(2)]
+        await asyncio.sleep(0.5)  # both are being decoded
+        status, took = await post(ordinary)
+        for task in attacks:
+            task.cancel()
+        await asyncio.gather(*attacks, return_exceptions=True)
+    assert status == 201 and took < 2.0, (status, took)
