@@ -66,9 +66,11 @@ MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's limit for a request
 LARGE_BODY = 64 * 1024
 LARGE_YAML_BODY = 512
 DECODERS = 2  # threads per pool: each holds the GIL only between the loop's turns
-# bodies over this many bytes have a pool of their own: a hostile one (a 3 MiB YAML flow
-# sequence) holds a decoder for seconds, and an ordinary body queued behind two of
-# them waited past its request's deadline (a 100 kB YAML pod: 504 in the fuzz suite)
+# bodies over this many bytes have a pool of their own, of one thread: a hostile one (a
+# 3 MiB YAML flow sequence) holds a decoder for seconds, and an ordinary body queued
+# behind two of them waited past its request's deadline (a 100 kB YAML pod: 504 in
+# the fuzz suite); one thread, so that they hold the GIL against the loop only one at
+# a time (four decoding at once delayed a 10 ms ticker by up to 1 s)
 HUGE_BODY = 256 * 1024
 
 P = ParamSpec("P")
@@ -80,8 +82,9 @@ def _decoders(huge: bool) -> concurrent.futures.ThreadPoolExecutor:
     found = _pools.get(huge)
     if found is None:
         name = "huge-body-decoder" if huge else "body-decoder"
+        threads = 1 if huge else DECODERS  # hostile ones wait for each other
         found = _pools[huge] = concurrent.futures.ThreadPoolExecutor(
-            DECODERS, thread_name_prefix=name
+            threads, thread_name_prefix=name
         )
     return found
 
