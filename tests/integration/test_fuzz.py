@@ -169,7 +169,13 @@ async def _send_raw(url: str, request: FuzzRequest, audit_ids: list[str]) -> str
         audit_ids.append(audit_id)
     parts = answer.split(b" ", 2)
     if len(parts) > 1 and parts[1][:1] == b"5":
-        return f"raw answer {answer[:200]!r}"
+        # judged as any other answer: a 500 without a reason is upstream's own (a
+        # create that sets resourceVersion), whichever way the request was sent
+        head, _, body = answer.partition(b"\r\n\r\n")
+        json_body = b"application/json" in head.lower()
+        status = int(parts[1]) if parts[1].isdigit() else 599
+        problem = _problem(request, status, "application/json" if json_body else "", body)
+        return f"raw answer {answer[:200]!r}: {problem}" if problem else ""
     return ""
 
 
