@@ -346,6 +346,10 @@ func leaderElection(ctx context.Context, cs kubernetes.Interface, ns string) {
 					fail("leader election", "lease holder %v", lease.Spec.HolderIdentity)
 				}
 				led = true
+				// cancel between two renewals (the first runs as leading starts, then
+				// every RetryPeriod): a renewal cut mid-flight may still commit, and
+				// client-go's release would then conflict with its own write
+				time.Sleep(time.Second)
 				stop()
 			},
 			OnStoppedLeading: func() {},
