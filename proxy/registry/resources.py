@@ -20,6 +20,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from proxy.openapi import schemas
+from proxy.openapi.schemas import SchemaNode
+from proxy.registry.kind_schema import KindSchema
+
 __all__ = [
     "REVIEWS",
     "REVIEW_GROUPS",
@@ -223,6 +227,10 @@ class ResourceInfo:
     categories: tuple[str, ...] = ()
     create_on_update: bool = False
     singular_name: str = ""  # a CRD's names.singular; built-ins: the kind in lower case
+    # a custom kind's schema, apply type and columns (its served version's); None for a
+    # built-in kind, whose come from the built-in OpenAPI and printers. Not part of the
+    # resource's identity (equality, hashing): the same resource with a changed schema.
+    kind_schema: KindSchema | None = field(default=None, compare=False, repr=False)
 
     @property
     def singular(self) -> str:
@@ -260,6 +268,13 @@ class ResourceInfo:
 
     def allows(self, verb: str) -> bool:
         return verb in self.verbs
+
+    def request_schema(self) -> SchemaNode | None:
+        """The schema request bodies and patches are checked against: a custom kind's
+        served version's, else the built-in kind's (None when unknown)."""
+        if self.kind_schema is not None:
+            return self.kind_schema.request
+        return schemas.kind_schema(self.group, self.version, self.kind)
 
 
 @dataclass(frozen=True, slots=True)

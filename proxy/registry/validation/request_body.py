@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from proxy import apierrors
-from proxy.openapi import schemas
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.validation import field_validation as fv
 from proxy.registry.validation.schema import check_bytes, check_schema
@@ -47,7 +46,7 @@ def validate_written(
     ``required``: check the schema's required fields (for kinds whose validation does
     not word those errors itself); ``types``: check the schema's types (unless the kind's
     validation reports them with its other errors: a custom resource's)."""
-    node = schemas.kind_schema(resource.group, resource.version, resource.kind)
+    node = resource.request_schema()
     try:
         cleaned, warnings = fv.validate_fields(obj, node, mode, raw=raw)
     except fv.StrictDecodingError as e:
@@ -69,7 +68,7 @@ def validate_patched(
 ) -> tuple[JSON, list[str]]:
     """A patch result after field validation: (cleaned object, Warning headers);
     ``required`` and ``types`` as for :func:`validate_written`."""
-    node = schemas.kind_schema(resource.group, resource.version, resource.kind)
+    node = resource.request_schema()
     try:
         cleaned, warnings = fv.validate_fields(patched, node, mode)
     except fv.StrictDecodingError as e:
