@@ -172,7 +172,9 @@ def build_app(
     hooks = PostStartHooks()
     instance = os.environ.get(INSTANCE_ID_ENV) or uuid.uuid4().hex
     worker = worker_identity()
-    if worker is not None and worker.count > 1:
+    # the Lease lives in kube-system, which --system-namespaces=false does not create:
+    # then every worker runs every controller, as replicas without an election would
+    if worker is not None and worker.count > 1 and settings.system_namespaces:
         hooks.elector = _elector(settings, worker, instance)
     registry = registry or build_registry(SERVED + VIRTUAL + (REVIEWS if secure else ()))
     # one informer per resource, shared by every controller; started with the storages
@@ -434,16 +436,17 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
                 runner, settings.bind_address, settings, settings.secure_port, ssl_context,
                 reuse_port=reuse,
             )  # fmt: skip
+        to_self = (secure_bound, plain_bound)  # where the loopback client dials
         if worker is not None:
             # the worker's own port: its loopback client talks to this very process (a
             # token another worker does not know), and tests reach one worker by it
             private = await _start_private_site(runner, settings, worker, ssl_context)
-            secure_bound, plain_bound = (private, None) if ssl_context else (None, private)
+            to_self = (private, None) if ssl_context else (None, private)
             orphaned = asyncio.get_running_loop().create_task(_stop_when_orphaned(stop))
         loopback = start_post_start_hooks(
             app,
-            loopback_config(settings, app[LOOPBACK_TOKEN], secure_bound, plain_bound),
-            secure_bound or plain_bound,
+            loopback_config(settings, app[LOOPBACK_TOKEN], *to_self),
+            secure_bound or plain_bound,  # the port the kubernetes Service targets
         )
         await stop.wait()
         log.info("shutting down")

@@ -180,10 +180,13 @@ async def test_the_controllers_run_in_the_lease_holder_and_move_when_it_dies(
         holder = lease["spec"]["holderIdentity"]
         leader = int(holder.rsplit("-", 1)[1])
         assert holder.endswith(f"_{workers.instance_id}_worker-{leader}")
-        # the bootstrap controller ran (in the holder): the kubernetes Service exists
-        code, _, _ = await get_json(session, urls[3 - leader] + "/api/v1/namespaces/default/"
-                                    "services/kubernetes")  # fmt: skip
+        # the bootstrap controller ran (in the holder): the kubernetes endpoints name the
+        # port every worker serves, never the holder's private one
+        default = urls[3 - leader] + "/api/v1/namespaces/default"
+        code, _, _ = await get_json(session, default + "/services/kubernetes")
         assert code == 200
+        _, endpoints, _ = await get_json(session, default + "/endpoints/kubernetes")
+        assert [p["port"] for p in endpoints["subsets"][0]["ports"]] == [workers.port]
         pid = workers_of(workers)[leader][0]
         os.kill(pid, signal.SIGKILL)
         survivor = urls[3 - leader]
