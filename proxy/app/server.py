@@ -81,11 +81,14 @@ from proxy.server.debug import setup_debug_routes
 from proxy.server.filters import handler_chain
 from proxy.server.healthz import setup_health_routes
 from proxy.server.loop_lag import loop_lag_context
+from proxy.server.port_in_use import EXIT_PORT_IN_USE, PortInUse
 from proxy.server.post_start_hooks import POST_START_HOOKS, PostStartHookContext, PostStartHooks
 from proxy.server.secure_serving import server_ssl_context, serving_cert_paths
 from proxy.server.settings import ConfigError, Settings, load_settings
 from proxy.server.worker import (
     CONTROLLERS_LEASE,
+    INSTANCE_HEADER,
+    INSTANCE_ID_ENV,
     WORKER_HEADER,
     WorkerIdentity,
     worker_identity,
@@ -110,24 +113,13 @@ log = logging.getLogger("watchcache.proxy")
 
 KUBERNETES_MAJOR, KUBERNETES_MINOR = "1", "37"
 
-# Every response names the process that sent it, so a launcher polling /readyz can tell
-# its own server from another one already listening on the port (kube-apiserver's
-# counterpart is its identity lease, apiserver-<id>). The launcher chooses the id.
-INSTANCE_HEADER = "X-Watchcache-Instance"
-INSTANCE_ID_ENV = "WATCHCACHE_INSTANCE_ID"
 # the post-start hook of a worker's leader election (``--workers`` N > 1)
 LEADER_ELECTION_HOOK = "leader-election"
-# The exit code when the port is taken, so a launcher can say so without reading the log.
-EXIT_PORT_IN_USE = 3
 
 
 # the loopback client's token and the post-start hooks, which ``serve`` starts once it
 # listens (a test that runs the app itself starts them with ``start_post_start_hooks``)
 LOOPBACK_TOKEN = web.AppKey("watchcache_loopback_token", LoopbackToken)
-
-
-class PortInUse(OSError):
-    """The listen address is taken by another process."""
 
 
 def version_info() -> dict[str, str]:
@@ -551,11 +543,7 @@ async def _start_site(
     except OSError as e:
         if e.errno == errno.EADDRINUSE:
             flag = "--port" if ssl_context is None else "--secure-port"
-            raise PortInUse(
-                e.errno,
-                f"{host}:{port} is already in use by another process; choose another port "
-                f"with {flag} (0 picks a free one)",
-            ) from e
+            raise PortInUse.of(e, host, port, flag) from e
         raise
     bound = port
     server = site._server  # aiohttp exposes the bound port only through the server

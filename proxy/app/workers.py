@@ -39,12 +39,12 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from proxy.app import server
 from proxy.server import event_loop
+from proxy.server.port_in_use import EXIT_PORT_IN_USE, PortInUse
 from proxy.server.secure_serving import serving_cert_paths
 from proxy.server.settings import ConfigError, Settings, load_settings
 from proxy.server.supervised_task import Backoff
-from proxy.server.worker import MAX_DEFAULT_WORKERS, WORKER_ENV, usable_cores
+from proxy.server.worker import INSTANCE_ID_ENV, MAX_DEFAULT_WORKERS, WORKER_ENV, usable_cores
 
 __all__ = ["Supervisor", "main", "worker_count"]
 
@@ -75,11 +75,7 @@ def _hold_port(host: str, port: int, flag: str) -> socket.socket:
     except OSError as e:
         probe.close()
         if e.errno == errno.EADDRINUSE:
-            raise server.PortInUse(
-                e.errno,
-                f"{host}:{port} is already in use by another process; choose another port "
-                f"with {flag} (0 picks a free one)",
-            ) from e
+            raise PortInUse.of(e, host, port, flag) from e
         raise
     probe.close()
     held = socket.socket(family, socket.SOCK_STREAM)
@@ -114,7 +110,7 @@ class Supervisor:
     ports: dict[str, int] = field(default_factory=dict)
     # one server instance (``X-Watchcache-Instance``) however many workers answer
     instance: str = field(
-        default_factory=lambda: os.environ.get(server.INSTANCE_ID_ENV) or uuid.uuid4().hex
+        default_factory=lambda: os.environ.get(INSTANCE_ID_ENV) or uuid.uuid4().hex
     )
 
     def hold_ports(self) -> list[socket.socket]:
@@ -142,7 +138,7 @@ class Supervisor:
         worker.serving.clear()
         worker.listening.clear()
         env = {**os.environ, WORKER_ENV: f"{worker.index}/{self.count}",
-               server.INSTANCE_ID_ENV: self.instance}  # fmt: skip
+               INSTANCE_ID_ENV: self.instance}  # fmt: skip
         worker.process = await asyncio.create_subprocess_exec(
             *self.command(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             env=env,
@@ -273,13 +269,16 @@ async def supervise(argv: Sequence[str], settings: Settings, count: int) -> int:
 
 
 def main(argv: Sequence[str]) -> int:
-    """``watchcache serve``: the supervisor of ``--workers`` N > 1, else the server."""
+    """``watchcache serve``: the supervisor of ``--workers`` N > 1, else the server
+    (imported only then: the supervisor stays small, ~50 MB less than a server)."""
     try:
         settings = load_settings(argv)
+        count = worker_count(settings)
     except ConfigError:
-        return server.main(argv)  # says what is wrong, as it always did
-    count = worker_count(settings)
+        count = 1  # the server says what is wrong, as it always did
     if count <= 1 or WORKER_ENV in os.environ:
+        from proxy.app import server
+
         return server.main(argv)
     logging.basicConfig(
         level=getattr(logging, settings.log_level.upper(), logging.INFO),
@@ -292,7 +291,7 @@ def main(argv: Sequence[str]) -> int:
         except ConfigError as e:
             print(f"watchcache serve: {e}", file=sys.stderr)
             return 2
-        except server.PortInUse as e:
+        except PortInUse as e:
             print(f"watchcache serve: {e.strerror}", file=sys.stderr)
-            return server.EXIT_PORT_IN_USE
+            return EXIT_PORT_IN_USE
     return 0

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 __all__ = [
     "CONTROLLERS_LEASE",
+    "INSTANCE_HEADER",
+    "INSTANCE_ID_ENV",
     "MAX_DEFAULT_WORKERS",
     "WORKER_ENV",
     "WORKER_HEADER",
@@ -23,6 +25,12 @@ __all__ = [
     "worker_identity",
 ]
 
+# Every response names the server that sent it, so a launcher polling /readyz can tell
+# its own server from another one already listening on the port (kube-apiserver's
+# counterpart is its identity lease, apiserver-<id>). The launcher chooses the id; the
+# workers of one server share it.
+INSTANCE_HEADER = "X-Watchcache-Instance"
+INSTANCE_ID_ENV = "WATCHCACHE_INSTANCE_ID"
 WORKER_ENV = "WATCHCACHE_WORKER"
 WORKER_HEADER = "X-Watchcache-Worker"
 # kube-system/<name>: the Lease held by the worker that runs the run-once controllers

@@ -14,6 +14,7 @@ import asyncio
 import os
 import re
 import signal
+import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -23,6 +24,7 @@ import aiohttp
 import orjson
 import pytest
 
+from lab.apiserver import APIServer, PortTaken
 from lab.etcd import EtcdCluster
 from tests.integration.conftest import JSON, ServerProcess, start_server
 from tests.integration.crd_support import crd_body, unique_group
@@ -254,3 +256,18 @@ def test_a_killed_supervisor_leaves_no_worker(etcd: EtcdCluster) -> None:
         assert not [pid for pid in pids if alive(pid)], server.log()[-2000:]
     finally:
         server.stop()
+
+
+def test_a_taken_port_fails_the_start_before_any_worker(etcd: EtcdCluster) -> None:
+    """The supervisor binds the port without SO_REUSEPORT first: a port another process
+    listens on is refused (exit code 3), never silently shared with it."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        server = APIServer(etcd.endpoints, f"/t-{uuid.uuid4().hex[:8]}", port=port,
+                           extra_args=("--workers=2",))  # fmt: skip
+        with pytest.raises(PortTaken):
+            server.start(60)
+        assert server.process is not None and server.process.returncode == 3
+        assert "worker 1 started" not in server.log()
