@@ -146,18 +146,20 @@ class Supervisor:
         log.info("worker %d started (pid %d)", worker.index, worker.process.pid)
 
     async def relay(self, worker: Worker) -> None:
-        """Forward the worker's stdout, keeping its "serving on" lines (the shared
-        ports') for the supervisor's own."""
+        """Forward the worker's stdout byte for byte (``--audit-log-path=-`` writes
+        there: lines of any length), keeping its "serving on" lines (the shared ports')
+        for the supervisor's own."""
         process = worker.process
         assert process is not None and process.stdout is not None
-        while line := await process.stdout.readline():
-            text = line.decode(errors="replace").rstrip("\n")
-            if text.startswith("serving on "):
-                worker.serving.append(text)
+        out = sys.stdout.buffer
+        while chunk := await _next_line(process.stdout):
+            if chunk.startswith(b"serving on "):
+                worker.serving.append(chunk.decode(errors="replace").rstrip("\n"))
                 if len(worker.serving) == len(self.ports):
                     worker.listening.set()
                 continue
-            print(text, flush=True)
+            out.write(chunk)
+            out.flush()
 
     async def run(self, stop: asyncio.Event) -> int:
         """Start every worker, print "serving on" once all listen, keep them running
@@ -247,6 +249,17 @@ class Supervisor:
                 with contextlib.suppress(ProcessLookupError):
                     process.kill()
                 await process.wait()
+
+
+async def _next_line(stream: asyncio.StreamReader) -> bytes:
+    """The next line with its newline; a line longer than the stream's buffer comes in
+    pieces (never dropped, as ``readline`` drops it); b"" at the end."""
+    try:
+        return await stream.readuntil(b"\n")
+    except asyncio.IncompleteReadError as e:
+        return e.partial
+    except asyncio.LimitOverrunError as e:
+        return await stream.read(e.consumed)
 
 
 async def supervise(argv: Sequence[str], settings: Settings, count: int) -> int:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from proxy.app.workers import _next_line
 from proxy.endpoints.metrics import label_samples
 from proxy.leaderelection.leader_election import LeaderElectionConfig, LeaderElector
 from proxy.leaderelection.lease_lock import LeaderElectionRecord, LeaseLock
@@ -219,3 +220,15 @@ async def test_leadership_is_given_up_when_renewals_fail_past_the_deadline() -> 
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+async def test_the_supervisor_relays_lines_longer_than_its_buffer_whole() -> None:
+    stream = asyncio.StreamReader(limit=32)
+    sent = b"a" * 80 + b"\nserving on x\n" + b"tail"
+    stream.feed_data(sent)
+    stream.feed_eof()
+    chunks = []
+    while chunk := await _next_line(stream):
+        chunks.append(chunk)
+    assert b"".join(chunks) == sent  # nothing dropped
+    assert b"serving on x\n" in chunks  # short lines still come whole
