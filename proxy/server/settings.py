@@ -212,6 +212,14 @@ class Settings:
     # proxy/registry/deletion.py). Finalizers already on an object are honoured either way.
     lifecycle_controllers: bool = False
     log_level: str = "info"
+    # serving processes on the same ports (SO_REUSEPORT), each a whole server with its
+    # own watch cache (proxy.app.workers); 0: the usable cores, at most 8
+    workers: int = 1
+    # the Lease the workers elect the one that runs the run-once controllers with
+    # (kube-controller-manager's --leader-elect-* flags and defaults)
+    leader_elect_lease_duration: float = 15.0
+    leader_elect_renew_deadline: float = 10.0
+    leader_elect_retry_period: float = 2.0
     # asyncio's own loop, or uvloop's (the optional uvloop extra): proxy.server.event_loop
     event_loop: str = "asyncio"
     # kube-apiserver's admission flags (proxy.admission.chain: default-on set, order)
@@ -255,6 +263,13 @@ def _parse_endpoint_reconciler_type(value: str) -> str:
     return value
 
 
+def _parse_workers(value: str | int) -> int:
+    workers = int(value)
+    if workers < 0:
+        raise ConfigError(f"{value!r}: a number of processes, or 0 for one per core")
+    return workers
+
+
 def _parse_event_loop(value: str) -> str:
     if value not in ("asyncio", "uvloop"):
         raise ConfigError(f"{value!r}: asyncio or uvloop")
@@ -282,6 +297,10 @@ _CONVERTERS: dict[str, Any] = {
     "watch_cache_snapshot_retention": _parse_duration,
     "watch_cache_snapshot_max": int,
     "event_loop": _parse_event_loop,
+    "workers": _parse_workers,
+    "leader_elect_lease_duration": _parse_duration,
+    "leader_elect_renew_deadline": _parse_duration,
+    "leader_elect_retry_period": _parse_duration,
     "endpoint_reconciler_type": _parse_endpoint_reconciler_type,
     "port": _parse_port,
     "advertise_address": lambda v: str(ipaddress.ip_address(v)) if v else "",
@@ -388,6 +407,16 @@ _FLAG_HELP: dict[str, str] = {
     "propagationPolicy Foreground/Orphan adds its finalizer, a deleted namespace goes "
     "Terminating; false (default): deletes are immediate",
     "log_level": "debug, info, warning or error",
+    "workers": "serving processes on the same ports (SO_REUSEPORT), each with its own "
+    "watch cache over the same etcd; the run-once controllers run in the one holding "
+    "the Lease kube-system/watchcache-controllers (0: one per core, at most 8; see "
+    "docs/workers.md)",
+    "leader_elect_lease_duration": "how long a worker that stops renewing holds the "
+    "controllers' Lease (e.g. 15s)",
+    "leader_elect_renew_deadline": "how long the leading worker retries a renewal before "
+    "it gives the leadership up (e.g. 10s)",
+    "leader_elect_retry_period": "how often the workers try to acquire or renew the "
+    "Lease (e.g. 2s)",
     "event_loop": "asyncio (default) or uvloop (needs the optional uvloop extra: "
     "pip install 'watchcache[uvloop]'; see docs/performance.md)",
     "enable_admission_plugins": "admission plugins to enable besides the default-on ones "
