@@ -72,6 +72,7 @@ from proxy.registry.resources import (
     build_registry,
 )
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
+from proxy.registry.store import Store
 from proxy.server import event_loop, gc_pauses, http_errors
 from proxy.server.aggregation import AGGREGATION
 from proxy.server.auth_chain import AUTH, Auth, add_auth_hooks, build_auth, storage_lookup
@@ -199,7 +200,9 @@ def build_app(
         settings=settings,
         registry=registry,
         strategies=lambda resource, sub: strategy_for(resource, sub, kube_deps),
-        subresource_storages=subresource_storage,
+        subresource_storages=lambda resource, sub, store: subresource_storage(
+            resource, sub, store, lambda group, plural, s: _store_of(ctx, group, plural, s)
+        ),
         storage_ctx=storage_ctx,
         storages=storages,
         informers=informers,
@@ -275,6 +278,12 @@ def _object_reader(ctx: APIContext) -> ObjectReader:
 def _storage_of(ctx: APIContext, group: str, plural: str) -> ResourceStorage | None:
     resource = ctx.registry.lookup(group, plural)
     return ctx.storages.for_resource(resource) if resource is not None else None
+
+
+def _store_of(ctx: APIContext, group: str, plural: str, subresource: str) -> Store | None:
+    """The generic store of a served resource, as ``subresource`` writes it."""
+    resource = ctx.registry.lookup(group, plural)
+    return ctx.store(resource, subresource) if resource is not None else None
 
 
 def _rbac_storage(registry: Registry, storages: StorageMap, plural: str) -> ResourceStorage:

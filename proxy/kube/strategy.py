@@ -15,6 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from proxy import apierrors
+from proxy.kube.certificates import (
+    CSRApprovalStrategy,
+    CSRStatusStrategy,
+    CSRStrategy,
+    PDBStrategy,
+)
 from proxy.kube.prepare import namespace_defaults, pod_qos_class, secret_defaults
 from proxy.registry import before_delete, object_meta
 from proxy.registry.resources import ResourceInfo
@@ -142,6 +148,14 @@ class KubeStrategyDeps:
 
 
 _RBAC_GROUP = "rbac.authorization.k8s.io"
+_CSR = ("certificates.k8s.io", "certificatesigningrequests")
+# (group, plural, subresource) -> the route's own strategy, where it needs no deps
+_KIND_STRATEGIES: dict[tuple[str, str, str], type[GenericStrategy]] = {
+    (*_CSR, ""): CSRStrategy,
+    (*_CSR, "approval"): CSRApprovalStrategy,
+    (*_CSR, "status"): CSRStatusStrategy,
+    ("policy", "poddisruptionbudgets", ""): PDBStrategy,
+}
 
 
 def strategy_for(
@@ -149,6 +163,9 @@ def strategy_for(
 ) -> GenericStrategy:
     """The strategy of a built-in ``resource`` written through ``subresource``."""
     rules = deps.kind_rules.get((resource.group, resource.kind))
+    own = _KIND_STRATEGIES.get((resource.group, resource.plural, subresource))
+    if own is not None:
+        return own(resource, subresource, rules)
     if subresource == "status":
         return StatusStrategy(resource, subresource, rules)
     if (resource.group, resource.plural, subresource) == ("", "namespaces", "finalize"):

@@ -98,7 +98,7 @@ SERVED: tuple[tuple[str, str, str], ...] = (
     ("apiregistration.k8s.io", "v1", "apiservices"),
 )
 # Not served: virtual resources without storage (bindings, componentstatuses,
-# tokenreviews, *accessreviews, selfsubject*, pods/eviction, serviceaccounts/token);
+# tokenreviews, *accessreviews, selfsubject*, serviceaccounts/token);
 # custom resources are added and removed at run time
 # (``proxy.apiextensions``), alpha and beta versions (off by
 # default in kube-apiserver), and events.k8s.io/v1 events (the core events' storage seen
@@ -117,7 +117,9 @@ REVIEWS: tuple[tuple[str, str, str], ...] = (
 )
 REVIEW_GROUPS = frozenset(group for group, _, _ in REVIEWS)
 
-SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding", "finalize"})
+# (pods/eviction: proxy.kube.eviction; certificatesigningrequests/approval: its strategy)
+SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding", "finalize", "eviction",
+                                 "approval"})  # fmt: skip
 
 # kubectl's short names, as kube-apiserver's REST storages declare them (ShortNames()).
 SHORT_NAMES: dict[str, tuple[str, ...]] = {
