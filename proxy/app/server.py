@@ -58,6 +58,7 @@ from proxy.kube.bootstrap.system_namespaces import (
     SYSTEM_NAMESPACES_HOOK,
     ensure_system_namespaces,
 )
+from proxy.kube.eviction import with_eviction
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
 from proxy.kube.subresources import subresource_storage
 from proxy.kube.token import ObjectReader
@@ -200,8 +201,8 @@ def build_app(
         settings=settings,
         registry=registry,
         strategies=lambda resource, sub: strategy_for(resource, sub, kube_deps),
-        subresource_storages=lambda resource, sub, store: subresource_storage(
-            resource, sub, store, lambda group, plural, s: _store_of(ctx, group, plural, s)
+        subresource_storages=with_eviction(
+            subresource_storage, lambda group, plural, sub: _store_of(ctx, group, plural, sub)
         ),
         storage_ctx=storage_ctx,
         storages=storages,

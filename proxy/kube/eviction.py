@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,13 +35,13 @@ from proxy import apierrors
 from proxy.kube import poddisruptionbudget as pdbs
 from proxy.registry import before_delete
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.rest import Context, ValidateObjectFunc
+from proxy.registry.rest import Context, SubresourceStorage, ValidateObjectFunc
 from proxy.registry.store import Store
 from proxy.request import delete_options
 from proxy.request.delete_options import DeleteOptions
 from storage.interfaces import JSONObject, ListOptions, Preconditions
 
-__all__ = ["EVICTION", "EvictionREST"]
+__all__ = ["EVICTION", "EvictionREST", "StoreLookup", "with_eviction"]
 
 JSON = dict[str, Any]
 EVICTION = ResourceInfo(group="policy", version="v1", kind="Eviction", plural="evictions",
@@ -51,6 +52,30 @@ MAX_DISRUPTED_POD_SIZE = 2000
 RETRY_STEPS = 20
 RETRY_SECONDS = 0.5
 _TOO_MANY = "Cannot evict pod as it would violate the pod's disruption budget."
+
+
+# (group, plural, subresource) -> the generic store of a served resource; None where it
+# is not served
+StoreLookup = Callable[[str, str, str], Store | None]
+SubresourceStorages = Callable[[ResourceInfo, str, Store], SubresourceStorage | None]
+
+
+def with_eviction(storages: SubresourceStorages, stores: StoreLookup) -> SubresourceStorages:
+    """``storages`` with ``pods/eviction`` over the pods store, the pods' status store
+    and the PodDisruptionBudgets' stores that ``stores`` finds."""
+
+    def storage(
+        resource: ResourceInfo, subresource: str, store: Store
+    ) -> SubresourceStorage | None:
+        if (resource.group, resource.plural, subresource) == ("", "pods", "eviction"):
+            pod_status = stores("", "pods", "status")
+            pdbs = stores("policy", "poddisruptionbudgets", "")
+            pdb_status = stores("policy", "poddisruptionbudgets", "status")
+            if pod_status is not None and pdbs is not None and pdb_status is not None:
+                return EvictionREST(store, pod_status, pdbs, pdb_status)
+        return storages(resource, subresource, store)
+
+    return storage
 
 
 def _too_many_requests(retry_after: int, cause: str) -> apierrors.StatusError:
