@@ -137,8 +137,9 @@ def sign_request(ca: CertKey, csr: JSON, now: dt.datetime | None = None) -> byte
         .not_valid_before(now - BACKDATE)
         .not_valid_after(min(now + ttl, ca_cert.not_valid_after_utc))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(_key_usage(usages), critical=True)
     )
+    if any(u in _KEY_USAGES for u in usages):  # none asked: no extension (as Go omits 0)
+        builder = builder.add_extension(_key_usage(usages), critical=True)
     authority = x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key())
     builder = builder.add_extension(authority, critical=False)
     extended = [_EXTENDED[u] for u in usages if u in _EXTENDED]

@@ -113,3 +113,14 @@ def test_signer_rules(csr: object, message: str) -> None:
     with pytest.raises(SignerRefused) as refused:
         sign_request(new_ca("test-ca"), csr())
     assert str(refused.value) == message
+
+
+def test_a_client_auth_only_certificate_has_no_key_usage() -> None:
+    """Go omits a KeyUsage of no bits; an empty one makes TLS stacks refuse the
+    certificate (the lab's server closed the connection of such a client)."""
+    csr = _csr("kubernetes.io/kube-apiserver-client", ["client auth"], "jane", "dev")
+    cert = x509.load_pem_x509_certificate(sign_request(new_ca("test-ca"), csr))
+    with pytest.raises(x509.ExtensionNotFound):
+        cert.extensions.get_extension_for_class(x509.KeyUsage)
+    usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert list(usages) == [x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]
