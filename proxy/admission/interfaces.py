@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Protocol
 
 from proxy.admission.attributes import CONNECT, CREATE, DELETE, UPDATE, Attributes
 from proxy.admission.configuration import ConfigurationSource
+from proxy.authorization.authorizer import Authorizer
 
 __all__ = ["ALL_OPERATIONS", "JSON", "ObjectLookup", "Plugin", "PluginDeps"]
 
@@ -51,6 +52,9 @@ class PluginDeps:
     # the webhook and policy configurations, kept current by watching them (what the
     # webhook and policy plugins need; None where no plugin does, as in unit tests)
     sources: ConfigurationSource | None = None
+    # the server's authorizer, for plugins that ask it (CertificateApproval); None where
+    # nothing is authorized (the plain port)
+    authorizer: Authorizer | None = None
 
 
 class Plugin:
