@@ -38,7 +38,8 @@ def install(
     # the quota status written during admission goes through the loopback client too
     lookup = StoreLookup(ctx, lambda: hooks.loopback)
     authorizer = ctx.auth.authorizer if ctx.auth is not None else None
-    ctx.admission = AdmissionChain.build(names, PluginDeps(lookup, source, authorizer), plugins)
+    deps = PluginDeps(lookup, source, default=ctx.defaulter, authorizer=authorizer)
+    ctx.admission = AdmissionChain.build(names, deps, plugins)
     app.on_response_prepare.append(handler.on_response_prepare)
 
     async def configurations(hook: PostStartHookContext) -> None:

@@ -120,7 +120,7 @@ class CSRApprovalStrategy(GenericStrategy):
 
         merged = object_meta.with_parts_of(new, old, take_conditions)
         _stamp_conditions(merged, old)
-        return object_meta.prepare_for_update(merged, old)
+        return object_meta.prepare_for_update(merged, old, tracked=self.tracks_generation)
 
     def validate_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> None:
         super().validate_update(ctx, new, old)
