@@ -207,6 +207,56 @@ def test_the_first_hour_commands_answer_as_on_a_cluster(lab: RunningLab) -> None
     _kubectl(lab, "delete", "pod", "first-hour", "--wait=false")
 
 
+def test_an_approved_csr_logs_in_with_the_lab_ca(lab: RunningLab, tmp_path: Path) -> None:
+    """docs/lab.md 'Approve a certificate': the lab's signer issues an approved
+    kube-apiserver-client CSR from the lab CA, and the server, which trusts that CA for
+    client certificates, authenticates the holder as the request's subject."""
+    import base64
+    import json
+    import ssl
+    import urllib.request
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "dev"),
+                         x509.NameAttribute(NameOID.COMMON_NAME, "jane")])  # fmt: skip
+    request = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(
+        key, hashes.SHA256())  # fmt: skip
+    csr = {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+           "metadata": {"name": "jane"},
+           "spec": {"request": base64.b64encode(request.public_bytes(
+               serialization.Encoding.PEM)).decode(), "usages": ["client auth"],
+               "signerName": "kubernetes.io/kube-apiserver-client"}}  # fmt: skip
+    (tmp_path / "csr.json").write_text(json.dumps(csr))
+    _kubectl(lab, "apply", "-f", str(tmp_path / "csr.json"))
+    assert _kubectl(lab, "certificate", "approve", "jane").strip() == (
+        "certificatesigningrequest.certificates.k8s.io/jane approved")
+    deadline = time.monotonic() + 30
+    while "Approved,Issued" not in (row := _kubectl(lab, "get", "csr", "jane", "--no-headers")):
+        assert time.monotonic() < deadline, row
+        time.sleep(0.5)
+    assert row.split()[3] == "lab-admin"  # REQUESTOR: who created it
+    cert = base64.b64decode(orjson.loads(_kubectl(lab, "get", "csr", "jane", "-o", "json"))[
+        "status"]["certificate"])  # fmt: skip
+    (tmp_path / "jane.crt").write_bytes(cert)
+    (tmp_path / "jane.key").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))  # fmt: skip
+    ctx = ssl.create_default_context(cafile=str(Path(lab.state.pki_dir) / "ca.crt"))
+    ctx.load_cert_chain(tmp_path / "jane.crt", tmp_path / "jane.key")
+    review = urllib.request.Request(
+        f"{lab.state.secure_url}/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        data=b'{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}',
+        headers={"Content-Type": "application/json"}, method="POST")  # fmt: skip
+    with urllib.request.urlopen(review, context=ctx, timeout=10) as resp:
+        user = orjson.loads(resp.read())["status"]["userInfo"]
+    assert user == {"username": "jane", "groups": ["dev", "system:authenticated"]}
+
+
 @pytest.mark.parametrize("name", list(DEMOS))
 def test_demo_holds_what_it_claims(lab: RunningLab, name: str) -> None:
     r = subprocess.run([*WATCHCACHE, "lab", "demo", name, "--dir", str(lab.dir)],
