@@ -3,7 +3,8 @@ kubectl: ``kubectl drain`` evicts through pods/eviction and waits on a
 PodDisruptionBudget the disruption controller keeps; ``kubectl certificate approve``
 gets a CSR issued by the lab CA's signer (and ``deny`` and a refused request show as
 upstream's); a node whose kubelet stops goes NotReady with the unreachable taints, and
-the pod that tolerates them for two seconds is evicted."""
+the pod that tolerates them for two seconds is evicted; the Events are read through
+events.k8s.io/v1 too."""
 
 from __future__ import annotations
 
@@ -260,6 +261,15 @@ def test_a_stopped_kubelet_makes_its_node_not_ready(cluster: Cluster) -> None:
     assert by_type["DisruptionTarget"]["reason"] == "DeletionByTaintManager"
     _wait("the events", lambda: {"NodeNotReady", "TaintManagerEviction"} <= set(
         cluster.kubectl("get", "events", "-o", "jsonpath={.items[*].reason}").split()))
+    # the same Events through events.k8s.io/v1, as kube-controller-manager's are seen there
+    listed = cluster.json("get", "events.v1.events.k8s.io")["items"]
+    (node_event,) = [e for e in listed if e["reason"] == "NodeNotReady"
+                     and e["regarding"]["kind"] == "Node"]  # fmt: skip
+    assert node_event["apiVersion"] == "events.k8s.io/v1"
+    assert node_event["regarding"]["name"] == node
+    assert node_event["note"] == f"Node {node} status is now: NodeNotReady"
+    assert node_event["reportingController"] == "node-controller"
+    assert node_event["deprecatedSource"] == {"component": "node-controller"}
 
     cluster.kubectl("annotate", "node", node, "lab.watchcache.io/kubelet-")
     _wait("Ready again", lambda: status() == "Ready", 30)
