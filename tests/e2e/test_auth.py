@@ -21,6 +21,7 @@ import pytest
 
 from lab.etcd import EtcdCluster
 from proxy.server.certs import new_ca, sign
+from tests.csr import csr_object, new_request
 from tests.e2e.conftest import KUBECTL
 from tests.integration.conftest import ServerProcess, start_server
 
@@ -308,23 +309,7 @@ def test_cluster_role_aggregation_follows_labelled_roles(secure: Secure) -> None
 
 def _csr_body(name: str, org: str) -> str:
     """A kube-apiserver-client CSR for ``name`` in group ``org`` (a throwaway key)."""
-    import base64
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, org),
-                         x509.NameAttribute(NameOID.COMMON_NAME, name)])  # fmt: skip
-    request = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(
-        ec.generate_private_key(ec.SECP256R1()), hashes.SHA256())  # fmt: skip
-    pem = request.public_bytes(serialization.Encoding.PEM)
-    return json.dumps({
-        "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
-        "metadata": {"name": name},
-        "spec": {"request": base64.b64encode(pem).decode(), "usages": ["client auth"],
-                 "signerName": "kubernetes.io/kube-apiserver-client"}})  # fmt: skip
+    return json.dumps(csr_object(name, new_request(name, org)[1], ["client auth"]))
 
 
 def test_certificate_admission(secure: Secure) -> None:

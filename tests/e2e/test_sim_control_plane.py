@@ -20,9 +20,7 @@ from pathlib import Path
 import orjson
 import pytest
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from lab import seed
 from lab.apiserver import cli_command
@@ -30,6 +28,7 @@ from lab.etcd import EtcdCluster
 from lab.kubeconfig import write_kubeconfig
 from lab.process import stop_process
 from proxy.server.certs import new_ca
+from tests.csr import csr_object, new_request
 from tests.integration.conftest import JSON, KUBECTL, start_server
 
 pytestmark = pytest.mark.etcd
@@ -149,26 +148,10 @@ def test_drain_waits_for_the_disruption_budget(cluster: Cluster) -> None:
     cluster.kubectl("uncordon", node)
 
 
-def _request(common_name: str, org: str, dns: str = "") -> str:
-    """A PEM certificate request, base64 (as spec.request holds it)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, org),
-                         x509.NameAttribute(NameOID.COMMON_NAME, common_name)])  # fmt: skip
-    builder = x509.CertificateSigningRequestBuilder().subject_name(subject)
-    if dns:
-        builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName(dns)]),
-                                        critical=False)  # fmt: skip
-    pem = builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
-    return base64.b64encode(pem).decode()
-
-
-def _csr(name: str, request: str, usages: list[str],
-         signer: str = "kubernetes.io/kube-apiserver-client") -> str:  # fmt: skip
-    return orjson.dumps({
-        "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
-        "metadata": {"name": name},
-        "spec": {"request": request, "signerName": signer, "usages": usages,
-                 "expirationSeconds": 86400}}).decode()  # fmt: skip
+def _csr(name: str, org: str, usages: list[str]) -> str:
+    """A client CSR for ``name`` in group ``org``, for a day, as JSON."""
+    request = new_request(name, org)[1]
+    return orjson.dumps(csr_object(name, request, usages, expiration_seconds=86400)).decode()
 
 
 def _condition_column(cluster: Cluster, name: str) -> str:
@@ -176,8 +159,8 @@ def _condition_column(cluster: Cluster, name: str) -> str:
 
 
 def test_certificate_approve_issues_from_the_lab_ca(cluster: Cluster) -> None:
-    cluster.kubectl("apply", "-f", "-", stdin=_csr("jane", _request("jane", "dev"),
-                                                  ["digital signature", "client auth"]))
+    jane = _csr("jane", "dev", ["digital signature", "client auth"])
+    cluster.kubectl("apply", "-f", "-", stdin=jane)
     table = cluster.kubectl("get", "csr", "jane")
     assert table.split("\n")[0].split() == ["NAME", "AGE", "SIGNERNAME", "REQUESTOR",
                                             "REQUESTEDDURATION", "CONDITION"]  # fmt: skip
@@ -203,16 +186,14 @@ def test_certificate_approve_issues_from_the_lab_ca(cluster: Cluster) -> None:
 
 
 def test_certificate_deny_and_a_refused_request(cluster: Cluster) -> None:
-    cluster.kubectl("apply", "-f", "-", stdin=_csr("mallory", _request("mallory", "dev"),
-                                                  ["client auth"]))  # fmt: skip
+    cluster.kubectl("apply", "-f", "-", stdin=_csr("mallory", "dev", ["client auth"]))
     out = cluster.kubectl("certificate", "deny", "mallory")
     assert out.strip() == "certificatesigningrequest.certificates.k8s.io/mallory denied"
     assert _condition_column(cluster, "mallory") == "Denied"
     approve = cluster.run("certificate", "approve", "mallory")
     assert approve.stderr == 'error: certificate signing request "mallory" is already Denied\n'
 
-    cluster.kubectl("apply", "-f", "-", stdin=_csr("server", _request("server", "dev"),
-                                                  ["server auth"]))  # fmt: skip
+    cluster.kubectl("apply", "-f", "-", stdin=_csr("server", "dev", ["server auth"]))
     cluster.kubectl("certificate", "approve", "server")
     _wait("failed", lambda: _condition_column(cluster, "server") == "Approved,Failed", 20)
     failed = cluster.json("get", "csr", "server")["status"]["conditions"][-1]

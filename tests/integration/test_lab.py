@@ -27,6 +27,7 @@ from lab.apiserver import cli_command
 from lab.demos import DEMOS
 from lab.process import stop_process
 from lab.state import LabState
+from tests.csr import csr_object, key_pem, new_request
 from tests.integration.conftest import KUBECTL
 
 pytestmark = pytest.mark.etcd
@@ -216,21 +217,8 @@ def test_an_approved_csr_logs_in_with_the_lab_ca(lab: RunningLab, tmp_path: Path
     import ssl
     import urllib.request
 
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "dev"),
-                         x509.NameAttribute(NameOID.COMMON_NAME, "jane")])  # fmt: skip
-    request = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(
-        key, hashes.SHA256())  # fmt: skip
-    csr = {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
-           "metadata": {"name": "jane"},
-           "spec": {"request": base64.b64encode(request.public_bytes(
-               serialization.Encoding.PEM)).decode(), "usages": ["client auth"],
-               "signerName": "kubernetes.io/kube-apiserver-client"}}  # fmt: skip
+    key, request = new_request("jane", "dev")
+    csr = csr_object("jane", request, ["client auth"])
     (tmp_path / "csr.json").write_text(json.dumps(csr))
     _kubectl(lab, "apply", "-f", str(tmp_path / "csr.json"))
     assert _kubectl(lab, "certificate", "approve", "jane").strip() == (
@@ -243,9 +231,7 @@ def test_an_approved_csr_logs_in_with_the_lab_ca(lab: RunningLab, tmp_path: Path
     cert = base64.b64decode(orjson.loads(_kubectl(lab, "get", "csr", "jane", "-o", "json"))[
         "status"]["certificate"])  # fmt: skip
     (tmp_path / "jane.crt").write_bytes(cert)
-    (tmp_path / "jane.key").write_bytes(key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption()))  # fmt: skip
+    (tmp_path / "jane.key").write_bytes(key_pem(key))
     ctx = ssl.create_default_context(cafile=str(Path(lab.state.pki_dir) / "ca.crt"))
     ctx.load_cert_chain(tmp_path / "jane.crt", tmp_path / "jane.key")
     review = urllib.request.Request(

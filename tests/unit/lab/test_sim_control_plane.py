@@ -4,19 +4,16 @@ rules per signer."""
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 
 import pytest
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from lab.sim.certificate_signer import SignerRefused, sign_request
 from lab.sim.disruption import ExpectedCountFailed, scaled
 from lab.sim.node_lifecycle import taints_for, tolerated_for
 from proxy.server.certs import new_ca
+from tests.csr import csr_object, new_request
 
 
 @pytest.mark.parametrize(("value", "total", "want"), [
@@ -62,15 +59,7 @@ def test_tolerated_for(tolerations: list[dict[str, object]], want: float | None)
 def _csr(
     signer: str, usages: list[str], cn: str, org: str, *names: x509.GeneralName
 ) -> dict[str, object]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, org),
-                         x509.NameAttribute(NameOID.COMMON_NAME, cn)])  # fmt: skip
-    builder = x509.CertificateSigningRequestBuilder().subject_name(subject)
-    if names:
-        builder = builder.add_extension(x509.SubjectAlternativeName(list(names)), critical=False)
-    pem = builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
-    return {"spec": {"request": base64.b64encode(pem).decode(), "signerName": signer,
-                     "usages": usages, "expirationSeconds": 3600}}  # fmt: skip
+    return csr_object(cn, new_request(cn, org, *names)[1], usages, signer, 3600)
 
 
 SERVING = "kubernetes.io/kubelet-serving"
