@@ -331,8 +331,10 @@ Ctrl-C stops everything."""
         if self.sim is None:
             return "  cluster  none (--no-sim): nothing writes unless you do\n\n"
         return f"""  cluster  simulated: a kubelet per node (Lease every 10 s), a scheduler,
-           ReplicaSet, Deployment and Job controllers, {self.a.churn:g} container
-           restarts/s (--churn RATE, --no-sim: none of it)
+           ReplicaSet, Deployment, Job, disruption, node lifecycle and CSR
+           signing controllers, {self.a.churn:g} container restarts/s
+           (--churn RATE, --no-sim: none of it); stop a node's kubelet with
+           kubectl annotate node NODE lab.watchcache.io/kubelet=stopped
 
 """
 
