@@ -33,6 +33,7 @@ from lab.sim.events import EventBroadcaster, object_reference
 from lab.sim.informer import Informer, WorkQueue, key_of, run_workers
 from lab.sim.owners import controller_of
 from proxy.kube import poddisruptionbudget as pdbs
+from proxy.printers.columns import format_label_selector
 
 __all__ = ["DisruptionController", "scaled"]
 
@@ -42,6 +43,12 @@ DELETION_TIMEOUT = 120.0  # seconds an evicted pod may take to be deleted (Delet
 # the kinds a pod's controller may be, with the path of their objects (spec.replicas)
 _SCALED = {"ReplicationController": "/api/v1/namespaces/{ns}/replicationcontrollers/{name}",
            "StatefulSet": "/apis/apps/v1/namespaces/{ns}/statefulsets/{name}"}  # fmt: skip
+
+
+_UNMANAGED = ("Pods selected by this PodDisruptionBudget (selector: {}) were found to be "
+              "unmanaged. As a result, the status of the PDB cannot be calculated correctly, "
+              "which may result in undefined behavior. To account for these pods please set "
+              '".spec.minAvailable" field of the PDB to an integer value.')  # fmt: skip
 
 
 class ExpectedCountFailed(Exception):
@@ -152,19 +159,25 @@ class DisruptionController:
         spec = pdb.get("spec") or {}
         max_unavailable, min_available = spec.get("maxUnavailable"), spec.get("minAvailable")
         if max_unavailable is not None:
-            expected = await self._expected_scale(pods)
+            expected = await self._expected_scale(pdb, pods)
             return expected, max(expected - scaled(max_unavailable, expected), 0)
         if isinstance(min_available, int):
             return len(pods), min_available
         if min_available is not None:
-            expected = await self._expected_scale(pods)
+            expected = await self._expected_scale(pdb, pods)
             return expected, scaled(min_available, expected)
         return 0, 0
 
-    async def _expected_scale(self, pods: list[JSON]) -> int:
+    async def _expected_scale(self, pdb: JSON, pods: list[JSON]) -> int:
         """``getExpectedScale``: the replicas of every controller of ``pods``, each
-        counted once; pods without a controller are not counted."""
+        counted once; pods without a controller are not counted (an ``UnmanagedPods``
+        warning says so)."""
         seen: dict[str, int] = {}
+        unmanaged = [p for p in pods if controller_of(p) is None]
+        if unmanaged:
+            selector = format_label_selector((pdb.get("spec") or {}).get("selector") or {})
+            about = object_reference(pdb, "PodDisruptionBudget", "policy/v1")
+            self.recorder.event(about, "Warning", "UnmanagedPods", _UNMANAGED.format(selector))
         for pod in pods:
             ref = controller_of(pod)
             if ref is None or str(ref.get("uid")) in seen:

@@ -148,6 +148,39 @@ def test_drain_waits_for_the_disruption_budget(cluster: Cluster) -> None:
     cluster.kubectl("uncordon", node)
 
 
+LONER = """
+apiVersion: v1
+kind: Pod
+metadata: {name: loner, namespace: default, labels: {app: loner}}
+spec: {containers: [{name: c, image: "nginx:1.27"}]}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: loner, namespace: default}
+spec:
+  maxUnavailable: 1
+  selector: {matchLabels: {app: loner}}
+"""
+
+
+def test_a_budget_over_unmanaged_pods(cluster: Cluster) -> None:
+    """maxUnavailable needs the pods' controllers' scale: a pod without one is not
+    expected, and the budget says so (upstream's UnmanagedPods warning)."""
+    cluster.kubectl("apply", "-f", "-", stdin=LONER)
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/loner", "--timeout=30s")
+    _wait("observed", lambda: cluster.json("get", "pdb", "loner")["status"].get(
+        "currentHealthy") == 1)  # fmt: skip
+    status = cluster.json("get", "pdb", "loner")["status"]
+    assert (status["expectedPods"], status["desiredHealthy"], status["disruptionsAllowed"]) == (
+        0, 0, 0)  # fmt: skip
+    _wait("the warning", lambda: "UnmanagedPods" in cluster.kubectl(
+        "get", "events", "--field-selector", "involvedObject.name=loner,type=Warning"))
+    message = cluster.json("get", "events", "--field-selector",
+                           "reason=UnmanagedPods")["items"][0]["message"]  # fmt: skip
+    assert message.startswith("Pods selected by this PodDisruptionBudget (selector: app=loner) "
+                              "were found to be unmanaged.")  # fmt: skip
+
+
 def _csr(name: str, org: str, usages: list[str]) -> str:
     """A client CSR for ``name`` in group ``org``, for a day, as JSON."""
     request = new_request(name, org)[1]
