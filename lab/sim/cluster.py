@@ -188,9 +188,6 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="watchcache sim", description=__doc__.split("\n\n")[0])
     p.add_argument("--server", required=True, help="the API server's URL")
     add_sim_arguments(p)
-    p.add_argument("--root-ca-file", default="",
-                   help="the cluster's root CA (PEM), published in every namespace as the "
-                   "kube-root-ca.crt ConfigMap (default: none published)")  # fmt: skip
     p.add_argument("--cluster-signing-cert-file", default="",
                    help="the CA (PEM) that issues the certificates of approved CSRs")
     p.add_argument("--cluster-signing-key-file", default="", help="that CA's key (PEM)")
@@ -199,6 +196,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--node-monitor-grace-period", type=float, default=GRACE_PERIOD,
                    help="how long a node may stay silent before it is NotReady "
                    f"(default {GRACE_PERIOD:.0f} s)")  # fmt: skip
+    p.add_argument("--root-ca-file", default="",
+                   help="the cluster's root CA (PEM), published in every namespace as the "
+                   "kube-root-ca.crt ConfigMap (default: none published)")  # fmt: skip
     p.add_argument("-v", "--verbose", action="store_true", help="log every retry")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING,

@@ -51,6 +51,7 @@ from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
+from proxy.kube import eviction
 from proxy.kube.admission import namespace_lifecycle
 from proxy.kube.auth_routes import auth_routes
 from proxy.kube.bootstrap import controllers as bootstrap_controllers
@@ -62,7 +63,6 @@ from proxy.kube.bootstrap.system_namespaces import (
 from proxy.kube.componentstatus import ComponentStatuses
 from proxy.kube.conversion import VIEWS
 from proxy.kube.defaulting import default_object
-from proxy.kube.eviction import with_eviction
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
 from proxy.kube.subresources import subresource_storage
 from proxy.kube.token import ObjectReader
@@ -202,7 +202,7 @@ def build_app(
         settings=settings,
         registry=registry,
         strategies=lambda resource, sub: strategy_for(resource, sub, kube_deps),
-        subresource_storages=with_eviction(
+        subresource_storages=eviction.with_eviction(
             subresource_storage, lambda group, plural, sub: _store_of(ctx, group, plural, sub)
         ),
         storage_ctx=storage_ctx,

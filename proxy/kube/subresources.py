@@ -1,8 +1,7 @@
 """The REST storages of the built-in kinds' subresources that are not the object itself
 (upstream's ``pkg/registry/<group>/<kind>/storage``): ``scale`` of the scalable kinds
-and ``pods/binding`` (``pods/eviction``, which writes other resources too, is added by
-``proxy.kube.eviction.with_eviction``). ``status``, ``finalize`` and a CSR's ``approval``
-are the resource's own store with the subresource's strategy (``proxy.kube.strategy``)."""
+and ``pods/binding``. ``status`` and ``finalize`` are the resource's own store with the
+subresource's strategy (``proxy.kube.strategy``)."""
 
 from __future__ import annotations
 
