@@ -179,3 +179,21 @@ async def test_discovery_lists_pods_eviction(http: aiohttp.ClientSession) -> Non
     assert found["pods/eviction"] == {"name": "pods/eviction", "singularName": "",
                                       "namespaced": True, "group": "policy", "version": "v1",
                                       "kind": "Eviction", "verbs": ["create"]}  # fmt: skip
+
+
+async def test_eviction_in_protobuf(http: aiohttp.ClientSession, namespace: str) -> None:
+    """client-go's typed clients (the descheduler, the cluster autoscaler) post their
+    Eviction as protobuf; its deleteOptions come through."""
+    from storage.protobuf.serializer import get_serializer
+
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    pod = await running_pod(http, namespace, "web-1")
+    body = get_serializer().encode(eviction("web-1", preconditions={"uid": "not-the-uid"}))
+    headers = {"Content-Type": "application/vnd.kubernetes.protobuf"}
+    async with http.post(f"{pods}/web-1/eviction", data=body, headers=headers) as resp:
+        assert resp.status == 409, await resp.read()
+    body = get_serializer().encode(eviction("web-1", preconditions={"uid": pod["metadata"]["uid"]}))
+    async with http.post(f"{pods}/web-1/eviction", data=body, headers=headers) as resp:
+        assert resp.status == 201, await resp.read()
+    code, _ = await _call(http, "GET", f"{pods}/web-1")
+    assert code == 404
