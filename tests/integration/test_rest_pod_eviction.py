@@ -4,6 +4,7 @@ written here as the disruption controller would)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import aiohttp
@@ -197,3 +198,39 @@ async def test_eviction_in_protobuf(http: aiohttp.ClientSession, namespace: str)
         assert resp.status == 201, await resp.read()
     code, _ = await _call(http, "GET", f"{pods}/web-1")
     assert code == 404
+
+
+async def test_an_eviction_is_admitted(http: aiohttp.ClientSession, namespace: str) -> None:
+    """A CREATE of pods/eviction goes through admission (with the Eviction as its
+    object), as upstream's: a ValidatingAdmissionPolicy on it can pause evictions."""
+    name = f"no-evictions-{namespace}"
+    policies = "/apis/admissionregistration.k8s.io/v1"
+    await create(http, f"{policies}/validatingadmissionpolicies", {
+        "metadata": {"name": name},
+        "spec": {"failurePolicy": "Fail",
+                 "matchConstraints": {"resourceRules": [{
+                     "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                     "resources": ["pods/eviction"]}]},
+                 "validations": [{"expression": "object.kind != 'Eviction'",
+                                  "message": "evictions are paused"}]}})  # fmt: skip
+    await create(http, f"{policies}/validatingadmissionpolicybindings", {
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"],
+                 "matchResources": {"namespaceSelector": {"matchLabels": {
+                     "kubernetes.io/metadata.name": namespace}}}}})  # fmt: skip
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    await running_pod(http, namespace, "web-1")
+    try:
+        for _ in range(100):  # the policy is in force once the server has seen it
+            code, status = await _call(http, "POST", f"{pods}/web-1/eviction?dryRun=All",
+                                       eviction("web-1"))  # fmt: skip
+            if code != 201:
+                break
+            await asyncio.sleep(0.1)
+        assert (code, status["reason"]) == (422, "Invalid"), status  # no reason set: Invalid
+        assert status["message"] == (
+            f"pods \"web-1\" is forbidden: ValidatingAdmissionPolicy '{name}' with binding "
+            f"'{name}' denied request: evictions are paused")  # fmt: skip
+    finally:
+        await _call(http, "DELETE", f"{policies}/validatingadmissionpolicybindings/{name}")
+        await _call(http, "DELETE", f"{policies}/validatingadmissionpolicies/{name}")
