@@ -22,7 +22,9 @@ Every node of the cluster gets an agent (``watchcache-sim-kubelet/0.1 (NODE)``) 
   (capped by ``grace_cap`` seconds: the simulated containers stop at once) has passed.
 
 :class:`NodeAgents` starts an agent for every node a nodes informer reports and stops
-it when the node goes away.
+it when the node goes away, or while the node is annotated
+``lab.watchcache.io/kubelet=stopped`` (the lab's way to stop a kubelet: the node lifecycle
+controller then finds the node silent).
 """
 
 from __future__ import annotations
@@ -52,6 +54,10 @@ START_DELAY = (0.3, 1.5)  # seconds from ContainerCreating to Running
 GRACE_CAP = 2.0
 TERMINAL = ("Succeeded", "Failed")
 RUN_SECONDS = "lab.watchcache.io/run-seconds"
+# the lab's stand-in for ``systemctl stop kubelet`` on a node: a node annotated
+# ``lab.watchcache.io/kubelet=stopped`` has no agent (no Lease renewals, no status, its
+# pods left as they are) until the annotation goes
+KUBELET = "lab.watchcache.io/kubelet"
 EXIT_CODE = "lab.watchcache.io/exit-code"
 JOB_RUN_SECONDS = 1.0
 TRANSIENT = (APIError, aiohttp.ClientError, TimeoutError, OSError)
@@ -372,7 +378,9 @@ class NodeAgents:
                     await task
 
     def _reconcile(self) -> None:
-        names = {key_of(n) for n in self.nodes.items()}
+        names = {key_of(n) for n in self.nodes.items()
+                 if ((n.get("metadata") or {}).get("annotations") or {}).get(KUBELET)
+                 != "stopped"}  # fmt: skip
         for name in names - set(self._tasks):
             agent = NodeAgent(self.server, name, self.events, **self.agent_options)
             self.agents[name] = agent

@@ -51,6 +51,7 @@ from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
+from proxy.kube import eviction
 from proxy.kube.admission import namespace_lifecycle
 from proxy.kube.auth_routes import auth_routes
 from proxy.kube.bootstrap import controllers as bootstrap_controllers
@@ -73,6 +74,7 @@ from proxy.registry.conversion import VersionedStorage
 from proxy.registry.informers import storage_informers
 from proxy.registry.resources import REVIEWS, SERVED, VIRTUAL, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
+from proxy.registry.store import Store
 from proxy.server import event_loop, gc_pauses, http_errors
 from proxy.server.aggregation import AGGREGATION
 from proxy.server.auth_chain import AUTH, Auth, add_auth_hooks, build_auth, storage_lookup
@@ -209,7 +211,9 @@ def build_app(
         settings=settings,
         registry=registry,
         strategies=lambda resource, sub: strategy_for(resource, sub, kube_deps),
-        subresource_storages=subresource_storage,
+        subresource_storages=eviction.with_eviction(
+            subresource_storage, lambda group, plural, sub: _store_of(ctx, group, plural, sub)
+        ),
         storage_ctx=storage_ctx,
         storages=storages,
         informers=informers,
@@ -319,6 +323,12 @@ def _object_reader(ctx: APIContext) -> ObjectReader:
 def _storage_of(ctx: APIContext, group: str, plural: str) -> ResourceStorage | None:
     resource = ctx.registry.lookup(group, plural)
     return ctx.storages.for_resource(resource) if resource is not None else None
+
+
+def _store_of(ctx: APIContext, group: str, plural: str, subresource: str) -> Store | None:
+    """The generic store of a served resource, as ``subresource`` writes it."""
+    resource = ctx.registry.lookup(group, plural)
+    return ctx.store(resource, subresource) if resource is not None else None
 
 
 def _rbac_storage(registry: Registry, storages: StorageMap, plural: str) -> ResourceStorage:

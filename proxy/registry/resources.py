@@ -105,7 +105,7 @@ SERVED: tuple[tuple[str, str, str], ...] = (
     ("apiregistration.k8s.io", "v1", "apiservices"),
 )
 # Not served: virtual resources without storage (tokenreviews, *accessreviews and
-# selfsubject* are REVIEWS, bindings and componentstatuses VIRTUAL), pods/eviction,
+# selfsubject* are REVIEWS, bindings and componentstatuses VIRTUAL),
 # serviceaccounts/token;
 # custom resources are added and removed at run time (``proxy.apiextensions``), and
 # alpha and beta versions (off by default in kube-apiserver).
@@ -123,7 +123,9 @@ REVIEWS: tuple[tuple[str, str, str], ...] = (
 )
 REVIEW_GROUPS = frozenset(group for group, _, _ in REVIEWS)
 
-SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding", "finalize", "approval"})
+# (pods/eviction: proxy.kube.eviction; certificatesigningrequests/approval: its strategy)
+SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding", "finalize", "eviction",
+                                 "approval"})  # fmt: skip
 
 # Resources served without storage of their own (kube-apiserver's legacy REST storages):
 # POST /api/v1/namespaces/NS/bindings binds the pod the Binding names

@@ -87,6 +87,7 @@ SUBRESOURCE_VERBS: dict[str, list[str]] = {
     "eviction": ["create"],
     "binding": ["create"],
     "finalize": ["update"],
+    "approval": ["get", "patch", "update"],
     "log": ["get"],
     "exec": ["create", "get"],
     "attach": ["create", "get"],

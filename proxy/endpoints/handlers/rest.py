@@ -36,7 +36,6 @@ from proxy.registry.rest import (
     Getter,
     NamedCreater,
     Updater,
-    validate_nothing,
 )
 from proxy.registry.store import Store
 from proxy.registry.validation import Mode
@@ -235,8 +234,9 @@ async def _create_named(
     storage: NamedCreater,
 ) -> web.StreamResponse:
     """A create on an object's path (upstream's ``rest.NamedCreater``): the body is the
-    route's kind; the answer is the Status the storage returns. No admission runs (this
-    server never admitted ``pods/binding``; upstream does)."""
+    route's kind, admitted as a CREATE of the route (``pods/eviction``, ``pods/binding``:
+    the mutating phase here, the validating one handed to the storage); the answer is
+    the Status the storage returns."""
     body = await decoding.read_body(request, scope.max_request_body_bytes)
     kind = scope.kind
     obj = await decoding.decoded_kind(
@@ -246,7 +246,9 @@ async def _create_named(
     context = _rest_context(request, _namespace(info, scope.resource), dry_run)
     # the legacy ``bindings`` resource has no name in its path: the body's is the one
     name = info.name or str((obj.get("metadata") or {}).get("name") or "")
-    status = await storage.create_named(context, name, obj, validate_nothing)
+    adm = _request_admission(request, info, scope, dry_run, "CreateOptions")
+    obj = await adm.admit_create(obj)
+    status = await storage.create_named(context, name, obj, adm.validate_create)
     return responsewriters.json_response(status, int(status.get("code") or 201))
 
 
