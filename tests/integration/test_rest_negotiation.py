@@ -215,7 +215,8 @@ async def test_streaming_list_on_the_uncached_store_ends_with_the_bookmark(
         assert (added["type"], added["object"]["metadata"]["name"]) == ("ADDED", "s1")
         assert bookmark["type"] == "BOOKMARK"
         meta = bookmark["object"]["metadata"]
-        assert meta["annotations"] == {"k8s.io/initial-events-end": "true"}
+        assert meta["annotations"]["k8s.io/initial-events-end"] == "true"
+        assert "kubernetes.io/initial-events-list-blueprint" in meta["annotations"]
         assert int(meta["resourceVersion"]) >= int(added["object"]["metadata"]["resourceVersion"])
         await create(http, f"/api/v1/namespaces/{namespace}/pods", pod_body("s2"))
         later = orjson.loads(await resp.content.readline())
