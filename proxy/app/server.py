@@ -58,6 +58,7 @@ from proxy.kube.bootstrap.system_namespaces import (
     SYSTEM_NAMESPACES_HOOK,
     ensure_system_namespaces,
 )
+from proxy.kube.service import service_stores
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
 from proxy.kube.subresources import subresource_storage
 from proxy.kube.token import ObjectReader
@@ -205,6 +206,7 @@ def build_app(
         informers=informers,
         auth=auth,
     )
+    ctx.custom_stores = service_stores(ctx, settings.service_cluster_ip_range)
     app[API_CONTEXT] = ctx
     app[LOOPBACK_TOKEN] = loopback
     app[POST_START_HOOKS] = hooks

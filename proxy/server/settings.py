@@ -11,6 +11,7 @@ are YAML only: ``watch-cache-indexes: {configmaps: [metadata.namespace]}`` (or
 from __future__ import annotations
 
 import argparse
+import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -113,6 +114,12 @@ class Settings:
     # bound on every etcd request: the time a request waits on an unreachable etcd
     etcd_request_timeout: float = 10.0
     bind_address: str = "127.0.0.1"
+    # the address the default/kubernetes Service's endpoints list ("" = the bind
+    # address, or the default route's interface when bound to all)
+    advertise_address: str = ""
+    # the ClusterIP range of Services; its first address is the kubernetes Service's
+    # (kubeadm's default, which kind and most clusters use)
+    service_cluster_ip_range: str = "10.96.0.0/12"
     # where the plain port listens (kube's old --insecure-bind-address); "" = bind_address,
     # so `--bind-address=A --port=N` serves plain HTTP on A:N as it always did
     insecure_bind_address: str = ""
@@ -260,6 +267,8 @@ _CONVERTERS: dict[str, Any] = {
     "watch_cache_snapshot_max": int,
     "event_loop": _parse_event_loop,
     "port": _parse_port,
+    "advertise_address": lambda v: str(ipaddress.ip_address(v)) if v else "",
+    "service_cluster_ip_range": lambda v: str(ipaddress.ip_network(v, strict=True)),
     "secure_port": _parse_port,
     "tls_cipher_suites": _parse_servers,
     "anonymous_auth": _parse_bool,
@@ -296,6 +305,10 @@ _FLAG_HELP: dict[str, str] = {
     "etcd_request_timeout": "timeout of one etcd request; requests on an unreachable etcd "
     "fail with 504 after it (e.g. 10s)",
     "bind_address": "IP address to listen on",
+    "advertise_address": "IP address the kubernetes Service's endpoints advertise "
+    "(default: --bind-address, or the default route's when that is 0.0.0.0)",
+    "service_cluster_ip_range": "CIDR of Service cluster IPs; the kubernetes Service gets "
+    "its first address",
     "insecure_bind_address": "IP address of the plain port (default: --bind-address); e.g. "
     "HTTPS on 0.0.0.0 and the plain port on 127.0.0.1 for local health checks",
     "port": "plain-HTTP port, without authentication: every request is a system:masters "
