@@ -168,7 +168,8 @@ class Lab:
         )
         if self.a.sim:
             self.sim = Simulation(self.server.url, churn=self.a.churn,
-                                  root_ca=(pki.dir / "ca.crt").read_text())  # fmt: skip
+                                  root_ca=(pki.dir / "ca.crt").read_text(),
+                                  controllers=self.a.controllers)  # fmt: skip
             self.sim.start()
         if self.a.page:
             self.page = LabPage(self.server.url, self.a.page_port)
@@ -326,6 +327,12 @@ Ctrl-C stops everything."""
     def _sim_guide(self) -> str:
         if self.sim is None:
             return "  cluster  none (--no-sim): nothing writes unless you do\n\n"
+        if not self.sim.controllers:
+            return f"""  cluster  kubelets only (--no-controllers): a kubelet per node,
+           {self.a.churn:g} container restarts/s; run kube-controller-manager and kube-scheduler
+           with --kubeconfig {self.dir / "kubeconfig"} (docs/conformance.md)
+
+"""
         return f"""  cluster  simulated: a kubelet per node (Lease every 10 s), a scheduler,
            ReplicaSet, Deployment and Job controllers, {self.a.churn:g} container
            restarts/s (--churn RATE, --no-sim: none of it)
