@@ -206,7 +206,9 @@ def build_app(
         informers=informers,
         auth=auth,
     )
-    ctx.custom_stores = service_stores(ctx, settings.service_cluster_ip_range)
+    ctx.custom_stores = service_stores(
+        ctx, settings.service_cluster_ip_range, settings.service_node_port_range
+    )
     app[API_CONTEXT] = ctx
     app[LOOPBACK_TOKEN] = loopback
     app[POST_START_HOOKS] = hooks

@@ -20,13 +20,19 @@ from tests.integration.conftest import ServerProcess, create, start_server
 pytestmark = pytest.mark.etcd
 
 JSON = dict[str, Any]
-CIDR = "10.0.0.0/28"  # 10.0.0.1-10.0.0.14; the kubernetes Service holds the first
+# 10.0.0.1-10.0.0.254; dynamic addresses come from above the 16 lowest (KEP-3070), so
+# the static ones of these tests (10.0.0.2-16) never meet a dynamic one
+CIDR = "10.0.0.0/24"
 IPADDRESSES = "/apis/networking.k8s.io/v1/ipaddresses"
+NODE_PORTS = "30000-30099"
 
 
 @pytest.fixture(scope="module")
 def small_range_server(etcd: EtcdCluster) -> Iterator[ServerProcess]:
-    with start_server(etcd.endpoints, None, f"--service-cluster-ip-range={CIDR}") as proc:
+    with start_server(
+        etcd.endpoints, None, f"--service-cluster-ip-range={CIDR}",
+        f"--service-node-port-range={NODE_PORTS}",
+    ) as proc:  # fmt: skip
         yield proc
 
 
@@ -68,7 +74,7 @@ async def test_a_service_gets_a_free_cluster_ip_held_by_an_ip_address(
     spec = svc["spec"]
     ip = spec["clusterIP"]
     assert ipaddress.ip_address(ip) in ipaddress.ip_network(CIDR)
-    assert ip not in ("10.0.0.0", "10.0.0.15")  # neither network nor broadcast
+    assert int(ip.rsplit(".", 1)[1]) in range(17, 255)  # the upper band; no broadcast
     assert spec["clusterIPs"] == [ip]
     assert (spec["ipFamilies"], spec["ipFamilyPolicy"]) == (["IPv4"], "SingleStack")
     held = await ip_address(http, ip)
@@ -198,3 +204,55 @@ async def test_dual_stack_requests_on_a_single_stack_cluster_are_422(
         'Service "v6" is invalid: spec.ipFamilies[0]: Invalid value: "IPv6": '
         "not configured on this cluster"
     )
+
+
+async def test_node_port_services_get_node_ports_and_a_taken_one_is_422(
+    http: aiohttp.ClientSession, ns: str
+) -> None:
+    path = f"/api/v1/namespaces/{ns}/services"
+    ports = [{"name": "tcp", "port": 53, "protocol": "TCP"},
+             {"name": "udp", "port": 53, "protocol": "UDP"}]  # fmt: skip
+    svc = await create(http, path, service("np", type="NodePort", ports=ports))
+    given = [p["nodePort"] for p in svc["spec"]["ports"]]
+    assert given[0] == given[1] and 30000 <= given[0] <= 30099  # one number, one nodePort
+    # the 16 lowest ports are left to static requests (KEP-3668): no dynamic one meets it
+    await create(http, path, service("fixed", type="NodePort",
+                                     ports=[{"port": 80, "nodePort": 30005}]))  # fmt: skip
+    cases = {
+        30005: "provided port is already allocated",
+        31000: "provided port is not in the valid range. "
+        f"The range of valid ports is {NODE_PORTS}",
+    }
+    for port, words in cases.items():
+        body = service("taken", type="NodePort", ports=[{"port": 80, "nodePort": port}])
+        async with http.post(path, json=body) as resp:
+            status = await status_of(resp)
+        assert resp.status == 422, status
+        assert status["message"] == (
+            f'Service "taken" is invalid: spec.ports[0].nodePort: Invalid value: {port}: {words}'
+        )
+    # a resubmitted manifest keeps its nodePorts; deletion frees them
+    body = service("np", type="NodePort", ports=ports)
+    body["metadata"]["resourceVersion"] = svc["metadata"]["resourceVersion"]
+    async with http.put(f"{path}/np", json=body) as resp:
+        kept = await status_of(resp)
+        assert resp.status == 200, kept
+    assert [p["nodePort"] for p in kept["spec"]["ports"]] == given
+    async with http.delete(f"{path}/fixed") as resp:
+        assert resp.status == 200
+    await create(http, path, service("again", type="NodePort",
+                                     ports=[{"port": 80, "nodePort": 30005}]))  # fmt: skip
+
+
+async def test_a_load_balancer_with_local_traffic_gets_a_health_check_node_port(
+    http: aiohttp.ClientSession, ns: str
+) -> None:
+    path = f"/api/v1/namespaces/{ns}/services"
+    svc = await create(http, path, service("lb", type="LoadBalancer",
+                                           externalTrafficPolicy="Local"))  # fmt: skip
+    spec = svc["spec"]
+    assert 30000 <= spec["healthCheckNodePort"] <= 30099
+    assert spec["healthCheckNodePort"] != spec["ports"][0]["nodePort"]
+    quiet = await create(http, path, service("lb2", type="LoadBalancer",
+                                             allocateLoadBalancerNodePorts=False))  # fmt: skip
+    assert "nodePort" not in quiet["spec"]["ports"][0]

@@ -28,7 +28,9 @@ from proxy import apierrors
 from proxy.apimachinery.validation import field as fielderr
 from proxy.apimachinery.validation import go_values
 from proxy.apimachinery.validation.field import ErrorList
+from proxy.kube.service import node_ports
 from proxy.kube.service.ipallocator import AllocationError, IPAllocator, family_of
+from proxy.kube.service.portallocator import NodePortAllocator
 from storage.interfaces import JSONObject
 
 __all__ = ["Allocators", "Transaction", "normalize_cluster_ips", "patch_allocated_values"]
@@ -105,6 +107,7 @@ def patch_allocated_values(new: JSONObject, old: JSONObject) -> None:
             spec["clusterIP"] = old_spec["clusterIP"]
         if not _ips(spec) and _ips(old_spec):
             spec["clusterIPs"] = _ips(old_spec)
+    node_ports.patch_node_ports(new, old)
 
 
 def _needs_cluster_ip(spec: JSON) -> bool:
@@ -123,9 +126,10 @@ def _invalid(svc: JSONObject, errs: ErrorList) -> apierrors.StatusError:
 
 @dataclass
 class Allocators:
-    """The cluster's Service allocators (one IP family: ``ip``)."""
+    """The cluster's Service allocators (one IP family: ``ip``; ``ports``: NodePorts)."""
 
     ip: IPAllocator
+    ports: NodePortAllocator | None = None
 
     # ------------------------------------------------------------------ families
 
@@ -203,7 +207,8 @@ class Allocators:
     async def allocate_create(self, svc: JSONObject, *, dry_run: bool) -> Transaction:
         """``allocateCreate`` (ClusterIPs)."""
         self.init_ip_family_fields(svc, None)
-        return await self._allocate(svc, dry_run=dry_run)
+        txn = await self._allocate(svc, dry_run=dry_run)
+        return await self._with_node_ports(txn, svc, None, dry_run=dry_run)
 
     async def allocate_update(
         self, new: JSONObject, old: JSONObject, *, dry_run: bool
@@ -211,6 +216,12 @@ class Allocators:
         """``allocateUpdate`` (ClusterIPs): from ExternalName, allocate; to it, release
         the old addresses once the write succeeded."""
         self.init_ip_family_fields(new, old)
+        txn = await self._update_cluster_ips(new, old, dry_run=dry_run)
+        return await self._with_node_ports(txn, new, old, dry_run=dry_run)
+
+    async def _update_cluster_ips(
+        self, new: JSONObject, old: JSONObject, *, dry_run: bool
+    ) -> Transaction:
         spec, old_spec = _spec(new), _spec(old)
         if old_spec.get("type") == "ExternalName" and spec.get("type") != "ExternalName":
             return await self._allocate(new, dry_run=dry_run)
@@ -222,6 +233,26 @@ class Allocators:
                 txn.on_commit += [self._releaser(ip) for ip in _ips(old_spec) if ip != NONE]
             return txn
         return Transaction()
+
+    async def _with_node_ports(
+        self, txn: Transaction, svc: JSONObject, old: JSONObject | None, *, dry_run: bool
+    ) -> Transaction:
+        """``txnAllocNodePorts`` / ``txnUpdateNodePorts`` added to ``txn`` (whose
+        allocations are given back if the ports fail)."""
+        if self.ports is None:
+            return txn
+        meta = svc.get("metadata") or {}
+        op = self.ports.operation(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        txn.on_commit.append(op.finish)
+        txn.on_revert.append(op.finish)
+        try:
+            await node_ports.allocate(op, svc, old)
+        except BaseException:
+            await txn.revert()
+            raise
+        if dry_run:
+            await op.finish()
+        return txn
 
     async def release_allocated(self, svc: JSONObject) -> None:
         """``releaseAllocatedResources`` (ClusterIPs) after a deletion."""
