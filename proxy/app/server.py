@@ -53,6 +53,10 @@ from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
 from proxy.kube.admission import namespace_lifecycle
 from proxy.kube.auth_routes import auth_routes
+from proxy.kube.bootstrap.legacy_token_tracking import (
+    LEGACY_TOKEN_TRACKING_HOOK,
+    track_legacy_tokens,
+)
 from proxy.kube.bootstrap.rbac_policy import bootstrap_policy
 from proxy.kube.bootstrap.system_namespaces import (
     SYSTEM_NAMESPACES_HOOK,
@@ -248,6 +252,9 @@ def build_app(
     admission.install(app, ctx, admission_plugins(), hooks)
     if settings.system_namespaces:
         hooks.add(SYSTEM_NAMESPACES_HOOK, ensure_system_namespaces)
+        # upstream's hook only starts the controller: /readyz does not wait for it
+        hooks.add(LEGACY_TOKEN_TRACKING_HOOK, track_legacy_tokens,
+                  after=(SYSTEM_NAMESPACES_HOOK,), ready=lambda: True)  # fmt: skip
 
     async def on_shutdown(app: web.Application) -> None:
         await hooks.stop()  # no internal write outlives the listeners
