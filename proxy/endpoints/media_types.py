@@ -119,7 +119,12 @@ def _as_format(
 
 
 def parse_accept(
-    header: str | None, *, is_list: bool = False, protobuf: bool = False, watch: bool = False
+    header: str | None,
+    *,
+    is_list: bool = False,
+    protobuf: bool = False,
+    watch: bool = False,
+    table: bool = True,
 ) -> AcceptedFormat:
     """The format to answer with for an ``Accept`` header (``None``/empty: JSON).
 
@@ -130,13 +135,14 @@ def parse_accept(
     are single objects, which is what client-go's metadata client asks for
     (``as=PartialObjectMetadata``, protobuf first). ``protobuf``: the resource can be
     served as protobuf (the object and PartialObjectMetadata[List]; a Table never is, as
-    upstream). Raises
+    upstream). ``table``: the resource has a Table convertor (upstream's
+    ``AllowsMediaTypeTransform``: a review has none). Raises
     :class:`NotAcceptableError` (406) when nothing fits.
     """
     if not header or not header.strip():
         return AcceptedFormat("json")
     for _, _, media in _media_ranges(header):
         found = _as_format(media, is_list, protobuf, watch)
-        if found is not None:
+        if found is not None and (table or found.format != "table"):
             return found
     raise NotAcceptableError()

@@ -113,6 +113,10 @@ def _parse_admission_plugins(value: str | Sequence[str], which: str) -> tuple[st
     return names
 
 
+# --endpoint-reconciler-type's values (upstream's, less "lease")
+ENDPOINT_RECONCILER_TYPES = ("master-count", "none")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every setting of ``watchcache serve``. Durations are seconds."""
@@ -132,6 +136,11 @@ class Settings:
     # the ClusterIP range of Services; its first address is the kubernetes Service's
     # (kubeadm's default, which kind and most clusters use)
     service_cluster_ip_range: str = "10.96.0.0/12"
+    # how the kubernetes Service's endpoints are kept: "master-count" (this server adds
+    # its address, never removes another's) or "none" (untouched: a second server on the
+    # same etcd, such as the bench's and the lab demos', would otherwise fight over the
+    # port). Upstream's default "lease" is not built (docs/bootstrap.md).
+    endpoint_reconciler_type: str = "master-count"
     # where the plain port listens (kube's old --insecure-bind-address); "" = bind_address,
     # so `--bind-address=A --port=N` serves plain HTTP on A:N as it always did
     insecure_bind_address: str = ""
@@ -253,6 +262,13 @@ def _parse_storage_media_type(value: str) -> str:
     return value
 
 
+def _parse_endpoint_reconciler_type(value: str) -> str:
+    if value not in ENDPOINT_RECONCILER_TYPES:
+        raise ConfigError(f"{value!r}: one of {', '.join(ENDPOINT_RECONCILER_TYPES)}"
+                          " (lease is not supported yet)")  # fmt: skip
+    return value
+
+
 def _parse_event_loop(value: str) -> str:
     if value not in ("asyncio", "uvloop"):
         raise ConfigError(f"{value!r}: asyncio or uvloop")
@@ -281,6 +297,7 @@ _CONVERTERS: dict[str, Any] = {
     "watch_cache_snapshot_retention": _parse_duration,
     "watch_cache_snapshot_max": int,
     "event_loop": _parse_event_loop,
+    "endpoint_reconciler_type": _parse_endpoint_reconciler_type,
     "port": _parse_port,
     "advertise_address": lambda v: str(ipaddress.ip_address(v)) if v else "",
     "service_cluster_ip_range": lambda v: str(ipaddress.ip_network(v, strict=True)),
@@ -324,6 +341,9 @@ _FLAG_HELP: dict[str, str] = {
     "(default: --bind-address, or the default route's when that is 0.0.0.0)",
     "service_cluster_ip_range": "CIDR of Service cluster IPs; the kubernetes Service gets "
     "its first address",
+    "endpoint_reconciler_type": "how the kubernetes Service's endpoints are kept: "
+    "master-count (add this server's address) or none (leave them alone: a second server "
+    "on the same etcd)",
     "insecure_bind_address": "IP address of the plain port (default: --bind-address); e.g. "
     "HTTPS on 0.0.0.0 and the plain port on 127.0.0.1 for local health checks",
     "port": "plain-HTTP port, without authentication: every request is a system:masters "
@@ -354,8 +374,7 @@ _FLAG_HELP: dict[str, str] = {
     "watch_cache_index": "false disables the watch cache's field indexes (pods spec.nodeName)",
     "feature_gates": "comma-separated Gate=true|false, e.g. ConsistentListFromCache=true",
     "etcd_compaction_interval": "interval of etcd compactions (e.g. 5m; 0 disables)",
-    "event_ttl": "how long Events are kept in etcd after their last write (e.g. 1h; "
-    "0 keeps them)",
+    "event_ttl": "how long Events are kept in etcd after their last write (e.g. 1h; 0 keeps them)",
     "watch_cache_snapshot_retention": "how long a watch cache snapshot (ListFromCacheSnapshot: "
     "LISTs at an exact revision and continue pages from the cache) is kept once "
     "superseded (e.g. 75s)",
