@@ -101,7 +101,7 @@ class ServiceREST(Store):
             raise
         if allocating is not None:
             await allocating.txn.commit()
-        if deletion.should_delete_during_update(stored.obj):  # removed by the update
+        if deletion.should_delete_during_update(self.strategy.deletion, stored.obj):  # removed
             await self._after_delete(ctx, stored.obj)
         return stored, created
 
