@@ -171,7 +171,8 @@ class Lab:
             # the lab CA signs approved CSRs (kube-controller-manager's cluster signing)
             ca = CertKey((pki.dir / "ca.crt").read_bytes(), (pki.dir / "ca.key").read_bytes())
             self.sim = Simulation(self.server.url, churn=self.a.churn,
-                                  root_ca=ca.cert_pem.decode(), cluster_signing=ca)  # fmt: skip
+                                  root_ca=ca.cert_pem.decode(), cluster_signing=ca,
+                                  controllers=self.a.controllers)  # fmt: skip
             self.sim.start()
         if self.a.page:
             self.page = LabPage(self.server.url, self.a.page_port)
@@ -330,6 +331,12 @@ Ctrl-C stops everything."""
     def _sim_guide(self) -> str:
         if self.sim is None:
             return "  cluster  none (--no-sim): nothing writes unless you do\n\n"
+        if not self.sim.controllers:
+            return f"""  cluster  kubelets only (--no-controllers): a kubelet per node,
+           {self.a.churn:g} container restarts/s; run kube-controller-manager and kube-scheduler
+           with --kubeconfig {self.dir / "kubeconfig"} (docs/conformance.md)
+
+"""
         return f"""  cluster  simulated: a kubelet per node (Lease every 10 s), a scheduler,
            ReplicaSet, Deployment, Job, disruption, node lifecycle and CSR
            signing controllers, {self.a.churn:g} container restarts/s

@@ -11,10 +11,13 @@ controllers what kube-apiserver leaves to kubelets and kube-controller-manager.
                    [--node-monitor-period 5] [--node-monitor-grace-period 50] [-v]
 
 ``watchcache lab`` runs it in its own process after seeding (``--no-sim`` switches it
-off); ``watchcache sim`` runs it alone against any server. The controllers share their
-informers as kube-controller-manager's do: one nodes, pods, ReplicaSets, Deployments, Jobs,
-namespaces, PodDisruptionBudgets and CSRs informer for the control plane (the node agents
-each watch only their own node's pods).
+off); ``watchcache sim`` runs it alone against any server. ``--no-controllers`` keeps
+only the node agents (kubelets), their Events and the churn: the real
+kube-controller-manager and kube-scheduler then do what the scheduler and controllers
+here would (docs/conformance.md). The controllers share their informers as
+kube-controller-manager's do: one nodes, pods, ReplicaSets, Deployments, Jobs,
+namespaces, PodDisruptionBudgets and CSRs informer for the control plane (the node
+agents each watch only their own node's pods).
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ class Simulation:
     cluster_signing: CertKey | None = None
     node_monitor_period: float = MONITOR_PERIOD
     node_monitor_grace_period: float = GRACE_PERIOD
+    # False: node agents, Events and churn only (a real control plane runs the rest)
+    controllers: bool = True
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _clients: list[Client] = field(default_factory=list)
 
@@ -95,6 +100,19 @@ class Simulation:
         self.agents = NodeAgents(self.server, self.nodes, events,
                                  renew_seconds=self.renew_seconds,
                                  status_seconds=self.status_seconds)  # fmt: skip
+        self.churner = Churn(self.agents, self.churn)
+        # handlers first, then the informers: every controller sees every first ADDED
+        runs = [events.run(), self.agents.run(), *self._control_plane(),
+                self.churner.run(), self.nodes.run(), self.pods.run()]  # fmt: skip
+        self._tasks = [asyncio.create_task(_logged(c), name="sim") for c in runs]
+
+    def _control_plane(self) -> list[Coroutine[Any, Any, None]]:
+        """The scheduler and the controllers with their own informers' runs (none
+        without ``controllers``)."""
+        self.scheduler: Scheduler | None = None
+        if not self.controllers:
+            return []
+        events = self.events
         self.scheduler = Scheduler(self.server, self.nodes, events)
         self.replicaset_controller = ReplicaSetController(self.server, self.replicasets,
                                                           self.pods, events)  # fmt: skip
@@ -116,18 +134,13 @@ class Simulation:
                    self.csrs.run()] if self.cluster_signing else [])  # fmt: skip
         publisher = ([RootCACertPublisher(self.server, self.namespaces, self.root_ca).run()]
                      if self.root_ca else [])  # fmt: skip
-        self.churner = Churn(self.agents, self.churn)
-        # handlers first, then the informers: every controller sees every first ADDED
-        runs = [events.run(), self.agents.run(), self.scheduler.run(),
-                self.replicaset_controller.run(), self.deployment_controller.run(),
-                self.job_controller.run(),
+        return [self.scheduler.run(), self.replicaset_controller.run(),
+                self.deployment_controller.run(), self.job_controller.run(),
                 self.garbage_collector.run(), self.namespace_controller.run(),
                 self.serviceaccounts_controller.run(), *publisher, self.namespaces.run(),
                 self.disruption_controller.run(), self.node_lifecycle_controller.run(),
                 *signer, self.budgets.run(),
-                self.churner.run(), self.nodes.run(), self.pods.run(), self.replicasets.run(),
-                self.deployments.run(), self.jobs.run()]  # fmt: skip
-        self._tasks = [asyncio.create_task(_logged(c), name="sim") for c in runs]
+                self.replicasets.run(), self.deployments.run(), self.jobs.run()]  # fmt: skip
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -142,7 +155,8 @@ class Simulation:
         """One line: what the simulation has done so far."""
         renewals = sum(a.renewals for a in self.agents.agents.values())
         return (f"{len(self.agents.agents)} node agents ({renewals} lease renewals), "
-                f"{self.scheduler.bindings} pods bound, {self.churner.changes} container "
+                f"{self.scheduler.bindings if self.scheduler else 0} pods bound by the "
+                f"simulated scheduler, {self.churner.changes} container "
                 f"restarts, {self.events.written} event writes ({self.events.dropped} "
                 "events dropped)")  # fmt: skip
 
@@ -161,7 +175,8 @@ async def _logged(coro: Coroutine[Any, Any, None]) -> None:
 async def _run(a: argparse.Namespace, root_ca: str, signing: CertKey | None) -> int:
     sim = Simulation(a.server, churn=a.churn, renew_seconds=a.renew_seconds, root_ca=root_ca,
                      cluster_signing=signing, node_monitor_period=a.node_monitor_period,
-                     node_monitor_grace_period=a.node_monitor_grace_period)  # fmt: skip
+                     node_monitor_grace_period=a.node_monitor_grace_period,
+                     controllers=a.controllers)  # fmt: skip
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -182,6 +197,9 @@ def add_sim_arguments(p: argparse.ArgumentParser) -> None:
                    f"(default {DEFAULT_CHURN}; 0: none)")  # fmt: skip
     p.add_argument("--renew-seconds", type=float, default=RENEW_SECONDS,
                    help=f"node Lease renew interval (default {RENEW_SECONDS:.0f})")  # fmt: skip
+    p.add_argument("--no-controllers", dest="controllers", action="store_false",
+                   help="node agents (kubelets) only: no simulated scheduler or controllers, "
+                   "for a real kube-controller-manager and kube-scheduler")  # fmt: skip
 
 
 def main(argv: list[str]) -> int:

@@ -63,6 +63,7 @@ from proxy.kube.bootstrap.system_namespaces import (
 from proxy.kube.componentstatus import ComponentStatuses
 from proxy.kube.conversion import VIEWS
 from proxy.kube.defaulting import default_object
+from proxy.kube.service import service_stores
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
 from proxy.kube.subresources import subresource_storage
 from proxy.kube.token import ObjectReader
@@ -219,6 +220,9 @@ def build_app(
         informers=informers,
         auth=auth,
         defaulter=default_object,
+    )
+    ctx.custom_stores = service_stores(
+        ctx, settings.service_cluster_ip_range, settings.service_node_port_range
     )
     ctx.component_statuses = ComponentStatuses(
         lambda: ctx.storage_ctx.etcd3().current_resource_version()

@@ -35,6 +35,7 @@ from proxy.authentication.authenticator import (
 from proxy.authentication.bearer_token import BearerToken
 from proxy.authentication.filter import authentication_middleware
 from proxy.authentication.impersonation import impersonation_middleware
+from proxy.authentication.legacy_service_account import LegacyServiceAccountTokens
 from proxy.authentication.loopback import LoopbackToken
 from proxy.authentication.request_header import RequestHeaderConfig, front_proxy_authenticators
 from proxy.authentication.service_account import (
@@ -187,11 +188,10 @@ def build_auth(
             token_authenticators.append(TokenFile.from_path(settings.token_auth_file))
         except TokenFileError as e:
             raise ConfigError(str(e)) from None
-    token_authenticators.append(
-        ServiceAccountTokens(
-            issuers, public_keys, audiences, lookup if settings.service_account_lookup else None,
-        )
-    )
+    sa_lookup = lookup if settings.service_account_lookup else None
+    token_authenticators.append(ServiceAccountTokens(issuers, public_keys, audiences, sa_lookup))
+    # the Secret-based tokens kube-controller-manager's token controller signs
+    token_authenticators.append(LegacyServiceAccountTokens(public_keys, audiences, sa_lookup))
     tokens = TokenUnion(token_authenticators)
     chain: RequestAuthenticator = AuthenticatedGroupAdder(
         Union([*_certificate_authenticators(settings), BearerToken(tokens)])

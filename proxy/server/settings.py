@@ -86,6 +86,18 @@ def _parse_port(value: str | int | None) -> int | None:
     return port
 
 
+def _parse_port_range(value: str) -> str:
+    """``a-b`` with 0 < a <= b <= 65535 (``net.ParsePortRange``), kept as given."""
+    low, _, high = str(value).strip().partition("-")
+    try:
+        first, last = int(low), int(high or low)
+    except ValueError:
+        raise ConfigError(f"invalid port range {value!r}") from None
+    if not 0 < first <= last <= 65535:
+        raise ConfigError(f"invalid port range {value!r}")
+    return str(value).strip()
+
+
 def _parse_servers(value: str | Sequence[str]) -> tuple[str, ...]:
     items = value.split(",") if isinstance(value, str) else list(value)
     return tuple(s.strip() for s in items if s and s.strip())
@@ -220,6 +232,8 @@ class Settings:
     leader_elect_lease_duration: float = 15.0
     leader_elect_renew_deadline: float = 10.0
     leader_elect_retry_period: float = 2.0
+    # the NodePort range of Services (kube-apiserver's --service-node-port-range)
+    service_node_port_range: str = "30000-32767"
     # asyncio's own loop, or uvloop's (the optional uvloop extra): proxy.server.event_loop
     event_loop: str = "asyncio"
     # kube-apiserver's admission flags (proxy.admission.chain: default-on set, order)
@@ -288,6 +302,7 @@ _CONVERTERS: dict[str, Any] = {
     "watch_cache_index": _parse_bool,
     "system_namespaces": _parse_bool,
     "lifecycle_controllers": _parse_bool,
+    "service_node_port_range": _parse_port_range,
     "default_watch_cache_size": int,
     "feature_gates": _parse_feature_gates,
     "watch_cache_indexes": _parse_indexes,
@@ -406,6 +421,7 @@ _FLAG_HELP: dict[str, str] = {
     "against this server (as in `watchcache lab`): bound pods are deleted gracefully, "
     "propagationPolicy Foreground/Orphan adds its finalizer, a deleted namespace goes "
     "Terminating; false (default): deletes are immediate",
+    "service_node_port_range": "the ports NodePort Services get theirs from (a-b)",
     "log_level": "debug, info, warning or error",
     "workers": "serving processes on the same ports (SO_REUSEPORT), each with its own "
     "watch cache over the same etcd; the run-once controllers run in the one holding "

@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jwt
 import pytest
 
 from lab.etcd import EtcdCluster
+from proxy.authentication.service_account import key_id, load_private_key
 from proxy.server.certs import new_ca, sign
 from tests.csr import csr_object, new_request
 from tests.e2e.conftest import KUBECTL
@@ -279,6 +281,51 @@ def test_service_account_token_with_kubectl_and_python_client(secure: Secure) ->
         assert f'{robot} cannot list resource "secrets"' in message
     # a deleted service account's token stops working
     assert kubectl(secure, "delete", "serviceaccount", "robot")[0] == 0
+    assert _eventually(
+        lambda: _get(secure, "/api/v1/namespaces/default/pods", token=token)[0] == 401
+    )
+
+
+def _legacy_token(s: Secure, namespace: str, name: str, uid: str, secret: str) -> str:
+    """What kube-controller-manager's token controller writes into a
+    service-account-token Secret, signed with the key it is given (the server's)."""
+    key = load_private_key(str(s.dir / "certs" / "service-account.key"))
+    claims = {
+        "iss": "kubernetes/serviceaccount",
+        "kubernetes.io/serviceaccount/namespace": namespace,
+        "kubernetes.io/serviceaccount/secret.name": secret,
+        "kubernetes.io/serviceaccount/service-account.name": name,
+        "kubernetes.io/serviceaccount/service-account.uid": uid,
+        "sub": f"system:serviceaccount:{namespace}:{name}",
+    }
+    public = key.public_key()
+    return jwt.encode(claims, key, algorithm="RS256", headers={"kid": key_id(public)})
+
+
+def test_a_secret_based_legacy_service_account_token_authenticates(secure: Secure) -> None:
+    """kube-controller-manager's legacy tokens: good while their Secret holds them and
+    the ServiceAccount is the claimed one (pkg/serviceaccount/legacy.go)."""
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount",
+          "metadata": {"name": "legacy", "namespace": "default"}}  # fmt: skip
+    assert kubectl(secure, "apply", "-f", "-", stdin=json.dumps(sa))[0] == 0
+    rc, uid = kubectl(secure, "get", "sa", "legacy", "-o", "jsonpath={.metadata.uid}")
+    assert rc == 0, uid
+    token = _legacy_token(secure, "default", "legacy", uid, "legacy-token")
+    assert _get(secure, "/api/v1/namespaces/default/pods", token=token)[0] == 401  # no Secret
+    secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+              "metadata": {"name": "legacy-token", "namespace": "default",
+                           "annotations": {"kubernetes.io/service-account.name": "legacy"}},
+              "stringData": {"token": token}}  # fmt: skip
+    assert kubectl(secure, "apply", "-f", "-", stdin=json.dumps(secret))[0] == 0
+    rc, out = kubectl(secure, "auth", "whoami", "-o", "json", f"--token={token}", user="anonymous")
+    assert rc == 0, out
+    assert json.loads(out)["status"]["userInfo"]["username"] == (
+        "system:serviceaccount:default:legacy"
+    )
+    forged = _legacy_token(secure, "default", "legacy", "another-uid", "legacy-token")
+    code, status = _get(secure, "/api/v1/namespaces/default/pods", token=forged)
+    assert code == 401, status  # not the Secret's copy
+    assert kubectl(secure, "delete", "secret", "legacy-token")[0] == 0
     assert _eventually(
         lambda: _get(secure, "/api/v1/namespaces/default/pods", token=token)[0] == 401
     )

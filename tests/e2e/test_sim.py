@@ -562,3 +562,35 @@ def test_node_conditions_read_as_the_kubelet_writes_them(cluster: Cluster) -> No
     described = cluster.kubectl("describe", "node", node)
     assert re.search(r"Ready\s+True\s+.+KubeletReady\s+kubelet is posting ready status",
                      described), described  # fmt: skip
+
+
+def test_no_controllers_leaves_scheduling_and_controllers_to_a_real_control_plane(
+    etcd: EtcdCluster, tmp_path: Path
+) -> None:
+    """``watchcache sim --no-controllers`` (what ``watchcache lab --no-controllers``
+    runs beside a real kube-controller-manager and kube-scheduler): the kubelets renew
+    and run the pods bound to their nodes; nothing schedules, reconciles a ReplicaSet or
+    makes a namespace's default ServiceAccount."""
+    with start_server(etcd.endpoints, None, "--lifecycle-controllers=true") as server:
+        plan = seed.Plan(pods=0, nodes=1, namespaces=1, configmaps=0)
+        assert asyncio.run(seed.seed_with_progress(server.url, plan, quiet=True)).ok
+        log = open(tmp_path / "sim.log", "wb")  # noqa: SIM115 - the child's, closed below
+        sim = subprocess.Popen(cli_command("sim", "--server", server.url, "--renew-seconds",
+                                           "1", "--churn", "0", "--no-controllers"),
+                               stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        try:
+            cluster = Cluster(server, write_kubeconfig(tmp_path / "kubeconfig", server.url),
+                              sim, "")  # fmt: skip
+            node = seed.node_name(0)
+            cluster.kubectl("run", "bound", "--image=nginx",
+                            f"--overrides={{\"spec\": {{\"nodeName\": \"{node}\"}}}}")
+            cluster.kubectl("run", "unbound", "--image=nginx")
+            cluster.kubectl("create", "namespace", "plain")
+            cluster.kubectl("wait", "--for=condition=Ready", "pod/bound", "--timeout=30s",
+                            timeout=40)  # fmt: skip
+            time.sleep(3)  # what a simulated scheduler or controller would have done by now
+            assert not cluster.json("get", "pod", "unbound")["spec"].get("nodeName")
+            assert cluster.json("get", "serviceaccounts", "-n", "plain")["items"] == []
+        finally:
+            stop_process(sim, 20)
+            log.close()
