@@ -15,7 +15,7 @@ def test_every_served_resource_is_in_the_catalogue() -> None:
 @pytest.mark.parametrize(
     ("group", "plural", "kind", "namespaced", "short", "subresources"),
     [
-        ("", "pods", "Pod", True, ("po",), ("binding", "status")),
+        ("", "pods", "Pod", True, ("po",), ("binding", "eviction", "status")),
         ("", "nodes", "Node", False, ("no",), ("status",)),
         ("", "namespaces", "Namespace", False, ("ns",), ("finalize", "status")),
         ("", "configmaps", "ConfigMap", True, ("cm",), ()),
