@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -49,9 +50,12 @@ class WorkerIdentity:
         return f"{self.index}/{self.count}"
 
     def lease_identity(self, instance: str) -> str:
-        """The Lease's holderIdentity: host, server instance, worker (client-go uses
-        hostname_uuid)."""
-        return f"{socket.gethostname()}_{instance}_worker-{self.index}"
+        """The Lease's holderIdentity: host, server instance, worker and this process
+        (client-go's hostname_uuid). Per process, not per worker slot: a restarted
+        worker is a new candidate that waits for the dead one's lease to expire, as a
+        restarted kube-controller-manager does, instead of taking the record as its own
+        while another worker stands ready."""
+        return f"{socket.gethostname()}_{instance}_worker-{self.index}_{uuid.uuid4().hex[:8]}"
 
 
 def worker_identity(env: Mapping[str, str] = os.environ) -> WorkerIdentity | None:
