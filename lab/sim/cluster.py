@@ -56,7 +56,9 @@ class Simulation:
     renew_seconds: float = RENEW_SECONDS
     status_seconds: float = STATUS_SECONDS
     # the cluster's root CA (PEM) the root CA publisher puts in every namespace's
-    # kube-root-ca.crt ConfigMap (kube-controller-manager's --root-ca-file); "": none
+    # kube-root-ca.crt ConfigMap (kube-controller-manager's --root-ca-file), and the CA
+    # the kubelets authenticate the API server's client certificate with (their
+    # --client-ca-file); "": none published, no kubelet API served
     root_ca: str = ""
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _clients: list[Client] = field(default_factory=list)
@@ -75,7 +77,7 @@ class Simulation:
                              name="jobs")  # fmt: skip
         self.namespaces = Informer(informers, core.list_namespace, name="namespaces")
         self.events = events = EventBroadcaster(self.server)
-        self.agents = NodeAgents(self.server, self.nodes, events,
+        self.agents = NodeAgents(self.server, self.nodes, events, client_ca=self.root_ca,
                                  renew_seconds=self.renew_seconds,
                                  status_seconds=self.status_seconds)  # fmt: skip
         self.scheduler = Scheduler(self.server, self.nodes, events)

@@ -17,6 +17,12 @@ Every node of the cluster gets an agent (``watchcache-sim-kubelet/0.1 (NODE)``) 
   annotation asks for (0 by default). The pod then goes ``Succeeded`` (code 0) or
   ``Failed`` (restartPolicy ``Never``); otherwise (``OnFailure``, ``Always``) the
   container restarts, as the kubelet restarts it, and runs again;
+- serves the kubelet API (:mod:`lab.sim.kubelet_server`: logs, exec, attach,
+  port-forward) on the node's address when it is given the cluster CA to authenticate
+  the API server with, and posts that address and port in the node's status
+  (``addresses``, ``daemonEndpoints.kubeletEndpoint``) as the kubelet does; a node whose
+  InternalIP is not on this host's loopback is moved to 127.0.0.1;
+- runs a pod's ephemeral containers (``kubectl debug``) as soon as they are added;
 - finishes graceful deletions: a pod with ``deletionTimestamp`` is removed with a final
   DELETE (``gracePeriodSeconds=0``, the pod's uid as precondition) once its grace period
   (capped by ``grace_cap`` seconds: the simulated containers stop at once) has passed.
@@ -37,8 +43,10 @@ import aiohttp
 
 from lab.sim import pod_status
 from lab.sim.client import JSON, APIError, Client
+from lab.sim.containers import Runtime
 from lab.sim.events import EventBroadcaster, EventRecorder, object_reference
 from lab.sim.informer import Informer, WorkQueue, key_of, run_workers
+from lab.sim.kubelet_server import KubeletServer
 
 __all__ = ["NodeAgent", "NodeAgents"]
 
@@ -96,8 +104,11 @@ class NodeAgent:
         renew_seconds: float = RENEW_SECONDS,
         status_seconds: float = STATUS_SECONDS,
         grace_cap: float = GRACE_CAP,
+        client_ca: str = "",
     ) -> None:
         self.server = server
+        self.client_ca = client_ca
+        self.kubelet: KubeletServer | None = None
         self.name = name
         self.renew_seconds = renew_seconds
         self.status_seconds = status_seconds
@@ -117,13 +128,25 @@ class NodeAgent:
     async def run(self) -> None:
         self.pods.add_handler(lambda kind, pod, old: self.queue.add(key_of(pod)))
         try:
+            if self.client_ca:
+                await self._serve_kubelet_api()
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self.pods.run())
                 tg.create_task(self._lease_loop())
                 tg.create_task(self._status_loop())
                 tg.create_task(run_workers(f"kubelet {self.name}", self.queue, self.sync_pod, 2))
         finally:
+            if self.kubelet is not None:
+                await self.kubelet.stop()
             await self.client.close()
+
+    async def _serve_kubelet_api(self) -> None:
+        """Listen on the node's address (read first: the status loop posts it)."""
+        with contextlib.suppress(*TRANSIENT):
+            self.node = await self.client.call(self.client.core.read_node, self.name)
+        host = pod_status.kubelet_host(self.node)
+        self.kubelet = KubeletServer(self.name, self.pods, Runtime(self.client), self.client_ca)
+        await self.kubelet.start(host)
 
     # -- lease and node status -----------------------------------------------------------
 
@@ -166,13 +189,21 @@ class NodeAgent:
                          "leaseDurationSeconds": LEASE_DURATION_SECONDS,
                          "renewTime": pod_status.now_micro()}}  # fmt: skip
 
+    def _node_status(self) -> JSON:
+        status = pod_status.node_heartbeat(self.node)
+        if self.kubelet is not None:
+            status.update(pod_status.kubelet_endpoint(self.node, self.name,
+                                                      pod_status.kubelet_host(self.node),
+                                                      self.kubelet.port))  # fmt: skip
+        return status
+
     async def _status_loop(self) -> None:
         while True:
             try:
                 self.node = await self.client.call(self.client.core.read_node, self.name)
                 self.node = await self.client.call(
                     self.client.core.patch_node_status, self.name,
-                    {"status": pod_status.node_heartbeat(self.node)},
+                    {"status": self._node_status()},
                 )  # fmt: skip
             except TRANSIENT as e:
                 log.info("kubelet %s: node status: %s", self.name, e)
@@ -191,6 +222,9 @@ class NodeAgent:
         status = pod.get("status") or {}
         uid = str(meta.get("uid"))
         if status.get("phase") == "Running":
+            if pod_status.ephemeral_to_start(pod):
+                await self._write_status(pod, pod_status.ephemeral_started(pod))
+                return
             await self._run_to_end(key, pod)
             return
         if status.get("phase") in TERMINAL:
@@ -347,9 +381,15 @@ class NodeAgents:
     """An agent per node that ``nodes`` (a nodes informer) reports."""
 
     def __init__(
-        self, server: str, nodes: Informer, events: EventBroadcaster, **agent_options: float
+        self,
+        server: str,
+        nodes: Informer,
+        events: EventBroadcaster,
+        client_ca: str = "",
+        **agent_options: float,
     ) -> None:
         self.server = server
+        self.client_ca = client_ca
         self.events = events
         self.nodes = nodes
         self.agent_options = agent_options
@@ -374,7 +414,8 @@ class NodeAgents:
     def _reconcile(self) -> None:
         names = {key_of(n) for n in self.nodes.items()}
         for name in names - set(self._tasks):
-            agent = NodeAgent(self.server, name, self.events, **self.agent_options)
+            agent = NodeAgent(self.server, name, self.events, client_ca=self.client_ca,
+                              **self.agent_options)  # fmt: skip
             self.agents[name] = agent
             self._tasks[name] = asyncio.create_task(agent.run(), name=f"kubelet-{name}")
         for name in set(self._tasks) - names:

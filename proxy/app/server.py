@@ -58,8 +58,9 @@ from proxy.kube.bootstrap.system_namespaces import (
     SYSTEM_NAMESPACES_HOOK,
     ensure_system_namespaces,
 )
+from proxy.kube.kubelet_client import KubeletClientConfig
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
-from proxy.kube.subresources import subresource_storage
+from proxy.kube.subresources import subresource_storages
 from proxy.kube.token import ObjectReader
 from proxy.loopback.client import LoopbackClient
 from proxy.loopback.config import LoopbackConfig, loopback_host, pinned_tls_context
@@ -199,7 +200,10 @@ def build_app(
         settings=settings,
         registry=registry,
         strategies=lambda resource, sub: strategy_for(resource, sub, kube_deps),
-        subresource_storages=subresource_storage,
+        subresource_storages=subresource_storages(
+            lambda plural, namespace, name: _object_reader(ctx)(plural, namespace, name),
+            _kubelet_client(settings),
+        ),
         storage_ctx=storage_ctx,
         storages=storages,
         informers=informers,
@@ -258,6 +262,16 @@ def build_app(
     app.on_shutdown.append(on_shutdown)
     app.on_cleanup.append(on_cleanup)
     return app
+
+
+def _kubelet_client(settings: Settings) -> KubeletClientConfig:
+    """How pods/log, exec, attach, portforward and nodes/proxy reach the kubelets."""
+    return KubeletClientConfig.build(
+        settings.kubelet_preferred_address_types,
+        settings.kubelet_client_certificate,
+        settings.kubelet_client_key,
+        settings.kubelet_certificate_authority,
+    )
 
 
 def _object_reader(ctx: APIContext) -> ObjectReader:

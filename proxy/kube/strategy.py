@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from proxy import apierrors
+from proxy.apimachinery.validation import field as field_errors
 from proxy.kube.prepare import namespace_defaults, pod_qos_class, secret_defaults
+from proxy.kube.validation.pod import validate_ephemeral_containers_update
 from proxy.registry import before_delete, object_meta
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import Context
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from proxy.request.delete_options import DeleteOptions
 
 __all__ = [
+    "EphemeralContainersStrategy",
     "EscalationCheck",
     "KubeStrategyDeps",
     "NamespaceFinalizeStrategy",
@@ -108,6 +111,33 @@ class PodStrategy(GenericStrategy):
         return obj
 
 
+def _take_ephemeral_containers(merged: JSONObject, new: JSONObject) -> None:
+    containers = (new.get("spec") or {}).get("ephemeralContainers")
+    spec = merged.setdefault("spec", {})
+    if containers:
+        spec["ephemeralContainers"] = containers
+    else:
+        spec.pop("ephemeralContainers", None)
+
+
+@dataclass(frozen=True)
+class EphemeralContainersStrategy(GenericStrategy):
+    """``pods/NAME/ephemeralcontainers`` (upstream's ``EphemeralContainersREST`` and
+    ``podEphemeralContainersStrategy``): only ``spec.ephemeralContainers`` changes, and
+    only by additions (``ValidatePodEphemeralContainersUpdate``)."""
+
+    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
+        merged = object_meta.with_parts_of(new, old, _take_ephemeral_containers)
+        return object_meta.prepare_for_update(merged, old)
+
+    def validate_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> None:
+        super().validate_update(ctx, new, old)
+        errors = validate_ephemeral_containers_update(new, old)
+        if errors:
+            name = str((new.get("metadata") or {}).get("name", ""))
+            raise field_errors.to_status("Pod", name, errors)
+
+
 def _take_finalizers(merged: JSONObject, new: JSONObject) -> None:
     finalizers = list((new.get("spec") or {}).get("finalizers") or [])
     spec = merged.setdefault("spec", {})
@@ -159,6 +189,8 @@ def strategy_for(
         return NamespaceStrategy(resource, subresource, rules, deps.delete_namespace_contents)
     if (resource.group, resource.plural) == ("", "secrets"):
         return SecretStrategy(resource, subresource, rules)
+    if (resource.group, resource.plural, subresource) == ("", "pods", "ephemeralcontainers"):
+        return EphemeralContainersStrategy(resource, subresource, rules)
     if (resource.group, resource.plural, subresource) == ("", "pods", ""):
         return PodStrategy(resource, subresource, rules)
     return GenericStrategy(resource, subresource, rules)

@@ -117,7 +117,14 @@ REVIEWS: tuple[tuple[str, str, str], ...] = (
 )
 REVIEW_GROUPS = frozenset(group for group, _, _ in REVIEWS)
 
-SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding", "finalize"})
+SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding", "finalize", "log", "exec",
+                                 "attach", "portforward", "proxy", "ephemeralcontainers"})
+# the connect subresources (rest.Connecter storages, served by proxying) that the
+# catalogue does not list: it models only the subresources that have a kind of their own
+CONNECT_SUBRESOURCES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "pods"): ("attach", "exec", "portforward"),
+    ("", "nodes"): ("proxy",),
+}
 
 # kubectl's short names, as kube-apiserver's REST storages declare them (ShortNames()).
 SHORT_NAMES: dict[str, tuple[str, ...]] = {
@@ -398,6 +405,7 @@ def build_registry(
         info = by_key.get(key)
         if info is None:
             raise LookupError(f"resource {key} is not in the lightkube-models catalogue")
-        served_subresources = tuple(s for s in info.subresources if s in SERVED_SUBRESOURCES)
+        every = (*info.subresources, *CONNECT_SUBRESOURCES.get((info.group, info.plural), ()))
+        served_subresources = tuple(sorted(s for s in every if s in SERVED_SUBRESOURCES))
         registry.add(dataclasses.replace(info, subresources=served_subresources))
     return registry

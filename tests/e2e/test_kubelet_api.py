@@ -1,0 +1,214 @@
+"""The kubelet API of the simulated nodes and the API server's path to it, through the
+real kubectl: ``logs`` (``-f``, ``--previous``, ``--since``, ``--tail``, ``-c``),
+``exec`` (one command, stdin, a TTY shell), ``cp`` both ways, ``attach``,
+``port-forward`` to a pod and a Service, and ``debug`` (an ephemeral container).
+
+One server (``--kubelet-client-certificate`` from a CA of the test's own) and
+``watchcache sim --root-ca-file`` of that CA (the kubelets' client CA) per module."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pty
+import select
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import pytest
+
+from lab import seed
+from lab.apiserver import cli_command
+from lab.etcd import EtcdCluster
+from lab.kubeconfig import write_kubeconfig
+from lab.pki import KUBELET_CLIENT, kubelet_client_flags
+from lab.process import stop_process
+from proxy.server.certs import new_ca, sign
+from tests.e2e.conftest import wait_until as _wait
+from tests.integration.conftest import JSON, KUBECTL, ServerProcess, start_server
+
+pytestmark = pytest.mark.etcd
+
+NODES = 2
+
+
+@dataclass
+class Cluster:
+    server: ServerProcess
+    kubeconfig: Path
+    dir: Path
+
+    def run(self, *args: str, stdin: str | bytes | None = None,
+            timeout: float = 30) -> subprocess.CompletedProcess[bytes]:  # fmt: skip
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        return subprocess.run([str(KUBECTL), "--kubeconfig", str(self.kubeconfig), *args],
+                              input=data, capture_output=True, timeout=timeout)  # fmt: skip
+
+    def kubectl(self, *args: str, stdin: str | bytes | None = None, timeout: float = 30) -> str:
+        r = self.run(*args, stdin=stdin, timeout=timeout)
+        assert r.returncode == 0, (r.stderr + r.stdout).decode()
+        return r.stdout.decode()
+
+    def json(self, *args: str) -> JSON:
+        data: JSON = orjson.loads(self.kubectl(*args, "-o", "json"))
+        return data
+
+
+@pytest.fixture(scope="module")
+def cluster(etcd: EtcdCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    d = tmp_path_factory.mktemp("kubelet")
+    ca = new_ca("kubelet-test-ca")
+    (d / "ca.crt").write_bytes(ca.cert_pem)
+    name, groups = KUBELET_CLIENT
+    sign(ca, name, organizations=groups, client=True).write(d / f"{name}.crt", d / f"{name}.key")
+    with start_server(etcd.endpoints, None, "--lifecycle-controllers=true",
+                      *kubelet_client_flags(d)) as server:  # fmt: skip
+        plan = seed.Plan(pods=0, nodes=NODES, namespaces=1, configmaps=0)
+        result = asyncio.run(seed.seed_with_progress(server.url, plan, quiet=True))
+        assert result.ok, result.errors
+        log = open(d / "sim.log", "wb")  # noqa: SIM115 - the child's, closed below
+        sim = subprocess.Popen(cli_command("sim", "--server", server.url, "--churn", "0",
+                                           "--root-ca-file", str(d / "ca.crt"), "-v"),
+                               stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        try:
+            c = Cluster(server, write_kubeconfig(d / "kubeconfig", server.url), d)
+            _wait("kubelet endpoints posted", lambda: all(
+                n["status"].get("daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port")
+                not in (None, 10250) for n in c.json("get", "nodes")["items"]))  # fmt: skip
+            yield c
+        finally:
+            stop_process(sim, 20)
+            log.close()
+
+
+POD = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: web-config, namespace: default}
+data: {greeting: hello from a ConfigMap}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default, labels: {app: web}}
+spec:
+  volumes: [{name: config, configMap: {name: web-config}}]
+  containers:
+  - name: nginx
+    image: nginx:1.27
+    ports: [{containerPort: 80, name: http}]
+    env: [{name: MODE, value: lab}]
+    volumeMounts: [{name: config, mountPath: /etc/web}]
+  - name: sidecar
+    image: ghcr.io/example/agent:1.0
+"""
+
+
+@pytest.fixture(scope="module")
+def web(cluster: Cluster) -> str:
+    cluster.kubectl("apply", "-f", "-", stdin=POD)
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/web", "--timeout=30s", timeout=40)
+    return "web"
+
+
+def test_logs(cluster: Cluster, web: str) -> None:
+    out = cluster.kubectl("logs", web, "-c", "nginx")
+    assert "Configuration complete; ready for start up" in out
+    r = cluster.run("logs", web)  # two containers: kubectl picks the first and says so
+    assert r.returncode == 0 and 'Defaulted container "nginx"' in r.stderr.decode()
+    side = cluster.kubectl("logs", web, "-c", "sidecar", "--timestamps", "--tail=2")
+    lines = side.splitlines()
+    assert 1 <= len(lines) <= 2 and all(line[:4].isdigit() and "Z " in line for line in lines)
+    r = cluster.run("logs", web, "-c", "nope")
+    assert r.returncode == 1
+    assert "container nope is not valid for pod web" in r.stderr.decode()
+
+
+def test_logs_since_and_previous(cluster: Cluster, web: str) -> None:
+    time.sleep(1.5)
+    assert cluster.kubectl("logs", web, "-c", "nginx", "--since=1h") == cluster.kubectl(
+        "logs", web, "-c", "nginx")  # fmt: skip
+    assert "docker-entrypoint" not in cluster.kubectl("logs", web, "-c", "nginx", "--since=1s")
+    r = cluster.run("logs", web, "-c", "nginx", "--previous")
+    assert r.returncode == 1
+    assert ('previous terminated container "nginx" in pod "web" not found'
+            in r.stderr.decode())  # fmt: skip
+
+
+def test_logs_follow(cluster: Cluster, web: str) -> None:
+    with subprocess.Popen([str(KUBECTL), "--kubeconfig", str(cluster.kubeconfig), "logs",
+                           "-f", web, "-c", "sidecar", "--tail=0"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            ready, _, _ = select.select([proc.stdout], [], [], 15)
+            assert ready, "no line followed within 15 s"
+            assert b"handled request" in proc.stdout.readline()
+        finally:
+            proc.terminate()
+
+
+def test_exec(cluster: Cluster, web: str) -> None:
+    assert cluster.kubectl("exec", web, "-c", "nginx", "--", "cat", "/etc/web/greeting") == (
+        "hello from a ConfigMap")  # fmt: skip
+    assert cluster.kubectl("exec", web, "-c", "nginx", "--", "env").count("MODE=lab") == 1
+    assert cluster.kubectl("exec", web, "-c", "nginx", "--", "hostname") == "web\n"
+    script = "cd /etc/web\npwd\nls\necho $MODE > /tmp/x\ncat /tmp/x\n"
+    out = cluster.kubectl("exec", "-i", web, "-c", "nginx", "--", "sh", stdin=script)
+    assert out == "/etc/web\ngreeting\nlab\n"
+    r = cluster.run("exec", web, "-c", "nginx", "--", "sh", "-c", "exit 3")
+    assert r.returncode == 3 and "command terminated with exit code 3" in r.stderr.decode()
+    r = cluster.run("exec", web, "-c", "nginx", "--", "vim")
+    assert r.returncode == 127 and "sh: vim: not found" in r.stderr.decode()
+
+
+def test_exec_tty_shell(cluster: Cluster, web: str) -> None:
+    """``exec -it`` in a terminal: a prompt, echo, and the answers."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: kubectl with the pty as its terminal
+        os.execv(str(KUBECTL), [str(KUBECTL), "--kubeconfig", str(cluster.kubeconfig), "exec",
+                                "-it", web, "-c", "nginx", "--", "sh"])  # fmt: skip
+    try:
+        seen = _read_until(fd, b"/ # ")
+        os.write(fd, b"echo hi there\r")
+        seen += _read_until(fd, b"hi there\r\n/ # ")
+        os.write(fd, b"exit\r")
+        _read_until(fd, b"", within=10)
+    finally:
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, seen
+
+
+def _read_until(fd: int, marker: bytes, within: float = 15.0) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            return seen  # the child exited
+        if not chunk:
+            return seen
+        seen += chunk
+        if marker and marker in seen:
+            return seen
+    if marker:
+        raise AssertionError(f"{marker!r} not seen; got {seen!r}")
+    return seen
+
+
+def test_cp_both_ways(cluster: Cluster, web: str, tmp_path: Path) -> None:
+    local = tmp_path / "notes.txt"
+    local.write_text("copied in\n")
+    cluster.kubectl("cp", str(local), f"default/{web}:/tmp/notes.txt", "-c", "nginx")
+    assert cluster.kubectl("exec", web, "-c", "nginx", "--", "cat", "/tmp/notes.txt") == (
+        "copied in\n")  # fmt: skip
+    back = tmp_path / "greeting"
+    cluster.kubectl("cp", f"default/{web}:/etc/web/greeting", str(back), "-c", "nginx")
+    assert back.read_text() == "hello from a ConfigMap"
