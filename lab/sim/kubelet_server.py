@@ -44,6 +44,7 @@ from aiohttp import web
 from lab.sim.client import JSON
 from lab.sim.container_logs import Instance, format_line, instance_lines, parse_time
 from lab.sim.containers import Runtime, container_spec, environment, instances
+from lab.sim.portforward import serve_port_forward
 from lab.sim.remotecommand import serve_stream
 from lab.sim.shell import Shell, StdIO
 from proxy.server.certs import new_ca, sign
@@ -94,6 +95,8 @@ class KubeletServer:
             for method in ("GET", "POST"):
                 app.router.add_route(method, f"/{verb}/{{ns}}/{{pod}}/{{container}}",
                                      self._stream)  # fmt: skip
+        for method in ("GET", "POST"):
+            app.router.add_route(method, "/portForward/{ns}/{pod}", self._port_forward)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -183,6 +186,15 @@ class KubeletServer:
             return False
         current, _, _ = instances(pod, inst.name)
         return current is not None and current.key == inst.key and current.finished is None
+
+    # -- port-forward ---------------------------------------------------------------------
+
+    async def _port_forward(self, request: web.Request) -> web.StreamResponse:
+        pod = self._pod(request)
+        if pod is None:
+            name = request.match_info["pod"]
+            return _text(404, f'pod "{name}" not found')
+        return await serve_port_forward(request, pod)
 
     # -- exec and attach ------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import pty
 import select
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -212,3 +213,43 @@ def test_cp_both_ways(cluster: Cluster, web: str, tmp_path: Path) -> None:
     back = tmp_path / "greeting"
     cluster.kubectl("cp", f"default/{web}:/etc/web/greeting", str(back), "-c", "nginx")
     assert back.read_text() == "hello from a ConfigMap"
+
+
+SERVICE = """
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  selector: {app: web}
+  ports: [{port: 8080, targetPort: http}]
+"""
+
+
+def _forwarded(cluster: Cluster, target: str, port: str) -> str:
+    """``kubectl port-forward TARGET :PORT``, one HTTP GET through it: the body."""
+    with subprocess.Popen([str(KUBECTL), "--kubeconfig", str(cluster.kubeconfig),
+                           "port-forward", target, f":{port}"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            ready, _, _ = select.select([proc.stdout], [], [], 15)
+            assert ready, "port-forward did not start within 15 s"
+            line = proc.stdout.readline().decode()  # Forwarding from 127.0.0.1:N -> 80
+            assert line.startswith("Forwarding from 127.0.0.1:"), line
+            local = int(line.split(":")[1].split()[0])
+            with urllib.request.urlopen(f"http://127.0.0.1:{local}/hello", timeout=10) as r:
+                return str(r.read().decode())
+        finally:
+            proc.terminate()
+
+
+def test_port_forward_pod(cluster: Cluster, web: str) -> None:
+    body = _forwarded(cluster, f"pod/{web}", "80")
+    assert body.startswith("Hello from default/web, container nginx, port 80")
+    assert "You sent: GET /hello HTTP/1.1" in body
+
+
+def test_port_forward_service(cluster: Cluster, web: str) -> None:
+    cluster.kubectl("apply", "-f", "-", stdin=SERVICE)
+    body = _forwarded(cluster, "svc/web", "8080")  # targetPort http: the pod's port 80
+    assert body.startswith("Hello from default/web, container nginx, port 80")
