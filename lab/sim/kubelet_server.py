@@ -58,6 +58,9 @@ _VERBS = {"GET": "get", "HEAD": "get", "POST": "create", "PUT": "update", "PATCH
 _FOLLOW_POLL = 0.5  # seconds between looks for a followed container's new lines
 
 
+# (pod key, container, exit code): an attached container's main process ended
+MainExited = Callable[[str, str, int], Awaitable[None]]
+
 
 class Pods(Protocol):
     """The node's pods (its informer): by key ``NS/NAME``, and all of them."""
@@ -77,8 +80,11 @@ class KubeletServer:
     """The kubelet API of node ``node`` over the pods ``pods`` returns by key
     (``NS/NAME``), with ``runtime`` for the containers' filesystems."""
 
-    def __init__(self, node: str, pods: Pods, runtime: Runtime, client_ca: str) -> None:
+    def __init__(
+        self, node: str, pods: Pods, runtime: Runtime, client_ca: str, on_exit: MainExited
+    ) -> None:
         self.node = node
+        self.on_exit = on_exit
         self.pods = pods
         self.runtime = runtime
         self.client_ca = client_ca
@@ -215,10 +221,15 @@ class KubeletServer:
             command = q.getall("command", [])
             return await serve_stream(request, lambda io: shell.run(command, io), command,
                                       stdin=stdin, tty=tty)  # fmt: skip
-        if spec.get("stdin") and stdin:  # the main process reads stdin: a shell
-            return await serve_stream(request, lambda io: shell.run(["sh"], io), ["sh"],
-                                      stdin=True, tty=tty)  # fmt: skip
         ns = request.match_info["ns"]
+        if spec.get("stdin") and stdin:  # the main process reads stdin: a shell
+
+            async def main(io: StdIO) -> int:
+                code = await shell.run(["sh"], io)
+                await self.on_exit(f"{ns}/{name}", container, code)
+                return code
+
+            return await serve_stream(request, main, ["sh"], stdin=True, tty=tty)
 
         async def follow(io: StdIO) -> int:
             async for chunk in _follow_only(current, lambda: self._live(ns, name, current)):

@@ -124,6 +124,7 @@ class NodeAgent:
         self._starting: dict[str, float] = {}  # pod uid -> when its containers run
         self._ending: dict[str, float] = {}  # pod uid -> when its containers exit
         self._killing: set[str] = set()  # pod uids whose containers were told to stop
+        self._exited: dict[str, int] = {}  # pod uid -> its attached main process's code
 
     async def run(self) -> None:
         self.pods.add_handler(lambda kind, pod, old: self.queue.add(key_of(pod)))
@@ -145,7 +146,8 @@ class NodeAgent:
         with contextlib.suppress(*TRANSIENT):
             self.node = await self.client.call(self.client.core.read_node, self.name)
         host = pod_status.kubelet_host(self.node)
-        self.kubelet = KubeletServer(self.name, self.pods, Runtime(self.client), self.client_ca)
+        self.kubelet = KubeletServer(self.name, self.pods, Runtime(self.client), self.client_ca,
+                                     self.main_process_exited)  # fmt: skip
         await self.kubelet.start(host)
 
     # -- lease and node status -----------------------------------------------------------
@@ -248,16 +250,18 @@ class NodeAgent:
 
     async def _run_to_end(self, key: str, pod: JSON) -> None:
         """End the containers of a running pod that is meant to end, once it has run."""
-        seconds = run_seconds(pod)
-        if seconds is None:
-            return
         uid = str(pod["metadata"].get("uid"))
-        loop = asyncio.get_running_loop()
-        left = self._ending.setdefault(uid, loop.time() + seconds) - loop.time()
-        if left > 0:
-            self.queue.add_after(key, left)
-            return
-        code = exit_code(pod)
+        code = self._exited.pop(uid, None)
+        if code is None:
+            seconds = run_seconds(pod)
+            if seconds is None:
+                return
+            loop = asyncio.get_running_loop()
+            left = self._ending.setdefault(uid, loop.time() + seconds) - loop.time()
+            if left > 0:
+                self.queue.add_after(key, left)
+                return
+            code = exit_code(pod)
         policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
         if (code == 0 and policy != "Always") or (code != 0 and policy == "Never"):
             await self._write_status(pod, pod_status.finished(pod, code))
@@ -268,6 +272,21 @@ class NodeAgent:
         self._ending.pop(uid, None)  # runs again: the next event sets a new end
         await self._write_status(pod, status)
         self._restart_events(pod, status, None, code)
+
+    async def main_process_exited(self, key: str, container: str, code: int) -> None:
+        """The main process of ``container`` (the shell ``kubectl run -i`` or ``kubectl
+        debug -i`` attached to) exited with ``code``: the container ends as any whose
+        process exits (an ephemeral container stays terminated; a pod's containers end
+        or restart by its restartPolicy)."""
+        pod = self.pods.get(key)
+        if pod is None:
+            return
+        if any(c.get("name") == container
+               for c in (pod.get("spec") or {}).get("ephemeralContainers") or []):  # fmt: skip
+            await self._write_status(pod, pod_status.ephemeral_exited(pod, container, code))
+            return
+        self._exited[str(pod["metadata"].get("uid"))] = code
+        self.queue.add(key)
 
     async def restart_container(self) -> str | None:
         """Restart a container of a random running pod of this node, as after a crash:

@@ -230,3 +230,20 @@ def ephemeral_started(pod: JSON) -> JSON:
         })  # fmt: skip
     out["ephemeralContainerStatuses"] = statuses
     return out
+
+
+def ephemeral_exited(pod: JSON, name: str, code: int) -> JSON:
+    """The pod's status with ephemeral container ``name`` terminated with ``code``."""
+    stamp = now()
+    out = dict(pod.get("status") or {})
+    statuses = []
+    for c in out.get("ephemeralContainerStatuses") or []:
+        if c.get("name") == name and "running" in (c.get("state") or {}):
+            started = c["state"]["running"].get("startedAt") or stamp
+            c = {**c, "state": {"terminated": {
+                "exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                "startedAt": started, "finishedAt": stamp, "containerID": c.get("containerID", ""),
+            }}}  # fmt: skip
+        statuses.append(c)
+    out["ephemeralContainerStatuses"] = statuses
+    return out

@@ -96,6 +96,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: web, namespace: default, labels: {app: web}}
 spec:
+  securityContext: {}  # what SetDefaults_PodSpec sets (kubectl debug reads it)
   volumes: [{name: config, configMap: {name: web-config}}]
   containers:
   - name: nginx
@@ -253,3 +254,39 @@ def test_port_forward_service(cluster: Cluster, web: str) -> None:
     cluster.kubectl("apply", "-f", "-", stdin=SERVICE)
     body = _forwarded(cluster, "svc/web", "8080")  # targetPort http: the pod's port 80
     assert body.startswith("Hello from default/web, container nginx, port 80")
+
+
+def test_attach_follows_output(cluster: Cluster, web: str) -> None:
+    with subprocess.Popen([str(KUBECTL), "--kubeconfig", str(cluster.kubeconfig), "attach",
+                           web, "-c", "sidecar"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            ready, _, _ = select.select([proc.stdout], [], [], 15)
+            assert ready, "nothing attached within 15 s"
+            assert b"handled request" in proc.stdout.readline()
+        finally:
+            proc.terminate()
+
+
+def test_run_interactive_attaches_a_shell(cluster: Cluster) -> None:
+    """``kubectl run -i --rm``: the pod's main process is the shell kubectl attaches to;
+    when it exits the container ends (restartPolicy Never: Succeeded) and kubectl deletes
+    the pod."""
+    out = cluster.kubectl("run", "shell", "-i", "--rm", "--restart=Never", "--image=busybox",
+                          "--", "sh", stdin="hostname\nexit 0\n", timeout=60)  # fmt: skip
+    assert "shell\n" in out
+    _wait("the pod deleted", lambda: cluster.run("get", "pod", "shell").returncode == 1)
+
+
+def test_debug_adds_an_ephemeral_container(cluster: Cluster, web: str) -> None:
+    out = cluster.kubectl("debug", web, "-i", "--image=busybox", "--container=dbg", "--",
+                          "sh", stdin="ls /etc/web\nexit\n", timeout=60)  # fmt: skip
+    assert "greeting" not in out  # the debug container has its own filesystem
+    pod = cluster.json("get", "pod", web)
+    (ephemeral,) = pod["spec"]["ephemeralContainers"]
+    assert (ephemeral["name"], ephemeral["image"], ephemeral["stdin"]) == ("dbg", "busybox", True)
+    statuses = {s["name"]: s for s in pod["status"]["ephemeralContainerStatuses"]}
+    assert "dbg" in statuses
+    r = cluster.run("debug", web, "--image=busybox", "--container=dbg")
+    assert r.returncode == 1 and "dbg" in r.stderr.decode()
