@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 __all__ = ["Instance", "format_line", "instance_lines", "parse_time"]
 
-KEEP_LINES = 5000  # the kubelet rotates container logs; older lines are gone
+KEEP_LINES = 2000  # the kubelet rotates container logs; older lines are gone
 _STARTUP_STEP = 0.05  # seconds between start-up lines
 
 

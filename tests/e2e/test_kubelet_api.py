@@ -54,6 +54,24 @@ class Cluster:
         assert r.returncode == 0, (r.stderr + r.stdout).decode()
         return r.stdout.decode()
 
+    def as_alice(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[bytes]:
+        """kubectl over HTTPS as ``alice`` (group ``devs``, no permission but what a test
+        grants), so the request is authorized."""
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": "alice",
+                  "clusters": [{"name": "c", "cluster": {
+                      "server": self.server.secure_url,
+                      "certificate-authority": str(self.dir / "certs" / "apiserver.crt")}}],
+                  "users": [{"name": "alice", "user": {
+                      "client-certificate": str(self.dir / "alice.crt"),
+                      "client-key": str(self.dir / "alice.key")}}],
+                  "contexts": [{"name": "alice", "context": {"cluster": "c", "user": "alice",
+                                                             "namespace": "default"}}]}  # fmt: skip
+        path = self.dir / "alice.kubeconfig"
+        path.write_text(orjson.dumps(config).decode())
+        return subprocess.run([str(KUBECTL), "--kubeconfig", str(path), *args],
+                              input=stdin.encode() if stdin else None, capture_output=True,
+                              timeout=30)  # fmt: skip
+
     def json(self, *args: str) -> JSON:
         data: JSON = orjson.loads(self.kubectl(*args, "-o", "json"))
         return data
@@ -64,9 +82,11 @@ def cluster(etcd: EtcdCluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
     d = tmp_path_factory.mktemp("kubelet")
     ca = new_ca("kubelet-test-ca")
     (d / "ca.crt").write_bytes(ca.cert_pem)
-    name, groups = KUBELET_CLIENT
-    sign(ca, name, organizations=groups, client=True).write(d / f"{name}.crt", d / f"{name}.key")
-    with start_server(etcd.endpoints, None, "--lifecycle-controllers=true",
+    for name, groups in (KUBELET_CLIENT, ("alice", ("devs",))):
+        sign(ca, name, organizations=groups, client=True).write(d / f"{name}.crt",
+                                                                d / f"{name}.key")  # fmt: skip
+    with start_server(etcd.endpoints, None, "--lifecycle-controllers=true", "--secure-port=0",
+                      f"--cert-dir={d / 'certs'}", f"--client-ca-file={d / 'ca.crt'}",
                       *kubelet_client_flags(d)) as server:  # fmt: skip
         plan = seed.Plan(pods=0, nodes=NODES, namespaces=1, configmaps=0)
         result = asyncio.run(seed.seed_with_progress(server.url, plan, quiet=True))
@@ -290,3 +310,27 @@ def test_debug_adds_an_ephemeral_container(cluster: Cluster, web: str) -> None:
     assert "dbg" in statuses
     r = cluster.run("debug", web, "--image=busybox", "--container=dbg")
     assert r.returncode == 1 and "dbg" in r.stderr.decode()
+
+
+def test_subresource_verbs_are_authorized(cluster: Cluster, web: str) -> None:
+    """``get pods/log``; ``create pods/exec`` even for the WebSocket GET (upstream's
+    AuthorizePodWebsocketUpgradeCreatePermission)."""
+    cluster.kubectl("create", "role", "read-pods", "--verb=get", "--resource=pods")
+    cluster.kubectl("create", "rolebinding", "alice-pods", "--role=read-pods", "--group=devs")
+    _wait("alice reads the pod", lambda: cluster.as_alice("get", "pod", web).returncode == 0)
+    r = cluster.as_alice("logs", web, "-c", "nginx")
+    assert r.returncode == 1
+    assert ('User "alice" cannot get resource "pods/log" in API group "" in the namespace '
+            '"default"') in r.stderr.decode()  # fmt: skip
+    cluster.kubectl("create", "role", "read-logs", "--verb=get", "--resource=pods/log,pods/exec")
+    cluster.kubectl("create", "rolebinding", "alice-logs", "--role=read-logs", "--group=devs")
+    _wait("alice reads the log",
+          lambda: cluster.as_alice("logs", web, "-c", "nginx").returncode == 0)  # fmt: skip
+    r = cluster.as_alice("exec", web, "-c", "nginx", "--", "true")
+    assert r.returncode == 1
+    assert ('User "alice" cannot create resource "pods/exec" in API group "" in the namespace '
+            '"default"') in r.stderr.decode()  # fmt: skip
+    cluster.kubectl("create", "role", "exec", "--verb=create", "--resource=pods/exec")
+    cluster.kubectl("create", "rolebinding", "alice-exec", "--role=exec", "--group=devs")
+    _wait("alice execs", lambda: cluster.as_alice("exec", web, "-c", "nginx", "--",
+                                                  "hostname").stdout == b"web\n")  # fmt: skip

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 
@@ -34,10 +35,14 @@ import aiohttp
 from aiohttp import web
 
 from proxy import apierrors
+from proxy.authentication.filter import is_secure
+from proxy.authorization.authorizer import Decision, attributes_for
+from proxy.authorization.filter import authorize, forbidden
 from proxy.endpoints.handlers.scope import RequestScope
 from proxy.registry.rest import Connecter, ConnectTarget, Context
 from proxy.request.request_info import RequestInfo
 from proxy.request.user import request_user
+from proxy.server.context import API_CONTEXT
 
 __all__ = ["connect_resource"]
 
@@ -45,6 +50,7 @@ log = logging.getLogger("watchcache.connect")
 
 MAX_ERROR_BODY = 1 << 20  # upstream's maxReadLength of a target's error answer
 _DIAL_TIMEOUT = 5.0
+_CREATE_ON_UPGRADE = frozenset({"exec", "attach", "portforward"})
 _HOP_BY_HOP = frozenset(("connection", "keep-alive", "proxy-connection", "transfer-encoding",
                          "upgrade", "te", "trailer", "authorization", "impersonate-user",
                          "impersonate-group", "host", "content-length"))  # fmt: skip
@@ -74,13 +80,29 @@ async def connect_resource(
     path = "/".join(info.parts[3:])
     if request.path.endswith("/") and path:
         path += "/"
-    target = await storage.connect(context, info.name, _query(request), path)
     upgrade = _upgrade(request)
+    if upgrade == "websocket" and info.verb == "get" and info.subresource in _CREATE_ON_UPGRADE:
+        _authorize_create(request, info)
+    target = await storage.connect(context, info.name, _query(request), path)
     if upgrade == "websocket":
         return await _relay_websocket(request, target)
     if target.upgrade_required or upgrade:
         raise apierrors.bad_request("Upgrade request required")
     return await _proxy_http(request, target)
+
+
+def _authorize_create(request: web.Request, info: RequestInfo) -> None:
+    """A WebSocket upgrade is a GET, authorized as ``get``; it must also be allowed to
+    ``create`` the subresource, as the SPDY POST is (upstream's
+    AuthorizePodWebsocketUpgradeCreatePermission, on by default since 1.35)."""
+    auth = request.app[API_CONTEXT].auth
+    user = request_user(request)
+    if auth is None or user is None or not is_secure(request):
+        return
+    attrs = dataclasses.replace(attributes_for(user, info), verb="create")
+    decision, reason = authorize(auth.authorizer, attrs)
+    if decision is not Decision.ALLOW:
+        raise forbidden(attrs, reason)
 
 
 def _target_error(target: ConnectTarget, code: int, text: str) -> apierrors.StatusError:
