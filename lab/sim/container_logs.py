@@ -54,6 +54,9 @@ class Instance:
     started: float
     finished: float | None = None
     exit_code: int | None = None
+    # its own command (``kubectl run ... -- sh``) or a shell on stdin: nothing we could
+    # guess it prints, so its log has only what it ended with
+    quiet: bool = False
 
     @property
     def period(self) -> float:
@@ -135,6 +138,8 @@ def instance_lines(
     what a follower has not seen yet; the last ``KEEP_LINES`` steady ones), in order."""
     end = until if inst.finished is None else min(until, inst.finished)
     low = float("-inf") if after is None else after
+    if inst.quiet:
+        end = float("-inf")  # neither start-up nor steady lines
     for i, text in enumerate(_startup(inst, inst.started)):
         t = inst.started + i * _STARTUP_STEP
         if low < t <= end:

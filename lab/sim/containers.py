@@ -52,13 +52,16 @@ def container_status(pod: JSON, name: str) -> JSON | None:
 
 def _instance(pod: JSON, name: str, image: str, state: JSON, key: str) -> Instance | None:
     meta = pod.get("metadata") or {}
+    spec = container_spec(pod, name) or {}
+    quiet = bool(spec.get("command") or spec.get("stdin"))
     running, terminated = state.get("running"), state.get("terminated")
     if running and running.get("startedAt"):
-        return Instance(str(meta.get("name")), name, image, key, parse_time(running["startedAt"]))
+        return Instance(str(meta.get("name")), name, image, key, parse_time(running["startedAt"]),
+                        quiet=quiet)  # fmt: skip
     if terminated and terminated.get("startedAt") and terminated.get("finishedAt"):
         return Instance(str(meta.get("name")), name, image, key,
                         parse_time(terminated["startedAt"]), parse_time(terminated["finishedAt"]),
-                        int(terminated.get("exitCode") or 0))  # fmt: skip
+                        int(terminated.get("exitCode") or 0), quiet)  # fmt: skip
     return None
 
 
