@@ -9,6 +9,7 @@ One server (``--kubelet-client-certificate`` from a CA of the test's own) and
 from __future__ import annotations
 
 import asyncio
+import http.client
 import os
 import pty
 import select
@@ -334,3 +335,27 @@ def test_subresource_verbs_are_authorized(cluster: Cluster, web: str) -> None:
     cluster.kubectl("create", "rolebinding", "alice-exec", "--role=exec", "--group=devs")
     _wait("alice execs", lambda: cluster.as_alice("exec", web, "-c", "nginx", "--",
                                                   "hostname").stdout == b"web\n")  # fmt: skip
+
+
+def test_nodes_proxy_and_upgrades_required(cluster: Cluster, web: str) -> None:
+    node = cluster.json("get", "pod", web)["spec"]["nodeName"]
+    assert cluster.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/healthz") == "ok"
+    pods = orjson.loads(cluster.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/pods"))
+    assert web in {p["metadata"]["name"] for p in pods["items"]}
+    base = f"/api/v1/namespaces/default/pods/{web}"
+    for path, headers, message in (
+        ("exec?command=ls&stdout=true&container=nginx", {}, "Upgrade request required"),
+        ("exec?command=ls&stdout=true&container=nginx",
+         {"Connection": "Upgrade", "Upgrade": "SPDY/3.1"},
+         "upgrading to SPDY/3.1 is not supported by this server"),
+        ("exec?stdout=true&container=nginx", {}, "you must specify at least 1 command"),
+    ):  # fmt: skip
+        conn = http.client.HTTPConnection("127.0.0.1", cluster.server.port, timeout=10)
+        try:  # (urllib always sends Connection: close)
+            conn.request("POST", f"{base}/{path}", headers=headers)
+            answer = conn.getresponse()
+            status = orjson.loads(answer.read())
+        finally:
+            conn.close()
+        assert (answer.status, status["reason"]) == (400, "BadRequest")
+        assert status["message"].startswith(message)

@@ -19,8 +19,8 @@ this handler proxies it there:
 
 Upstream translates a WebSocket client to SPDY towards the kubelet
 (``StreamTranslatorHandler``); the kubelets here speak the WebSocket protocols
-themselves, so the messages pass through unchanged. SPDY upgrades (kubectl's fallback)
-are refused with 400 (see docs/lab.md).
+themselves, so the messages pass through unchanged. SPDY upgrades (kubectl's fallback,
+older clients) are refused with a 400 that says so (docs/lab.md).
 """
 
 from __future__ import annotations
@@ -86,7 +86,12 @@ async def connect_resource(
     target = await storage.connect(context, info.name, _query(request), path)
     if upgrade == "websocket":
         return await _relay_websocket(request, target)
-    if target.upgrade_required or upgrade:
+    if upgrade:
+        raise apierrors.bad_request(
+            f"upgrading to {request.headers.get('Upgrade')} is not supported by this server: "
+            "use WebSocket (v5.channel.k8s.io, SPDY/3.1+portforward.k8s.io)"
+        )
+    if target.upgrade_required:
         raise apierrors.bad_request("Upgrade request required")
     return await _proxy_http(request, target)
 
