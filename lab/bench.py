@@ -49,6 +49,9 @@ from lab.process import stop_process
 __all__ = ["BenchConfig", "main", "run_bench"]
 
 NOINDEX_FLAG = "--watch-cache-index=false"
+# the bench's other servers share the main one's etcd and prefix: they leave the
+# kubernetes Service's endpoints to it (each would write its own port)
+SECONDARY_FLAG = "--endpoint-reconciler-type=none"
 CONSISTENT_FLAG = "--feature-gates=ConsistentListFromCache=true"
 # the third server is also the cache as it was before snapshots: its pages after the
 # first come from etcd (list_paginated), the default server's from the cache
@@ -171,6 +174,8 @@ def _start_own(cfg: BenchConfig, workdir: Path) -> Topology:
         for key, extra in servers:
             if key == "server" and cfg.custom_resources:
                 extra = bench_crd.server_args(workdir)  # the widgets' spec.color index
+            if key != "server":  # one server keeps the kubernetes Service (same etcd)
+                extra = (*extra, SECONDARY_FLAG)
             srv = APIServer(cluster.endpoints, extra_args=extra, log_path=workdir / f"{key}.log")
             srv.start()
             topo.stoppers.append(srv.stop)

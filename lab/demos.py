@@ -315,7 +315,8 @@ async def too_old(ctx: DemoContext) -> None:
     t = ctx.t
     st = ctx.state
     t.title("watch from a compacted resourceVersion: 410 Gone")
-    small = APIServer(st.etcd_endpoints, st.prefix, extra_args=("--default-watch-cache-size=20",),
+    small = APIServer(st.etcd_endpoints, st.prefix, extra_args=("--default-watch-cache-size=20",
+                                                                "--endpoint-reconciler-type=none"),
                       log_path=_log(st, "too-old"))  # fmt: skip
     await asyncio.to_thread(small.start)
     try:
@@ -444,7 +445,8 @@ async def consistent_read(ctx: DemoContext) -> None:
         version = (await etcd.status()).version
     fixed = _etcd_supports_consistent_read(version)
     gated = APIServer(st.etcd_endpoints, st.prefix,
-                      extra_args=("--feature-gates=ConsistentListFromCache=true",),
+                      extra_args=("--feature-gates=ConsistentListFromCache=true",
+                                  "--endpoint-reconciler-type=none"),
                       log_path=_log(st, "consistent-read"))  # fmt: skip
     await asyncio.to_thread(gated.start)
     try:

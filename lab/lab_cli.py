@@ -215,7 +215,8 @@ class Lab:
         starts there, as a kube-apiserver's does on a cluster that has been running (a
         watch from resourceVersion=1 is 410 Gone, not a replay of the seeding)."""
         seeder = APIServer(endpoints, self.a.etcd_prefix,
-                           extra_args=("--watch-cache=false", *self._media_type()),
+                           extra_args=("--watch-cache=false", "--endpoint-reconciler-type=none",
+                                       *self._media_type()),
                            log_path=new_log(self.dir / "seed-server.log"))  # fmt: skip
         self.console.print("seeding through a server without a watch cache ...")
         await asyncio.to_thread(seeder.start)

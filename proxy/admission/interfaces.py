@@ -8,6 +8,7 @@ a bug and becomes a 500 through the handler-errors filter.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -51,6 +52,9 @@ class PluginDeps:
     # the webhook and policy configurations, kept current by watching them (what the
     # webhook and policy plugins need; None where no plugin does, as in unit tests)
     sources: ConfigurationSource | None = None
+    # (group, version, kind, object) -> the object defaulted in place: what a mutating
+    # webhook returns is decoded, hence defaulted, as upstream's ObjectInterfaces do
+    default: Callable[[str, str, str, dict[str, Any]], dict[str, Any]] | None = None
 
 
 class Plugin:

@@ -380,4 +380,8 @@ def strategy(versions: Mapping[str, CustomResourceVersion], namespaced: bool) ->
         if cr is not None and cr.status:  # status is written through /status only
             obj.pop("status", None)
 
-    return KindStrategy(validate, validate_update, prepare_create=prepare_create)
+    # types are the schema validation's, so a type error comes with the rules' "not
+    # checked" cause (hasBlockingErr), as upstream's CR strategy reports them
+    return KindStrategy(
+        validate, validate_update, prepare_create=prepare_create, validates_types=True
+    )

@@ -20,13 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.apiextensions import custom_resource as cr_mod
-from proxy.apiextensions.conversion import Converter, NoneConverter, VersionedStorage
 from proxy.apiextensions.custom_resource import CustomResourceVersion
 from proxy.apiextensions.openapi import CustomKind, custom_kind
 from proxy.apiextensions.webhook_converter import WebhookConverter
-from proxy.fieldmanager import register_schema, unregister_schema
-from proxy.openapi.schemas import register_kind_schema
-from proxy.printers.handlers import HANDLERS as PRINTERS
+from proxy.registry.conversion import Converter, NoneConverter, VersionedStorage
+from proxy.registry.kind_schema import kind_schema
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.served_resource import NamedResource
 from proxy.registry.storage_factory import new_storage
@@ -141,21 +139,18 @@ class CustomResources:
         read_defaults = cr_mod.read_defaults(base_cr)
         for info, _ in resources:  # re-added below in priority order (discovery's order)
             self.ctx.registry.remove(*_key(info))
+        resources = [(_with_kind_schema(info, cr), cr) for info, cr in resources]
         for info, cr in resources:
             key = _key(info)
             self.ctx.registry.add(info)
             self._versions[key] = cr
             self.ctx.storage_ctx.custom_attrs[key] = cr_mod.attrs_func(cr)
-            register_kind_schema(info.group, info.version, info.kind, cr_mod.request_schema(cr))
-            if isinstance(cr.schema, dict):  # server-side apply merges by the CRD's schema
-                register_schema(info.group, info.version, info.kind, cr.schema)
             view = VersionedStorage(
                 store, info.api_version, storage_api_version, converter, read_defaults
             )
             self.ctx.storages.add_view(info, view)
         versions = {c.version: c for _, c in resources}
         rules = cr_mod.strategy(versions, info0.namespaced)
-        PRINTERS[(info0.group, info0.plural)] = cr_mod.table_printer(cr0)
         return _Served(resources, base, store, fingerprint, converter, rules)
 
     def _set_terminating(self, served: _Served, terminating: bool) -> None:
@@ -193,13 +188,8 @@ class CustomResources:
             self._versions.pop(key, None)
             self.ctx.storage_ctx.custom_attrs.pop(key, None)
             self.ctx.storages.remove_view(info)
-            register_kind_schema(info.group, info.version, info.kind, None)
-            unregister_schema(info.group, info.version, info.kind)
         if _key(served.base) not in keep:
             self.ctx.storage_ctx.custom_attrs.pop(_key(served.base), None)
-        info0 = served.resources[0][0]
-        if not keep:
-            PRINTERS.pop((info0.group, info0.plural), None)
         await served.store.close()  # ends every watch on it
         if isinstance(served.converter, WebhookConverter):
             await served.converter.close()
@@ -220,3 +210,11 @@ def _converter(crd: JSON, kind: str) -> Converter:
 
 def _key(info: ResourceInfo) -> tuple[str, str, str]:
     return (info.group, info.version, info.plural)
+
+
+def _with_kind_schema(info: ResourceInfo, cr: CustomResourceVersion) -> ResourceInfo:
+    """``info`` carrying its version's schema, apply type and columns (upstream's
+    per-version validator, typeConverter and tableConvertor)."""
+    structural = cr.schema if isinstance(cr.schema, dict) else None
+    facts = kind_schema(cr_mod.request_schema(cr), structural, cr_mod.table_printer(cr))
+    return dataclasses.replace(info, kind_schema=facts)

@@ -53,25 +53,24 @@ from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
 from proxy.kube.admission import namespace_lifecycle
 from proxy.kube.auth_routes import auth_routes
+from proxy.kube.bootstrap import controllers as bootstrap_controllers
 from proxy.kube.bootstrap.rbac_policy import bootstrap_policy
 from proxy.kube.bootstrap.system_namespaces import (
     SYSTEM_NAMESPACES_HOOK,
     ensure_system_namespaces,
 )
+from proxy.kube.componentstatus import ComponentStatuses
+from proxy.kube.conversion import VIEWS
+from proxy.kube.defaulting import default_object
 from proxy.kube.kubelet_client import KubeletClientConfig
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
 from proxy.kube.subresources import subresource_storages
 from proxy.kube.token import ObjectReader
 from proxy.loopback.client import LoopbackClient
 from proxy.loopback.config import LoopbackConfig, loopback_host, pinned_tls_context
+from proxy.registry.conversion import VersionedStorage
 from proxy.registry.informers import storage_informers
-from proxy.registry.resources import (
-    REVIEW_GROUPS,
-    REVIEWS,
-    SERVED,
-    Registry,
-    build_registry,
-)
+from proxy.registry.resources import REVIEWS, SERVED, VIRTUAL, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.server import event_loop, gc_pauses, http_errors
 from proxy.server.aggregation import AGGREGATION
@@ -161,7 +160,7 @@ def build_app(
     storages = StorageMap(storage_ctx)
     loopback = LoopbackToken()
     hooks = PostStartHooks()
-    registry = registry or build_registry(SERVED + REVIEWS if secure else SERVED)
+    registry = registry or build_registry(SERVED + VIRTUAL + (REVIEWS if secure else ()))
     # one informer per resource, shared by every controller; started with the storages
     informers = storage_informers(registry, storages)
     if secure:
@@ -195,6 +194,7 @@ def build_app(
         delete_namespace_contents=None
         if settings.lifecycle_controllers
         else lambda namespace: namespace_lifecycle.delete_contents(ctx, namespace),
+        defaulter=default_object,
     )
     ctx = APIContext(
         settings=settings,
@@ -208,7 +208,11 @@ def build_app(
         storages=storages,
         informers=informers,
         auth=auth,
+        defaulter=default_object,
     )
+    ctx.component_statuses = ComponentStatuses(
+        lambda: ctx.storage_ctx.etcd3().current_resource_version()
+    ).list
     app[API_CONTEXT] = ctx
     app[LOOPBACK_TOKEN] = loopback
     app[POST_START_HOOKS] = hooks
@@ -248,6 +252,7 @@ def build_app(
     admission.install(app, ctx, admission_plugins(), hooks)
     if settings.system_namespaces:
         hooks.add(SYSTEM_NAMESPACES_HOOK, ensure_system_namespaces)
+        bootstrap_controllers.add_hooks(hooks, ctx)
 
     async def on_shutdown(app: web.Application) -> None:
         await hooks.stop()  # no internal write outlives the listeners
@@ -309,12 +314,26 @@ def _storages_and_compactor(
 
     async def run(app: web.Application) -> AsyncIterator[None]:
         ctx.storage_ctx.start()
-        ctx.storages.build_all(r for r in ctx.registry if r.group not in REVIEW_GROUPS)
+        _serve_conversion_views(ctx)
+        ctx.storages.build_all(r for r in ctx.registry if r.has_storage)
         ctx.informers.start()
         yield
         await ctx.informers.shutdown()
 
     return run
+
+
+def _serve_conversion_views(ctx: APIContext) -> None:
+    """The built-in kinds served in a version other than their storage's
+    (``autoscaling/v1``, ``events.k8s.io/v1``): each a converting view over the stored
+    version's storage and watch cache."""
+    for served, (stored, converter) in VIEWS.items():
+        view, base = ctx.registry.get(*served), ctx.registry.get(*stored)
+        if view is None or base is None:
+            continue
+        inner = ctx.storages.for_resource(base).store
+        versioned = VersionedStorage(inner, view.api_version, base.api_version, converter)
+        ctx.storages.add_view(view, versioned)
 
 
 def _new_client(settings: Settings) -> object:
@@ -380,7 +399,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
                 runner, settings.bind_address, settings, settings.secure_port, ssl_context
             )
         loopback = start_post_start_hooks(
-            app, loopback_config(settings, app[LOOPBACK_TOKEN], secure_bound, plain_bound)
+            app,
+            loopback_config(settings, app[LOOPBACK_TOKEN], secure_bound, plain_bound),
+            secure_bound or plain_bound,
         )
         await stop.wait()
         log.info("shutting down")
@@ -411,9 +432,13 @@ def loopback_config(
     return LoopbackConfig(f"http://{host}:{plain_port}", token.token, timeout=timeout)
 
 
-def start_post_start_hooks(app: web.Application, config: LoopbackConfig) -> LoopbackClient:
-    """Start the app's post-start hooks (once it listens) with a loopback client for
-    ``config``; the hooks stop at the app's shutdown, the caller closes the client."""
+def start_post_start_hooks(
+    app: web.Application, config: LoopbackConfig, serving_port: int | None
+) -> LoopbackClient:
+    """Start the app's post-start hooks once it listens on ``serving_port`` (the port
+    the kubernetes Service targets), with a loopback client for ``config``; the hooks
+    stop at the app's shutdown, the caller closes the client."""
+    app[API_CONTEXT].serving_port = serving_port
     client = LoopbackClient(config)
     app[POST_START_HOOKS].start(PostStartHookContext(client))
     return client

@@ -117,7 +117,7 @@ def _as_format(media: dict[str, str], is_list: bool, protobuf: bool) -> Accepted
 
 
 def parse_accept(
-    header: str | None, *, is_list: bool = False, protobuf: bool = False
+    header: str | None, *, is_list: bool = False, protobuf: bool = False, table: bool = True
 ) -> AcceptedFormat:
     """The format to answer with for an ``Accept`` header (``None``/empty: JSON).
 
@@ -125,13 +125,15 @@ def parse_accept(
     wins. ``as=Table`` needs ``g=meta.k8s.io`` and ``v=v1|v1beta1``; PartialObjectMetadata
     is for a single object, PartialObjectMetadataList for lists and watches
     (``is_list``). ``protobuf``: the resource can be served as protobuf (the object
-    and PartialObjectMetadata[List]; a Table never is, as upstream). Raises
+    and PartialObjectMetadata[List]; a Table never is, as upstream). ``table``: the
+    resource has a Table convertor (upstream's ``AllowsMediaTypeTransform``: a review
+    has none). Raises
     :class:`NotAcceptableError` (406) when nothing fits.
     """
     if not header or not header.strip():
         return AcceptedFormat("json")
     for _, _, media in _media_ranges(header):
         found = _as_format(media, is_list, protobuf)
-        if found is not None:
+        if found is not None and (table or found.format != "table"):
             return found
     raise NotAcceptableError()

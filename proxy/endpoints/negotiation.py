@@ -90,14 +90,20 @@ def unsupported_body_type(media_type: str, accepted: Sequence[str]) -> apierrors
 
 
 def response_format(
-    request: web.Request, *, is_list: bool = False, resource: ResourceInfo | None = None
+    request: web.Request,
+    *,
+    is_list: bool = False,
+    resource: ResourceInfo | None = None,
+    table: bool = True,
 ) -> AcceptedFormat:
     """The response format for ``request``'s Accept header: the object (JSON/YAML, and
-    protobuf for a ``resource`` the protobuf schema has), a ``meta.k8s.io`` Table, or
+    protobuf for a ``resource`` the protobuf schema has), a ``meta.k8s.io`` Table
+    (unless ``table`` is False: a resource without a Table convertor), or
     PartialObjectMetadata[List]; 406 if none fits."""
     pb = resource is not None and protobuf.supports(resource)
+    accept = request.headers.get("Accept")
     try:
-        return parse_accept(request.headers.get("Accept"), is_list=is_list, protobuf=pb)
+        return parse_accept(accept, is_list=is_list, protobuf=pb, table=table)
     except NotAcceptableError:
         raise apierrors.not_acceptable(
             (*RESPONSE_TYPES, PROTOBUF_TYPE) if pb else RESPONSE_TYPES

@@ -28,6 +28,7 @@ from proxy.endpoints.negotiation import (
     response_format,
 )
 from proxy.printers import table
+from proxy.printers.columns import TablePrinter
 from proxy.registry.resources import ResourceInfo
 from proxy.request.utf8 import valid_utf8
 from storage.interfaces import JSONObject, StoredObject
@@ -84,9 +85,15 @@ def _table_convertor(
             include_object=request.query.get("includeObject", "Metadata"),
             table_version=fmt.version,
             now=_now(),
+            printer=_printer(resource),
         )
     except table.TableError as e:
         raise apierrors.bad_request(str(e)) from None
+
+
+def _printer(resource: ResourceInfo) -> TablePrinter | None:
+    """A custom kind's columns (its served version's); None: the built-in table's."""
+    return resource.kind_schema.printer if resource.kind_schema is not None else None
 
 
 def converted_object(
@@ -101,6 +108,7 @@ def converted_object(
                 include_object=request.query.get("includeObject", "Metadata"),
                 now=_now(),
                 table_version=fmt.version,
+                printer=_printer(resource),
             )
         except table.TableError as e:
             raise apierrors.bad_request(str(e)) from None
@@ -180,6 +188,7 @@ def watch_encoder(
         resource,
         include_object=request.query.get("includeObject", "Metadata"),
         table_version=fmt.version,
+        printer=_printer(resource),
     )
 
     def encode(event_type: str, data: bytes) -> bytes:

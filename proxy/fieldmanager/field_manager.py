@@ -36,7 +36,7 @@ from proxy.fieldmanager import managed_fields as mf
 from proxy.fieldmanager import typed_value as tv
 from proxy.fieldmanager.fieldpath import Path, PathElement, Set, path_string
 from proxy.fieldmanager.managed_fields import Managed, VersionedSet
-from proxy.fieldmanager.typed import resolve_type
+from proxy.fieldmanager.typed import Atom, resolve_type
 from storage.interfaces import JSONObject
 
 __all__ = ["LAST_APPLIED", "ApplyConflict", "FieldManager", "manager_or_user_agent"]
@@ -136,11 +136,14 @@ class FieldManager:
         reset_fields: Set | None = None,
         clock: Callable[[], datetime.datetime] | None = None,
         max_update_managers: int = mf.DEFAULT_MAX_UPDATE_MANAGERS,
+        atom: Atom | None = None,
     ) -> None:
+        """``atom``: the kind's type (a custom kind's, from its served version); a
+        built-in kind's is resolved from its schema."""
         self.group, self.version, self.kind = group, version, kind
         self.api_version = f"{group}/{version}" if group else version
         self.subresource = subresource
-        self.atom = resolve_type(group, version, kind)
+        self.atom = atom if atom is not None else resolve_type(group, version, kind)
         self.ignored = reset_fields or Set()
         self.clock = clock
         self.max_update_managers = max_update_managers

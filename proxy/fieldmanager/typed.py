@@ -15,16 +15,15 @@ An :class:`Atom` says how one position of an object merges and is owned:
   granular, lists atomic, decided by the value;
 - ``atomic``: untyped and owned whole (``RawExtension``, ``FieldsV1``).
 
-The resolver: :func:`resolve_type` ``(group, version, kind) -> Atom`` answers, in order,
-a schema registered with :func:`register_schema` (the entry point for custom resources:
-an OpenAPI v3 schema, e.g. a CRD version's ``schema.openAPIV3Schema``; its ``metadata``
-is ObjectMeta as upstream embeds it), the built-in kind's schema, else a deduced type.
+The types: :func:`resolve_type` ``(group, version, kind) -> Atom`` answers a built-in
+kind's by its schema, else a deduced type; :func:`custom_type` builds a custom kind's
+from its OpenAPI v3 schema (a CRD version's ``schema.openAPIV3Schema``; its ``metadata``
+is ObjectMeta as upstream embeds it), kept with the served version, not registered.
 """
 
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,9 +33,8 @@ from proxy.openapi.schemas import SchemaNode
 __all__ = [
     "DEDUCED",
     "Atom",
-    "register_schema",
+    "custom_type",
     "resolve_type",
-    "unregister_schema",
 ]
 
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
@@ -154,10 +152,6 @@ def _build(node: SchemaNode) -> Atom:
 
 # --- the resolver -------------------------------------------------------------------
 
-_registered: dict[tuple[str, str, str], Atom] = {}
-_lock = threading.Lock()
-
-
 class _RootNode(SchemaNode):
     """A custom resource's root schema whose ``metadata`` is ObjectMeta."""
 
@@ -172,33 +166,22 @@ class _RootNode(SchemaNode):
 _STRING = SchemaNode({"type": "string"})
 
 
-def register_schema(
-    group: str, version: str, kind: str, openapi_v3_schema: Mapping[str, Any]
-) -> None:
-    """Use ``openapi_v3_schema`` (a structural schema, e.g. a CRD version's
-    ``openAPIV3Schema``) for objects of group/version/kind from now on; replaces a
-    previous registration. ``x-kubernetes-list-type``, ``-list-map-keys``, ``-map-type``
-    and ``-preserve-unknown-fields`` in it drive ownership and merging."""
+def custom_type(openapi_v3_schema: Mapping[str, Any] | None) -> Atom:
+    """The root atom of a kind defined by ``openapi_v3_schema`` (a structural schema,
+    e.g. a CRD version's ``openAPIV3Schema``; None: deduced). ``x-kubernetes-list-type``,
+    ``-list-map-keys``, ``-map-type`` and ``-preserve-unknown-fields`` in it drive
+    ownership and merging. The caller keeps it with the kind's served version
+    (``proxy.registry.kind_schema``)."""
+    if openapi_v3_schema is None:
+        return DEDUCED
     schema = dict(openapi_v3_schema)
     schema.setdefault("type", "object")
-    root = _RootNode(schema)
-    with _lock:
-        _registered[(group, version, kind)] = Atom("map", root, "separable")
-
-
-def unregister_schema(group: str, version: str, kind: str) -> None:
-    """Forget a registered schema (e.g. when its CRD is deleted)."""
-    with _lock:
-        _registered.pop((group, version, kind), None)
+    return Atom("map", _RootNode(schema), "separable")
 
 
 def resolve_type(group: str, version: str, kind: str) -> Atom:
-    """The root atom of objects of group/version/kind: a registered schema, the
-    built-in schema, else deduced (every map granular, every list atomic)."""
-    with _lock:
-        found = _registered.get((group, version, kind))
-    if found is not None:
-        return found
+    """The root atom of a built-in kind's objects by its schema, else deduced (every map
+    granular, every list atomic). A custom kind's comes from :func:`custom_type`."""
     return _builtin(group, version, kind)
 
 

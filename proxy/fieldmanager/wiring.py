@@ -42,28 +42,38 @@ __all__ = [
 
 
 
-@functools.cache
-def field_manager(
-    group: str, version: str, kind: str, subresource: str, has_status: bool
-) -> FieldManager:
-    """The field manager of a kind as written through ``subresource`` ("" for the
-    object itself). Upstream's reset fields: the main resource of a kind with a status
-    subresource does not own ``status``; ``/status`` does not own ``spec``."""
+def _reset_fields(resource: ResourceInfo, subresource: str) -> Set:
+    """Upstream's reset fields: the main resource of a kind with a status subresource
+    does not own ``status``; ``/status`` does not own ``spec``."""
     reset = Set()
     if subresource == "status":
         reset.insert((PathElement.field("spec"),))
-    elif has_status and not subresource:
+    elif resource.has_status and not subresource:
         reset.insert((PathElement.field("status"),))
-    if (group, kind, subresource) == ("", "Namespace", ""):
+    if (resource.group, resource.kind, subresource) == ("", "Namespace", ""):
         # the namespace strategy sets spec.finalizers (only /finalize changes them)
         reset.insert((PathElement.field("spec"), PathElement.field("finalizers")))
-    return FieldManager(group, version, kind, subresource, reset)
+    return reset
 
 
-def _manager_for(resource: ResourceInfo, subresource: str) -> FieldManager:
-    return field_manager(
-        resource.group, resource.version, resource.kind, subresource, resource.has_status
-    )
+@functools.cache
+def _builtin_manager(resource: ResourceInfo, subresource: str) -> FieldManager:
+    reset = _reset_fields(resource, subresource)
+    return FieldManager(resource.group, resource.version, resource.kind, subresource, reset)
+
+
+def field_manager(resource: ResourceInfo, subresource: str) -> FieldManager:
+    """The field manager of ``resource`` as written through ``subresource`` ("" for the
+    object itself): a built-in kind's is made once; a custom kind's is made with its
+    served version's type each time (cheap), so a CRD's new schema applies at once."""
+    custom = resource.kind_schema
+    if custom is None:
+        return _builtin_manager(resource, subresource)
+    reset = _reset_fields(resource, subresource)
+    return FieldManager(
+        resource.group, resource.version, resource.kind, subresource, reset,
+        atom=custom.apply_type,
+    )  # fmt: skip
 
 
 def manager_of(request: web.Request) -> str:
@@ -84,7 +94,7 @@ def record_update(
     """``obj`` (as it will be stored) with the managedFields of this write: ``live``
     is the stored object (None for a create), ``sent`` the managedFields the request
     carried (``metadata.managedFields`` of its body, before any server change)."""
-    fm = _manager_for(resource, subresource)
+    fm = field_manager(resource, subresource)
     return set_managed_fields(obj, fm.update(live, obj, manager_of(request), sent))
 
 
@@ -161,7 +171,7 @@ def apply(
 ) -> JSONObject:
     """The object after the request's manager applies ``config`` onto ``live`` (None:
     create-on-apply), with its managedFields; Status errors as upstream (409 conflicts)."""
-    fm = _manager_for(resource, subresource)
+    fm = field_manager(resource, subresource)
     return fm.apply(live, config, request.query.get("fieldManager", ""), force_of(request.query))
 
 

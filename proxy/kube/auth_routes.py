@@ -55,7 +55,9 @@ def auth_routes(auth: Auth, registry: Registry, read: ObjectReader) -> dict[str,
         ),
     }  # fmt: skip
     routes = {
-        path: CreateRoute(*as_resource(registry, group, plural), storage)
+        path: CreateRoute(
+            *as_resource(registry, group, plural), storage, registry.lookup(group, plural)
+        )
         for path, (group, plural, storage) in reviews.items()
     }
     if auth.generator is not None:

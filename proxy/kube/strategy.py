@@ -10,6 +10,8 @@ namespace's deletion has its own rules.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from proxy.request.delete_options import DeleteOptions
 
 __all__ = [
+    "CSRApprovalStrategy",
     "EphemeralContainersStrategy",
     "EscalationCheck",
     "KubeStrategyDeps",
@@ -154,7 +157,44 @@ class NamespaceFinalizeStrategy(GenericStrategy):
 
     def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
         merged = object_meta.with_parts_of(new, old, _take_finalizers)
-        return object_meta.prepare_for_update(merged, old)
+        return object_meta.prepare_for_update(merged, old, tracked=self.tracks_generation)
+
+
+@dataclass(frozen=True)
+class CSRApprovalStrategy(GenericStrategy):
+    """``certificatesigningrequests/NAME/approval`` (upstream's
+    ``csrApprovalStrategy``): only ``status.conditions`` change."""
+
+    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
+        merged = object_meta.with_parts_of(new, old, _take_approval_conditions)
+        return object_meta.prepare_for_update(merged, old, tracked=self.tracks_generation)
+
+
+def _take_approval_conditions(merged: JSONObject, new: JSONObject) -> None:
+    """The sent conditions on ``merged`` (the stored object): a condition's timestamps
+    default to now, ``lastTransitionTime`` to the stored one of a condition of the same
+    type and status (``populateConditionTimestamps``)."""
+    sent = (new.get("status") or {}).get("conditions") or []
+    before = {
+        (c.get("type"), c.get("status")): c
+        for c in (merged.get("status") or {}).get("conditions") or [] if isinstance(c, dict)
+    }  # fmt: skip
+    now = object_meta.now_rfc3339()
+    conditions = []
+    for condition in sent if isinstance(sent, list) else []:
+        if not isinstance(condition, dict):
+            continue
+        condition = {**condition, "status": condition.get("status") or "True"}
+        condition.setdefault("lastUpdateTime", now)
+        stored = before.get((condition.get("type"), condition["status"]))
+        kept = stored.get("lastTransitionTime") if stored else None
+        condition.setdefault("lastTransitionTime", kept or now)
+        conditions.append(condition)
+    status = merged.setdefault("status", {})
+    if conditions:
+        status["conditions"] = conditions
+    else:
+        status.pop("conditions", None)
 
 
 @dataclass(frozen=True)
@@ -169,28 +209,75 @@ class KubeStrategyDeps:
     # (group, kind) -> the kind's validation: kube's built-in kinds' and those of the
     # other kinds the server serves through the same handlers (APIService, the CRD)
     kind_rules: Mapping[tuple[str, str], KindStrategy] = field(default_factory=dict)
+    # (group, version, kind, object) -> the object defaulted in place
+    # (``proxy.kube.defaulting.default_object``); None: objects are stored as decoded
+    defaulter: Callable[[str, str, str, JSONObject], object] | None = None
 
 
 _RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
+# Built-in resources whose strategy tracks metadata.generation (PrepareForCreate sets 1,
+# PrepareForUpdate bumps it when the spec changes), as kube-apiserver 1.37's; pods since
+# 1.33 (KEP-5067). Every other built-in kind has none (ConfigMap, Namespace, Service,
+# APIService, ...); custom resources all do (the generic strategy's default).
+_GENERATION_TRACKED = frozenset({
+    ("", "pods"), ("", "replicationcontrollers"), ("", "podtemplates"),
+    ("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets"),
+    ("apps", "daemonsets"), ("batch", "jobs"), ("batch", "cronjobs"),
+    ("autoscaling", "horizontalpodautoscalers"), ("policy", "poddisruptionbudgets"),
+    ("networking.k8s.io", "networkpolicies"), ("networking.k8s.io", "ingresses"),
+    ("networking.k8s.io", "ingressclasses"), ("discovery.k8s.io", "endpointslices"),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
+    ("resource.k8s.io", "deviceclasses"), ("resource.k8s.io", "resourceslices"),
+    ("resource.k8s.io", "devicetaintrules"),
+    ("apiextensions.k8s.io", "customresourcedefinitions"),
+})  # fmt: skip
+
+
 def strategy_for(
     resource: ResourceInfo, subresource: str, deps: KubeStrategyDeps
 ) -> GenericStrategy:
-    """The strategy of a built-in ``resource`` written through ``subresource``."""
+    """The strategy of a built-in ``resource`` written through ``subresource``: its
+    kind's rules, defaulting and generation tracking."""
+    strategy = _kind_strategy(resource, subresource, deps)
+    defaulter = None
+    if deps.defaulter is not None:
+        defaulter = functools.partial(
+            deps.defaulter, resource.group, resource.version, resource.kind
+        )
+    tracked = (resource.group, resource.plural) in _GENERATION_TRACKED
+    return dataclasses.replace(strategy, defaulter=defaulter, tracks_generation=tracked)
+
+
+def _kind_strategy(
+    resource: ResourceInfo, subresource: str, deps: KubeStrategyDeps
+) -> GenericStrategy:
     rules = deps.kind_rules.get((resource.group, resource.kind))
+    route = (resource.group, resource.plural, subresource)
     if subresource == "status":
         return StatusStrategy(resource, subresource, rules)
-    if (resource.group, resource.plural, subresource) == ("", "namespaces", "finalize"):
+    if route == ("", "namespaces", "finalize"):
         return NamespaceFinalizeStrategy(resource, subresource, rules)
+    if route == ("certificates.k8s.io", "certificatesigningrequests", "approval"):
+        return CSRApprovalStrategy(resource, subresource, rules)
     if resource.group == _RBAC_GROUP and deps.escalation is not None:
-        return RBACStrategy(resource, subresource, rules, deps.escalation)
-    if (resource.group, resource.plural, subresource) == ("", "namespaces", ""):
-        return NamespaceStrategy(resource, subresource, rules, deps.delete_namespace_contents)
+        return RBACStrategy(resource, subresource, rules, escalation=deps.escalation)
+    if route == ("", "namespaces", ""):
+        return NamespaceStrategy(
+            resource, subresource, rules, delete_contents=deps.delete_namespace_contents
+        )
     if (resource.group, resource.plural) == ("", "secrets"):
         return SecretStrategy(resource, subresource, rules)
-    if (resource.group, resource.plural, subresource) == ("", "pods", "ephemeralcontainers"):
+    if route == ("", "pods", "ephemeralcontainers"):
         return EphemeralContainersStrategy(resource, subresource, rules)
-    if (resource.group, resource.plural, subresource) == ("", "pods", ""):
+    if route == ("", "pods", ""):
         return PodStrategy(resource, subresource, rules)
     return GenericStrategy(resource, subresource, rules)

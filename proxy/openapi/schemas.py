@@ -36,7 +36,6 @@ __all__ = [
     "object_meta_ref",
     "patch_meta",
     "ref_name",
-    "register_kind_schema",
     "schema_version",
 ]
 
@@ -87,29 +86,14 @@ def definition_name(group: str, version: str, kind: str) -> str | None:
     return _gvk_index().get((group, version, kind))
 
 
-# kinds defined at run time (custom resources): group, version, kind -> root node
-_CUSTOM_KINDS: dict[tuple[str, str, str], SchemaNode] = {}
-
-
-def register_kind_schema(group: str, version: str, kind: str, schema: JSONSchema | None) -> None:
-    """Give a kind defined at run time (a CRD version's ``openAPIV3Schema`` with
-    apiVersion, kind and metadata added) its schema; None removes it."""
-    if schema is None:
-        _CUSTOM_KINDS.pop((group, version, kind), None)
-    else:
-        _CUSTOM_KINDS[(group, version, kind)] = SchemaNode(schema)
-
-
 def object_meta_ref() -> str:
     """The ``$ref`` of ObjectMeta, for schemas written outside the package's."""
     return _REF_PREFIX + "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 
 def kind_schema(group: str, version: str, kind: str) -> SchemaNode | None:
-    """The root schema of a kind (``""``, ``"v1"``, ``"Pod"``), or ``None`` if unknown."""
-    custom = _CUSTOM_KINDS.get((group, version, kind))
-    if custom is not None:
-        return custom
+    """The root schema of a built-in kind (``""``, ``"v1"``, ``"Pod"``), or ``None`` if
+    unknown (a custom kind's is its served version's: ``ResourceInfo.request_schema``)."""
     name = definition_name(group, version, kind)
     return None if name is None else node_for_definition(name)
 

@@ -41,15 +41,14 @@ StrategicFn = Callable[[JSONObject, JSONObject, ResourceInfo], JSONObject]
 
 def _strategic() -> StrategicFn | None:
     """The strategic merge patch of ``proxy.patch.strategic``, driven by the kind's
-    schema from ``proxy.openapi.schemas``; its errors carry kube-apiserver's code and reason."""
+    schema (``ResourceInfo.request_schema``); its errors carry kube-apiserver's code and reason."""
     try:
         smp = importlib.import_module("proxy.patch.strategic")
-        schemas = importlib.import_module("proxy.openapi.schemas")
     except ImportError:
         return None
 
     def apply(original: JSONObject, patch_: JSONObject, resource: ResourceInfo) -> JSONObject:
-        node = schemas.kind_schema(resource.group, resource.version, resource.kind)
+        node = resource.request_schema()
         try:
             result: JSONObject = smp.apply_strategic_merge_patch(original, patch_, node)
         except smp.StrategicMergePatchError as e:

@@ -31,7 +31,7 @@ from typing import Literal, cast
 
 import orjson
 
-from proxy.printers.columns import CREATED_AT, JSON, NAME, object_meta
+from proxy.printers.columns import CREATED_AT, JSON, NAME, TablePrinter, object_meta
 from proxy.printers.duration import epoch_microseconds, human_duration
 from proxy.printers.handlers import printer_for
 from proxy.printers.row_template import metadata_json, template_of
@@ -95,6 +95,7 @@ class TableConvertor:
         table_version: str = "v1",
         now: dt.datetime,
         no_headers: bool = False,
+        printer: TablePrinter | None = None,
     ) -> None:
         include = include_object or "Metadata"
         if include not in ("None", "Metadata", "Object"):
@@ -105,7 +106,7 @@ class TableConvertor:
         self.table_version = table_version
         self.now = now
         self.no_headers = no_headers
-        self._printer = printer_for(resource)
+        self._printer = printer or printer_for(resource)
         self._template_key = f"table-row:{resource.group}/{resource.plural}"
         self._now_us = epoch_microseconds(now)
         self._partial_head = (
@@ -166,12 +167,14 @@ def to_table(
     now: dt.datetime,
     table_version: str = "v1",
     no_headers: bool = False,
+    printer: TablePrinter | None = None,
 ) -> dict[str, JSON]:
     """A ``meta.k8s.io/<table_version>`` Table of ``objects`` (one row each, in order).
 
     ``list_meta`` is the list's metadata (resourceVersion, continue,
     remainingItemCount copied over); ``None`` for a single-object GET, whose table then
-    carries that object's resourceVersion. The options are :class:`TableConvertor`'s.
+    carries that object's resourceVersion. The options are :class:`TableConvertor`'s
+    (``printer``: the resource's own columns, a custom kind's; else the built-in table's).
     """
     convertor = TableConvertor(
         resource,
@@ -179,6 +182,7 @@ def to_table(
         table_version=table_version,
         now=now,
         no_headers=no_headers,
+        printer=printer,
     )
     table = convertor.header(_table_meta(objects, list_meta))
     table["rows"] = [convertor.row(obj) for obj in objects]
@@ -203,6 +207,7 @@ def table_watch_event(
     now: dt.datetime,
     table_version: str = "v1",
     no_headers: bool = False,
+    printer: TablePrinter | None = None,
 ) -> dict[str, JSON]:
     """A watch event whose object is a one-row Table, as ``kubectl get -w`` reads them.
 
@@ -219,6 +224,7 @@ def table_watch_event(
         now=now,
         table_version=table_version,
         no_headers=no_headers,
+        printer=printer,
     )
     return {"type": event_type, "object": table}
 
@@ -239,8 +245,10 @@ class TableWatchEncoder:
         include_object: str = "Metadata",
         table_version: str = "v1",
         no_headers: bool = False,
+        printer: TablePrinter | None = None,
     ) -> None:
         self.resource = resource
+        self.printer = printer
         self.include_object = include_object
         self.table_version = table_version
         self._sent_headers = no_headers
@@ -255,6 +263,7 @@ class TableWatchEncoder:
             now=now,
             table_version=self.table_version,
             no_headers=self._sent_headers,
+            printer=self.printer,
         )
         if event_type not in ("ERROR", "BOOKMARK"):
             self._sent_headers = True

@@ -96,7 +96,20 @@ CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 
 
 class DeleteNow(Exception):
-    """Raised by :func:`mark`: nothing keeps the object, the store removes it."""
+    """Raised by :func:`mark`: nothing keeps the object, the store removes it. For a
+    kind with graceful deletion (pods) ``marked`` is the object as upstream writes it
+    first (``deletionTimestamp`` now, ``deletionGracePeriodSeconds: 0``): the store
+    writes it, then removes it, and answers with it (watchers see MODIFIED, then
+    DELETED), as ``updateForGracefulDeletionAndFinalizers`` followed by the delete."""
+
+    def __init__(self, marked: JSONObject | None = None) -> None:
+        super().__init__()
+        self.marked = marked
+
+
+def _graceful(resource: ResourceInfo) -> bool:
+    """Kinds whose strategy is a RESTGracefulDeleteStrategy (only the pod's)."""
+    return resource.group == "" and resource.plural == "pods"
 
 
 def mark(
@@ -122,6 +135,12 @@ def mark(
         waits_for_controller = bool((current.get("spec") or {}).get("finalizers"))
         current.setdefault("status", {})["phase"] = "Terminating"
     if not finalizers and grace == 0 and not waits_for_controller:
+        if _graceful(resource) and not meta.get("deletionTimestamp"):
+            meta["deletionTimestamp"] = _now()
+            meta["deletionGracePeriodSeconds"] = 0
+            if meta.get("generation"):
+                meta["generation"] = int(meta["generation"]) + 1
+            raise DeleteNow(current)
         raise DeleteNow
     if finalizers:
         meta["finalizers"] = finalizers

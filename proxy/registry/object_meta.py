@@ -88,6 +88,8 @@ def prepare_for_create(
     resource: ResourceInfo,
     namespace: str,
     clock: Callable[[], datetime.datetime] | None = None,
+    *,
+    tracked: bool = True,
 ) -> JSONObject:
     """Fill the system fields of a new object (mutates and returns ``obj``).
 
@@ -95,7 +97,8 @@ def prepare_for_create(
     400), cleared for cluster-scoped ones. Name from ``generateName`` when unset (the
     name is validated afterwards, by ``validation.validate_create``).
     ``metadata.resourceVersion`` must be empty (as upstream's store refuses it).
-    Server-owned fields are set: uid, creationTimestamp, generation 1. Status of a
+    Server-owned fields are set: uid, creationTimestamp, generation 1 where the kind's
+    strategy tracks it (``tracked``; else none is kept). Status of a
     resource with a status subresource is kept as sent (upstream strategies reset some,
     we keep what the client wrote so tests and seeders can create complete objects).
     """
@@ -108,7 +111,10 @@ def prepare_for_create(
         name = meta["name"] = generate_name(str(meta["generateName"]))
     meta["uid"] = str(uuid.uuid4())
     meta["creationTimestamp"] = now_rfc3339(clock)
-    meta["generation"] = 1
+    if tracked:
+        meta["generation"] = 1
+    else:
+        meta.pop("generation", None)
     for system in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
         meta.pop(system, None)
     meta.pop("resourceVersion", None)
@@ -188,11 +194,14 @@ def keep_status(new: JSONObject, old: JSONObject) -> None:
         new.pop("status", None)
 
 
-def prepare_for_update(new: JSONObject, old: JSONObject) -> JSONObject:
+def prepare_for_update(
+    new: JSONObject, old: JSONObject, *, tracked: bool = True
+) -> JSONObject:
     """The server's fields of ``new`` replacing the stored ``old`` (mutates ``new``):
     uid, creationTimestamp, generation, deletionTimestamp are the server's (a missing
     uid is taken from old; a different one is left for validation to refuse); the
-    generation bumps when anything but metadata and status changed. The strategy
+    generation bumps when anything but metadata and status changed, where the kind
+    tracks it (``tracked``). The strategy
     decides first what of ``new`` the write may change (``with_parts_of``,
     ``keep_status``)."""
     meta = _metadata(new)
@@ -206,7 +215,7 @@ def prepare_for_update(new: JSONObject, old: JSONObject) -> JSONObject:
             meta.pop(system, None)
     meta.pop("selfLink", None)
     generation = int(old_meta.get("generation") or 0)
-    if _spec_part(new) != _spec_part(old):
+    if tracked and _spec_part(new) != _spec_part(old):
         generation += 1
     if generation:
         meta["generation"] = generation

@@ -20,10 +20,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from proxy.openapi import schemas
+from proxy.openapi.schemas import SchemaNode
+from proxy.registry.kind_schema import KindSchema
+
 __all__ = [
     "REVIEWS",
     "REVIEW_GROUPS",
     "SERVED",
+    "VIRTUAL",
     "Registry",
     "ResourceInfo",
     "build_registry",
@@ -62,6 +67,7 @@ SERVED: tuple[tuple[str, str, str], ...] = (
     ("", "v1", "resourcequotas"),
     ("apps", "v1", "controllerrevisions"),
     ("autoscaling", "v2", "horizontalpodautoscalers"),
+    ("autoscaling", "v1", "horizontalpodautoscalers"),  # over v2's storage (proxy.kube.conversion)
     ("policy", "v1", "poddisruptionbudgets"),
     ("networking.k8s.io", "v1", "ingresses"),
     ("networking.k8s.io", "v1", "ingressclasses"),
@@ -93,16 +99,16 @@ SERVED: tuple[tuple[str, str, str], ...] = (
     ("resource.k8s.io", "v1", "resourceclaimtemplates"),
     ("resource.k8s.io", "v1", "resourceslices"),
     ("storagemigration.k8s.io", "v1", "storageversionmigrations"),
+    ("events.k8s.io", "v1", "events"),  # the core Events, converted (proxy.kube.conversion)
     ("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
     # API aggregation (proxy/aggregator): the APIService objects
     ("apiregistration.k8s.io", "v1", "apiservices"),
 )
-# Not served: virtual resources without storage (bindings, componentstatuses,
-# tokenreviews, *accessreviews, selfsubject*, pods/eviction, serviceaccounts/token);
-# custom resources are added and removed at run time
-# (``proxy.apiextensions``), alpha and beta versions (off by
-# default in kube-apiserver), and events.k8s.io/v1 events (the core events' storage seen
-# through a conversion this server does not have).
+# Not served: virtual resources without storage (tokenreviews, *accessreviews and
+# selfsubject* are REVIEWS, bindings and componentstatuses VIRTUAL), pods/eviction,
+# serviceaccounts/token;
+# custom resources are added and removed at run time (``proxy.apiextensions``), and
+# alpha and beta versions (off by default in kube-apiserver).
 
 # Subresources served (the catalogue lists more: scale, log, eviction, ...).
 # the review APIs: create-only, never stored; served (routes, discovery) with the secure
@@ -117,14 +123,26 @@ REVIEWS: tuple[tuple[str, str, str], ...] = (
 )
 REVIEW_GROUPS = frozenset(group for group, _, _ in REVIEWS)
 
-SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding", "finalize", "log", "exec",
-                                 "attach", "portforward", "proxy", "ephemeralcontainers"})
+SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding", "finalize", "approval", "log",
+                                 "exec", "attach", "portforward", "proxy",
+                                 "ephemeralcontainers"})
 # the connect subresources (rest.Connecter storages, served by proxying) that the
 # catalogue does not list: it models only the subresources that have a kind of their own
 CONNECT_SUBRESOURCES: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "pods"): ("attach", "exec", "portforward"),
     ("", "nodes"): ("proxy",),
 }
+
+# Resources served without storage of their own (kube-apiserver's legacy REST storages):
+# POST /api/v1/namespaces/NS/bindings binds the pod the Binding names
+# (``proxy.kube.binding``); componentstatuses probe the control plane
+# (``proxy.kube.componentstatus``). No watch cache is built for them.
+VIRTUAL: tuple[tuple[str, str, str], ...] = (
+    ("", "v1", "bindings"),
+    ("", "v1", "componentstatuses"),
+)
+# what upstream's REST storages declare where the catalogue differs
+_VIRTUAL_VERBS = {"componentstatuses": ("get", "list")}
 
 # kubectl's short names, as kube-apiserver's REST storages declare them (ShortNames()).
 SHORT_NAMES: dict[str, tuple[str, ...]] = {
@@ -156,6 +174,7 @@ SHORT_NAMES: dict[str, tuple[str, ...]] = {
     "ipaddresses": ("ip",),
     "volumeattributesclasses": ("vac",),
     "customresourcedefinitions": ("crd", "crds"),
+    "componentstatuses": ("cs",),
 }
 
 # Categories (Categories()): `kubectl get all` expands "all" through discovery.
@@ -216,10 +235,21 @@ class ResourceInfo:
     categories: tuple[str, ...] = ()
     create_on_update: bool = False
     singular_name: str = ""  # a CRD's names.singular; built-ins: the kind in lower case
+    # a custom kind's schema, apply type and columns (its served version's); None for a
+    # built-in kind, whose come from the built-in OpenAPI and printers. Not part of the
+    # resource's identity (equality, hashing): the same resource with a changed schema.
+    kind_schema: KindSchema | None = field(default=None, compare=False, repr=False)
 
     @property
     def singular(self) -> str:
         return self.singular_name or self.kind.lower()
+
+    @property
+    def has_storage(self) -> bool:
+        """False for the review APIs and the virtual resources (``VIRTUAL``): no etcd
+        keys, no watch cache."""
+        key = (self.group, self.version, self.plural)
+        return self.group not in REVIEW_GROUPS and key not in VIRTUAL
 
     @property
     def api_version(self) -> str:
@@ -246,6 +276,13 @@ class ResourceInfo:
 
     def allows(self, verb: str) -> bool:
         return verb in self.verbs
+
+    def request_schema(self) -> SchemaNode | None:
+        """The schema request bodies and patches are checked against: a custom kind's
+        served version's, else the built-in kind's (None when unknown)."""
+        if self.kind_schema is not None:
+            return self.kind_schema.request
+        return schemas.kind_schema(self.group, self.version, self.kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,5 +444,6 @@ def build_registry(
             raise LookupError(f"resource {key} is not in the lightkube-models catalogue")
         every = (*info.subresources, *CONNECT_SUBRESOURCES.get((info.group, info.plural), ()))
         served_subresources = tuple(sorted(s for s in every if s in SERVED_SUBRESOURCES))
-        registry.add(dataclasses.replace(info, subresources=served_subresources))
+        verbs = _VIRTUAL_VERBS.get(info.plural, info.verbs) if key in VIRTUAL else info.verbs
+        registry.add(dataclasses.replace(info, subresources=served_subresources, verbs=verbs))
     return registry

@@ -338,21 +338,39 @@ class Store:
         ``proxy.registry.deletion`` apply: an object kept by finalizers (or, with
         ``lifecycle``, a grace period or a terminating namespace) is updated in place
         (``validate_deletion`` runs on it first) and not removed. Without ``options``
-        the object is removed. ``ignore_store_read_error``: the unsafe delete of a
-        value that cannot be decoded (``AllowUnsafeMalformedObjectDeletion``)."""
+        the object is removed. A pod removed at once is first written with its
+        ``deletionTimestamp`` and ``deletionGracePeriodSeconds: 0`` and answered so
+        (``deletion.DeleteNow.marked``). ``ignore_store_read_error``: the unsafe delete
+        of a value that cannot be decoded (``AllowUnsafeMalformedObjectDeletion``)."""
         key = self.object_key(namespace, name)
         writer = self._writer(dry_run)
         if options is not None and not ignore_store_read_error:
             opts = options
 
+            delete_after: list[bool] = []  # set by mark: written marked, now remove it
+
             async def mark(current: JSONObject) -> JSONObject:
+                delete_after.clear()
                 if validate_deletion is not None:
                     await validate_deletion(current)
-                return deletion.mark(self.resource, current, opts, lifecycle=self.lifecycle)
+                try:
+                    return deletion.mark(self.resource, current, opts, lifecycle=self.lifecycle)
+                except deletion.DeleteNow as now:
+                    if now.marked is None:
+                        raise
+                    delete_after.append(True)
+                    return now.marked
 
             try:
                 with self._interpret("delete", name):
-                    return await writer.guaranteed_update(key, preconditions, mark), False
+                    marked = await writer.guaranteed_update(key, preconditions, mark)
+                if not delete_after:
+                    return marked, False
+                if dry_run:  # nothing was written: the marked object is the answer
+                    return marked, True
+                uid = (marked.obj.get("metadata") or {}).get("uid")
+                preconditions = Preconditions(uid, str(marked.resource_version))
+                validate_deletion = None  # validated on the marked write
             except deletion.DeleteNow:
                 pass
         with self._interpret("delete", name):

@@ -7,6 +7,7 @@ deletion) extend it (``proxy.kube.strategy``); a custom resource uses it as it i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from proxy.registry import object_meta, validation
@@ -29,9 +30,18 @@ class GenericStrategy:
     # the kind's own validation (None: ObjectMeta's rules only), given by whoever serves
     # the kind (kube's table, the aggregator's, a CRD's serving object)
     rules: KindStrategy | None = None
+    # the kind's defaulting (the object defaulted in place), given by whoever serves the
+    # kind (kube's ``proxy.kube.defaulting``); None: objects are stored as decoded
+    defaulter: Callable[[JSONObject], object] | None = None
+    # whether ``metadata.generation`` is set and bumped on spec changes (every custom
+    # resource; only some built-in kinds, as their upstream strategies decide)
+    tracks_generation: bool = True
 
     def checks_required_fields(self) -> bool:
         return self.rules is not None
+
+    def checks_types(self) -> bool:
+        return self.rules is not None and self.rules.validates_types
 
     def allow_create_on_update(self) -> bool:
         return self.resource.create_on_update and not self.subresource
@@ -40,15 +50,21 @@ class GenericStrategy:
         pass
 
     def prepare_for_create(self, ctx: Context, obj: JSONObject) -> JSONObject:
-        return object_meta.prepare_for_create(obj, self.resource, ctx.namespace)
+        return object_meta.prepare_for_create(
+            obj, self.resource, ctx.namespace, tracked=self.tracks_generation
+        )
 
     def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
         if self.resource.has_status and not self.subresource:
             object_meta.keep_status(new, old)
-        return object_meta.prepare_for_update(new, old)
+        return object_meta.prepare_for_update(new, old, tracked=self.tracks_generation)
 
     def default(self, obj: JSONObject) -> None:
-        """No defaulting yet (issue 26 adds it per kind)."""
+        """The kind's defaults set in place, as upstream's decoder sets them on every
+        body, patch result and webhook answer (the handlers call it right after
+        decoding, before mutating admission)."""
+        if self.defaulter is not None:
+            self.defaulter(obj)
 
     def validate(self, ctx: Context, obj: JSONObject) -> None:
         validation.validate_create(obj, self.resource, self.rules)
@@ -72,4 +88,4 @@ class StatusStrategy(GenericStrategy):
 
     def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
         merged = object_meta.with_parts_of(new, old, object_meta.take_status)
-        return object_meta.prepare_for_update(merged, old)
+        return object_meta.prepare_for_update(merged, old, tracked=self.tracks_generation)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,11 +20,16 @@ from proxy.registry.store import Store
 from proxy.server.aggregation import Aggregation
 from proxy.server.auth_chain import Auth
 from proxy.server.settings import Settings
-from storage.interfaces import Watcher
+from storage.interfaces import JSONObject, Watcher
 
-__all__ = ["API_CONTEXT", "APIContext"]
+__all__ = ["API_CONTEXT", "APIContext", "ObjectDefaulter"]
 
 log = logging.getLogger("watchcache.proxy")
+
+# (group, version, kind, object) -> the object with its kind's defaults set in place:
+# kube's built-in kinds' defaulting (proxy.kube.defaulting), handed in by the
+# composition root (the generic library never imports proxy.kube)
+ObjectDefaulter = Callable[[str, str, str, JSONObject], JSONObject]
 
 
 @dataclass
@@ -62,6 +67,15 @@ class APIContext:
     aggregator: Aggregation | None = None
     # the admission chain, built by the composition root; None: no admission
     admission: AdmissionChain | None = None
+    # the port the API is served on (the secure port, else the plain one), once it
+    # listens; set by ``serve`` only
+    serving_port: int | None = None
+    # componentstatuses' objects, probed on each call (proxy.kube.componentstatus, from
+    # the composition root); None: not served
+    component_statuses: Callable[[], Awaitable[list[JSONObject]]] | None = None
+    # the built-in kinds' defaulting, for what is decoded outside a route's strategy
+    # (a mutating webhook's answer); None: objects are stored as decoded
+    defaulter: ObjectDefaulter | None = None
 
     def store(self, resource: ResourceInfo, subresource: str = "") -> Store:
         """The generic store of ``resource`` as ``subresource`` writes it (the only way

@@ -11,6 +11,7 @@ are YAML only: ``watch-cache-indexes: {configmaps: [metadata.namespace]}`` (or
 from __future__ import annotations
 
 import argparse
+import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -100,6 +101,10 @@ def _parse_admission_plugins(value: str | Sequence[str], which: str) -> tuple[st
     return names
 
 
+# --endpoint-reconciler-type's values (upstream's, less "lease")
+ENDPOINT_RECONCILER_TYPES = ("master-count", "none")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every setting of ``watchcache serve``. Durations are seconds."""
@@ -113,6 +118,17 @@ class Settings:
     # bound on every etcd request: the time a request waits on an unreachable etcd
     etcd_request_timeout: float = 10.0
     bind_address: str = "127.0.0.1"
+    # the address the default/kubernetes Service's endpoints list ("" = the bind
+    # address, or the default route's interface when bound to all)
+    advertise_address: str = ""
+    # the ClusterIP range of Services; its first address is the kubernetes Service's
+    # (kubeadm's default, which kind and most clusters use)
+    service_cluster_ip_range: str = "10.96.0.0/12"
+    # how the kubernetes Service's endpoints are kept: "master-count" (this server adds
+    # its address, never removes another's) or "none" (untouched: a second server on the
+    # same etcd, such as the bench's and the lab demos', would otherwise fight over the
+    # port). Upstream's default "lease" is not built (docs/bootstrap.md).
+    endpoint_reconciler_type: str = "master-count"
     # where the plain port listens (kube's old --insecure-bind-address); "" = bind_address,
     # so `--bind-address=A --port=N` serves plain HTTP on A:N as it always did
     insecure_bind_address: str = ""
@@ -246,6 +262,13 @@ def _parse_storage_media_type(value: str) -> str:
     return value
 
 
+def _parse_endpoint_reconciler_type(value: str) -> str:
+    if value not in ENDPOINT_RECONCILER_TYPES:
+        raise ConfigError(f"{value!r}: one of {', '.join(ENDPOINT_RECONCILER_TYPES)}"
+                          " (lease is not supported yet)")  # fmt: skip
+    return value
+
+
 def _parse_event_loop(value: str) -> str:
     if value not in ("asyncio", "uvloop"):
         raise ConfigError(f"{value!r}: asyncio or uvloop")
@@ -273,7 +296,10 @@ _CONVERTERS: dict[str, Any] = {
     "watch_cache_snapshot_retention": _parse_duration,
     "watch_cache_snapshot_max": int,
     "event_loop": _parse_event_loop,
+    "endpoint_reconciler_type": _parse_endpoint_reconciler_type,
     "port": _parse_port,
+    "advertise_address": lambda v: str(ipaddress.ip_address(v)) if v else "",
+    "service_cluster_ip_range": lambda v: str(ipaddress.ip_network(v, strict=True)),
     "secure_port": _parse_port,
     "tls_cipher_suites": _parse_servers,
     "anonymous_auth": _parse_bool,
@@ -312,6 +338,13 @@ _FLAG_HELP: dict[str, str] = {
     "etcd_request_timeout": "timeout of one etcd request; requests on an unreachable etcd "
     "fail with 504 after it (e.g. 10s)",
     "bind_address": "IP address to listen on",
+    "advertise_address": "IP address the kubernetes Service's endpoints advertise "
+    "(default: --bind-address, or the default route's when that is 0.0.0.0)",
+    "service_cluster_ip_range": "CIDR of Service cluster IPs; the kubernetes Service gets "
+    "its first address",
+    "endpoint_reconciler_type": "how the kubernetes Service's endpoints are kept: "
+    "master-count (add this server's address) or none (leave them alone: a second server "
+    "on the same etcd)",
     "insecure_bind_address": "IP address of the plain port (default: --bind-address); e.g. "
     "HTTPS on 0.0.0.0 and the plain port on 127.0.0.1 for local health checks",
     "port": "plain-HTTP port, without authentication: every request is a system:masters "
@@ -342,8 +375,7 @@ _FLAG_HELP: dict[str, str] = {
     "watch_cache_index": "false disables the watch cache's field indexes (pods spec.nodeName)",
     "feature_gates": "comma-separated Gate=true|false, e.g. ConsistentListFromCache=true",
     "etcd_compaction_interval": "interval of etcd compactions (e.g. 5m; 0 disables)",
-    "event_ttl": "how long Events are kept in etcd after their last write (e.g. 1h; "
-    "0 keeps them)",
+    "event_ttl": "how long Events are kept in etcd after their last write (e.g. 1h; 0 keeps them)",
     "watch_cache_snapshot_retention": "how long a watch cache snapshot (ListFromCacheSnapshot: "
     "LISTs at an exact revision and continue pages from the cache) is kept once "
     "superseded (e.g. 75s)",

@@ -304,3 +304,40 @@ def test_cluster_role_aggregation_follows_labelled_roles(secure: Secure) -> None
     assert _eventually(lambda: extra in rules_of("view") and extra in rules_of("admin"))
     assert kubectl(secure, "delete", "clusterrole", "widgets-view")[0] == 0
     assert _eventually(lambda: extra not in rules_of("view"))
+
+
+def test_a_review_asked_as_table_is_406(secure: Secure) -> None:
+    """Upstream's conformance spec "should return a 406 for a backend which does not
+    implement metadata": a review has no Table convertor."""
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+              "spec": {"nonResourceAttributes": {"path": "/", "verb": "get"}}}  # fmt: skip
+    path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+    ctx = ssl.create_default_context(cafile=secure.ca)
+    for accept, code in (("application/json;as=Table;v=v1;g=meta.k8s.io", 406),
+                         ("application/json", 201)):  # fmt: skip
+        req = urllib.request.Request(
+            secure.server.secure_url + path, data=json.dumps(review).encode(), method="POST",
+            headers={"Authorization": "Bearer bob-token", "Accept": accept,
+                     "Content-Type": "application/json"},
+        )  # fmt: skip
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
+                got, body = resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            got, body = e.code, json.loads(e.read())
+        assert got == code, body
+    assert body["kind"] == "SelfSubjectAccessReview" and "allowed" in body["status"]
+
+
+def test_extension_apiserver_authentication_publishes_the_client_ca(secure: Secure) -> None:
+    """Components serving their own HTTPS read the client CA from
+    kube-system/extension-apiserver-authentication, as kube-apiserver publishes it."""
+    name = "configmap/extension-apiserver-authentication"
+
+    def published() -> dict[str, Any] | None:
+        rc, out = kubectl(secure, "get", name, "-n", "kube-system", "-o", "json")
+        return json.loads(out) if rc == 0 else None
+
+    cm = _eventually(published)
+    assert cm is not None
+    assert cm["data"] == {"client-ca-file": (secure.dir / "ca.crt").read_text()}

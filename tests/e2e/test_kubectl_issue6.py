@@ -140,8 +140,14 @@ def test_api_resources_and_versions(kc: Path) -> None:
     ]
     assert rows["flowschemas"][1:] == ["flowcontrol.apiserver.k8s.io/v1", "false", "FlowSchema"]
     assert {"policy/v1", "networking.k8s.io/v1", "node.k8s.io/v1"} <= set(versions)
-    for virtual in ("bindings", "componentstatuses", "tokenreviews"):
-        assert virtual not in rows
+    # served over another version's storage (autoscaling/v2, the core Events)
+    assert {"autoscaling/v1", "events.k8s.io/v1"} <= set(versions)
+    # /api/v1's virtual resources, as kube-apiserver lists them; the reviews only
+    # with the secure port
+    assert rows["bindings"] == ["bindings", "v1", "true", "Binding"]
+    assert rows["componentstatuses"] == ["componentstatuses", "cs", "v1", "false",
+                                         "ComponentStatus"]  # fmt: skip
+    assert "tokenreviews" not in rows
     # API aggregation's APIServices (proxy/aggregator), as kube-apiserver lists them
     apiservices = ["apiservices", "apiregistration.k8s.io/v1", "false", "APIService"]
     assert rows["apiservices"] == apiservices
@@ -497,6 +503,8 @@ async def test_get_watch_prints_table_events(kc: Path) -> None:
         await asyncio.to_thread(ok, kc, "label", "pod", "w1", "-n", ns, "seen=yes")
         assert (await _line(proc.stdout)).split()[:4] == ["MODIFIED", "w1", "0/1", "Pending"]
         await asyncio.to_thread(ok, kc, "delete", "pod", "w1", "-n", ns, "--wait=false")
+        # as kube-apiserver: the pod is written Terminating, then removed
+        assert (await _line(proc.stdout)).split()[:4] == ["MODIFIED", "w1", "0/1", "Terminating"]
         assert (await _line(proc.stdout)).split()[:2] == ["DELETED", "w1"]
     finally:
         proc.terminate()

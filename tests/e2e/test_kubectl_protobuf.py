@@ -50,7 +50,8 @@ def test_create_subcommands(kubeconfig: Path, tmp_path: Path) -> None:
     dep = get(k, "deployment", "d", *n)
     assert dep["spec"]["replicas"] == 2
     container = dep["spec"]["template"]["spec"]["containers"][0]
-    assert container["image"] == "nginx" and container["ports"] == [{"containerPort": 80}]
+    assert container["image"] == "nginx"
+    assert container["ports"] == [{"containerPort": 80, "protocol": "TCP"}]  # defaulted
     kubectl(k, "create", "job", "j", "--image=busybox", *n, "--", "true")
     job = get(k, "job", "j", *n)
     assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["true"]

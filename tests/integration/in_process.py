@@ -46,7 +46,7 @@ async def in_process_server(
             await web.TCPSite(runner, "127.0.0.1", port).start()
             url = f"http://127.0.0.1:{port}"
             token = app[LOOPBACK_TOKEN].token
-            loopback = start_post_start_hooks(app, LoopbackConfig(url, token))
+            loopback = start_post_start_hooks(app, LoopbackConfig(url, token), port)
             yield InProcessServer(app, url, token)
         finally:
             await runner.cleanup()

@@ -213,7 +213,10 @@ def test_same_topology_without_docker(etcd_cluster3: EtcdCluster, tmp_path: Path
                            "metadata": {"name": "compose", "namespace": "default"},
                            "data": {"k": "v"}}).encode()  # fmt: skip
         assert _post(f"{server.url}/api/v1/namespaces/default/configmaps", body) == 201
-        with urllib.request.urlopen(f"{server.url}/api/v1/configmaps", timeout=10) as r:
+        # (kube-system holds the server's own extension-apiserver-authentication)
+        with urllib.request.urlopen(
+            f"{server.url}/api/v1/namespaces/default/configmaps", timeout=10
+        ) as r:
             items = json.loads(r.read())["items"]
         assert [i["metadata"]["name"] for i in items] == ["compose"]
         # The image's HEALTHCHECK command, pointed at this server.

@@ -356,6 +356,67 @@ async def test_printer_columns_in_the_table(api: aiohttp.ClientSession, group: s
     assert cells[:3] == ["w1", "red", None]
 
 
+async def test_each_served_version_prints_its_own_columns(
+    api: aiohttp.ClientSession, group: str
+) -> None:
+    """Upstream keeps a Table convertor per served version (``crdInfo.tableConvertors``):
+    v1beta1's own additionalPrinterColumns, not v1's."""
+    body = crd_body(group, beta=True)
+    body["spec"]["versions"][1]["additionalPrinterColumns"] = [
+        {"name": "Hue", "type": "string", "jsonPath": ".spec.color"}
+    ]
+    await install_crd(api, body)
+    await api.post(widgets(group), json=widget(group, "w1", color="red"))
+    table = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+    names = {}
+    for version in ("v1", "v1beta1"):
+        async with api.get(widgets(group, version=version), headers=table) as resp:
+            doc = await _json(resp)
+        names[version] = [c["name"] for c in doc["columnDefinitions"]]
+    assert names == {"v1": ["Name", "Color", "Replicas", "Age"], "v1beta1": ["Name", "Hue"]}
+
+
+async def test_a_changed_schema_drives_server_side_apply_at_once(
+    api: aiohttp.ClientSession, group: str
+) -> None:
+    """A CRD update that makes ``spec.parts`` a list-map keyed by ``id`` changes how the
+    next apply records ownership (per item, ``k:{"id":...}``), as upstream rebuilds the
+    version's type converter when the CRD changes; before, the list is atomic."""
+    body = crd_body(group)
+    parts: JSON = {"type": "array", "x-kubernetes-list-type": "atomic", "items": {
+        "type": "object", "required": ["id"],
+        "properties": {"id": {"type": "string"}, "size": {"type": "integer"}}}}  # fmt: skip
+    spec_schema = body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec_schema["properties"]["parts"] = parts
+    crd = await install_crd(api, body)
+    apply = {"Content-Type": "application/apply-patch+yaml"}
+
+    async def apply_as(manager: str, name: str) -> JSON:
+        obj = widget(group, name, parts=[{"id": "a", "size": 1}])
+        url = widgets(group, name)
+        async with api.patch(url, params={"fieldManager": manager}, data=json.dumps(obj),
+                             headers=apply) as resp:  # fmt: skip
+            assert resp.status == 201, await resp.text()
+            got = await _json(resp)
+        (entry,) = [m for m in got["metadata"]["managedFields"] if m["manager"] == manager]
+        fields: JSON = entry["fieldsV1"]["f:spec"]["f:parts"]
+        return fields
+
+    assert await apply_as("before", "w1") == {}  # atomic: the list is owned whole
+    parts["x-kubernetes-list-type"] = "map"
+    parts["x-kubernetes-list-map-keys"] = ["id"]
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = spec_schema
+    async with api.put(f"{CRDS}/{crd['metadata']['name']}", json=crd) as resp:
+        assert resp.status == 200, await resp.text()
+    async with asyncio.timeout(10):
+        while True:  # the new schema is served once the CRD's serving is rebuilt
+            got = await apply_as("after", f"w{time.monotonic_ns()}")
+            if got:
+                break
+            await asyncio.sleep(0.05)
+    assert got == {'k:{"id":"a"}': {".": {}, "f:id": {}, "f:size": {}}}
+
+
 async def test_openapi_v3_of_the_group_version(api: aiohttp.ClientSession, group: str) -> None:
     """Upstream: /openapi/v3/apis/<group>/v1 has <reversed group>.v1.Widget and
     WidgetList with their group-version-kind, and PATCH takes json, merge and apply
@@ -638,6 +699,24 @@ async def test_defaults_and_validation_rules_on_write(
             "message": "Invalid value: min must not exceed max",
             "field": "spec",
         }
+    ]
+    # a type error blocks the rules (hasBlockingErr): one more cause says so
+    async with api.post(widgets(group), json=widget(group, "typed", min="3", max=2)) as resp:
+        status = await _json(resp)
+    assert resp.status == 422, status
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueTypeInvalid",
+            "message": 'Invalid value: "string": spec.min in body must be of type integer: '
+            '"string"',
+            "field": "spec.min",
+        },
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "null": some validation rules were not checked because '
+            "the object was invalid; correct the existing errors to complete validation",
+            "field": "<nil>",
+        },
     ]
 
 

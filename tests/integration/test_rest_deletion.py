@@ -5,6 +5,7 @@ and a namespace goes Terminating until /finalize lifts its spec.finalizers."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -144,9 +145,39 @@ async def test_a_namespace_terminates_until_finalized(lifecycle: aiohttp.ClientS
     assert code == 403 and status["message"] == (
         f'configmaps "late" is forbidden: unable to create new content in namespace {ns} '
         "because it is being terminated")  # fmt: skip
+    assert status["details"]["causes"] == [{
+        "reason": "NamespaceTerminating", "message": f"namespace {ns} is being terminated",
+        "field": "metadata.namespace"}]  # fmt: skip
     # the contents stay for the namespace controller to remove
     assert (await _call(lifecycle, "GET", f"/api/v1/namespaces/{ns}/configmaps/inside"))[0] == 200
     obj["spec"]["finalizers"] = []
     code, _ = await _call(lifecycle, "PUT", f"/api/v1/namespaces/{ns}/finalize", obj)
     assert code == 200
     assert (await _call(lifecycle, "GET", f"/api/v1/namespaces/{ns}"))[0] == 404
+
+
+async def test_a_pod_deleted_at_once_answers_with_its_deletion_marks(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    """``gracePeriodSeconds=0`` (and any pod no kubelet runs): kube-apiserver writes the
+    pod with ``deletionTimestamp`` and ``deletionGracePeriodSeconds: 0``, then removes
+    it, and answers with that object; a watcher sees MODIFIED, then DELETED."""
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    created = await create(http, pods, pod_body("now"))
+    rv = created["metadata"]["resourceVersion"]
+    code, obj = await _call(http, "DELETE", f"{pods}/now?gracePeriodSeconds=0")
+    assert code == 200 and obj["metadata"]["deletionTimestamp"]
+    assert obj["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert obj["metadata"]["generation"] == 2  # a graceful deletion bumps it
+    assert (await _call(http, "GET", f"{pods}/now"))[0] == 404
+    watch = f"{pods}?watch=1&resourceVersion={rv}&fieldSelector=metadata.name%3Dnow"
+    async with http.get(watch, timeout=aiohttp.ClientTimeout(total=5)) as resp:
+        events = [await resp.content.readline(), await resp.content.readline()]
+    seen = [json.loads(line) for line in events]
+    assert [e["type"] for e in seen] == ["MODIFIED", "DELETED"]
+    assert seen[0]["object"]["metadata"]["deletionGracePeriodSeconds"] == 0
+    # a ConfigMap has no graceful deletion: removed as it was
+    cms = f"/api/v1/namespaces/{namespace}/configmaps"
+    await create(http, cms, _cm("plain"))
+    code, obj = await _call(http, "DELETE", f"{cms}/plain?gracePeriodSeconds=0")
+    assert code == 200 and "deletionTimestamp" not in obj["metadata"]

@@ -64,10 +64,14 @@ async def test_watch_from_now_sees_changes_in_order(
             assert resp.status == 200
         async with http.delete(pods(namespace) + "/w1") as resp:
             deleted = await resp.json()
-        added, modified, gone = await w.next(), await w.next(), await w.next()
+        added, modified = await w.next(), await w.next()
+        marked, gone = await w.next(), await w.next()
     assert added["type"] == "ADDED" and added["object"] == created
     assert modified["type"] == "MODIFIED"
     assert modified["object"]["metadata"]["labels"] == {"a": "b"}
+    # a pod's deletion is written first (deletionTimestamp, grace 0), then removed
+    assert marked["type"] == "MODIFIED"
+    assert marked["object"]["metadata"]["deletionGracePeriodSeconds"] == 0
     assert gone["type"] == "DELETED"
     assert gone["object"]["metadata"]["resourceVersion"] == deleted["metadata"]["resourceVersion"]
 

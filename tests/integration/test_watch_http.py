@@ -200,6 +200,7 @@ def test_kubectl_get_watch_output_watch_events(
         kubectl("-n", ns, "apply", "-f", "-", stdin=pod.format("two"))
         second = watcher.stdout.readline()
         kubectl("-n", ns, "delete", "pod", "one", "--wait=false")
+        marked = watcher.stdout.readline()  # written with its deletionTimestamp first
         third = watcher.stdout.readline()
     finally:
         watcher.kill()
@@ -209,11 +210,13 @@ def test_kubectl_get_watch_output_watch_events(
         if watcher.stderr is not None:
             watcher.stderr.close()
     assert header.split()[:2] == ["EVENT", "NAME"]
-    assert [line.split()[:2] for line in (first, second, third)] == [
+    assert [line.split()[:2] for line in (first, second, marked, third)] == [
         ["ADDED", "one"],
         ["ADDED", "two"],
+        ["MODIFIED", "one"],
         ["DELETED", "one"],
     ]
+    assert "Terminating" in marked.split()
 
 
 async def test_etcd_outage_over_http_watch_survives_and_resumes(

@@ -96,6 +96,7 @@ class _WebhookPlugin(Plugin):
         super().__init__(deps)
         assert deps.sources is not None, "built without the configuration source"
         self.source = deps.sources
+        self.default = deps.default
 
     async def _namespace(self, attrs: Attributes) -> JSON | None:
         if not attrs.namespace:
@@ -223,6 +224,8 @@ class MutatingWebhook(_WebhookPlugin):
             except (ValueError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException,
                     TypeError) as e:
                 raise apierrors.internal_error(str(e)) from None
+            if self.default is not None and isinstance(patched, dict):
+                self.default(*attrs.kind, patched)  # as upstream decodes the patched object
             changed = patched != attrs.object
             attrs.object = patched
         annotation = {"configuration": hook.configuration, "webhook": hook.name,

@@ -29,7 +29,7 @@ from proxy import apierrors
 from proxy.authentication.filter import PLAIN_PORT_USER
 from proxy.authentication.service_account import key_id
 from proxy.endpoints import decoding, negotiation, responsewriters
-from proxy.registry.resources import Registry
+from proxy.registry.resources import Registry, ResourceInfo
 from proxy.registry.rest import Context, NamedCreater, validate_nothing
 from proxy.request.user import UserInfo, request_user
 from proxy.server.auth_chain import AUTH, Auth
@@ -58,6 +58,8 @@ class CreateRoute:
     qualified: str  # as errors name it
     decode: Decode
     storage: NamedCreater
+    # the review's resource, as the answer is negotiated for it (None: TokenRequest)
+    kind: ResourceInfo | None = None
 
 
 async def _serve(request: web.Request, route: CreateRoute) -> web.StreamResponse:
@@ -65,6 +67,11 @@ async def _serve(request: web.Request, route: CreateRoute) -> web.StreamResponse
     prefers it: kubectl's typed clients do)."""
     if request.method != "POST":
         raise apierrors.method_not_supported(route.qualified, request.method.lower())
+    if route.kind is not None:
+        # the output is negotiated first, as upstream's create handler: a review has no
+        # Table convertor, so a Table is 406 (the conformance spec "should return a 406
+        # for a backend which does not implement metadata")
+        negotiation.response_format(request, resource=route.kind, table=False)
     data = await decoding.read_body(request)
     obj = await route.decode(data, negotiation.media_type_of(request))
     namespace = request.match_info.get("namespace", "")

@@ -22,7 +22,7 @@ from proxy.admission import handler as admission
 from proxy.admission.attributes import add_audit_annotation
 from proxy.authentication.filter import is_secure
 from proxy.endpoints import decoding, negotiation, responsewriters, restful_route
-from proxy.endpoints.handlers import collection
+from proxy.endpoints.handlers import collection, componentstatus
 from proxy.endpoints.handlers.connect import connect_resource
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.handlers.scope import RequestScope
@@ -120,10 +120,13 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
     if not info.is_resource_request or info.verb == "proxy":
         raise path_not_found()  # (the deprecated /proxy/ prefix has no routes upstream)
     resource = _resolve(ctx, info)
-    scope = _scope(ctx, resource, info.subresource)
-    if isinstance(scope.storage, Connecter):
+    scope = _scope(ctx, resource, info.subresource) if resource.has_storage else None
+    if scope is not None and isinstance(scope.storage, Connecter):
         return await connect_resource(request, info, scope, scope.storage)
-    _check_verb(info, scope)
+    if scope is not None:
+        _check_verb(info, scope)
+    elif not resource.allows(info.verb):  # a virtual resource's verbs are its own
+        raise apierrors.method_not_allowed()
     if request.method == "HEAD":  # go-restful routes no HEAD: nor a body on a HEAD answer
         raise apierrors.method_not_allowed()
     if info.verb_via_path and request.method != "GET":
@@ -131,9 +134,32 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
         # there are GET only
         raise apierrors.method_not_allowed()
     restful_route.check(request.method, info.verb, request.headers)  # 415/406 of go-restful
+    if scope is None:  # the legacy virtual resources of /api/v1
+        return await _handle_virtual(request, ctx, info)
     if scope.check is not None:
         scope.check(request, info)
     return await _HANDLERS[info.verb](request, ctx, info, scope)
+
+
+async def _handle_virtual(
+    request: web.Request, ctx: APIContext, info: RequestInfo
+) -> web.StreamResponse:
+    """``bindings`` (upstream's ``LegacyBindingREST``: the pods' binding storage, the
+    pod the one the Binding names) and ``componentstatuses``."""
+    if info.resource != "bindings":
+        return await componentstatus.handle_component_statuses(request, ctx, info)
+    if info.verb != "create":
+        raise apierrors.method_not_supported("bindings", info.verb)
+    pods = ctx.registry.get("", "v1", "pods")
+    assert pods is not None
+    store = ctx.store(pods)
+    storage = ctx.subresource_storages(pods, "binding", store)
+    assert isinstance(storage, NamedCreater)
+    scope = RequestScope(
+        pods, "binding", store, storage,
+        max_request_body_bytes=ctx.settings.max_request_body_bytes,
+    )  # fmt: skip
+    return await _create_named(request, info, scope, storage)
 
 
 def _namespace(info: RequestInfo, resource: ResourceInfo) -> str:
@@ -222,7 +248,9 @@ async def _create_named(
     )
     dry_run = is_dry_run(request.query, "CreateOptions")
     context = _rest_context(request, _namespace(info, scope.resource), dry_run)
-    status = await storage.create_named(context, info.name, obj, validate_nothing)
+    # the legacy ``bindings`` resource has no name in its path: the body's is the one
+    name = info.name or str((obj.get("metadata") or {}).get("name") or "")
+    status = await storage.create_named(context, name, obj, validate_nothing)
     return responsewriters.json_response(status, int(status.get("code") or 201))
 
 
@@ -241,7 +269,7 @@ async def _write_request(
     obj, warnings = await decoding.off_loop(
         body, media_type, _decode_validated, body, media_type, scope, mode
     )  # a large body: decoded and field-validated beside the loop
-    return media, dry_run, obj, warnings
+    return media, dry_run, scope.default(obj), warnings
 
 
 def _decode_validated(
@@ -252,19 +280,23 @@ def _decode_validated(
     obj = decoding.decode_object(body, media_type, scope.kind, decode_warnings)
     raw = body if media_type == negotiation.JSON_TYPE else None
     obj, warnings = validation.validate_written(
-        obj, raw, scope.kind, mode, required=scope.schema_required
+        obj, raw, scope.kind, mode, required=scope.schema_required, types=scope.schema_types
     )
     return obj, decode_warnings + warnings
 
 
 def _validate_patched(
     patched: JSONObject, config: JSONObject | None, body: bytes, kind: ResourceInfo,
-    mode: Mode, required: bool,
+    mode: Mode, scope: RequestScope,
 ) -> tuple[JSONObject, list[str]]:
     """The patched object field-validated against what was sent (the applied
-    configuration, else the decoded patch)."""
+    configuration, else the decoded patch), then defaulted (the patch result is decoded,
+    hence defaulted, as upstream's patcher decodes it)."""
     sent = config if config is not None else patch.decoded_patch(body)
-    return validation.validate_patched(patched, sent, kind, mode, required=required)
+    checked, warnings = validation.validate_patched(
+        patched, sent, kind, mode, required=scope.schema_required, types=scope.schema_types
+    )
+    return scope.default(checked), warnings
 
 
 @dataclass
@@ -338,7 +370,7 @@ class _Patched:
     mode: Mode
     key: str
     config: JSONObject  # the applied configuration (server-side apply), else {}
-    required: bool  # field validation checks the schema's required fields
+    scope: RequestScope  # its field validation and defaulting of the route's kind
     warnings: list[str] = field(default_factory=list)
     sent: object = None
     applied_fields: object = None
@@ -369,7 +401,7 @@ class _Patched:
         self.sent = managed.sent_managed_fields(patched)
         patched, found = await decoding.off_loop(
             self.body, self.patch_type, _validate_patched, patched,
-            config if self.applying else None, self.body, self.kind, self.mode, self.required,
+            config if self.applying else None, self.body, self.kind, self.mode, self.scope,
         )  # fmt: skip
         self.warnings[:] = found + (
             managed.strict_decoding(self.body, self.mode) if self.applying else []
@@ -394,7 +426,7 @@ class _Patched:
         object_meta.ensure_namespace(obj, self.resource, ctx.namespace)
         checked, found = await decoding.off_loop(
             self.body, self.patch_type, _validate_patched, obj, config, self.body,
-            self.resource, self.mode, self.required,
+            self.resource, self.mode, self.scope,
         )  # fmt: skip
         self.warnings[:0] = found
         return await self.adm.admit_create(checked)
@@ -432,7 +464,7 @@ async def patch_object(
         else {}
     )
     obj_info = _Patched(
-        request, adm, resource, kind, patch_type, body, mode, key, config, scope.schema_required
+        request, adm, resource, kind, patch_type, body, mode, key, config, scope
     )
     stored, created = await storage.update_object(
         _rest_context(request, namespace, dry_run), info.name, obj_info,

@@ -26,6 +26,7 @@ from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import SubresourceStorage
 from proxy.registry.store import Store
 from proxy.request.request_info import RequestInfo
+from storage.interfaces import JSONObject
 
 __all__ = ["RequestCheck", "RequestScope", "ResourceDelegate"]
 
@@ -59,6 +60,23 @@ class RequestScope:
         if isinstance(self.storage, SubresourceStorage):
             return True
         return not self.store.strategy.checks_required_fields()
+
+    @property
+    def schema_types(self) -> bool:
+        """Whether field validation checks the JSON types of the route's kind: not where
+        the kind's validation reports them with its other errors (a custom resource:
+        a type error there comes with the "rules were not checked" cause)."""
+        if isinstance(self.storage, SubresourceStorage):
+            return True
+        return not self.store.strategy.checks_types()
+
+    def default(self, obj: JSONObject) -> JSONObject:
+        """``obj`` (decoded as the route's kind) with the kind's defaults set in place,
+        as upstream's decoder defaults every body and patch result before admission. A
+        subresource's own kind (a Scale, a Binding) has none here."""
+        if not isinstance(self.storage, SubresourceStorage):
+            self.store.strategy.default(obj)
+        return obj
 
     @property
     def qualified(self) -> str:

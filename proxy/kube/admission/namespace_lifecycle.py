@@ -53,11 +53,18 @@ def check_not_terminating(namespace: JSON, resource: ResourceInfo, name: str) ->
     meta = namespace.get("metadata") or {}
     if meta.get("deletionTimestamp") or (namespace.get("status") or {}).get(
             "phase") == "Terminating":  # fmt: skip
-        raise apierrors.forbidden(
+        error = apierrors.forbidden(
             resource.qualified, name,
             f"unable to create new content in namespace {meta.get('name')} because it is "
             "being terminated",
         )  # fmt: skip
+        # the cause clients match on (v1.NamespaceTerminatingCause), as upstream adds it
+        error.body["details"].setdefault("causes", []).append({
+            "reason": "NamespaceTerminating",
+            "message": f"namespace {meta.get('name')} is being terminated",
+            "field": "metadata.namespace",
+        })  # fmt: skip
+        raise error
 
 
 async def delete_contents(ctx: APIContext, namespace: str) -> int:
@@ -65,7 +72,7 @@ async def delete_contents(ctx: APIContext, namespace: str) -> int:
     replaced meanwhile are skipped. Returns how many were deleted."""
     deleted = 0
     for resource in ctx.registry:
-        if not resource.namespaced:
+        if not resource.namespaced or not resource.has_storage:
             continue
         _, gone = await ctx.store(resource).delete_collection(namespace, ListOptions())
         deleted += len(gone)

@@ -4,11 +4,10 @@ and the ``+default`` markers of ``k8s.io/api``, in the order their generated
 ``SetObjectDefaults_*`` apply them. One module per API group; pure functions over
 decoded JSON, no I/O.
 
-The one entry point is :func:`default_object` (by group, version and kind). It is
-not yet on the write path: it plugs into the registry Strategy's ``default`` hook
-(``proxy.registry.strategy``), called on every decoded body, patch result and apply
-before admission; that wiring, with the bootstrap objects of issue 26, is the next
-step (the integrated suite did not pass in time to land it with this package).
+The one entry point is :func:`default_object` (by group, version and kind); the
+composition root hands it to the generic handlers, which call it on every decoded
+body and patch result before admission (docs/defaulting.md says where, and why values
+read from etcd are defaulted at write).
 """
 
 from __future__ import annotations

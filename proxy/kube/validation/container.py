@@ -9,7 +9,8 @@ succeed once); probes/lifecycle forbidden on init containers without restartPoli
 Always.
 
 Fields kube's defaulting fills in (protocol, imagePullPolicy, terminationMessagePolicy,
-probe thresholds, httpGet path and scheme) are only checked when set.
+probe thresholds, httpGet path and scheme; ``proxy.kube.defaulting`` sets them before
+validation) are only checked when set.
 """
 
 from __future__ import annotations

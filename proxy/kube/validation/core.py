@@ -9,8 +9,9 @@
   Secret's type requires; ``immutable: true`` freezes data (and itself);
 - Namespace: a DNS-1123 label name, finalizer names; Node: a DNS subdomain name, taints.
 
-Fields that kube's defaulting would fill in (type, protocol, targetPort,
-sessionAffinity, secret type) are taken at their default when absent.
+Fields that kube's defaulting fills in (type, protocol, targetPort, sessionAffinity,
+secret type; ``proxy.kube.defaulting`` sets them before validation) are taken at
+their default when absent (objects stored before defaulting existed).
 """
 
 from __future__ import annotations

@@ -12,9 +12,10 @@ user meets first:
   tolerations and a negative terminationGracePeriodSeconds set to 1 may change:
   ``spec: Forbidden: pod updates may not change fields other than ...``.
 
-kube validates a defaulted object; objects here are not defaulted, so a field that
-defaulting fills in (restartPolicy, dnsPolicy, protocol, imagePullPolicy, ...) is only
-checked when it is set.
+kube validates a defaulted object, and so does this server (``proxy.kube.defaulting``
+runs before validation); a field defaulting fills in (restartPolicy, dnsPolicy,
+protocol, imagePullPolicy, ...) is still only checked when set, for objects stored
+before defaulting existed.
 """
 
 from __future__ import annotations
@@ -344,7 +345,8 @@ def _pull_policy(image: object) -> str:
 
 def _defaulted(spec: JSON, like: JSON | None = None) -> JSON:
     """``spec`` with kube's PodSpec defaults filled in where unset, so that an update
-    is compared as kube compares defaulted objects (this server does not default). An
+    is compared as kube compares defaulted objects (a pod stored before defaulting
+    existed is not: docs/defaulting.md). An
     unset imagePullPolicy is taken from ``like`` (the stored spec) when it has the
     container: kube defaulted it from the image the pod was created with."""
     out = {**_POD_SPEC_DEFAULTS, **copy.deepcopy(spec)}

@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from proxy import apierrors
-from proxy.openapi import schemas
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.validation import field_validation as fv
 from proxy.registry.validation.schema import check_bytes, check_schema
@@ -34,28 +33,42 @@ def _warning_headers(warnings: list[str]) -> list[str]:
 
 
 def validate_written(
-    obj: JSON, raw: bytes | None, resource: ResourceInfo, mode: Mode, *, required: bool
+    obj: JSON,
+    raw: bytes | None,
+    resource: ResourceInfo,
+    mode: Mode,
+    *,
+    required: bool,
+    types: bool = True,
 ) -> tuple[JSON, list[str]]:
     """A create/update body after field validation: (cleaned object, Warning headers).
     ``raw`` is the JSON body (duplicates are only visible there); None for YAML.
     ``required``: check the schema's required fields (for kinds whose validation does
-    not word those errors itself)."""
-    node = schemas.kind_schema(resource.group, resource.version, resource.kind)
+    not word those errors itself); ``types``: check the schema's types (unless the kind's
+    validation reports them with its other errors: a custom resource's)."""
+    node = resource.request_schema()
     try:
         cleaned, warnings = fv.validate_fields(obj, node, mode, raw=raw)
     except fv.StrictDecodingError as e:
         raise apierrors.bad_request(e.for_create(resource.kind, resource.version)) from None
     check_bytes(cleaned, resource)
-    check_schema(cleaned, resource, required=required)
+    if types:
+        check_schema(cleaned, resource, required=required)
     return cleaned, _warning_headers(warnings)
 
 
 def validate_patched(
-    patched: JSON, patch: Any, resource: ResourceInfo, mode: Mode, *, required: bool
+    patched: JSON,
+    patch: Any,
+    resource: ResourceInfo,
+    mode: Mode,
+    *,
+    required: bool,
+    types: bool = True,
 ) -> tuple[JSON, list[str]]:
     """A patch result after field validation: (cleaned object, Warning headers);
-    ``required`` as for :func:`validate_written`."""
-    node = schemas.kind_schema(resource.group, resource.version, resource.kind)
+    ``required`` and ``types`` as for :func:`validate_written`."""
+    node = resource.request_schema()
     try:
         cleaned, warnings = fv.validate_fields(patched, node, mode)
     except fv.StrictDecodingError as e:
@@ -67,5 +80,6 @@ def validate_patched(
             apierrors.status_body(422, "Invalid", message, details)
         ) from None
     check_bytes(cleaned, resource)
-    check_schema(cleaned, resource, required=required)
+    if types:
+        check_schema(cleaned, resource, required=required)
     return cleaned, _warning_headers(warnings)

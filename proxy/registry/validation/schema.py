@@ -95,7 +95,7 @@ def _check(value: JSON, node: SchemaNode, path: str, errs: ErrorList, required: 
 
 def check_schema(obj: JSON, resource: ResourceInfo, *, required: bool = True) -> None:
     """422 Invalid on ``<Kind>`` for wrong JSON types or missing required fields."""
-    node = schemas.kind_schema(resource.group, resource.version, resource.kind)
+    node = resource.request_schema()
     errs = schema_violations(obj, node, required=required)
     if errs:
         name = str((obj.get("metadata") or {}).get("name", ""))

@@ -47,6 +47,9 @@ class KindStrategy:
     prepare_update: Callable[[JSON, JSON], None] | None = None
     # the ``/status`` writes' own rules (``ValidateXStatusUpdate``), where a kind has them
     validate_status_update: Callable[[JSON, JSON], ErrorList] | None = None
+    # the strategy reports wrong JSON types itself, with its other errors (a custom
+    # resource's schema validation: upstream's unstructured decoding checks no types)
+    validates_types: bool = False
 
 
 # Names of the kinds without a strategy here: RBAC names are path segments; the rest

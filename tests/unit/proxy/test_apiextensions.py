@@ -9,13 +9,13 @@ from typing import Any
 
 from proxy.apiextensions import crd_strategy
 from proxy.apiextensions.controllers import calculate_names
-from proxy.apiextensions.conversion import NoneConverter, _already_in
 from proxy.apiextensions.custom_resource import (
     jsonpath_get,
     served_versions,
     table_printer,
     version_priority,
 )
+from proxy.registry.conversion import NoneConverter, _already_in
 
 JSON = dict[str, Any]
 

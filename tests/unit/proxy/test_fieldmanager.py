@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from proxy import apierrors
-from proxy.fieldmanager import FieldManager, manager_or_user_agent, register_schema
+from proxy.fieldmanager import FieldManager, custom_type, manager_or_user_agent
 from proxy.fieldmanager import managed_fields as mf
 from proxy.fieldmanager.fieldpath import PathElement, Set
 
@@ -43,10 +43,14 @@ class Obj:
     kind: str
     live: JSON | None = None
     clock: Clock = field(default_factory=Clock)
+    schema: JSON | None = None  # a custom kind's (its CRD version's openAPIV3Schema)
 
     def fm(self, subresource: str = "") -> FieldManager:
         reset = Set.of((PathElement.field("spec"),)) if subresource == "status" else None
-        return FieldManager(self.group, self.version, self.kind, subresource, reset, self.clock)
+        atom = custom_type(self.schema) if self.schema is not None else None
+        return FieldManager(
+            self.group, self.version, self.kind, subresource, reset, self.clock, atom=atom
+        )
 
     def apply(self, config: JSON, manager: str, force: bool = False, sub: str = "") -> JSON:
         self.live = self.fm(sub).apply(self.live, config, manager, force)
@@ -469,8 +473,7 @@ def test_registered_schema_drives_a_custom_resource() -> None:
                       "items": {"type": "object", "properties": {"id": {"type": "string"},
                                                                  "v": {"type": "string"}}}}}}},
     }  # fmt: skip
-    register_schema("example.com", "v1", "Widget", schema)
-    o = Obj("example.com", "v1", "Widget")
+    o = Obj("example.com", "v1", "Widget", schema=schema)
     cr = {"apiVersion": "example.com/v1", "kind": "Widget",
           "metadata": {"name": "w", "labels": {"a": "b"}},
           "spec": {"items": [{"id": "1", "v": "x"}]}}  # fmt: skip

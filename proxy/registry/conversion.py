@@ -1,7 +1,9 @@
-"""Serving a custom resource version that is not the storage version (apiextensions-
-apiserver's ``conversion`` package): objects are kept in etcd in the storage version and
-seen through the served version by a :class:`Converter` — ``NoneConverter`` (strategy
-``None``: ``apiVersion`` rewritten) or the webhook's (``webhook_converter``).
+"""Serving a version that is not the storage version: objects are kept in etcd in the
+storage version and seen through the served version by a :class:`Converter`. Custom
+resources (apiextensions-apiserver's ``conversion`` package: ``NoneConverter``, strategy
+``None``, ``apiVersion`` rewritten, or the webhook's) and built-in kinds served in more
+than one version (``autoscaling/v1`` over ``v2``, ``events.k8s.io/v1`` over the core
+Events: ``proxy.kube.conversion``) share it.
 
 :class:`VersionedStorage` wraps the storage of one served version: every object read
 (get, list items, watch events, the results of writes) is given the served

@@ -1,0 +1,117 @@
+"""What kube-apiserver writes at start: the ``default/kubernetes`` Service with its
+Endpoints and EndpointSlice (upstream's e2e suite cannot start without it: "Failed to
+get kubernetes service ClusterIP"), and ``kube-system/extension-apiserver-
+authentication`` with the client CA and request-header settings."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from proxy.kube.bootstrap.cluster_authentication import authentication_data
+from proxy.kube.bootstrap.kubernetes_service import advertise_address, first_service_ip
+from proxy.server.settings import ConfigError, Settings, load_settings
+from tests.integration.conftest import JSON, ServerFactory
+
+
+async def _eventually(http: aiohttp.ClientSession, path: str) -> JSON:
+    """The object at ``path`` once the bootstrap controller has written it (≤ 10 s)."""
+    for _ in range(100):
+        async with http.get(path) as resp:
+            if resp.status == 200:
+                return await resp.json()  # type: ignore[no-any-return]
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{path} never appeared")
+
+
+async def test_the_kubernetes_service_and_its_endpoints(server_factory: ServerFactory) -> None:
+    proc = server_factory("--service-cluster-ip-range=10.100.0.0/16")
+    port = int(proc.url.rsplit(":", 1)[1])
+    async with aiohttp.ClientSession(base_url=proc.url) as http:
+        svc = await _eventually(http, "/api/v1/namespaces/default/services/kubernetes")
+        assert svc["metadata"]["labels"] == {"component": "apiserver", "provider": "kubernetes"}
+        assert svc["spec"] == {
+            "type": "ClusterIP", "clusterIP": "10.100.0.1", "clusterIPs": ["10.100.0.1"],
+            "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack",
+            "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}],
+            "sessionAffinity": "None", "internalTrafficPolicy": "Cluster",
+        }  # fmt: skip
+        ep = await _eventually(http, "/api/v1/namespaces/default/endpoints/kubernetes")
+        assert ep["subsets"] == [{
+            "addresses": [{"ip": "127.0.0.1"}],
+            "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+        }]  # fmt: skip
+        slices = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes"
+        eps = await _eventually(http, slices)
+        assert eps["metadata"]["labels"] == {"kubernetes.io/service-name": "kubernetes"}
+        assert eps["addressType"] == "IPv4"
+        assert eps["endpoints"] == [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}]
+        assert eps["ports"] == [{"name": "https", "port": port, "protocol": "TCP"}]
+        cm = await _eventually(
+            http, "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication"
+        )
+        assert cm.get("data", {}) == {}  # no client CA, no front proxy: nothing to trust
+
+
+async def test_a_second_server_with_no_endpoint_reconciler_leaves_them_alone(
+    server_factory: ServerFactory,
+) -> None:
+    """Two servers on one etcd prefix on different ports: the second, with
+    ``--endpoint-reconciler-type=none`` (as the bench's and the lab demos' extra servers
+    run), never rewrites the first one's port into the Service or its endpoints; they
+    would otherwise be rewritten every reconcile, moving etcd's revision for ever."""
+    prefix = f"/t-{uuid.uuid4().hex[:12]}/registry"
+    first = server_factory(prefix=prefix)
+    port = int(first.url.rsplit(":", 1)[1])
+    async with aiohttp.ClientSession(base_url=first.url) as http:
+        ep = await _eventually(http, "/api/v1/namespaces/default/endpoints/kubernetes")
+        second = server_factory("--endpoint-reconciler-type=none", prefix=prefix)
+        async with (
+            aiohttp.ClientSession(base_url=second.url) as other,
+            other.get("/readyz/poststarthook/bootstrap-controller") as resp,
+        ):
+            assert resp.status == 200
+        async with http.get("/api/v1/namespaces/default/endpoints/kubernetes") as resp:
+            after = await resp.json()
+        assert after["metadata"]["resourceVersion"] == ep["metadata"]["resourceVersion"]
+        assert after["subsets"][0]["ports"][0]["port"] == port
+        svc = await _eventually(http, "/api/v1/namespaces/default/services/kubernetes")
+        assert svc["spec"]["ports"][0]["targetPort"] == port
+
+
+def test_an_unknown_endpoint_reconciler_type_is_refused() -> None:
+    with pytest.raises(ConfigError, match="lease is not supported yet"):
+        load_settings(["--etcd-servers=http://127.0.0.1:2379", "--endpoint-reconciler-type=lease"])
+
+
+def test_the_service_ip_is_the_ranges_first() -> None:
+    assert first_service_ip("10.96.0.0/12") == "10.96.0.1"
+    assert first_service_ip("fd00:10:96::/112") == "fd00:10:96::1"
+    assert advertise_address("10.0.0.7", "0.0.0.0") == "10.0.0.7"
+    assert advertise_address("", "192.168.1.2") == "192.168.1.2"
+    assert advertise_address("", "0.0.0.0") not in ("", "0.0.0.0")
+
+
+def test_the_published_authentication_data(tmp_path: Path) -> None:
+    ca = tmp_path / "ca.crt"
+    ca.write_text("-----BEGIN CERTIFICATE-----\nAAA\n-----END CERTIFICATE-----\n")
+    settings = Settings(
+        client_ca_file=str(ca), requestheader_client_ca_file=str(ca),
+        requestheader_allowed_names=("front-proxy-client",),
+        requestheader_username_headers=("X-Remote-User",),
+        requestheader_group_headers=("X-Remote-Group",),
+        requestheader_extra_headers_prefix=("X-Remote-Extra-",),
+    )  # fmt: skip
+    data = authentication_data(settings)
+    assert data["client-ca-file"] == data["requestheader-client-ca-file"] == ca.read_text()
+    assert json.loads(data["requestheader-allowed-names"]) == ["front-proxy-client"]
+    assert data["requestheader-username-headers"] == '["X-Remote-User"]'  # Go's json.Marshal
+    assert data["requestheader-group-headers"] == '["X-Remote-Group"]'
+    assert data["requestheader-extra-headers-prefix"] == '["X-Remote-Extra-"]'
+    assert "requestheader-uid-headers" not in data
+    assert authentication_data(Settings()) == {}
