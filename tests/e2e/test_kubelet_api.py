@@ -117,7 +117,6 @@ apiVersion: v1
 kind: Pod
 metadata: {name: web, namespace: default, labels: {app: web}}
 spec:
-  securityContext: {}  # what SetDefaults_PodSpec sets (kubectl debug reads it)
   volumes: [{name: config, configMap: {name: web-config}}]
   containers:
   - name: nginx
