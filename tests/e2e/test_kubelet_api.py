@@ -358,3 +358,15 @@ def test_nodes_proxy_and_upgrades_required(cluster: Cluster, web: str) -> None:
             conn.close()
         assert (answer.status, status["reason"]) == (400, "BadRequest")
         assert status["message"].startswith(message)
+
+
+def test_pod_on_a_node_that_does_not_exist(cluster: Cluster) -> None:
+    cluster.kubectl("apply", "-f", "-", stdin="""
+apiVersion: v1
+kind: Pod
+metadata: {name: lost, namespace: default}
+spec: {nodeName: ghost, containers: [{name: c, image: busybox}]}
+""")
+    r = cluster.run("logs", "lost")
+    assert r.returncode == 1
+    assert 'Error from server (NotFound): nodes "ghost" not found' in r.stderr.decode()

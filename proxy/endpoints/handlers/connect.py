@@ -28,7 +28,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import errno
 import logging
+import urllib.parse
 from collections.abc import Mapping, Sequence
 
 import aiohttp
@@ -129,9 +131,17 @@ def _target_error(target: ConnectTarget, code: int, text: str) -> apierrors.Stat
     return apierrors.StatusError(apierrors.status_body(code, reason, message, details))
 
 
-def _dial_error(target: ConnectTarget, err: BaseException) -> apierrors.StatusError:
-    """A target that cannot be reached: upstream's proxy answers 503 with the dial error."""
-    return apierrors.service_unavailable(f"error trying to reach the target {target.url}: {err}")
+def _dial_error(target: ConnectTarget, err: BaseException, upgrade: bool) -> apierrors.StatusError:
+    """A target that cannot be reached: a 500 with Go's words for the dial, as
+    kube-apiserver answers (``Get "URL": dial tcp ...`` for a log,
+    ``error dialing backend: ...`` for an upgrade)."""
+    url = urllib.parse.urlsplit(target.url)
+    os_error = getattr(err, "os_error", None) or err
+    refused = getattr(os_error, "errno", None) == errno.ECONNREFUSED
+    dial = (f"dial tcp {url.hostname}:{url.port}: connect: connection refused" if refused
+            else f"dial tcp {url.hostname}:{url.port}: {os_error}")  # fmt: skip
+    message = f"error dialing backend: {dial}" if upgrade else f'Get "{target.url}": {dial}'
+    return apierrors.unknown_error(message)
 
 
 def _forwarded_headers(request: web.Request) -> dict[str, str]:
@@ -149,7 +159,7 @@ async def _proxy_http(request: web.Request, target: ConnectTarget) -> web.Stream
                                           allow_redirects=False)  # fmt: skip
             upstream = await upstream_cm.__aenter__()
         except (aiohttp.ClientError, OSError) as e:
-            raise _dial_error(target, e) from e
+            raise _dial_error(target, e, upgrade=False) from e
         try:
             if target.error_resource and not 200 <= upstream.status <= 206:
                 text = (await upstream.content.read(MAX_ERROR_BODY)).decode("utf-8", "replace")
@@ -185,7 +195,7 @@ async def _relay_websocket(request: web.Request, target: ConnectTarget) -> web.S
         except aiohttp.WSServerHandshakeError as e:
             raise _target_error(target, e.status, e.message) from e
         except (aiohttp.ClientError, OSError) as e:
-            raise _dial_error(target, e) from e
+            raise _dial_error(target, e, upgrade=True) from e
         client = web.WebSocketResponse(
             protocols=(backend.protocol,) if backend.protocol else (), max_msg_size=0
         )
