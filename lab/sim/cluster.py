@@ -164,7 +164,8 @@ def main(argv: list[str]) -> int:
     add_sim_arguments(p)
     p.add_argument("--root-ca-file", default="",
                    help="the cluster's root CA (PEM), published in every namespace as the "
-                   "kube-root-ca.crt ConfigMap (default: none published)")  # fmt: skip
+                   "kube-root-ca.crt ConfigMap and trusted by the node agents' kubelet API "
+                   "for the API server's client certificate (default: neither)")  # fmt: skip
     p.add_argument("-v", "--verbose", action="store_true", help="log every retry")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING,
