@@ -370,3 +370,21 @@ spec: {nodeName: ghost, containers: [{name: c, image: busybox}]}
     r = cluster.run("logs", "lost")
     assert r.returncode == 1
     assert 'Error from server (NotFound): nodes "ghost" not found' in r.stderr.decode()
+
+
+def test_official_python_client_exec_and_logs(cluster: Cluster, web: str) -> None:
+    """kubernetes (client-python) unchanged: ``stream`` execs over WebSocket
+    ``v4.channel.k8s.io``, ``read_namespaced_pod_log`` reads pods/log."""
+    from kubernetes import client
+    from kubernetes.stream import stream
+
+    api = client.CoreV1Api(client.ApiClient(client.Configuration(host=cluster.server.url)))
+    try:
+        out = stream(api.connect_get_namespaced_pod_exec, web, "default", container="nginx",
+                     command=["cat", "/etc/web/greeting"], stderr=True, stdin=False,
+                     stdout=True, tty=False)  # fmt: skip
+        assert out == "hello from a ConfigMap"
+        log = api.read_namespaced_pod_log(web, "default", container="nginx", tail_lines=1)
+        assert "kube-probe/1.37" in log
+    finally:
+        api.api_client.close()
