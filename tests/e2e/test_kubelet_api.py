@@ -337,6 +337,13 @@ def test_subresource_verbs_are_authorized(cluster: Cluster, web: str) -> None:
 
 
 def test_nodes_proxy_and_upgrades_required(cluster: Cluster, web: str) -> None:
+    listed = orjson.loads(cluster.kubectl("get", "--raw", "/api/v1"))["resources"]
+    resources = {r["name"]: r for r in listed}
+    assert (resources["pods/exec"]["kind"], resources["pods/exec"]["verbs"]) == (
+        "PodExecOptions", ["create", "get"])  # fmt: skip
+    assert (resources["pods/log"]["kind"], resources["pods/log"]["verbs"]) == ("Pod", ["get"])
+    assert resources["nodes/proxy"]["kind"] == "NodeProxyOptions"
+    assert resources["pods/ephemeralcontainers"]["verbs"] == ["get", "patch", "update"]
     node = cluster.json("get", "pod", web)["spec"]["nodeName"]
     assert cluster.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/healthz") == "ok"
     pods = orjson.loads(cluster.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/pods"))

@@ -154,13 +154,12 @@ async def _proxy_http(request: web.Request, target: ConnectTarget) -> web.Stream
     body = await request.read() if request.body_exists else None
     async with aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as session:
         try:
-            upstream_cm = session.request(request.method, target.url, data=body,
-                                          headers=_forwarded_headers(request), ssl=target.tls,
-                                          allow_redirects=False)  # fmt: skip
-            upstream = await upstream_cm.__aenter__()
+            upstream = await session.request(request.method, target.url, data=body,
+                                             headers=_forwarded_headers(request), ssl=target.tls,
+                                             allow_redirects=False)  # fmt: skip
         except (aiohttp.ClientError, OSError) as e:
             raise _dial_error(target, e, upgrade=False) from e
-        try:
+        async with upstream:
             if target.error_resource and not 200 <= upstream.status <= 206:
                 text = (await upstream.content.read(MAX_ERROR_BODY)).decode("utf-8", "replace")
                 raise _target_error(target, upstream.status, text.rstrip("\n"))
@@ -175,8 +174,6 @@ async def _proxy_http(request: web.Request, target: ConnectTarget) -> web.Stream
             with contextlib.suppress(ConnectionResetError):
                 await response.write_eof()
             return response
-        finally:
-            await upstream_cm.__aexit__(None, None, None)
 
 
 def _protocols(request: web.Request) -> list[str]:
