@@ -16,14 +16,18 @@ from typing import Any
 from proxy.apiextensions import schema_hooks
 from proxy.apimachinery.validation.field import ErrorList
 from proxy.apimachinery.validation.object_meta import validate_object_meta
-from proxy.registry.deletion import CRD_CLEANUP_FINALIZER
+from proxy.registry.deletion import DeletionRules
 from proxy.registry.validation.strategy import KindStrategy
 
-__all__ = ["CLEANUP_FINALIZER", "STRATEGY", "set_defaults"]
+__all__ = ["CLEANUP_FINALIZER", "DELETION", "STRATEGY", "set_defaults"]
 
 JSON = dict[str, Any]
 
-CLEANUP_FINALIZER = CRD_CLEANUP_FINALIZER
+CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+
+# the CRD's own Delete (apiextensions-apiserver's etcd.go): kept until the finalizing
+# controller has removed every instance; its generation is not bumped
+DELETION = DeletionRules(finalizers=(CLEANUP_FINALIZER,), bumps_generation=False)
 
 
 def set_defaults(crd: JSON) -> None:

@@ -10,19 +10,20 @@ from proxy.aggregator import printers as apiservice_printers
 from proxy.aggregator import validation as apiservice_validation
 from proxy.aggregator.apiservice import GROUP as APISERVICE_GROUP
 from proxy.apiextensions import crd_strategy
-from proxy.apiextensions.controllers import CRD_GROUP
+from proxy.apiextensions.controllers import CRD_GROUP, CRD_PLURAL
 from proxy.kube.admission.plugins import (
     register_all_admission_plugins as register_kube_admission_plugins,
 )
 from proxy.kube.printers import register_builtin_printers
 from proxy.kube.validation.strategies import BUILTIN_STRATEGIES
 from proxy.printers.handlers import register_printers
+from proxy.registry.deletion import DeletionRules
 from proxy.registry.validation.strategy import KindStrategy
 from proxy.server.admission_plugins import (
     register_all_admission_plugins as register_generic_admission_plugins,
 )
 
-__all__ = ["admission_plugins", "kind_rules", "register_kinds"]
+__all__ = ["admission_plugins", "deletion_rules", "kind_rules", "register_kinds"]
 
 
 def kind_rules() -> dict[tuple[str, str], KindStrategy]:
@@ -34,6 +35,12 @@ def kind_rules() -> dict[tuple[str, str], KindStrategy]:
         (APISERVICE_GROUP, "APIService"): apiservice_validation.STRATEGY,
         (CRD_GROUP, "CustomResourceDefinition"): crd_strategy.STRATEGY,
     }
+
+
+def deletion_rules() -> dict[tuple[str, str], DeletionRules]:
+    """(group, plural) -> what a DELETE of the kinds served here beside kube's adds (the
+    CRD's cleanup finalizer; kube's own kinds' are kube's strategies')."""
+    return {(CRD_GROUP, CRD_PLURAL): crd_strategy.DELETION}
 
 
 def register_kinds() -> None:

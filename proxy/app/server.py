@@ -39,7 +39,7 @@ from aiohttp import web
 from proxy.aggregator.server import Aggregator
 from proxy.apiextensions.apiserver import setup_apiextensions
 from proxy.app import admission
-from proxy.app.kinds import admission_plugins, kind_rules, register_kinds
+from proxy.app.kinds import admission_plugins, deletion_rules, kind_rules, register_kinds
 from proxy.audit.server import Audit
 from proxy.authentication.filter import plain_port_authentication
 from proxy.authentication.loopback import LoopbackToken
@@ -195,6 +195,7 @@ def build_app(
         if settings.lifecycle_controllers
         else lambda namespace: namespace_lifecycle.delete_contents(ctx, namespace),
         defaulter=default_object,
+        deletion_rules=deletion_rules(),
     )
     ctx = APIContext(
         settings=settings,

@@ -21,6 +21,7 @@ from proxy.apimachinery.validation import field as field_errors
 from proxy.kube.prepare import namespace_defaults, pod_qos_class, secret_defaults
 from proxy.kube.validation.pod import validate_ephemeral_containers_update
 from proxy.registry import before_delete, object_meta
+from proxy.registry.deletion import DeletionRules
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import Context
 from proxy.registry.strategy import GenericStrategy, StatusStrategy
@@ -41,6 +42,7 @@ __all__ = [
     "PodStrategy",
     "RBACStrategy",
     "SecretStrategy",
+    "pod_grace_period",
     "strategy_for",
 ]
 
@@ -101,6 +103,31 @@ class SecretStrategy(GenericStrategy):
     def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
         secret_defaults(new)
         return super().prepare_for_update(ctx, new, old)
+
+
+DEFAULT_GRACE_SECONDS = 30
+
+
+def pod_grace_period(pod: JSONObject, opts: DeleteOptions) -> int:
+    """The pod strategy's ``CheckGracefulDelete``: a pod on a node that has not finished
+    gets the request's grace period, else its ``terminationGracePeriodSeconds``, else
+    30 s (its kubelet then deletes it with 0); any other pod none."""
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+        return 0
+    if opts.grace_period_seconds is not None:
+        return max(opts.grace_period_seconds, 0)
+    value = spec.get("terminationGracePeriodSeconds")
+    return int(value) if isinstance(value, int) else DEFAULT_GRACE_SECONDS
+
+
+# what the built-in kinds add to a DELETE: a pod's graceful deletion; a namespace
+# Terminating while its spec.finalizers (kubernetes) stand, which the namespace
+# controller lifts through /finalize once it has emptied it
+_DELETION: Mapping[tuple[str, str], DeletionRules] = {
+    ("", "pods"): DeletionRules(grace_period=pod_grace_period),
+    ("", "namespaces"): DeletionRules(terminates=True),
+}
 
 
 @dataclass(frozen=True)
@@ -212,6 +239,9 @@ class KubeStrategyDeps:
     # (group, version, kind, object) -> the object defaulted in place
     # (``proxy.kube.defaulting.default_object``); None: objects are stored as decoded
     defaulter: Callable[[str, str, str, JSONObject], object] | None = None
+    # (group, plural) -> what the other kinds served here add to a DELETE (the CRD's
+    # cleanup finalizer), given by the composition root
+    deletion_rules: Mapping[tuple[str, str], DeletionRules] = field(default_factory=dict)
 
 
 _RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -253,8 +283,12 @@ def strategy_for(
         defaulter = functools.partial(
             deps.defaulter, resource.group, resource.version, resource.kind
         )
-    tracked = (resource.group, resource.plural) in _GENERATION_TRACKED
-    return dataclasses.replace(strategy, defaulter=defaulter, tracks_generation=tracked)
+    kind = (resource.group, resource.plural)
+    tracked = kind in _GENERATION_TRACKED
+    deletion = _DELETION.get(kind) or deps.deletion_rules.get(kind) or strategy.deletion
+    return dataclasses.replace(
+        strategy, defaulter=defaulter, tracks_generation=tracked, deletion=deletion
+    )
 
 
 def _kind_strategy(

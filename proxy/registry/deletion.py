@@ -9,15 +9,19 @@
 - **propagationPolicy**: ``Foreground`` adds the ``foregroundDeletion`` finalizer,
   ``Orphan`` (or ``orphanDependents: true``) the ``orphan`` finalizer, ``Background``
   neither (a garbage collector removes them and the dependents);
-- **graceful deletion** of a pod bound to a node and not finished: ``deletionTimestamp``
-  is set ``gracePeriodSeconds`` (the request's, else the pod's
-  ``terminationGracePeriodSeconds``, else 30) ahead, ``deletionGracePeriodSeconds`` to
-  that period, and the pod stays until its kubelet deletes it with
-  ``gracePeriodSeconds=0``; a second DELETE may only shorten the period;
-- a **Namespace** (with ``--lifecycle-controllers``) goes ``status.phase: Terminating``
-  and stays while ``spec.finalizers`` (``kubernetes``) is set: the namespace controller
-  empties it, then lifts that finalizer through ``namespaces/NAME/finalize``;
+- **graceful deletion** (a kind whose strategy gives a grace period: upstream's
+  ``RESTGracefulDeleteStrategy``, the pod's): ``deletionTimestamp`` is set that many
+  seconds ahead, ``deletionGracePeriodSeconds`` to the period, and the object stays
+  until it is deleted again with ``gracePeriodSeconds=0``; a second DELETE may only
+  shorten the period;
+- a kind that **terminates** (a Namespace, with ``--lifecycle-controllers``) goes
+  ``status.phase: Terminating`` and stays while ``spec.finalizers`` is set: a
+  controller empties it, then lifts those finalizers;
+- a kind's own **finalizers** (a CRD's cleanup finalizer) are added on every DELETE;
 - otherwise the object is removed at once.
+
+What a kind adds is its strategy's :class:`DeletionRules` (``Strategy.deletion``): this
+module names no kind.
 
 The policy and graceful parts apply only when ``lifecycle`` is true
 (``--lifecycle-controllers``: kubelets and a garbage collector run against the server, as
@@ -30,9 +34,10 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from proxy.registry.resources import ResourceInfo
 from storage.interfaces import JSONObject
 
 if TYPE_CHECKING:  # the request's options, parsed by the handler layer
@@ -42,6 +47,7 @@ __all__ = [
     "FOREGROUND",
     "ORPHAN",
     "DeleteNow",
+    "DeletionRules",
     "mark",
     "response_code",
     "should_delete_during_update",
@@ -49,7 +55,27 @@ __all__ = [
 
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
-DEFAULT_GRACE_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class DeletionRules:
+    """What a kind's strategy adds to the generic DELETE.
+
+    ``grace_period``: upstream's ``CheckGracefulDelete`` (the seconds an object gets
+    before removal, given the request's options; 0: none now), None for a kind without
+    graceful deletion. ``finalizers``: added on every DELETE (a CRD's own Delete adds
+    its cleanup finalizer). ``terminates``: with ``--lifecycle-controllers``, the object
+    goes ``status.phase: Terminating`` and stays while ``spec.finalizers`` is set (a
+    Namespace's own Delete). ``bumps_generation``: a tracked generation is bumped when
+    the deletion is recorded (not for a CRD, whose strategy keeps it)."""
+
+    grace_period: Callable[[JSONObject, DeleteOptions], int] | None = None
+    finalizers: tuple[str, ...] = ()
+    terminates: bool = False
+    bumps_generation: bool = True
+
+
+NO_RULES = DeletionRules()
 
 def _now(offset: int = 0) -> str:
     at = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=offset)
@@ -77,27 +103,9 @@ def _finalizers(current: list[str], policy: str | None) -> list[str]:
     return out
 
 
-def grace_period(resource: ResourceInfo, obj: JSONObject, opts: DeleteOptions) -> int:
-    """Seconds the object gets before removal: only a pod on a node that has not
-    finished has any (the pod strategy's CheckGracefulDelete)."""
-    if resource.group != "" or resource.plural != "pods":
-        return 0
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
-        return 0
-    if opts.grace_period_seconds is not None:
-        return max(opts.grace_period_seconds, 0)
-    value: Any = spec.get("terminationGracePeriodSeconds")
-    return int(value) if isinstance(value, int) else DEFAULT_GRACE_SECONDS
-
-
-CRD_RESOURCE = ("apiextensions.k8s.io", "customresourcedefinitions")
-CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
-
-
 class DeleteNow(Exception):
     """Raised by :func:`mark`: nothing keeps the object, the store removes it. For a
-    kind with graceful deletion (pods) ``marked`` is the object as upstream writes it
+    kind with graceful deletion (a pod) ``marked`` is the object as upstream writes it
     first (``deletionTimestamp`` now, ``deletionGracePeriodSeconds: 0``): the store
     writes it, then removes it, and answers with it (watchers see MODIFIED, then
     DELETED), as ``updateForGracefulDeletionAndFinalizers`` followed by the delete."""
@@ -107,35 +115,29 @@ class DeleteNow(Exception):
         self.marked = marked
 
 
-def _graceful(resource: ResourceInfo) -> bool:
-    """Kinds whose strategy is a RESTGracefulDeleteStrategy (only the pod's)."""
-    return resource.group == "" and resource.plural == "pods"
-
-
 def mark(
-    resource: ResourceInfo, current: JSONObject, opts: DeleteOptions, *, lifecycle: bool
+    rules: DeletionRules, current: JSONObject, opts: DeleteOptions, *, lifecycle: bool
 ) -> JSONObject:
     """The object after a DELETE that leaves it in place (deletionTimestamp, the
-    policy's finalizers, a namespace Terminating); :class:`DeleteNow` when nothing
-    keeps it. The store runs this inside its optimistic update (``Store.delete``)."""
+    policy's finalizers, Terminating); :class:`DeleteNow` when nothing keeps it. The
+    store runs this inside its optimistic update (``Store.delete``) with its kind's
+    ``rules``."""
     current = copy.deepcopy(current)
     meta = current.setdefault("metadata", {})
-    grace = grace_period(resource, current, opts) if lifecycle else 0
+    grace = 0
+    if lifecycle and rules.grace_period is not None:
+        grace = max(rules.grace_period(current, opts), 0)
     finalizers = list(meta.get("finalizers") or [])
     if lifecycle:
         finalizers = _finalizers(finalizers, _policy(opts))
+    finalizers += [f for f in rules.finalizers if f not in finalizers]
     waits_for_controller = False
-    is_crd = (resource.group, resource.plural) == CRD_RESOURCE
-    if is_crd and CRD_CLEANUP_FINALIZER not in finalizers:
-        # the CRD's own Delete (apiextensions-apiserver's etcd.go): kept until the
-        # finalizing controller has removed every instance
-        finalizers.append(CRD_CLEANUP_FINALIZER)
-    if lifecycle and resource.group == "" and resource.plural == "namespaces":
-        # the namespace controller empties it, then lifts spec.finalizers (kubernetes)
+    if lifecycle and rules.terminates:
+        # a controller empties it, then lifts spec.finalizers (a namespace's kubernetes)
         waits_for_controller = bool((current.get("spec") or {}).get("finalizers"))
         current.setdefault("status", {})["phase"] = "Terminating"
     if not finalizers and grace == 0 and not waits_for_controller:
-        if _graceful(resource) and not meta.get("deletionTimestamp"):
+        if rules.grace_period is not None and not meta.get("deletionTimestamp"):
             meta["deletionTimestamp"] = _now()
             meta["deletionGracePeriodSeconds"] = 0
             if meta.get("generation"):
@@ -153,16 +155,16 @@ def mark(
         return current
     meta["deletionTimestamp"] = _now(grace)
     meta["deletionGracePeriodSeconds"] = grace
-    if meta.get("generation") and not is_crd:
+    if meta.get("generation") and rules.bumps_generation:
         meta["generation"] = int(meta["generation"]) + 1
     return current
 
 
-def should_delete_during_update(obj: JSONObject) -> bool:
+def should_delete_during_update(rules: DeletionRules, obj: JSONObject) -> bool:
     """Being deleted, nothing left to wait for (upstream's ShouldDeleteDuringUpdate; a
-    Namespace also waits for its spec.finalizers, which ``/finalize`` lifts)."""
+    kind that terminates also waits for its spec.finalizers)."""
     meta = obj.get("metadata") or {}
-    if obj.get("kind") == "Namespace" and (obj.get("spec") or {}).get("finalizers"):
+    if rules.terminates and (obj.get("spec") or {}).get("finalizers"):
         return False
     return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") and not int(
         meta.get("deletionGracePeriodSeconds") or 0)  # fmt: skip

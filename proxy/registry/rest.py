@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from proxy.registry.deletion import DeletionRules
 from proxy.registry.resources import ResourceInfo
 from proxy.request.delete_options import DeleteOptions
 from proxy.request.user import UserInfo
@@ -91,11 +92,17 @@ class Strategy(Protocol):
       ``canonicalize``;
     - update: ``prepare_for_update`` → ``default`` → ``validate_update`` →
       ``check_write`` → ``canonicalize``;
-    - delete: ``before_delete``.
+    - delete: ``before_delete``, then ``deletion``'s rules (``proxy.registry.deletion``).
 
     ``validate*`` raise a 422 Status naming every violation; ``check_write`` is where a
     kind's own admission-like rules plug in (RBAC escalation prevention: 403). A
     subresource with its own rules (``status``) has its own strategy."""
+
+    @property
+    def deletion(self) -> DeletionRules:
+        """What the kind adds to a DELETE (upstream's ``RESTGracefulDeleteStrategy`` and
+        the kinds' own Delete): grace period, Terminating, its own finalizers."""
+        ...
 
     def allow_create_on_update(self) -> bool:
         """Whether an update of an absent object creates it (``AllowCreateOnUpdate``)."""

@@ -316,7 +316,7 @@ class Store:
             stored = await writer.guaranteed_update(
                 key, preconditions, try_update, ignore_not_found=ignore_not_found
             )
-        if not deletion.should_delete_during_update(stored.obj):
+        if not deletion.should_delete_during_update(self.strategy.deletion, stored.obj):
             return stored
         uid = (stored.obj.get("metadata") or {}).get("uid")
         with self._interpret("delete", name):
@@ -354,7 +354,9 @@ class Store:
                 if validate_deletion is not None:
                     await validate_deletion(current)
                 try:
-                    return deletion.mark(self.resource, current, opts, lifecycle=self.lifecycle)
+                    return deletion.mark(
+                        self.strategy.deletion, current, opts, lifecycle=self.lifecycle
+                    )
                 except deletion.DeleteNow as now:
                     if now.marked is None:
                         raise

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from proxy.registry import object_meta, validation
+from proxy.registry.deletion import NO_RULES, DeletionRules
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import Context
 from proxy.registry.validation.strategy import KindStrategy
@@ -36,6 +37,9 @@ class GenericStrategy:
     # whether ``metadata.generation`` is set and bumped on spec changes (every custom
     # resource; only some built-in kinds, as their upstream strategies decide)
     tracks_generation: bool = True
+    # what the kind adds to a DELETE (graceful deletion, Terminating, its own
+    # finalizers), the same on every subresource's strategy of the kind
+    deletion: DeletionRules = NO_RULES
 
     def checks_required_fields(self) -> bool:
         return self.rules is not None
