@@ -14,6 +14,7 @@ import os
 import pty
 import select
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -381,17 +382,20 @@ spec: {nodeName: ghost, containers: [{name: c, image: busybox}]}
 
 def test_official_python_client_exec_and_logs(cluster: Cluster, web: str) -> None:
     """kubernetes (client-python) unchanged: ``stream`` execs over WebSocket
-    ``v4.channel.k8s.io``, ``read_namespaced_pod_log`` reads pods/log."""
-    from kubernetes import client
-    from kubernetes.stream import stream
-
-    api = client.CoreV1Api(client.ApiClient(client.Configuration(host=cluster.server.url)))
-    try:
-        out = stream(api.connect_get_namespaced_pod_exec, web, "default", container="nginx",
-                     command=["cat", "/etc/web/greeting"], stderr=True, stdin=False,
-                     stdout=True, tty=False)  # fmt: skip
-        assert out == "hello from a ConfigMap"
-        log = api.read_namespaced_pod_log(web, "default", container="nginx", tail_lines=1)
-        assert "kube-probe/1.37" in log
-    finally:
-        api.api_client.close()
+    ``v4.channel.k8s.io``, ``read_namespaced_pod_log`` reads pods/log. (In a child
+    process: the client leaves its keep-alive sockets to the collector.)"""
+    script = f"""
+from kubernetes import client
+from kubernetes.stream import stream
+api = client.CoreV1Api(client.ApiClient(client.Configuration(host={cluster.server.url!r})))
+print(stream(api.connect_get_namespaced_pod_exec, {web!r}, "default", container="nginx",
+             command=["cat", "/etc/web/greeting"], stderr=True, stdin=False, stdout=True,
+             tty=False))
+print(api.read_namespaced_pod_log({web!r}, "default", container="nginx", tail_lines=1))
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=60)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    greeting, log = r.stdout.split("\n", 1)
+    assert greeting == "hello from a ConfigMap"
+    assert "kube-probe/1.37" in log
