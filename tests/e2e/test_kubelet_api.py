@@ -155,6 +155,10 @@ def test_logs_since_and_previous(cluster: Cluster, web: str) -> None:
     assert cluster.kubectl("logs", web, "-c", "nginx", "--since=1h") == cluster.kubectl(
         "logs", web, "-c", "nginx")  # fmt: skip
     assert "docker-entrypoint" not in cluster.kubectl("logs", web, "-c", "nginx", "--since=1s")
+    assert cluster.kubectl("logs", web, "-c", "nginx", "--limit-bytes=13") == "/docker-entry"
+    r = cluster.run("get", "--raw", f"/api/v1/namespaces/default/pods/{web}/log?sinceSeconds=0")
+    assert r.returncode == 1
+    assert "sinceSeconds: Invalid value: 0: must be greater than 0" in r.stderr.decode()
     r = cluster.run("logs", web, "-c", "nginx", "--previous")
     assert r.returncode == 1
     assert ('previous terminated container "nginx" in pod "web" not found'
