@@ -66,7 +66,9 @@ class Simulation:
     renew_seconds: float = RENEW_SECONDS
     status_seconds: float = STATUS_SECONDS
     # the cluster's root CA (PEM) the root CA publisher puts in every namespace's
-    # kube-root-ca.crt ConfigMap (kube-controller-manager's --root-ca-file); "": none
+    # kube-root-ca.crt ConfigMap (kube-controller-manager's --root-ca-file), and the CA
+    # the kubelets authenticate the API server's client certificate with (their
+    # --client-ca-file); "": none published, no kubelet API served
     root_ca: str = ""
     # the CA the CSR signer issues certificates from (kube-controller-manager's
     # --cluster-signing-cert-file/--cluster-signing-key-file); None: no signer
@@ -97,7 +99,7 @@ class Simulation:
         self.csrs = Informer(informers, informers.certificates.list_certificate_signing_request,
                              name="certificatesigningrequests")  # fmt: skip
         self.events = events = EventBroadcaster(self.server)
-        self.agents = NodeAgents(self.server, self.nodes, events,
+        self.agents = NodeAgents(self.server, self.nodes, events, client_ca=self.root_ca,
                                  renew_seconds=self.renew_seconds,
                                  status_seconds=self.status_seconds)  # fmt: skip
         self.churner = Churn(self.agents, self.churn)
@@ -216,7 +218,8 @@ def main(argv: list[str]) -> int:
                    f"(default {GRACE_PERIOD:.0f} s)")  # fmt: skip
     p.add_argument("--root-ca-file", default="",
                    help="the cluster's root CA (PEM), published in every namespace as the "
-                   "kube-root-ca.crt ConfigMap (default: none published)")  # fmt: skip
+                   "kube-root-ca.crt ConfigMap and trusted by the node agents' kubelet API "
+                   "for the API server's client certificate (default: neither)")  # fmt: skip
     p.add_argument("-v", "--verbose", action="store_true", help="log every retry")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING,

@@ -63,9 +63,10 @@ from proxy.kube.bootstrap.system_namespaces import (
 from proxy.kube.componentstatus import ComponentStatuses
 from proxy.kube.conversion import VIEWS
 from proxy.kube.defaulting import default_object
+from proxy.kube.kubelet_client import KubeletClientConfig
 from proxy.kube.service import service_stores
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
-from proxy.kube.subresources import subresource_storage
+from proxy.kube.subresources import subresource_storages
 from proxy.kube.token import ObjectReader
 from proxy.leaderelection.leader_election import LeaderElectionConfig, LeaderElector
 from proxy.leaderelection.lease_lock import LeaseLock
@@ -213,7 +214,11 @@ def build_app(
         registry=registry,
         strategies=lambda resource, sub: strategy_for(resource, sub, kube_deps),
         subresource_storages=eviction.with_eviction(
-            subresource_storage, lambda group, plural, sub: _store_of(ctx, group, plural, sub)
+            subresource_storages(
+                lambda plural, namespace, name: _object_reader(ctx)(plural, namespace, name),
+                _kubelet_client(settings),
+            ),
+            lambda group, plural, sub: _store_of(ctx, group, plural, sub),
         ),
         storage_ctx=storage_ctx,
         storages=storages,
@@ -310,6 +315,16 @@ def _add_leader_election(hooks: PostStartHooks, elector: LeaderElector, settings
 
     after = (SYSTEM_NAMESPACES_HOOK,) if settings.system_namespaces else ()
     hooks.add(LEADER_ELECTION_HOOK, elect, after=after, ready=lambda: True)
+
+
+def _kubelet_client(settings: Settings) -> KubeletClientConfig:
+    """How pods/log, exec, attach, portforward and nodes/proxy reach the kubelets."""
+    return KubeletClientConfig.build(
+        settings.kubelet_preferred_address_types,
+        settings.kubelet_client_certificate,
+        settings.kubelet_client_key,
+        settings.kubelet_certificate_authority,
+    )
 
 
 def _object_reader(ctx: APIContext) -> ObjectReader:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from proxy import apierrors
+from proxy.apimachinery.validation import field as field_errors
 from proxy.kube.certificates import (
     CSRApprovalStrategy,
     CSRStatusStrategy,
@@ -24,6 +25,7 @@ from proxy.kube.certificates import (
     PDBStrategy,
 )
 from proxy.kube.prepare import namespace_defaults, pod_qos_class, secret_defaults
+from proxy.kube.validation.pod import validate_ephemeral_containers_update
 from proxy.registry import before_delete, object_meta
 from proxy.registry.deletion import DeletionRules
 from proxy.registry.resources import ResourceInfo
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
     from proxy.request.delete_options import DeleteOptions
 
 __all__ = [
+    "CSRApprovalStrategy",
+    "EphemeralContainersStrategy",
     "EscalationCheck",
     "KubeStrategyDeps",
     "NamespaceFinalizeStrategy",
@@ -141,6 +145,33 @@ class PodStrategy(GenericStrategy):
         if not obj.get("status"):
             obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(obj)}
         return obj
+
+
+def _take_ephemeral_containers(merged: JSONObject, new: JSONObject) -> None:
+    containers = (new.get("spec") or {}).get("ephemeralContainers")
+    spec = merged.setdefault("spec", {})
+    if containers:
+        spec["ephemeralContainers"] = containers
+    else:
+        spec.pop("ephemeralContainers", None)
+
+
+@dataclass(frozen=True)
+class EphemeralContainersStrategy(GenericStrategy):
+    """``pods/NAME/ephemeralcontainers`` (upstream's ``EphemeralContainersREST`` and
+    ``podEphemeralContainersStrategy``): only ``spec.ephemeralContainers`` changes, and
+    only by additions (``ValidatePodEphemeralContainersUpdate``)."""
+
+    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
+        merged = object_meta.with_parts_of(new, old, _take_ephemeral_containers)
+        return object_meta.prepare_for_update(merged, old)
+
+    def validate_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> None:
+        super().validate_update(ctx, new, old)
+        errors = validate_ephemeral_containers_update(new, old)
+        if errors:
+            name = str((new.get("metadata") or {}).get("name", ""))
+            raise field_errors.to_status("Pod", name, errors)
 
 
 def _take_finalizers(merged: JSONObject, new: JSONObject) -> None:
@@ -257,6 +288,8 @@ def _kind_strategy(
         )
     if (resource.group, resource.plural) == ("", "secrets"):
         return SecretStrategy(resource, subresource, rules)
+    if route == ("", "pods", "ephemeralcontainers"):
+        return EphemeralContainersStrategy(resource, subresource, rules)
     if route == ("", "pods", ""):
         return PodStrategy(resource, subresource, rules)
     return GenericStrategy(resource, subresource, rules)

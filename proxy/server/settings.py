@@ -255,6 +255,20 @@ class Settings:
     proxy_client_key_file: str = ""
     # route to a Service's endpoints instead of its cluster IP
     enable_aggregator_routing: bool = False
+    # --- the kubelets (proxy/kube/kubelet_client.py): pods/log, exec, attach,
+    # portforward and nodes/proxy are proxied to the node's kubelet over HTTPS
+    # the client certificate presented to kubelets (kube-apiserver-kubelet-client)
+    kubelet_client_certificate: str = ""
+    kubelet_client_key: str = ""
+    # the CA kubelets' serving certificates are checked against; "": not checked, as
+    # upstream (kubelets serve self-signed certificates by default)
+    kubelet_certificate_authority: str = ""
+    # which of a Node's status.addresses to dial, first match wins
+    kubelet_preferred_address_types: tuple[str, ...] = (
+        "Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP",
+    )  # fmt: skip
+    # how long dialling a kubelet may take
+    kubelet_timeout: float = 5.0
 
 
 _STORAGE_MEDIA_TYPES = (
@@ -340,6 +354,8 @@ _CONVERTERS: dict[str, Any] = {
     "requestheader_group_headers": _parse_servers,
     "requestheader_extra_headers_prefix": _parse_servers,
     "enable_aggregator_routing": _parse_bool,
+    "kubelet_preferred_address_types": _parse_servers,
+    "kubelet_timeout": _parse_duration,
     "enable_priority_and_fairness": _parse_bool,
     "audit_log_maxage": int,
     "audit_log_maxbackup": int,
@@ -456,6 +472,13 @@ _FLAG_HELP: dict[str, str] = {
     "proxy_client_key_file": "its private key",
     "enable_aggregator_routing": "proxy to a Service's endpoint addresses instead of its "
     "cluster IP (no kube-proxy on this host)",
+    "kubelet_client_certificate": "client certificate presented to kubelets (pods/log, "
+    "exec, attach, portforward, nodes/proxy)",
+    "kubelet_client_key": "its private key",
+    "kubelet_certificate_authority": "CA of the kubelets' serving certificates (default: "
+    "not verified)",
+    "kubelet_preferred_address_types": "Node address types to reach a kubelet at, in order",
+    "kubelet_timeout": "timeout of dialling a kubelet (e.g. 5s)",
 }
 
 

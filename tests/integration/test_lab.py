@@ -180,7 +180,8 @@ def _kubectl(lab: RunningLab, *args: str) -> str:
 def test_the_first_hour_commands_answer_as_on_a_cluster(lab: RunningLab) -> None:
     """docs/lab.md 'The first hour', over HTTPS as the admin: a token for the default
     ServiceAccount (the serviceaccounts controller made it), kube-root-ca.crt holding the
-    lab CA, kubectl top through the aggregator, a pod's Events in describe."""
+    lab CA, kubectl top through the aggregator, a pod's Events in describe, its log and
+    an exec in it through its node's kubelet."""
     deadline = time.monotonic() + 30
     while "kube-root-ca.crt" not in _raw(lab, "/api/v1/namespaces/team-01/configmaps"):
         assert time.monotonic() < deadline, "no kube-root-ca.crt in team-01"
@@ -205,6 +206,11 @@ def test_the_first_hour_commands_answer_as_on_a_cluster(lab: RunningLab) -> None
         time.sleep(0.5)
     events = out.split("\nEvents:", 1)[1]
     assert "default-scheduler  Successfully assigned default/first-hour to node-" in events
+    # the node's kubelet API, through the server (tests/e2e/test_kubelet_api.py has each
+    # command; here: the lab's own wiring of certificates and node addresses)
+    assert "Configuration complete" in _kubectl(lab, "logs", "first-hour")
+    sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+    assert _kubectl(lab, "exec", "first-hour", "--", "cat", f"{sa}/namespace") == "default"
     _kubectl(lab, "delete", "pod", "first-hour", "--wait=false")
 
 

@@ -23,6 +23,7 @@ from proxy.admission.attributes import add_audit_annotation
 from proxy.authentication.filter import is_secure
 from proxy.endpoints import decoding, negotiation, responsewriters, restful_route
 from proxy.endpoints.handlers import collection, componentstatus
+from proxy.endpoints.handlers.connect import connect_resource
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.handlers.scope import RequestScope
 from proxy.endpoints.media_types import AcceptedFormat
@@ -31,6 +32,7 @@ from proxy.patch import patcher as patch
 from proxy.registry import deletion, object_meta, validation
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import (
+    Connecter,
     Context,
     Deleter,
     Getter,
@@ -59,7 +61,7 @@ def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
         raise web.HTTPNotFound()
     if info.subresource and info.subresource not in resource.subresources:
         raise path_not_found()
-    if len(info.parts) > 3:
+    if len(info.parts) > 3 and info.subresource != "proxy":
         raise path_not_found()
     if not resource.namespaced and info.namespace and info.resource != "namespaces":
         raise path_not_found()
@@ -118,6 +120,8 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
         raise path_not_found()  # (the deprecated /proxy/ prefix has no routes upstream)
     resource = _resolve(ctx, info)
     scope = _scope(ctx, resource, info.subresource) if resource.has_storage else None
+    if scope is not None and isinstance(scope.storage, Connecter):
+        return await connect_resource(request, info, scope, scope.storage)
     if scope is not None:
         _check_verb(info, scope)
     elif not resource.allows(info.verb):  # a virtual resource's verbs are its own
