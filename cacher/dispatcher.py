@@ -28,9 +28,9 @@ def bookmark_bytes(
     kind: str, api_version: str, rv: int, *, initial_events_end: bool = False
 ) -> bytes:
     """A BOOKMARK's object: the resource's kind with only metadata.resourceVersion (and
-    the initial-events-end annotation for the streaming-list bookmark). No
-    ``kubernetes.io/initial-events-list-blueprint``: kube-apiserver added it in 1.32
-    (kubernetes#127587) and removed it in 1.34 (kubernetes#132326); 1.37 has none."""
+    the initial-events-end annotation for the streaming-list bookmark). The
+    ``kubernetes.io/initial-events-list-blueprint`` annotation is encoding-specific: the
+    HTTP layer adds it (``proxy.endpoints.watchlist``), as upstream's handler does."""
     meta: dict[str, object] = {"resourceVersion": str(rv)}
     if initial_events_end:
         meta["annotations"] = {INITIAL_EVENTS_END: "true"}

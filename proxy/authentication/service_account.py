@@ -49,6 +49,7 @@ __all__ = [
     "key_id",
     "load_private_key",
     "load_public_keys",
+    "verify_signature",
 ]
 
 DEFAULT_ISSUER = "https://kubernetes.default.svc.cluster.local"
@@ -198,6 +199,32 @@ def _check_private_claims(private: dict[str, Any]) -> None:
         )
 
 
+def verify_signature(token: str, keys: dict[str, PublicKey]) -> dict[str, Any]:
+    """The claims of ``token`` once its signature verifies with one of ``keys`` (by
+    key id: the header's ``kid`` first); AuthenticationError otherwise."""
+    header = jwt.get_unverified_header(token)
+    candidates = list(keys.values())
+    kid = header.get("kid")
+    if isinstance(kid, str) and kid in keys:
+        candidates = [keys[kid]]
+    for key in candidates:
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key,
+                algorithms=[_algorithm(key)],
+                options={"verify_aud": False, "verify_exp": False, "verify_nbf": False},
+            )
+            return claims
+        except jwt.InvalidSignatureError:
+            continue
+        except jwt.InvalidTokenError as e:
+            raise AuthenticationError(f"invalid service account token: {e}") from None
+    raise AuthenticationError(
+        "invalid bearer token, square/go-jose: error in cryptographic primitive"
+    )
+
+
 class ServiceAccountTokens:
     """The token authenticator for service-account JWTs (see the module docstring)."""
 
@@ -216,27 +243,7 @@ class ServiceAccountTokens:
         self.clock = clock
 
     def _verify(self, token: str) -> dict[str, Any]:
-        header = jwt.get_unverified_header(token)
-        candidates = list(self.keys.values())
-        kid = header.get("kid")
-        if isinstance(kid, str) and kid in self.keys:
-            candidates = [self.keys[kid]]
-        for key in candidates:
-            try:
-                claims: dict[str, Any] = jwt.decode(
-                    token,
-                    key,
-                    algorithms=[_algorithm(key)],
-                    options={"verify_aud": False, "verify_exp": False, "verify_nbf": False},
-                )
-                return claims
-            except jwt.InvalidSignatureError:
-                continue
-            except jwt.InvalidTokenError as e:
-                raise AuthenticationError(f"invalid service account token: {e}") from None
-        raise AuthenticationError(
-            "invalid bearer token, square/go-jose: error in cryptographic primitive"
-        )
+        return verify_signature(token, self.keys)
 
     def _check_times(self, claims: dict[str, Any]) -> None:
         now = self.clock()

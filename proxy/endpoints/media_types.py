@@ -91,7 +91,9 @@ def _media_ranges(header: str) -> list[tuple[float, str, dict[str, str]]]:
 _PLAIN: dict[str, Format] = {JSON_MEDIA: "json", YAML_MEDIA: "yaml", PROTOBUF_MEDIA: "protobuf"}
 
 
-def _as_format(media: dict[str, str], is_list: bool, protobuf: bool) -> AcceptedFormat | None:
+def _as_format(
+    media: dict[str, str], is_list: bool, protobuf: bool, watch: bool = False
+) -> AcceptedFormat | None:
     mtype = media[""]
     if mtype in ("*/*", "application/*", "application/json", "application/json-seq"):
         base = JSON_MEDIA
@@ -109,7 +111,7 @@ def _as_format(media: dict[str, str], is_list: bool, protobuf: bool) -> Accepted
     version = media["v"]
     if kind == "Table":
         return AcceptedFormat("table", base, version) if base != PROTOBUF_MEDIA else None
-    if kind == "PartialObjectMetadata" and not is_list:
+    if kind == "PartialObjectMetadata" and (watch or not is_list):
         return AcceptedFormat("partial", base, version)
     if kind == "PartialObjectMetadataList" and is_list:
         return AcceptedFormat("partial-list", base, version)
@@ -117,23 +119,30 @@ def _as_format(media: dict[str, str], is_list: bool, protobuf: bool) -> Accepted
 
 
 def parse_accept(
-    header: str | None, *, is_list: bool = False, protobuf: bool = False, table: bool = True
+    header: str | None,
+    *,
+    is_list: bool = False,
+    protobuf: bool = False,
+    watch: bool = False,
+    table: bool = True,
 ) -> AcceptedFormat:
     """The format to answer with for an ``Accept`` header (``None``/empty: JSON).
 
     Media ranges are tried by q-value, then in the client's order; the first one served
     wins. ``as=Table`` needs ``g=meta.k8s.io`` and ``v=v1|v1beta1``; PartialObjectMetadata
     is for a single object, PartialObjectMetadataList for lists and watches
-    (``is_list``). ``protobuf``: the resource can be served as protobuf (the object
-    and PartialObjectMetadata[List]; a Table never is, as upstream). ``table``: the
-    resource has a Table convertor (upstream's ``AllowsMediaTypeTransform``: a review
-    has none). Raises
+    (``is_list``); a watch (``watch``, with ``is_list``) takes both: its events' objects
+    are single objects, which is what client-go's metadata client asks for
+    (``as=PartialObjectMetadata``, protobuf first). ``protobuf``: the resource can be
+    served as protobuf (the object and PartialObjectMetadata[List]; a Table never is, as
+    upstream). ``table``: the resource has a Table convertor (upstream's
+    ``AllowsMediaTypeTransform``: a review has none). Raises
     :class:`NotAcceptableError` (406) when nothing fits.
     """
     if not header or not header.strip():
         return AcceptedFormat("json")
     for _, _, media in _media_ranges(header):
-        found = _as_format(media, is_list, protobuf)
+        found = _as_format(media, is_list, protobuf, watch)
         if found is not None and (table or found.format != "table"):
             return found
     raise NotAcceptableError()

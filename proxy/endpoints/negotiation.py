@@ -94,6 +94,7 @@ def response_format(
     *,
     is_list: bool = False,
     resource: ResourceInfo | None = None,
+    watch: bool = False,
     table: bool = True,
 ) -> AcceptedFormat:
     """The response format for ``request``'s Accept header: the object (JSON/YAML, and
@@ -103,7 +104,7 @@ def response_format(
     pb = resource is not None and protobuf.supports(resource)
     accept = request.headers.get("Accept")
     try:
-        return parse_accept(accept, is_list=is_list, protobuf=pb, table=table)
+        return parse_accept(accept, is_list=is_list, protobuf=pb, watch=watch, table=table)
     except NotAcceptableError:
         raise apierrors.not_acceptable(
             (*RESPONSE_TYPES, PROTOBUF_TYPE) if pb else RESPONSE_TYPES

@@ -18,7 +18,7 @@ import orjson
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.endpoints import encoders, protobuf
+from proxy.endpoints import encoders, protobuf, watchlist
 from proxy.endpoints.media_types import AcceptedFormat
 from proxy.endpoints.negotiation import (
     JSON_TYPE,
@@ -179,28 +179,36 @@ WatchEncoder = Callable[[str, bytes], bytes]
 
 
 def watch_encoder(
-    fmt: AcceptedFormat, resource: ResourceInfo, request: web.Request
+    fmt: AcceptedFormat, resource: ResourceInfo, request: web.Request, *, watch_list: bool = False
 ) -> WatchEncoder:
     """For one watch stream: ``encode(event_type, data)`` → the event's ``object`` in
     ``fmt`` (JSON bytes). Tables carry their column definitions on the first printed
-    event only (kube's watchEmbeddedEncoder); ERROR and BOOKMARK pass through."""
+    event only (kube's watchEmbeddedEncoder); ERROR passes through, and so does a
+    BOOKMARK except as PartialObjectMetadata (upstream transforms every event's object).
+    ``watch_list``: the request is a WatchList, so its initial-events-end BOOKMARK
+    carries the list blueprint (``proxy.endpoints.watchlist``)."""
     tables = table.TableWatchEncoder(
         resource,
         include_object=request.query.get("includeObject", "Metadata"),
         table_version=fmt.version,
         printer=_printer(resource),
     )
+    partial = fmt.format in ("partial", "partial-list")
+    list_blueprint = watchlist.blueprint(fmt, resource) if watch_list else None
 
     def encode(event_type: str, data: bytes) -> bytes:
+        if list_blueprint is not None and event_type == "BOOKMARK":
+            data = watchlist.with_blueprint(data, list_blueprint)
         if fmt.media_type == PROTOBUF_TYPE:
             return _protobuf_event_object(fmt, event_type, data)
-        if fmt.format == "json" or event_type in ("ERROR", "BOOKMARK"):
+        if event_type == "ERROR" or fmt.format in ("json", "yaml"):
             return data
-        obj = orjson.loads(data)
-        if fmt.format != "table":
-            return orjson.dumps(table.as_partial_object_metadata(obj, fmt.version))
+        if partial:
+            return orjson.dumps(table.as_partial_object_metadata(orjson.loads(data), fmt.version))
+        if event_type == "BOOKMARK":
+            return data
         try:
-            event = tables.encode(event_type, obj, _now())
+            event = tables.encode(event_type, orjson.loads(data), _now())
         except table.TableError as e:
             raise apierrors.bad_request(str(e)) from None
         return orjson.dumps(event["object"])
@@ -211,7 +219,7 @@ def watch_encoder(
 def _protobuf_event_object(fmt: AcceptedFormat, event_type: str, data: bytes) -> bytes:
     """The enveloped object of one protobuf watch event (ERROR: a Status; a version
     with members protobuf cannot carry is sent without them, logged)."""
-    if fmt.format == "protobuf" or event_type in ("ERROR", "BOOKMARK"):
+    if fmt.format == "protobuf" or event_type == "ERROR":
         encoded = protobuf.object_bytes(data)
         return encoded or protobuf.encode_lossy(orjson.loads(data))
     partial = table.as_partial_object_metadata(orjson.loads(data), fmt.version)

@@ -39,6 +39,7 @@ from proxy.authentication.filter import (
     authentication_middleware,
 )
 from proxy.authentication.impersonation import impersonation_middleware
+from proxy.authentication.legacy_service_account import LegacyServiceAccountTokens
 from proxy.authentication.loopback import LoopbackToken
 from proxy.authentication.request_header import RequestHeaderConfig, front_proxy_authenticators
 from proxy.authentication.service_account import (
@@ -194,11 +195,10 @@ def build_auth(
             token_authenticators.append(TokenFile.from_path(settings.token_auth_file))
         except TokenFileError as e:
             raise ConfigError(str(e)) from None
-    token_authenticators.append(
-        ServiceAccountTokens(
-            issuers, public_keys, audiences, lookup if settings.service_account_lookup else None,
-        )
-    )
+    sa_lookup = lookup if settings.service_account_lookup else None
+    token_authenticators.append(ServiceAccountTokens(issuers, public_keys, audiences, sa_lookup))
+    # the Secret-based tokens kube-controller-manager's token controller signs
+    token_authenticators.append(LegacyServiceAccountTokens(public_keys, audiences, sa_lookup))
     tokens = TokenUnion(token_authenticators)
     chain: RequestAuthenticator = AuthenticatedGroupAdder(
         Union([*_certificate_authenticators(settings), BearerToken(tokens)])
@@ -265,7 +265,7 @@ def _add_rbac_hooks(informer: RBACInformer, policy: RBACPolicy, hooks: PostStart
 
     hooks.add(RBAC_INFORMER_HOOK, run_informer, ready=informer.synced.is_set)
     hooks.add("rbac/clusterrole-aggregation", run_aggregation, after=(RBAC_INFORMER_HOOK,),
-              ready=lambda: True)  # fmt: skip
+              ready=lambda: True, elected=True)  # fmt: skip
     hooks.add("rbac/bootstrap-roles", bootstrap_roles, after=(RBAC_INFORMER_HOOK,))
 
 

@@ -67,6 +67,9 @@ class APIContext:
     aggregator: Aggregation | None = None
     # the admission chain, built by the composition root; None: no admission
     admission: AdmissionChain | None = None
+    # a resource's own REST storage in place of the generic store (upstream's
+    # per-kind REST: services allocate ClusterIPs), given the generic one; None: that
+    custom_stores: Callable[[ResourceInfo, str, Store], Store | None] | None = None
     # the port the API is served on (the secure port, else the plain one), once it
     # listens; set by ``serve`` only
     serving_port: int | None = None
@@ -80,11 +83,13 @@ class APIContext:
     def store(self, resource: ResourceInfo, subresource: str = "") -> Store:
         """The generic store of ``resource`` as ``subresource`` writes it (the only way
         handlers reach storage)."""
-        return Store(
+        store = Store(
             self.storages.for_resource(resource),
             self.strategies(resource, subresource),
             lifecycle=self.settings.lifecycle_controllers,
         )
+        own = self.custom_stores(resource, subresource, store) if self.custom_stores else None
+        return own or store
 
     async def stop_watches(self) -> None:
         """End every open watch (their handlers then finish their responses)."""

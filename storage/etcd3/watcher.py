@@ -155,8 +155,9 @@ class Etcd3Watcher:
 
     def _initial_events_end(self, revision: int, sample: bytes | None) -> WatchEvent:
         """The BOOKMARK ending a streaming list's initial state: the resource's kind with
-        only the resourceVersion (the list's revision) and the end annotation (no
-        list-blueprint annotation, as in 1.37: see ``cacher.dispatcher.bookmark_bytes``)."""
+        only the resourceVersion (the list's revision) and the end annotation (the
+        list-blueprint annotation depends on the response's encoding: the HTTP layer adds
+        it, ``proxy.endpoints.watchlist``)."""
         head: dict[str, object] = {}
         if self._bookmark_kind is not None:
             head = {"apiVersion": self._bookmark_kind[0], "kind": self._bookmark_kind[1]}

@@ -70,6 +70,43 @@ def test_resource_quota(core: client.CoreV1Api, kubeconfig: Path) -> None:
     core.create_namespaced_pod("quota", _pod("p3", sized), dry_run="All")
 
 
+def test_resource_quota_with_terminating_and_best_effort_scopes(core: client.CoreV1Api) -> None:
+    """Upstream's conformance specs 'should verify ResourceQuota with terminating
+    scopes' and '... with best effort scope': a scoped quota counts only the pods its
+    scopes select (the quota controller and the admission plugin alike)."""
+    hard = {"pods": "5", "requests.memory": "1Gi", "limits.memory": "1Gi"}
+    quotas = {"scopes-t": (("terminating", "Terminating", hard),
+                           ("not-terminating", "NotTerminating", hard)),
+              "scopes-be": (("best-effort", "BestEffort", {"pods": "5"}),
+                            ("not-best-effort", "NotBestEffort", {"pods": "5"}))}  # fmt: skip
+    for namespace, specs in quotas.items():
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+        for name, scope, limits in specs:
+            spec = client.V1ResourceQuotaSpec(hard=limits, scopes=[scope])
+            core.create_namespaced_resource_quota(namespace, client.V1ResourceQuota(
+                metadata=client.V1ObjectMeta(name=name), spec=spec))  # fmt: skip
+
+    def used(namespace: str, name: str) -> dict[str, str]:
+        quota: Any = core.read_namespaced_resource_quota(name, namespace)
+        return dict(quota.status.used)
+
+    sized = {"requests": {"memory": "200Mi"}, "limits": {"memory": "400Mi"}}
+    core.create_namespaced_pod("scopes-t", _pod("long-running", sized))
+    counted = {"pods": "1", "requests.memory": "200Mi", "limits.memory": "400Mi"}
+    assert used("scopes-t", "not-terminating") == counted
+    assert used("scopes-t", "terminating") == {"pods": "0", "requests.memory": "0",
+                                               "limits.memory": "0"}  # fmt: skip
+    deadline = _pod("with-deadline", sized)
+    deadline.spec.active_deadline_seconds = 3600
+    core.create_namespaced_pod("scopes-t", deadline)
+    assert used("scopes-t", "terminating") == counted
+    core.create_namespaced_pod("scopes-be", _pod("best-effort-pod"))
+    assert (used("scopes-be", "best-effort"), used("scopes-be", "not-best-effort")) == (
+        {"pods": "1"}, {"pods": "0"})
+    core.create_namespaced_pod("scopes-be", _pod("burstable-pod", sized))
+    assert used("scopes-be", "not-best-effort") == {"pods": "1"}
+
+
 def test_service_account_tolerations_priority(core: client.CoreV1Api) -> None:
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="pods")))
     core.create_namespaced_service_account("pods", client.V1ServiceAccount(

@@ -17,10 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jwt
 import pytest
 
 from lab.etcd import EtcdCluster
+from proxy.authentication.service_account import key_id, load_private_key
 from proxy.server.certs import new_ca, sign
+from tests.csr import csr_object, new_request
 from tests.e2e.conftest import KUBECTL
 from tests.integration.conftest import ServerProcess, start_server
 
@@ -283,6 +286,51 @@ def test_service_account_token_with_kubectl_and_python_client(secure: Secure) ->
     )
 
 
+def _legacy_token(s: Secure, namespace: str, name: str, uid: str, secret: str) -> str:
+    """What kube-controller-manager's token controller writes into a
+    service-account-token Secret, signed with the key it is given (the server's)."""
+    key = load_private_key(str(s.dir / "certs" / "service-account.key"))
+    claims = {
+        "iss": "kubernetes/serviceaccount",
+        "kubernetes.io/serviceaccount/namespace": namespace,
+        "kubernetes.io/serviceaccount/secret.name": secret,
+        "kubernetes.io/serviceaccount/service-account.name": name,
+        "kubernetes.io/serviceaccount/service-account.uid": uid,
+        "sub": f"system:serviceaccount:{namespace}:{name}",
+    }
+    public = key.public_key()
+    return jwt.encode(claims, key, algorithm="RS256", headers={"kid": key_id(public)})
+
+
+def test_a_secret_based_legacy_service_account_token_authenticates(secure: Secure) -> None:
+    """kube-controller-manager's legacy tokens: good while their Secret holds them and
+    the ServiceAccount is the claimed one (pkg/serviceaccount/legacy.go)."""
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount",
+          "metadata": {"name": "legacy", "namespace": "default"}}  # fmt: skip
+    assert kubectl(secure, "apply", "-f", "-", stdin=json.dumps(sa))[0] == 0
+    rc, uid = kubectl(secure, "get", "sa", "legacy", "-o", "jsonpath={.metadata.uid}")
+    assert rc == 0, uid
+    token = _legacy_token(secure, "default", "legacy", uid, "legacy-token")
+    assert _get(secure, "/api/v1/namespaces/default/pods", token=token)[0] == 401  # no Secret
+    secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+              "metadata": {"name": "legacy-token", "namespace": "default",
+                           "annotations": {"kubernetes.io/service-account.name": "legacy"}},
+              "stringData": {"token": token}}  # fmt: skip
+    assert kubectl(secure, "apply", "-f", "-", stdin=json.dumps(secret))[0] == 0
+    rc, out = kubectl(secure, "auth", "whoami", "-o", "json", f"--token={token}", user="anonymous")
+    assert rc == 0, out
+    assert json.loads(out)["status"]["userInfo"]["username"] == (
+        "system:serviceaccount:default:legacy"
+    )
+    forged = _legacy_token(secure, "default", "legacy", "another-uid", "legacy-token")
+    code, status = _get(secure, "/api/v1/namespaces/default/pods", token=forged)
+    assert code == 401, status  # not the Secret's copy
+    assert kubectl(secure, "delete", "secret", "legacy-token")[0] == 0
+    assert _eventually(
+        lambda: _get(secure, "/api/v1/namespaces/default/pods", token=token)[0] == 401
+    )
+
+
 def test_cluster_role_aggregation_follows_labelled_roles(secure: Secure) -> None:
     extra = {"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["get"]}
     role = {
@@ -304,6 +352,42 @@ def test_cluster_role_aggregation_follows_labelled_roles(secure: Secure) -> None
     assert _eventually(lambda: extra in rules_of("view") and extra in rules_of("admin"))
     assert kubectl(secure, "delete", "clusterrole", "widgets-view")[0] == 0
     assert _eventually(lambda: extra not in rules_of("view"))
+
+
+def _csr_body(name: str, org: str) -> str:
+    """A kube-apiserver-client CSR for ``name`` in group ``org`` (a throwaway key)."""
+    return json.dumps(csr_object(name, new_request(name, org)[1], ["client auth"]))
+
+
+def test_certificate_admission(secure: Secure) -> None:
+    """CertificateApproval: updating /approval is not enough, approving needs the
+    ``approve`` verb on the signer; CertificateSubjectRestriction: no system:masters
+    through the client signer."""
+    approver: dict[str, Any] = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "csr-approver"},
+        "rules": [{"apiGroups": ["certificates.k8s.io"], "verbs": ["get", "list", "update"],
+                   "resources": ["certificatesigningrequests",
+                                 "certificatesigningrequests/approval"]}]}  # fmt: skip
+    assert kubectl(secure, "apply", "-f", "-", stdin=json.dumps(approver))[0] == 0
+    assert kubectl(secure, "create", "clusterrolebinding", "alice-approves",
+                   "--clusterrole=csr-approver", "--user=alice")[0] == 0  # fmt: skip
+    assert kubectl(secure, "apply", "-f", "-", stdin=_csr_body("dave", "devs"))[0] == 0
+    rc, out = kubectl(secure, "certificate", "approve", "dave", user="alice")
+    assert rc != 0 and out.endswith(
+        'certificatesigningrequests.certificates.k8s.io "dave" is forbidden: user not '
+        'permitted to approve requests with signerName "kubernetes.io/kube-apiserver-client"')
+    signers = {"apiGroups": ["certificates.k8s.io"], "resources": ["signers"],
+               "resourceNames": ["kubernetes.io/*"], "verbs": ["approve"]}  # fmt: skip
+    approver["rules"].append(signers)
+    assert kubectl(secure, "apply", "-f", "-", stdin=json.dumps(approver))[0] == 0
+    assert _eventually(lambda: kubectl(secure, "certificate", "approve", "dave",
+                                       user="alice")[0] == 0)  # fmt: skip
+
+    rc, out = kubectl(secure, "apply", "-f", "-", stdin=_csr_body("root2", "system:masters"))
+    assert rc != 0 and out.endswith(
+        'certificatesigningrequests.certificates.k8s.io "root2" is forbidden: use of '
+        "kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed")
 
 
 def test_a_review_asked_as_table_is_406(secure: Secure) -> None:

@@ -26,6 +26,7 @@ from lab.etcd import EtcdCluster
 from lab.kubeconfig import write_kubeconfig
 from lab.process import stop_process
 from proxy.server.certs import new_ca
+from tests.e2e.conftest import wait_until as _wait
 from tests.integration.conftest import JSON, KUBECTL, ServerProcess, start_server
 
 pytestmark = pytest.mark.etcd
@@ -72,15 +73,6 @@ def cluster(etcd: EtcdCluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
         finally:
             stop_process(sim, 20)
             log.close()
-
-
-def _wait(what: str, check: object, within: float = 30.0) -> None:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if callable(check) and check():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"not within {within} s: {what}")
 
 
 def test_node_leases_renew(cluster: Cluster) -> None:
@@ -562,3 +554,35 @@ def test_node_conditions_read_as_the_kubelet_writes_them(cluster: Cluster) -> No
     described = cluster.kubectl("describe", "node", node)
     assert re.search(r"Ready\s+True\s+.+KubeletReady\s+kubelet is posting ready status",
                      described), described  # fmt: skip
+
+
+def test_no_controllers_leaves_scheduling_and_controllers_to_a_real_control_plane(
+    etcd: EtcdCluster, tmp_path: Path
+) -> None:
+    """``watchcache sim --no-controllers`` (what ``watchcache lab --no-controllers``
+    runs beside a real kube-controller-manager and kube-scheduler): the kubelets renew
+    and run the pods bound to their nodes; nothing schedules, reconciles a ReplicaSet or
+    makes a namespace's default ServiceAccount."""
+    with start_server(etcd.endpoints, None, "--lifecycle-controllers=true") as server:
+        plan = seed.Plan(pods=0, nodes=1, namespaces=1, configmaps=0)
+        assert asyncio.run(seed.seed_with_progress(server.url, plan, quiet=True)).ok
+        log = open(tmp_path / "sim.log", "wb")  # noqa: SIM115 - the child's, closed below
+        sim = subprocess.Popen(cli_command("sim", "--server", server.url, "--renew-seconds",
+                                           "1", "--churn", "0", "--no-controllers"),
+                               stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        try:
+            cluster = Cluster(server, write_kubeconfig(tmp_path / "kubeconfig", server.url),
+                              sim, "")  # fmt: skip
+            node = seed.node_name(0)
+            cluster.kubectl("run", "bound", "--image=nginx",
+                            f"--overrides={{\"spec\": {{\"nodeName\": \"{node}\"}}}}")
+            cluster.kubectl("run", "unbound", "--image=nginx")
+            cluster.kubectl("create", "namespace", "plain")
+            cluster.kubectl("wait", "--for=condition=Ready", "pod/bound", "--timeout=30s",
+                            timeout=40)  # fmt: skip
+            time.sleep(3)  # what a simulated scheduler or controller would have done by now
+            assert not cluster.json("get", "pod", "unbound")["spec"].get("nodeName")
+            assert cluster.json("get", "serviceaccounts", "-n", "plain")["items"] == []
+        finally:
+            stop_process(sim, 20)
+            log.close()

@@ -4,6 +4,7 @@ discovery, 406 for nothing acceptable."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 
 import aiohttp
 import orjson
@@ -215,7 +216,8 @@ async def test_streaming_list_on_the_uncached_store_ends_with_the_bookmark(
         assert (added["type"], added["object"]["metadata"]["name"]) == ("ADDED", "s1")
         assert bookmark["type"] == "BOOKMARK"
         meta = bookmark["object"]["metadata"]
-        assert meta["annotations"] == {"k8s.io/initial-events-end": "true"}
+        assert meta["annotations"]["k8s.io/initial-events-end"] == "true"
+        assert "kubernetes.io/initial-events-list-blueprint" in meta["annotations"]
         assert int(meta["resourceVersion"]) >= int(added["object"]["metadata"]["resourceVersion"])
         await create(http, f"/api/v1/namespaces/{namespace}/pods", pod_body("s2"))
         later = orjson.loads(await resp.content.readline())
@@ -250,6 +252,26 @@ async def test_system_namespaces_exist(http: aiohttp.ClientSession) -> None:
             assert (await resp.json())["status"] == {"phase": "Active"}
     async with http.get("/readyz?verbose") as resp:
         assert "[+]poststarthook/start-system-namespaces-controller ok" in await resp.text()
+
+
+async def test_the_legacy_token_tracking_config_map_is_written_at_start(
+    http: aiohttp.ClientSession,
+) -> None:
+    """kube-controller-manager's legacy token cleaner reads it (an error every sync
+    while it is missing): the date from which legacy token use is tracked."""
+    path = "/api/v1/namespaces/kube-system/configmaps/"
+    path += "kube-apiserver-legacy-service-account-token-tracking"
+    deadline = asyncio.get_running_loop().time() + 10
+    while True:
+        async with http.get(path) as resp:
+            if resp.status == 200 or asyncio.get_running_loop().time() > deadline:
+                assert resp.status == 200, await resp.text()
+                since = (await resp.json())["data"]["since"]
+                break
+        await asyncio.sleep(0.2)
+    assert since == dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    async with http.get("/readyz?verbose") as resp:
+        assert "[+]poststarthook/start-legacy-token-tracking-controller ok" in await resp.text()
 
 
 async def test_pathological_bodies_are_400(http: aiohttp.ClientSession, namespace: str) -> None:

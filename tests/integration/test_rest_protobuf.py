@@ -10,6 +10,7 @@ test: our converter is not used to check itself.
 from __future__ import annotations
 
 import asyncio
+import base64
 import struct
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -44,6 +45,10 @@ WatchEvent = cls("k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent")
 DeleteOptions = cls("k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions")
 APIVersions = cls("k8s.io.apimachinery.pkg.apis.meta.v1.APIVersions")
 APIResourceList = cls("k8s.io.apimachinery.pkg.apis.meta.v1.APIResourceList")
+PartialObjectMetadata = cls("k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata")
+PartialObjectMetadataList = cls("k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadataList")
+BLUEPRINT = "kubernetes.io/initial-events-list-blueprint"
+EMPTY_LIST_META = b"\n\x06\n\x00\x12\x00\x1a\x00"  # metadata{selfLink, resourceVersion, continue}
 
 
 def envelope(api_version: str, kind: str, msg: Message | bytes) -> bytes:
@@ -215,9 +220,11 @@ def frames(data: bytes) -> list[tuple[str, str, str, bytes]]:
     return out
 
 
-async def _watch(http: aiohttp.ClientSession, path: str, until: int) -> bytes:
+async def _watch(
+    http: aiohttp.ClientSession, path: str, until: int, accept: str = f"{PB};stream=watch"
+) -> bytes:
     """The raw body of a protobuf watch, read until ``until`` frames arrived."""
-    headers = {"Accept": f"{PB};stream=watch"}
+    headers = {"Accept": accept}
     async with http.get(path, headers=headers) as resp:
         assert resp.status == 200
         assert resp.headers["Content-Type"] == f"{PB};stream=watch"
@@ -272,6 +279,37 @@ async def test_watch_frames(http: aiohttp.ClientSession, ns: str) -> None:
     assert got[1][0] == "BOOKMARK" and got[1][2] == "ConfigMap"
     bookmark = ConfigMap.FromString(got[1][3])
     assert bookmark.metadata.annotations["k8s.io/initial-events-end"] == "true"
+
+
+async def test_watch_list_in_protobuf_as_partial_object_metadata_carries_the_blueprint(
+    http: aiohttp.ClientSession, ns: str
+) -> None:
+    """What client-go's metadata informers send (protobuf first): PartialObjectMetadata
+    objects, and an end bookmark whose blueprint is an empty PartialObjectMetadataList
+    envelope (the object stream's encoding), as 1.32's watchListTransformer makes it;
+    without ``as=``, the blueprint is the resource's empty List envelope."""
+    cms = f"/api/v1/namespaces/{ns}/configmaps"
+    await create(http, cms, {"metadata": {"name": "m0"}, "data": {"k": "v"}})
+    query = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+    query += "&allowWatchBookmarks=true"
+    accept = f"{PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+    got = frames(await _watch(http, f"{cms}?{query}", 2, accept))
+    assert [(t, v, k) for t, v, k, _ in got] == [
+        ("ADDED", "meta.k8s.io/v1", "PartialObjectMetadata"),
+        ("BOOKMARK", "meta.k8s.io/v1", "PartialObjectMetadata"),
+    ]
+    assert PartialObjectMetadata.FromString(got[0][3]).metadata.name == "m0"
+    annotations = PartialObjectMetadata.FromString(got[1][3]).metadata.annotations
+    assert annotations["k8s.io/initial-events-end"] == "true"
+    version, kind, raw = open_envelope(base64.b64decode(annotations[BLUEPRINT]))
+    assert (version, kind) == ("meta.k8s.io/v1", "PartialObjectMetadataList")
+    # an empty ListMeta as Go's generated marshaller writes it (its strings always)
+    assert raw == EMPTY_LIST_META and not PartialObjectMetadataList.FromString(raw).items
+
+    got = frames(await _watch(http, f"{cms}?{query}", 2))
+    end = ConfigMap.FromString(got[1][3]).metadata.annotations
+    version, kind, raw = open_envelope(base64.b64decode(end[BLUEPRINT]))
+    assert (version, kind, raw) == ("v1", "ConfigMapList", EMPTY_LIST_META)
 
 
 async def test_watch_error_event_is_a_protobuf_status(

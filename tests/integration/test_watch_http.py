@@ -5,6 +5,7 @@ real clients on top: the official Python client's ``watch.Watch().stream`` and
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import subprocess
 import uuid
@@ -25,6 +26,8 @@ pytestmark = pytest.mark.etcd
 
 JSON = dict[str, Any]
 EVENT_TIMEOUT = 10.0
+BLUEPRINT = "kubernetes.io/initial-events-list-blueprint"
+AS_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
 
 @pytest.fixture(scope="module")
@@ -116,11 +119,63 @@ async def test_bookmarks_and_streaming_list_over_http(http: aiohttp.ClientSessio
         periodic = await next_event(resp)
     assert (added["type"], added["object"]["metadata"]["name"]) == ("ADDED", "a")
     assert end["type"] == "BOOKMARK"
-    assert end["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    annotations = end["object"]["metadata"]["annotations"]
+    assert annotations["k8s.io/initial-events-end"] == "true"
+    assert base64.b64decode(annotations[BLUEPRINT]) == (
+        b'{"kind":"PodList","apiVersion":"v1","metadata":{},"items":null}\n'
+    )  # client-go 1.32's WatchList decodes its list from it
     assert int(rv(end["object"])) >= int(rv(a))
     assert (live["type"], live["object"]["metadata"]["name"]) == ("ADDED", "b")
     assert periodic["type"] == "BOOKMARK" and periodic["object"]["kind"] == "Pod"
     assert int(rv(periodic["object"])) >= int(rv(b))
+
+
+async def test_watch_list_as_partial_object_metadata_sends_metadata_and_the_blueprint(
+    http: aiohttp.ClientSession, ns: str
+) -> None:
+    """client-go's metadata client (garbage collector, quota) watches and WatchLists with
+    ``as=PartialObjectMetadata``: every event's object is one, the end bookmark too, and
+    the blueprint is an empty PartialObjectMetadataList."""
+    await create(http, pods(ns), pod_body("a"))
+    query = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+    query += "&allowWatchBookmarks=true&timeoutSeconds=10"
+    headers = {"Accept": AS_METADATA}
+    async with http.get(f"{pods(ns)}?{query}", headers=headers) as resp:
+        assert resp.status == 200, await resp.text()
+        added, end = await next_event(resp), await next_event(resp)
+        await create(http, pods(ns), pod_body("b"))
+        live = await next_event(resp)
+        while live["type"] == "BOOKMARK":
+            live = await next_event(resp)
+    for event in (added, end, live):
+        assert event["object"]["kind"] == "PartialObjectMetadata", event
+        assert event["object"]["apiVersion"] == "meta.k8s.io/v1"
+        assert set(event["object"]) == {"kind", "apiVersion", "metadata"}
+    assert (added["object"]["metadata"]["name"], live["object"]["metadata"]["name"]) == ("a", "b")
+    annotations = end["object"]["metadata"]["annotations"]
+    assert annotations["k8s.io/initial-events-end"] == "true"
+    assert base64.b64decode(annotations[BLUEPRINT]) == (
+        b'{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1",'
+        b'"metadata":{},"items":null}\n'
+    )
+
+
+async def test_plain_watch_as_partial_object_metadata_has_no_blueprint(
+    http: aiohttp.ClientSession, ns: str
+) -> None:
+    """A watch that is not a WatchList: PartialObjectMetadata events (not the full
+    objects of the next media range), bookmarks without the blueprint."""
+    a = await create(http, pods(ns), pod_body("a"))
+    query = f"watch=1&resourceVersion={rv(a)}&allowWatchBookmarks=true&timeoutSeconds=10"
+    async with http.get(f"{pods(ns)}?{query}", headers={"Accept": AS_METADATA}) as resp:
+        await create(http, pods(ns), pod_body("b"))
+        live = await next_event(resp)
+        periodic = await next_event(resp)
+        while periodic["type"] != "BOOKMARK":
+            periodic = await next_event(resp)
+    assert live["object"]["kind"] == periodic["object"]["kind"] == "PartialObjectMetadata"
+    assert live["object"]["metadata"]["name"] == "b"
+    assert BLUEPRINT not in (periodic["object"]["metadata"].get("annotations") or {})
 
 
 async def test_rv0_list_from_cache_ignores_limit(http: aiohttp.ClientSession, ns: str) -> None:

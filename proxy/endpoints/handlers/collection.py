@@ -196,7 +196,9 @@ def _event_line(event_type: str, data: bytes) -> bytes:
 async def watch_objects(
     request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
-    fmt = negotiation.response_format(request, is_list=True, resource=store.resource)
+    fmt = negotiation.response_format(
+        request, is_list=True, resource=store.resource, watch=True
+    )
     as_protobuf = fmt.media_type == protobuf.MEDIA_TYPE
     frame = protobuf.watch_frame if as_protobuf else _event_line
     query = parse_list_query(request.query, watch=True)
@@ -210,7 +212,9 @@ async def watch_objects(
     )
     watcher = await store.watch(_namespace(info, store), opts)
     ctx.watchers.add(watcher)
-    encode = responsewriters.watch_encoder(fmt, store.resource, request)
+    # upstream's isListWatchRequest: only a WatchList's end bookmark has the blueprint
+    watch_list = bool(query.send_initial_events and query.allow_watch_bookmarks)
+    encode = responsewriters.watch_encoder(fmt, store.resource, request, watch_list=watch_list)
     try:
         response = web.StreamResponse(status=200)
         response.headers["Content-Type"] = (

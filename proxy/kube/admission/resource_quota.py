@@ -14,7 +14,8 @@ Tracked: ``count/<resource>[.<group>]`` of any served resource; ``pods``, ``serv
 ``configmaps``, ``secrets``, ``persistentvolumeclaims``, ``replicationcontrollers``,
 ``resourcequotas``, ``services.loadbalancers``, ``services.nodeports``; pods'
 ``requests.*``/``limits.*``/``cpu``/``memory``/``ephemeral-storage`` (terminated pods
-do not count); PVCs' ``requests.storage``. Quota scopes are not evaluated.
+do not count); PVCs' ``requests.storage``. A quota with scopes counts and limits only
+the pods its scopes select (``quota_scopes``), as the quota controller counts them.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from proxy import apierrors
 from proxy.admission.attributes import CREATE, UPDATE, Attributes
 from proxy.admission.interfaces import Plugin
 from proxy.apimachinery import quantity as kq
+from proxy.kube.admission.quota_scopes import matches_scopes
 
 __all__ = ["ResourceQuota", "usage"]
 
@@ -144,7 +146,7 @@ class ResourceQuota(Plugin):
                 (attrs.resource.group, attrs.resource.plural) != ("", "resourcequotas")):
             return
         hard: JSON = (attrs.object.get("spec") or {}).get("hard") or {}
-        used = await self._used(attrs.namespace, hard)
+        used = await self._used(attrs.namespace, attrs.object)
         attrs.object["status"] = {"hard": dict(hard),
                                   "used": {n: str(used.get(n, ZERO)) for n in hard}}
 
@@ -162,6 +164,8 @@ class ResourceQuota(Plugin):
         touched: list[tuple[JSON, Usage]] = []
         for quota in sorted(quotas, key=lambda q: str(q["metadata"]["name"])):
             hard: JSON = (quota.get("spec") or {}).get("hard") or {}
+            if (group, plural) == ("", "pods") and not matches_scopes(quota, attrs.object):
+                continue  # a scoped quota that does not select this pod
             if (group, plural) == ("", "pods") and attrs.operation == CREATE:
                 missing = _missing_compute(hard, (attrs.object.get("spec") or {}))
                 if missing:
@@ -171,7 +175,7 @@ class ResourceQuota(Plugin):
             relevant = [n for n in hard if n in delta]
             if not relevant:
                 continue
-            used = await self._used(attrs.namespace, hard)
+            used = await self._used(attrs.namespace, quota)
             limits = {n: q for n in hard if (q := kq.parse(hard[n])) is not None}
             exceeded = [n for n in relevant if n in limits and
                         _add(used.get(n), delta[n]).value > limits[n].value]
@@ -186,8 +190,10 @@ class ResourceQuota(Plugin):
             for quota, used_after in touched:
                 await self._write_status(quota, used_after)
 
-    async def _used(self, namespace: str, hard: JSON) -> Usage:
-        """The namespace's usage of every resource ``hard`` names, counted now."""
+    async def _used(self, namespace: str, quota: JSON) -> Usage:
+        """The namespace's usage of every resource the quota's ``hard`` names, counted
+        now (pods: those its scopes select)."""
+        hard: JSON = (quota.get("spec") or {}).get("hard") or {}
         kinds: set[tuple[str, str]] = set()
         for name in hard:
             counted = _counted_resource(name)
@@ -202,6 +208,8 @@ class ResourceQuota(Plugin):
         used: Usage = {name: ZERO for name in hard}
         for group, plural in kinds:
             for obj in await self.lookup.list(group, plural, namespace, fresh=True):
+                if (group, plural) == ("", "pods") and not matches_scopes(quota, obj):
+                    continue
                 for name, amount in usage(group, plural, obj).items():
                     if name in hard:
                         used[name] = _add(used[name], amount)

@@ -1,12 +1,18 @@
 """The bootstrap controllers kube-apiserver runs as post-start hooks, by their hook
-names: ``bootstrap-controller`` (the kubernetes Service and its endpoints) and
-``start-cluster-authentication-info-controller`` (extension-apiserver-authentication);
-each ``/readyz``'s ``poststarthook/<name>`` passes once it has written its objects."""
+names: ``bootstrap-controller`` (the kubernetes Service and its endpoints),
+``start-cluster-authentication-info-controller`` (extension-apiserver-authentication)
+and ``start-legacy-token-tracking-controller``; each ``/readyz``'s
+``poststarthook/<name>`` passes once it has written its objects (the last one at once,
+as upstream's only starts its controller)."""
 
 from __future__ import annotations
 
 from proxy.kube.bootstrap.cluster_authentication import ClusterAuthentication, authentication_data
 from proxy.kube.bootstrap.kubernetes_service import KubernetesService, advertise_address
+from proxy.kube.bootstrap.legacy_token_tracking import (
+    LEGACY_TOKEN_TRACKING_HOOK,
+    track_legacy_tokens,
+)
 from proxy.server.context import APIContext
 from proxy.server.post_start_hooks import PostStartHooks
 
@@ -17,7 +23,7 @@ AUTHENTICATION_INFO_HOOK = "start-cluster-authentication-info-controller"
 
 
 def add_hooks(hooks: PostStartHooks, ctx: APIContext) -> None:
-    """Declare both controllers (after the system namespaces they write into)."""
+    """Declare the controllers (after the system namespaces they write into)."""
     settings = ctx.settings
     address = advertise_address(settings.advertise_address, settings.bind_address)
     service = KubernetesService(
@@ -27,6 +33,11 @@ def add_hooks(hooks: PostStartHooks, ctx: APIContext) -> None:
         reconcile=settings.endpoint_reconciler_type != "none",
     )
     after = ("start-system-namespaces-controller",)
-    hooks.add(BOOTSTRAP_CONTROLLER_HOOK, service.run, after=after, ready=service.ready.is_set)
+    # with --workers, in the Lease holder alone (one writer of the Service, its
+    # endpoints and the ConfigMap, not one per worker)
+    hooks.add(BOOTSTRAP_CONTROLLER_HOOK, service.run, after=after, ready=service.ready.is_set,
+              elected=True)  # fmt: skip
     trust = ClusterAuthentication(authentication_data(settings))
-    hooks.add(AUTHENTICATION_INFO_HOOK, trust.run, after=after, ready=trust.ready.is_set)
+    hooks.add(AUTHENTICATION_INFO_HOOK, trust.run, after=after, ready=trust.ready.is_set,
+              elected=True)  # fmt: skip
+    hooks.add(LEGACY_TOKEN_TRACKING_HOOK, track_legacy_tokens, after=after, ready=lambda: True)

@@ -51,6 +51,22 @@ def test_parse_accept_not_acceptable() -> None:
         )
 
 
+def test_a_watch_takes_partial_object_metadata_for_its_events() -> None:
+    """client-go's metadata client watches with as=PartialObjectMetadata (protobuf first)."""
+    header = (
+        f"{PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,"
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+    )
+    # a kind without protobuf: the JSON range of the same conversion
+    assert parse_accept(header, is_list=True, watch=True) == (
+        AcceptedFormat("partial", "application/json", "v1")
+    )
+    assert parse_accept(header, is_list=True, watch=True, protobuf=True) == (
+        AcceptedFormat("partial", PB, "v1")
+    )
+    assert parse_accept(header, is_list=True, protobuf=True) == AcceptedFormat("json")  # a LIST
+
+
 def test_content_types() -> None:
     assert parse_accept(KUBECTL_GET).content_type == "application/json;as=Table;v=v1;g=meta.k8s.io"
     assert AcceptedFormat("json").content_type == "application/json"
