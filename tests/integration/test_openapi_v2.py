@@ -43,9 +43,9 @@ async def test_openapi_v2_publishes_custom_resource_definitions(
     code, doc, etag = await swagger(http)
     assert code == 200 and doc["swagger"] == "2.0"
     pod = doc["definitions"]["io.k8s.api.core.v1.Pod"]
-    # a described reference is wrapped in allOf, as kube-openapi writes it
-    spec_ref = {"$ref": "#/definitions/io.k8s.api.core.v1.PodSpec"}
-    assert pod["properties"]["spec"]["allOf"] == [spec_ref]
+    # a described reference is the reference with its description, as v2 writes it
+    assert pod["properties"]["spec"]["$ref"] == "#/definitions/io.k8s.api.core.v1.PodSpec"
+    assert "allOf" not in pod["properties"]["spec"]
     int_or_string = doc["definitions"]["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]
     assert (int_or_string["type"], int_or_string["format"]) == ("string", "int-or-string")
     assert (await swagger(http, etag))[0] == 304
@@ -68,3 +68,26 @@ async def test_openapi_v2_publishes_custom_resource_definitions(
 
 
 PROTOBUF_V2 = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+
+
+async def test_a_crd_preserving_unknown_fields_at_its_root_is_an_open_object_in_v2(
+    http: aiohttp.ClientSession,
+) -> None:
+    """The conformance spec 'works for CRD without validation schema': a root that keeps
+    unknown fields is published as ``type: object`` alone (kubectl would otherwise
+    refuse any field it does not list)."""
+    group = unique_group()
+    body = crd_body(group)
+    version = body["spec"]["versions"][0]
+    version["schema"] = {"openAPIV3Schema": {"type": "object",
+                                             "x-kubernetes-preserve-unknown-fields": True}}
+    version.pop("subresources", None)
+    version.pop("selectableFields", None)
+    version["additionalPrinterColumns"] = []
+    await install_crd(http, body)
+    name = rest_friendly(group, "v1", "Widget")
+    await until(http, lambda definitions: name in definitions)
+    assert (await swagger(http))[1]["definitions"][name] == {
+        "type": "object",
+        "x-kubernetes-group-version-kind": [{"group": group, "kind": "Widget", "version": "v1"}],
+    }
