@@ -39,6 +39,7 @@ from lab.page.server import LabPage
 from lab.pki import ADMIN, LEARNER, LabPKI
 from lab.sim.cluster import Simulation, add_sim_arguments
 from lab.state import LabState, NoLab
+from proxy.server.certs import CertKey
 
 __all__ = ["Lab", "main"]
 
@@ -167,8 +168,10 @@ class Lab:
             start_extension, self.server.url, ext_pki, new_log(self.dir / "extension.log")
         )
         if self.a.sim:
+            # the lab CA signs approved CSRs (kube-controller-manager's cluster signing)
+            ca = CertKey((pki.dir / "ca.crt").read_bytes(), (pki.dir / "ca.key").read_bytes())
             self.sim = Simulation(self.server.url, churn=self.a.churn,
-                                  root_ca=(pki.dir / "ca.crt").read_text(),
+                                  root_ca=ca.cert_pem.decode(), cluster_signing=ca,
                                   controllers=self.a.controllers)  # fmt: skip
             self.sim.start()
         if self.a.page:
@@ -335,8 +338,10 @@ Ctrl-C stops everything."""
 
 """
         return f"""  cluster  simulated: a kubelet per node (Lease every 10 s), a scheduler,
-           ReplicaSet, Deployment and Job controllers, {self.a.churn:g} container
-           restarts/s (--churn RATE, --no-sim: none of it)
+           ReplicaSet, Deployment, Job, disruption, node lifecycle and CSR
+           signing controllers, {self.a.churn:g} container restarts/s
+           (--churn RATE, --no-sim: none of it); stop a node's kubelet with
+           kubectl annotate node NODE lab.watchcache.io/kubelet=stopped
 
 """
 

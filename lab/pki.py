@@ -13,7 +13,8 @@ from pathlib import Path
 
 from proxy.server.certs import SERVING_DNS_NAMES, CertKey, new_ca, sign
 
-__all__ = ["ADMIN", "LEARNER", "MONITORING", "TOKEN_USER", "LabPKI", "main"]
+__all__ = ["ADMIN", "KUBELET_CLIENT", "LEARNER", "MONITORING", "TOKEN_USER", "LabPKI",
+           "kubelet_client_flags", "main"]
 
 ADMIN = ("lab-admin", ("system:masters",))
 LEARNER = ("learner", ("learners",))
@@ -21,6 +22,18 @@ LEARNER = ("learner", ("learners",))
 # system:monitoring read /metrics and the health endpoints, nothing else
 MONITORING = ("prometheus", ("system:monitoring",))
 TOKEN_USER = "token-user"
+# the API server's identity towards the kubelets (kubeadm's apiserver-kubelet-client)
+KUBELET_CLIENT = ("kube-apiserver-kubelet-client", ("kubeadm:cluster-admins",))
+
+
+def kubelet_client_flags(directory: Path) -> tuple[str, ...]:
+    """The API server's flags to reach the simulated kubelets: its client certificate
+    (the kubelets' CA is the lab CA) and their addresses (a node's InternalIP: the
+    Hostname does not resolve on this host; kubeadm clusters often set the same)."""
+    name = KUBELET_CLIENT[0]
+    return (f"--kubelet-client-certificate={directory / f'{name}.crt'}",
+            f"--kubelet-client-key={directory / f'{name}.key'}",
+            "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -37,7 +50,7 @@ class LabPKI:
         server = sign(ca, "watchcache", dns_names=(*SERVING_DNS_NAMES, *dns_names),
                       ips=("127.0.0.1", "::1"), server=True)  # fmt: skip
         server.write(directory / "apiserver.crt", directory / "apiserver.key")
-        for name, groups in (ADMIN, LEARNER):
+        for name, groups in (ADMIN, LEARNER, KUBELET_CLIENT):
             sign(ca, name, organizations=groups, client=True).write(
                 directory / f"{name}.crt", directory / f"{name}.key"
             )
@@ -55,6 +68,7 @@ class LabPKI:
             f"--client-ca-file={d / 'ca.crt'}",
             f"--token-auth-file={d / 'tokens.csv'}",
             f"--cert-dir={d}",  # the service-account signing key is generated here
+            *kubelet_client_flags(d),
         )
 
     @property

@@ -96,7 +96,10 @@ def pod_ip(i: int) -> str:
 
 
 def node_ip(i: int) -> str:
-    return f"172.20.{(i >> 8) & 255}.{i & 255}"
+    """Node ``i``'s InternalIP: on this host's loopback (127.0.0.0/8 is all loopback),
+    so the API server reaches the simulated kubelet there (the same length as a
+    172.20.x.y address: the seeded bytes do not change)."""
+    return f"127.20.{(i >> 8) & 255}.{i & 255}"
 
 
 def namespace(i: int) -> JSONObject:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 # name -> (module, help). Each module exposes ``main(argv: list[str]) -> int``.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("proxy.app.server", "run the API server in front of etcd"),
+    "serve": ("proxy.app.workers", "run the API server in front of etcd"),
     "etcd": ("lab.etcd_cli", "run a local real etcd (one member or a cluster)"),
     "lab": ("lab.lab_cli", "start etcd + server, seed objects, show the guide"),
     "seed": ("lab.seed", "seed pods, nodes, namespaces and configmaps"),

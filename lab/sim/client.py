@@ -41,7 +41,8 @@ class Client:
     """kubernetes-asyncio's ApiClient for ``server`` as ``watchcache-sim-<name>/0.1``
     (then `` (<detail>)``, e.g. the node a kubelet runs).
 
-    ``core``, ``apps``, ``batch`` and ``coordination`` are the generated API groups; ``call`` runs
+    ``core``, ``apps``, ``batch``, ``coordination``, ``policy`` and ``certificates`` are
+    the generated API groups; ``call`` runs
     one of their methods and returns the decoded JSON answer.
     """
 
@@ -54,6 +55,8 @@ class Client:
         self.apps = k8s.AppsV1Api(self.api)
         self.batch = k8s.BatchV1Api(self.api)
         self.coordination = k8s.CoordinationV1Api(self.api)
+        self.policy = k8s.PolicyV1Api(self.api)
+        self.certificates = k8s.CertificatesV1Api(self.api)
 
     async def call(self, method: Callable[..., Awaitable[Any]], *args: Any, **kw: Any) -> JSON:
         """``method(*args, **kw)`` of a generated API; its JSON answer, or APIError."""

@@ -1,20 +1,23 @@
 """The simulated cluster: node agents, a scheduler, the ReplicaSet, Deployment and Job
 controllers, the garbage collector, the namespace, serviceaccounts and root CA publisher
+controllers, the disruption, node lifecycle (with taint eviction) and CSR signing
 controllers, background churn and one Event recorder they share, all ordinary API
 clients of one server. The server should run with
 ``--lifecycle-controllers=true`` (the lab passes it), so that DELETE leaves to these
 controllers what kube-apiserver leaves to kubelets and kube-controller-manager.
 
-    watchcache sim --server URL [--churn RATE] [--renew-seconds 10] [--root-ca-file CA] [-v]
+    watchcache sim --server URL [--churn RATE] [--renew-seconds 10] [--root-ca-file CA]
+                   [--cluster-signing-cert-file CA --cluster-signing-key-file KEY]
+                   [--node-monitor-period 5] [--node-monitor-grace-period 50] [-v]
 
 ``watchcache lab`` runs it in its own process after seeding (``--no-sim`` switches it
 off); ``watchcache sim`` runs it alone against any server. ``--no-controllers`` keeps
 only the node agents (kubelets), their Events and the churn: the real
 kube-controller-manager and kube-scheduler then do what the scheduler and controllers
-here would (docs/conformance.md). The controllers share their
-informers as kube-controller-manager's do: one nodes, pods, ReplicaSets, Deployments, Jobs
-and namespaces informer for the control plane (the node agents each watch only their own
-node's pods).
+here would (docs/conformance.md). The controllers share their informers as
+kube-controller-manager's do: one nodes, pods, ReplicaSets, Deployments, Jobs,
+namespaces, PodDisruptionBudgets and CSRs informer for the control plane (the node
+agents each watch only their own node's pods).
 """
 
 from __future__ import annotations
@@ -29,18 +32,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lab.sim.certificate_signer import CSRSigningController
 from lab.sim.churn import Churn
 from lab.sim.client import Client
 from lab.sim.deployment import DeploymentController
+from lab.sim.disruption import DisruptionController
 from lab.sim.events import EventBroadcaster
 from lab.sim.garbage_collector import GarbageCollector
 from lab.sim.informer import Informer
 from lab.sim.job import JobController
 from lab.sim.namespace_controller import NamespaceController
 from lab.sim.node_agent import RENEW_SECONDS, STATUS_SECONDS, NodeAgents
+from lab.sim.node_lifecycle import GRACE_PERIOD, MONITOR_PERIOD, NodeLifecycleController
 from lab.sim.replicaset import ReplicaSetController
 from lab.sim.scheduler import Scheduler
 from lab.sim.serviceaccounts import RootCACertPublisher, ServiceAccountsController
+from proxy.server.certs import CertKey
 
 __all__ = ["DEFAULT_CHURN", "Simulation", "main"]
 
@@ -59,8 +66,15 @@ class Simulation:
     renew_seconds: float = RENEW_SECONDS
     status_seconds: float = STATUS_SECONDS
     # the cluster's root CA (PEM) the root CA publisher puts in every namespace's
-    # kube-root-ca.crt ConfigMap (kube-controller-manager's --root-ca-file); "": none
+    # kube-root-ca.crt ConfigMap (kube-controller-manager's --root-ca-file), and the CA
+    # the kubelets authenticate the API server's client certificate with (their
+    # --client-ca-file); "": none published, no kubelet API served
     root_ca: str = ""
+    # the CA the CSR signer issues certificates from (kube-controller-manager's
+    # --cluster-signing-cert-file/--cluster-signing-key-file); None: no signer
+    cluster_signing: CertKey | None = None
+    node_monitor_period: float = MONITOR_PERIOD
+    node_monitor_grace_period: float = GRACE_PERIOD
     # False: node agents, Events and churn only (a real control plane runs the rest)
     controllers: bool = True
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -79,8 +93,13 @@ class Simulation:
         self.jobs = Informer(informers, informers.batch.list_job_for_all_namespaces,
                              name="jobs")  # fmt: skip
         self.namespaces = Informer(informers, core.list_namespace, name="namespaces")
+        self.budgets = Informer(informers,
+                                informers.policy.list_pod_disruption_budget_for_all_namespaces,
+                                name="poddisruptionbudgets")  # fmt: skip
+        self.csrs = Informer(informers, informers.certificates.list_certificate_signing_request,
+                             name="certificatesigningrequests")  # fmt: skip
         self.events = events = EventBroadcaster(self.server)
-        self.agents = NodeAgents(self.server, self.nodes, events,
+        self.agents = NodeAgents(self.server, self.nodes, events, client_ca=self.root_ca,
                                  renew_seconds=self.renew_seconds,
                                  status_seconds=self.status_seconds)  # fmt: skip
         self.churner = Churn(self.agents, self.churn)
@@ -108,12 +127,21 @@ class Simulation:
         self.namespace_controller = NamespaceController(self.server, self.namespaces)
         self.serviceaccounts_controller = ServiceAccountsController(self.server,
                                                                     self.namespaces)  # fmt: skip
+        self.disruption_controller = DisruptionController(
+            self.server, self.budgets, self.pods, self.replicasets, self.deployments, events)
+        self.node_lifecycle_controller = NodeLifecycleController(
+            self.server, self.nodes, self.pods, events, monitor_period=self.node_monitor_period,
+            grace_period=self.node_monitor_grace_period)  # fmt: skip
+        signer = ([CSRSigningController(self.server, self.csrs, self.cluster_signing).run(),
+                   self.csrs.run()] if self.cluster_signing else [])  # fmt: skip
         publisher = ([RootCACertPublisher(self.server, self.namespaces, self.root_ca).run()]
                      if self.root_ca else [])  # fmt: skip
         return [self.scheduler.run(), self.replicaset_controller.run(),
                 self.deployment_controller.run(), self.job_controller.run(),
                 self.garbage_collector.run(), self.namespace_controller.run(),
                 self.serviceaccounts_controller.run(), *publisher, self.namespaces.run(),
+                self.disruption_controller.run(), self.node_lifecycle_controller.run(),
+                *signer, self.budgets.run(),
                 self.replicasets.run(), self.deployments.run(), self.jobs.run()]  # fmt: skip
 
     async def stop(self) -> None:
@@ -146,8 +174,10 @@ async def _logged(coro: Coroutine[Any, Any, None]) -> None:
         raise
 
 
-async def _run(a: argparse.Namespace, root_ca: str) -> int:
+async def _run(a: argparse.Namespace, root_ca: str, signing: CertKey | None) -> int:
     sim = Simulation(a.server, churn=a.churn, renew_seconds=a.renew_seconds, root_ca=root_ca,
+                     cluster_signing=signing, node_monitor_period=a.node_monitor_period,
+                     node_monitor_grace_period=a.node_monitor_grace_period,
                      controllers=a.controllers)  # fmt: skip
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -178,12 +208,25 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="watchcache sim", description=__doc__.split("\n\n")[0])
     p.add_argument("--server", required=True, help="the API server's URL")
     add_sim_arguments(p)
+    p.add_argument("--cluster-signing-cert-file", default="",
+                   help="the CA (PEM) that issues the certificates of approved CSRs")
+    p.add_argument("--cluster-signing-key-file", default="", help="that CA's key (PEM)")
+    p.add_argument("--node-monitor-period", type=float, default=MONITOR_PERIOD,
+                   help=f"how often node health is checked (default {MONITOR_PERIOD:.0f} s)")
+    p.add_argument("--node-monitor-grace-period", type=float, default=GRACE_PERIOD,
+                   help="how long a node may stay silent before it is NotReady "
+                   f"(default {GRACE_PERIOD:.0f} s)")  # fmt: skip
     p.add_argument("--root-ca-file", default="",
                    help="the cluster's root CA (PEM), published in every namespace as the "
-                   "kube-root-ca.crt ConfigMap (default: none published)")  # fmt: skip
+                   "kube-root-ca.crt ConfigMap and trusted by the node agents' kubelet API "
+                   "for the API server's client certificate (default: neither)")  # fmt: skip
     p.add_argument("-v", "--verbose", action="store_true", help="log every retry")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # fmt: skip
     root_ca = Path(a.root_ca_file).read_text() if a.root_ca_file else ""
-    return asyncio.run(_run(a, root_ca))
+    signing = None
+    if a.cluster_signing_cert_file and a.cluster_signing_key_file:
+        signing = CertKey(Path(a.cluster_signing_cert_file).read_bytes(),
+                          Path(a.cluster_signing_key_file).read_bytes())  # fmt: skip
+    return asyncio.run(_run(a, root_ca, signing))

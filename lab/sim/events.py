@@ -17,8 +17,8 @@ correlator (client-go's ``EventCorrelator``) decides what reaches the server:
   of that Event's ``count`` and ``lastTimestamp`` instead of a new object; a patch that
   finds it gone (expired with ``--event-ttl``) creates it again.
 
-Writes are core/v1 Events (``events.k8s.io/v1`` is not served by the server yet; the
-record package writes core/v1 too), named ``<object>.<hex nanoseconds>``, in the
+Writes are core/v1 Events (as the record package writes them; the server shows the
+same objects through ``events.k8s.io/v1`` too), named ``<object>.<hex nanoseconds>``, in the
 object's namespace (``default`` for a cluster-scoped object such as a Node), and the
 writer keeps to ``qps`` writes a second (burst ``burst``) so the simulated cluster's
 Events stay a small part of what the server does.

@@ -17,12 +17,20 @@ Every node of the cluster gets an agent (``watchcache-sim-kubelet/0.1 (NODE)``) 
   annotation asks for (0 by default). The pod then goes ``Succeeded`` (code 0) or
   ``Failed`` (restartPolicy ``Never``); otherwise (``OnFailure``, ``Always``) the
   container restarts, as the kubelet restarts it, and runs again;
+- serves the kubelet API (:mod:`lab.sim.kubelet_server`: logs, exec, attach,
+  port-forward) on the node's address when it is given the cluster CA to authenticate
+  the API server with, and posts that address and port in the node's status
+  (``addresses``, ``daemonEndpoints.kubeletEndpoint``) as the kubelet does; a node whose
+  InternalIP is not on this host's loopback is moved to 127.0.0.1;
+- runs a pod's ephemeral containers (``kubectl debug``) as soon as they are added;
 - finishes graceful deletions: a pod with ``deletionTimestamp`` is removed with a final
   DELETE (``gracePeriodSeconds=0``, the pod's uid as precondition) once its grace period
   (capped by ``grace_cap`` seconds: the simulated containers stop at once) has passed.
 
 :class:`NodeAgents` starts an agent for every node a nodes informer reports and stops
-it when the node goes away.
+it when the node goes away, or while the node is annotated
+``lab.watchcache.io/kubelet=stopped`` (the lab's way to stop a kubelet: the node lifecycle
+controller then finds the node silent).
 """
 
 from __future__ import annotations
@@ -37,8 +45,10 @@ import aiohttp
 
 from lab.sim import pod_status
 from lab.sim.client import JSON, APIError, Client
+from lab.sim.containers import Runtime
 from lab.sim.events import EventBroadcaster, EventRecorder, object_reference
 from lab.sim.informer import Informer, WorkQueue, key_of, run_workers
+from lab.sim.kubelet_server import KubeletServer
 
 __all__ = ["NodeAgent", "NodeAgents"]
 
@@ -52,6 +62,10 @@ START_DELAY = (0.3, 1.5)  # seconds from ContainerCreating to Running
 GRACE_CAP = 2.0
 TERMINAL = ("Succeeded", "Failed")
 RUN_SECONDS = "lab.watchcache.io/run-seconds"
+# the lab's stand-in for ``systemctl stop kubelet`` on a node: a node annotated
+# ``lab.watchcache.io/kubelet=stopped`` has no agent (no Lease renewals, no status, its
+# pods left as they are) until the annotation goes
+KUBELET = "lab.watchcache.io/kubelet"
 EXIT_CODE = "lab.watchcache.io/exit-code"
 JOB_RUN_SECONDS = 1.0
 TRANSIENT = (APIError, aiohttp.ClientError, TimeoutError, OSError)
@@ -96,8 +110,11 @@ class NodeAgent:
         renew_seconds: float = RENEW_SECONDS,
         status_seconds: float = STATUS_SECONDS,
         grace_cap: float = GRACE_CAP,
+        client_ca: str = "",
     ) -> None:
         self.server = server
+        self.client_ca = client_ca
+        self.kubelet: KubeletServer | None = None
         self.name = name
         self.renew_seconds = renew_seconds
         self.status_seconds = status_seconds
@@ -113,17 +130,31 @@ class NodeAgent:
         self._starting: dict[str, float] = {}  # pod uid -> when its containers run
         self._ending: dict[str, float] = {}  # pod uid -> when its containers exit
         self._killing: set[str] = set()  # pod uids whose containers were told to stop
+        self._exited: dict[str, int] = {}  # pod uid -> its attached main process's code
 
     async def run(self) -> None:
         self.pods.add_handler(lambda kind, pod, old: self.queue.add(key_of(pod)))
         try:
+            if self.client_ca:
+                await self._serve_kubelet_api()
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self.pods.run())
                 tg.create_task(self._lease_loop())
                 tg.create_task(self._status_loop())
                 tg.create_task(run_workers(f"kubelet {self.name}", self.queue, self.sync_pod, 2))
         finally:
+            if self.kubelet is not None:
+                await self.kubelet.stop()
             await self.client.close()
+
+    async def _serve_kubelet_api(self) -> None:
+        """Listen on the node's address (read first: the status loop posts it)."""
+        with contextlib.suppress(*TRANSIENT):
+            self.node = await self.client.call(self.client.core.read_node, self.name)
+        host = pod_status.kubelet_host(self.node)
+        self.kubelet = KubeletServer(self.name, self.pods, Runtime(self.client), self.client_ca,
+                                     self.main_process_exited)  # fmt: skip
+        await self.kubelet.start(host)
 
     # -- lease and node status -----------------------------------------------------------
 
@@ -166,13 +197,21 @@ class NodeAgent:
                          "leaseDurationSeconds": LEASE_DURATION_SECONDS,
                          "renewTime": pod_status.now_micro()}}  # fmt: skip
 
+    def _node_status(self) -> JSON:
+        status = pod_status.node_heartbeat(self.node)
+        if self.kubelet is not None:
+            status.update(pod_status.kubelet_endpoint(self.node, self.name,
+                                                      pod_status.kubelet_host(self.node),
+                                                      self.kubelet.port))  # fmt: skip
+        return status
+
     async def _status_loop(self) -> None:
         while True:
             try:
                 self.node = await self.client.call(self.client.core.read_node, self.name)
                 self.node = await self.client.call(
                     self.client.core.patch_node_status, self.name,
-                    {"status": pod_status.node_heartbeat(self.node)},
+                    {"status": self._node_status()},
                 )  # fmt: skip
             except TRANSIENT as e:
                 log.info("kubelet %s: node status: %s", self.name, e)
@@ -191,6 +230,9 @@ class NodeAgent:
         status = pod.get("status") or {}
         uid = str(meta.get("uid"))
         if status.get("phase") == "Running":
+            if pod_status.ephemeral_to_start(pod):
+                await self._write_status(pod, pod_status.ephemeral_started(pod))
+                return
             await self._run_to_end(key, pod)
             return
         if status.get("phase") in TERMINAL:
@@ -214,16 +256,18 @@ class NodeAgent:
 
     async def _run_to_end(self, key: str, pod: JSON) -> None:
         """End the containers of a running pod that is meant to end, once it has run."""
-        seconds = run_seconds(pod)
-        if seconds is None:
-            return
         uid = str(pod["metadata"].get("uid"))
-        loop = asyncio.get_running_loop()
-        left = self._ending.setdefault(uid, loop.time() + seconds) - loop.time()
-        if left > 0:
-            self.queue.add_after(key, left)
-            return
-        code = exit_code(pod)
+        code = self._exited.pop(uid, None)
+        if code is None:
+            seconds = run_seconds(pod)
+            if seconds is None:
+                return
+            loop = asyncio.get_running_loop()
+            left = self._ending.setdefault(uid, loop.time() + seconds) - loop.time()
+            if left > 0:
+                self.queue.add_after(key, left)
+                return
+            code = exit_code(pod)
         policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
         if (code == 0 and policy != "Always") or (code != 0 and policy == "Never"):
             await self._write_status(pod, pod_status.finished(pod, code))
@@ -234,6 +278,21 @@ class NodeAgent:
         self._ending.pop(uid, None)  # runs again: the next event sets a new end
         await self._write_status(pod, status)
         self._restart_events(pod, status, None, code)
+
+    async def main_process_exited(self, key: str, container: str, code: int) -> None:
+        """The main process of ``container`` (the shell ``kubectl run -i`` or ``kubectl
+        debug -i`` attached to) exited with ``code``: the container ends as any whose
+        process exits (an ephemeral container stays terminated; a pod's containers end
+        or restart by its restartPolicy)."""
+        pod = self.pods.get(key)
+        if pod is None:
+            return
+        if any(c.get("name") == container
+               for c in (pod.get("spec") or {}).get("ephemeralContainers") or []):  # fmt: skip
+            await self._write_status(pod, pod_status.ephemeral_exited(pod, container, code))
+            return
+        self._exited[str(pod["metadata"].get("uid"))] = code
+        self.queue.add(key)
 
     async def restart_container(self) -> str | None:
         """Restart a container of a random running pod of this node, as after a crash:
@@ -347,9 +406,15 @@ class NodeAgents:
     """An agent per node that ``nodes`` (a nodes informer) reports."""
 
     def __init__(
-        self, server: str, nodes: Informer, events: EventBroadcaster, **agent_options: float
+        self,
+        server: str,
+        nodes: Informer,
+        events: EventBroadcaster,
+        client_ca: str = "",
+        **agent_options: float,
     ) -> None:
         self.server = server
+        self.client_ca = client_ca
         self.events = events
         self.nodes = nodes
         self.agent_options = agent_options
@@ -372,9 +437,12 @@ class NodeAgents:
                     await task
 
     def _reconcile(self) -> None:
-        names = {key_of(n) for n in self.nodes.items()}
+        names = {key_of(n) for n in self.nodes.items()
+                 if ((n.get("metadata") or {}).get("annotations") or {}).get(KUBELET)
+                 != "stopped"}  # fmt: skip
         for name in names - set(self._tasks):
-            agent = NodeAgent(self.server, name, self.events, **self.agent_options)
+            agent = NodeAgent(self.server, name, self.events, client_ca=self.client_ca,
+                              **self.agent_options)  # fmt: skip
             self.agents[name] = agent
             self._tasks[name] = asyncio.create_task(agent.run(), name=f"kubelet-{name}")
         for name in set(self._tasks) - names:

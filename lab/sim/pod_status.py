@@ -182,3 +182,68 @@ def node_heartbeat(node: JSON) -> JSON:
         out.append({"type": kind, "status": status, "reason": reason, "message": msg,
                     "lastHeartbeatTime": stamp, "lastTransitionTime": since or stamp})  # fmt: skip
     return {"conditions": out}
+
+
+def kubelet_host(node: JSON) -> str:
+    """The address the node's kubelet API listens on: its InternalIP when that is a
+    loopback address of this host (the lab's nodes are 127.20.x.y), else 127.0.0.1."""
+    host = _host_ip(node)
+    try:
+        if host and ipaddress.ip_address(host).is_loopback:
+            return host
+    except ValueError:
+        pass
+    return "127.0.0.1"
+
+
+def kubelet_endpoint(node: JSON, name: str, host: str, port: int) -> JSON:
+    """The node status fields the kubelet posts about its API: where it listens."""
+    out: JSON = {"daemonEndpoints": {"kubeletEndpoint": {"Port": port}}}
+    if _host_ip(node) != host:
+        out["addresses"] = [{"type": "InternalIP", "address": host},
+                            {"type": "Hostname", "address": name}]  # fmt: skip
+    return out
+
+
+def ephemeral_to_start(pod: JSON) -> list[JSON]:
+    """The pod's ephemeral containers that have no status yet."""
+    known = {c.get("name") for c in (pod.get("status") or {}).get("ephemeralContainerStatuses")
+             or []}  # fmt: skip
+    return [c for c in (pod.get("spec") or {}).get("ephemeralContainers") or []
+            if c.get("name") not in known]  # fmt: skip
+
+
+def ephemeral_started(pod: JSON) -> JSON:
+    """The pod's status with its new ephemeral containers running (they have no
+    readiness: ``ready`` false, as the kubelet reports them)."""
+    stamp = now()
+    uid = (pod.get("metadata") or {}).get("uid") or ""
+    out = dict(pod.get("status") or {})
+    statuses = list(out.get("ephemeralContainerStatuses") or [])
+    for c in ephemeral_to_start(pod):
+        statuses.append({
+            "name": c.get("name"), "image": c.get("image"),
+            "imageID": f"{str(c.get('image')).split(':')[0]}@sha256:{_hex('img', c.get('image'))}",
+            "containerID": f"containerd://{_hex('ctr', uid, c.get('name'))}",
+            "ready": False, "restartCount": 0,
+            "state": {"running": {"startedAt": stamp}}, "lastState": {},
+        })  # fmt: skip
+    out["ephemeralContainerStatuses"] = statuses
+    return out
+
+
+def ephemeral_exited(pod: JSON, name: str, code: int) -> JSON:
+    """The pod's status with ephemeral container ``name`` terminated with ``code``."""
+    stamp = now()
+    out = dict(pod.get("status") or {})
+    statuses = []
+    for c in out.get("ephemeralContainerStatuses") or []:
+        if c.get("name") == name and "running" in (c.get("state") or {}):
+            started = c["state"]["running"].get("startedAt") or stamp
+            c = {**c, "state": {"terminated": {
+                "exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                "startedAt": started, "finishedAt": stamp, "containerID": c.get("containerID", ""),
+            }}}  # fmt: skip
+        statuses.append(c)
+    out["ephemeralContainerStatuses"] = statuses
+    return out

@@ -105,7 +105,7 @@ class RequestAdmission:
         name = str((obj.get("metadata") or {}).get("name") or "") if creating else self.name
         attrs = attributes(
             self.request, self.resource, operation, self.namespace, name, obj=obj, old=old,
-            subresource="" if creating else self.subresource, dry_run=self.dry_run,
+            subresource=self.subresource, dry_run=self.dry_run,
             options_kind="CreateOptions" if creating else self.options_kind,
         )  # fmt: skip
         attrs.kind_override = self.kind

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Protocol
 
 from proxy.admission.attributes import CONNECT, CREATE, DELETE, UPDATE, Attributes
 from proxy.admission.configuration import ConfigurationSource
+from proxy.authorization.authorizer import Authorizer
 
 __all__ = ["ALL_OPERATIONS", "JSON", "ObjectLookup", "Plugin", "PluginDeps"]
 
@@ -55,6 +56,9 @@ class PluginDeps:
     # (group, version, kind, object) -> the object defaulted in place: what a mutating
     # webhook returns is decoded, hence defaulted, as upstream's ObjectInterfaces do
     default: Callable[[str, str, str, dict[str, Any]], dict[str, Any]] | None = None
+    # the server's authorizer, for plugins that ask it (CertificateApproval); None where
+    # nothing is authorized (the plain port)
+    authorizer: Authorizer | None = None
 
 
 class Plugin:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import aiohttp
@@ -151,6 +152,9 @@ class AvailabilityController:
         self.interval = interval
         self.queue: WorkQueue[str] = WorkQueue("apiservice-availability")
         self.client: LoopbackClient | None = None
+        # whether this process writes the conditions (``--workers``: the Lease holder
+        # alone; every worker still checks, for its own discovery and metrics)
+        self.leads: Callable[[], bool] = lambda: True
         self._available: dict[str, bool] = {}  # name -> Available, for the metrics
         self._exported: set[str] = set()  # APIService names with a gauge series
 
@@ -182,7 +186,7 @@ class AvailabilityController:
         if cond["reason"] == "Passed":
             await self.aggregator.refresh_discovery(ref)
         current = copy.deepcopy(lister.objects.get(name) or {})
-        if set_condition(current, cond):
+        if set_condition(current, cond) and self.leads():
             await self._write(name, cond)
             if cond["status"] != "True":
                 metrics.record_unavailable(name, cond["reason"])

@@ -233,6 +233,11 @@ class Aggregator:
         async def availability(hook: PostStartHookContext) -> None:
             await self.availability.run(hook.loopback)
 
+        # with --workers, the Lease holder alone writes the conditions; a new holder
+        # checks every APIService at once
+        self.availability.leads = hooks.leads
+        hooks.on_leading(self._check_all)
+
         async def registration(hook: PostStartHookContext) -> None:
             await self.autoregister.run(hook.loopback)
 
@@ -244,6 +249,10 @@ class Aggregator:
                       after=(INFORMERS_HOOK,), ready=lambda: True)  # fmt: skip
         else:  # --system-namespaces=false: nothing written at start-up, as promised
             self.autoregister.ready.set()
+
+    def _check_all(self) -> None:
+        for name in self.lister.refs:
+            self.availability.enqueue(name)
 
     def cleanup_ctx(self) -> Callable[[web.Application], AsyncIterator[None]]:
         async def run(app: web.Application) -> AsyncIterator[None]:

@@ -44,6 +44,8 @@ def setup_apiextensions(app: web.Application, ctx: APIContext, hooks: PostStartH
     )
     ctx.delegates.append(delegate)
     controllers = CRDControllers(ctx, serving)
+    controllers.leads = hooks.leads  # with --workers, the Lease holder alone writes
+    hooks.on_leading(controllers.resync)
 
     async def run_controllers(hook: PostStartHookContext) -> None:
         await controllers.run(hook.loopback)

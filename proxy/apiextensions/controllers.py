@@ -183,6 +183,9 @@ class CRDControllers:
         self.informer.add_event_handler(EventHandlers.each(self._enqueue))
         self.synced = asyncio.Event()  # set once the informer has synced (``run``)
         self.client: LoopbackClient | None = None
+        # whether this process writes (``--workers``: the Lease holder alone names,
+        # establishes and finalizes; every worker serves what is established)
+        self.leads: Callable[[], bool] = lambda: True
 
     @property
     def crds(self) -> dict[str, JSON]:
@@ -226,15 +229,22 @@ class CRDControllers:
         if crd is None:
             await self.serving.stop(name)
             return
-        if await self._update_names(crd):
+        if self.leads() and await self._update_names(crd):
             return  # the watch brings the new status; served then
         crd = self._get(name) or crd
         established = condition(crd, "Established")
         if established is not None and established.get("status") == "True":
             await self.serving.serve(crd)
         meta = crd.get("metadata") or {}
-        if meta.get("deletionTimestamp") and CLEANUP_FINALIZER in (meta.get("finalizers") or []):
+        finalizing = CLEANUP_FINALIZER in (meta.get("finalizers") or [])
+        if meta.get("deletionTimestamp") and finalizing and self.leads():
             await self._finalize(crd)
+
+    def resync(self) -> None:
+        """Reconcile every CRD again (a worker that takes the Lease over catches up
+        with what it left to the previous holder)."""
+        for name in self.informer.indexer.list_keys():
+            self.queue.add(name)
 
     async def _update_status(self, name: str, change: Callable[[JSON], None]) -> bool:
         """Apply ``change`` to the CRD's status through ``/status``, as upstream's

@@ -37,7 +37,8 @@ def install(
     names = enabled_plugins(settings.enable_admission_plugins, settings.disable_admission_plugins)
     # the quota status written during admission goes through the loopback client too
     lookup = StoreLookup(ctx, lambda: hooks.loopback)
-    deps = PluginDeps(lookup, source, default=ctx.defaulter)
+    authorizer = ctx.auth.authorizer if ctx.auth is not None else None
+    deps = PluginDeps(lookup, source, default=ctx.defaulter, authorizer=authorizer)
     ctx.admission = AdmissionChain.build(names, deps, plugins)
     app.on_response_prepare.append(handler.on_response_prepare)
 

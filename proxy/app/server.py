@@ -51,6 +51,7 @@ from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
+from proxy.kube import eviction
 from proxy.kube.admission import namespace_lifecycle
 from proxy.kube.auth_routes import auth_routes
 from proxy.kube.bootstrap import controllers as bootstrap_controllers
@@ -62,16 +63,20 @@ from proxy.kube.bootstrap.system_namespaces import (
 from proxy.kube.componentstatus import ComponentStatuses
 from proxy.kube.conversion import VIEWS
 from proxy.kube.defaulting import default_object
+from proxy.kube.kubelet_client import KubeletClientConfig
 from proxy.kube.service import service_stores
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
-from proxy.kube.subresources import subresource_storage
+from proxy.kube.subresources import subresource_storages
 from proxy.kube.token import ObjectReader
+from proxy.leaderelection.leader_election import LeaderElectionConfig, LeaderElector
+from proxy.leaderelection.lease_lock import LeaseLock
 from proxy.loopback.client import LoopbackClient
 from proxy.loopback.config import LoopbackConfig, loopback_host, pinned_tls_context
 from proxy.registry.conversion import VersionedStorage
 from proxy.registry.informers import storage_informers
 from proxy.registry.resources import REVIEWS, SERVED, VIRTUAL, Registry, build_registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
+from proxy.registry.store import Store
 from proxy.server import event_loop, gc_pauses, http_errors
 from proxy.server.aggregation import AGGREGATION
 from proxy.server.auth_chain import AUTH, Auth, add_auth_hooks, build_auth, storage_lookup
@@ -80,15 +85,25 @@ from proxy.server.debug import setup_debug_routes
 from proxy.server.filters import handler_chain
 from proxy.server.healthz import setup_health_routes
 from proxy.server.loop_lag import loop_lag_context
+from proxy.server.port_in_use import EXIT_PORT_IN_USE, PortInUse
 from proxy.server.post_start_hooks import POST_START_HOOKS, PostStartHookContext, PostStartHooks
 from proxy.server.secure_serving import server_ssl_context, serving_cert_paths
 from proxy.server.settings import ConfigError, Settings, load_settings
+from proxy.server.worker import (
+    CONTROLLERS_LEASE,
+    INSTANCE_HEADER,
+    INSTANCE_ID_ENV,
+    WORKER_HEADER,
+    WorkerIdentity,
+    worker_identity,
+)
 from storage.interfaces import GetOptions, JSONObject
 
 __all__ = [
     "EXIT_PORT_IN_USE",
     "INSTANCE_HEADER",
     "INSTANCE_ID_ENV",
+    "LEADER_ELECTION_HOOK",
     "LOOPBACK_TOKEN",
     "POST_START_HOOKS",
     "PortInUse",
@@ -102,22 +117,13 @@ log = logging.getLogger("watchcache.proxy")
 
 KUBERNETES_MAJOR, KUBERNETES_MINOR = "1", "37"
 
-# Every response names the process that sent it, so a launcher polling /readyz can tell
-# its own server from another one already listening on the port (kube-apiserver's
-# counterpart is its identity lease, apiserver-<id>). The launcher chooses the id.
-INSTANCE_HEADER = "X-Watchcache-Instance"
-INSTANCE_ID_ENV = "WATCHCACHE_INSTANCE_ID"
-# The exit code when the port is taken, so a launcher can say so without reading the log.
-EXIT_PORT_IN_USE = 3
+# the post-start hook of a worker's leader election (``--workers`` N > 1)
+LEADER_ELECTION_HOOK = "leader-election"
 
 
 # the loopback client's token and the post-start hooks, which ``serve`` starts once it
 # listens (a test that runs the app itself starts them with ``start_post_start_hooks``)
 LOOPBACK_TOKEN = web.AppKey("watchcache_loopback_token", LoopbackToken)
-
-
-class PortInUse(OSError):
-    """The listen address is taken by another process."""
 
 
 def version_info() -> dict[str, str]:
@@ -160,6 +166,12 @@ def build_app(
     storages = StorageMap(storage_ctx)
     loopback = LoopbackToken()
     hooks = PostStartHooks()
+    instance = os.environ.get(INSTANCE_ID_ENV) or uuid.uuid4().hex
+    worker = worker_identity()
+    # the Lease lives in kube-system, which --system-namespaces=false does not create:
+    # then every worker runs every controller, as replicas without an election would
+    if worker is not None and worker.count > 1 and settings.system_namespaces:
+        hooks.elector = _elector(settings, worker, instance)
     registry = registry or build_registry(SERVED + VIRTUAL + (REVIEWS if secure else ()))
     # one informer per resource, shared by every controller; started with the storages
     informers = storage_informers(registry, storages)
@@ -201,7 +213,13 @@ def build_app(
         settings=settings,
         registry=registry,
         strategies=lambda resource, sub: strategy_for(resource, sub, kube_deps),
-        subresource_storages=subresource_storage,
+        subresource_storages=eviction.with_eviction(
+            subresource_storages(
+                lambda plural, namespace, name: _object_reader(ctx)(plural, namespace, name),
+                _kubelet_client(settings),
+            ),
+            lambda group, plural, sub: _store_of(ctx, group, plural, sub),
+        ),
         storage_ctx=storage_ctx,
         storages=storages,
         informers=informers,
@@ -217,10 +235,12 @@ def build_app(
     app[API_CONTEXT] = ctx
     app[LOOPBACK_TOKEN] = loopback
     app[POST_START_HOOKS] = hooks
-    instance = os.environ.get(INSTANCE_ID_ENV) or uuid.uuid4().hex
+    worker_name = str(worker.index) if worker is not None else ""
 
     async def name_instance(request: web.Request, response: web.StreamResponse) -> None:
         response.headers[INSTANCE_HEADER] = instance
+        if worker_name:
+            response.headers[WORKER_HEADER] = worker_name
 
     app.on_response_prepare.append(name_instance)
     if auth is not None:
@@ -234,7 +254,7 @@ def build_app(
             app, lambda group, plural: _storage_of(ctx, group, plural), hooks, informers
         )
     setup_health_routes(app)
-    setup_metrics_routes(app)
+    setup_metrics_routes(app, worker=worker_name)
     setup_debug_routes(app)
     app.router.add_get("/version", _version)
     app.router.add_get("/version/", _version)
@@ -254,6 +274,8 @@ def build_app(
     if settings.system_namespaces:
         hooks.add(SYSTEM_NAMESPACES_HOOK, ensure_system_namespaces)
         bootstrap_controllers.add_hooks(hooks, ctx)
+    if hooks.elector is not None:
+        _add_leader_election(hooks, hooks.elector, settings)
 
     async def on_shutdown(app: web.Application) -> None:
         await hooks.stop()  # no internal write outlives the listeners
@@ -268,6 +290,41 @@ def build_app(
     app.on_shutdown.append(on_shutdown)
     app.on_cleanup.append(on_cleanup)
     return app
+
+
+def _elector(settings: Settings, worker: WorkerIdentity, instance: str) -> LeaderElector:
+    """The worker's candidate for the run-once controllers' Lease."""
+    try:
+        config = LeaderElectionConfig(
+            LeaseLock(*CONTROLLERS_LEASE),
+            worker.lease_identity(instance),
+            lease_duration=settings.leader_elect_lease_duration,
+            renew_deadline=settings.leader_elect_renew_deadline,
+            retry_period=settings.leader_elect_retry_period,
+        )
+    except ValueError as e:
+        raise ConfigError(f"--leader-elect-*: {e}") from None
+    return LeaderElector(config)
+
+
+def _add_leader_election(hooks: PostStartHooks, elector: LeaderElector, settings: Settings) -> None:
+    """The election as a hook: after kube-system exists (the Lease lives there)."""
+
+    async def elect(hook: PostStartHookContext) -> None:
+        await elector.run(hook.loopback)
+
+    after = (SYSTEM_NAMESPACES_HOOK,) if settings.system_namespaces else ()
+    hooks.add(LEADER_ELECTION_HOOK, elect, after=after, ready=lambda: True)
+
+
+def _kubelet_client(settings: Settings) -> KubeletClientConfig:
+    """How pods/log, exec, attach, portforward and nodes/proxy reach the kubelets."""
+    return KubeletClientConfig.build(
+        settings.kubelet_preferred_address_types,
+        settings.kubelet_client_certificate,
+        settings.kubelet_client_key,
+        settings.kubelet_certificate_authority,
+    )
 
 
 def _object_reader(ctx: APIContext) -> ObjectReader:
@@ -285,6 +342,12 @@ def _object_reader(ctx: APIContext) -> ObjectReader:
 def _storage_of(ctx: APIContext, group: str, plural: str) -> ResourceStorage | None:
     resource = ctx.registry.lookup(group, plural)
     return ctx.storages.for_resource(resource) if resource is not None else None
+
+
+def _store_of(ctx: APIContext, group: str, plural: str, subresource: str) -> Store | None:
+    """The generic store of a served resource, as ``subresource`` writes it."""
+    resource = ctx.registry.lookup(group, plural)
+    return ctx.store(resource, subresource) if resource is not None else None
 
 
 def _rbac_storage(registry: Registry, storages: StorageMap, plural: str) -> ResourceStorage:
@@ -371,14 +434,19 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         access_log=None,
         **http_errors.protocol_options(),
     )
+    worker = worker_identity()
+    orphaned: asyncio.Task[None] | None = None
     try:
         await runner.setup()
         # the plain port first: scripts that wait for the first "serving on" line and
         # talk plain HTTP keep working when a secure port is added
         secure_bound = plain_bound = None
+        reuse = worker is not None  # every worker listens on the same ports
         if settings.port is not None:
             plain_address = settings.insecure_bind_address or settings.bind_address
-            plain_bound = await _start_site(runner, plain_address, settings, settings.port, None)
+            plain_bound = await _start_site(
+                runner, plain_address, settings, settings.port, None, reuse_port=reuse
+            )
             if not _is_loopback(plain_address):
                 log.warning(
                     "the plain port %d on %s is reachable from the network and serves every "
@@ -387,24 +455,66 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
                 )  # fmt: skip
         if settings.secure_port is not None:
             secure_bound = await _start_site(
-                runner, settings.bind_address, settings, settings.secure_port, ssl_context
-            )
+                runner, settings.bind_address, settings, settings.secure_port, ssl_context,
+                reuse_port=reuse,
+            )  # fmt: skip
+        to_self = (secure_bound, plain_bound)  # where the loopback client dials
+        if worker is not None:
+            # the worker's own port: its loopback client talks to this very process (a
+            # token another worker does not know), and tests reach one worker by it
+            private = await _start_private_site(runner, settings, worker, ssl_context)
+            to_self = (private, None) if ssl_context else (None, private)
+            orphaned = asyncio.get_running_loop().create_task(_stop_when_orphaned(stop))
         loopback = start_post_start_hooks(
             app,
-            loopback_config(settings, app[LOOPBACK_TOKEN], secure_bound, plain_bound),
-            secure_bound or plain_bound,
+            loopback_config(settings, app[LOOPBACK_TOKEN], *to_self),
+            secure_bound or plain_bound,  # the port the kubernetes Service targets
         )
         await stop.wait()
         log.info("shutting down")
         app[API_CONTEXT].shutting_down = True
+        if app[POST_START_HOOKS].elector is not None:
+            # hand the Lease over while the listeners still take the release's write
+            await app[POST_START_HOOKS].stop()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+        if orphaned is not None:
+            orphaned.cancel()
         await runner.cleanup()  # stops the hooks (on_shutdown) before the storages
         if loopback is not None:
             await loopback.close()
         await client.close()
     return 0
+
+
+async def _stop_when_orphaned(stop: asyncio.Event) -> None:
+    """Set ``stop`` when stdin ends: a worker's stdin is a pipe from its supervisor, so
+    the supervisor's death (even SIGKILL) ends the worker, never an orphan."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    while await reader.read(4096):
+        pass
+    log.warning("the supervisor is gone (stdin closed): shutting down")
+    stop.set()
+
+
+async def _start_private_site(
+    runner: web.AppRunner,
+    settings: Settings,
+    worker: WorkerIdentity,
+    ssl_context: ssl.SSLContext | None,
+) -> int:
+    """A free port on loopback, of the kind the API is served on (HTTPS with the same
+    authentication when there is a secure port), for this worker alone."""
+    if ssl_context is not None:
+        address = settings.bind_address
+    else:
+        address = settings.insecure_bind_address or settings.bind_address
+    host = loopback_host(address).strip("[]")
+    label = f"worker {worker.index} (pid {os.getpid()})"
+    return await _start_site(runner, host, settings, 0, ssl_context, label=label)
 
 
 def loopback_config(
@@ -448,20 +558,22 @@ async def _start_site(
     settings: Settings,
     port: int,
     ssl_context: ssl.SSLContext | None,
+    *,
+    reuse_port: bool = False,
+    label: str = "",
 ) -> int:
     """Listen on ``host``:``port``; the port bound (``port`` may be 0), or
-    :class:`PortInUse` (not a bare OSError) when the port is taken."""
-    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
+    :class:`PortInUse` (not a bare OSError) when the port is taken. ``reuse_port``:
+    share it with the other workers (SO_REUSEPORT); ``label`` goes before "serving on"
+    (a worker's private port, which launchers waiting for "serving on" must not take
+    for the server's)."""
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context, reuse_port=reuse_port or None)
     try:
         await site.start()
     except OSError as e:
         if e.errno == errno.EADDRINUSE:
             flag = "--port" if ssl_context is None else "--secure-port"
-            raise PortInUse(
-                e.errno,
-                f"{host}:{port} is already in use by another process; choose another port "
-                f"with {flag} (0 picks a free one)",
-            ) from e
+            raise PortInUse.of(e, host, port, flag) from e
         raise
     bound = port
     server = site._server  # aiohttp exposes the bound port only through the server
@@ -469,7 +581,7 @@ async def _start_site(
     if sockets:
         bound = int(sockets[0].getsockname()[1])
     scheme = "https" if ssl_context is not None else "http"
-    print(f"serving on {scheme}://{host}:{bound}", flush=True)
+    print(f"{label} serving on {scheme}://{host}:{bound}".lstrip(), flush=True)
     log.info(
         "serving on %s://%s:%d (etcd %s, prefix %s)",
         scheme, host, bound, ",".join(settings.etcd_servers), settings.etcd_prefix,
@@ -483,9 +595,12 @@ def main(argv: Sequence[str]) -> int:
     except ConfigError as e:
         print(f"watchcache serve: {e}", file=sys.stderr)
         return 2
+    worker = worker_identity()
     logging.basicConfig(
         level=getattr(logging, settings.log_level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        format="%(asctime)s %(levelname)s "
+        + (f"[worker {worker.index}] " if worker else "")
+        + "%(name)s: %(message)s",
         stream=sys.stderr,
     )
     with contextlib.suppress(KeyboardInterrupt):

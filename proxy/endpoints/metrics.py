@@ -44,6 +44,7 @@ from proxy.request.utf8 import valid_utf8
 from storage.interfaces import ListResult
 
 __all__ = [
+    "label_samples",
     "observe_list",
     "observe_watch_event",
     "setup_metrics_routes",
@@ -252,12 +253,38 @@ def track_long_running(info: RequestInfo) -> Iterator[None]:
         gauge.dec()
 
 
-async def _metrics(request: web.Request) -> web.Response:
-    # in a thread: a scrape of ~1,000 series takes 10-30 ms of Python, which on the
-    # event loop would stall every request for as long
-    body = await asyncio.to_thread(generate_latest)
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+def label_samples(body: bytes, name: str, value: str) -> bytes:
+    """The text exposition ``body`` with ``name="value"`` first on every sample (a
+    constant label, as a target label added by the scraper would be)."""
+    label = f'{name}="{value}"'.encode()
+    lines = body.split(b"\n")
+    for i, line in enumerate(lines):
+        if not line or line.startswith(b"#"):
+            continue
+        brace, space = line.find(b"{"), line.find(b" ")
+        if brace != -1 and (space == -1 or brace < space):  # name{labels} value
+            closed = line[brace + 1 : brace + 2] == b"}"
+            lines[i] = line[: brace + 1] + label + (b"" if closed else b",") + line[brace + 1 :]
+        else:  # name value
+            lines[i] = line[:space] + b"{" + label + b"}" + line[space:]
+    return b"\n".join(lines)
 
 
-def setup_metrics_routes(app: web.Application) -> None:
-    app.router.add_get("/metrics", _metrics)
+def _metrics_handler(worker: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+    def scrape() -> bytes:
+        body = generate_latest()
+        return label_samples(body, "worker", worker) if worker else body
+
+    async def metrics(request: web.Request) -> web.Response:
+        # in a thread: a scrape of ~1,000 series takes 10-30 ms of Python, which on the
+        # event loop would stall every request for as long
+        body = await asyncio.to_thread(scrape)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    return metrics
+
+
+def setup_metrics_routes(app: web.Application, *, worker: str = "") -> None:
+    """``/metrics``; with ``worker`` (this process is a worker of ``--workers``), every sample
+    labelled ``worker="K"``, so series from the workers behind one port stay apart."""
+    app.router.add_get("/metrics", _metrics_handler(worker))

@@ -18,7 +18,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from proxy import apierrors
+from proxy.apimachinery.validation import field as field_errors
+from proxy.kube.certificates import (
+    CSRApprovalStrategy,
+    CSRStatusStrategy,
+    CSRStrategy,
+    PDBStrategy,
+)
 from proxy.kube.prepare import namespace_defaults, pod_qos_class, secret_defaults
+from proxy.kube.validation.pod import validate_ephemeral_containers_update
 from proxy.registry import before_delete, object_meta
 from proxy.registry.deletion import DeletionRules
 from proxy.registry.resources import ResourceInfo
@@ -33,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CSRApprovalStrategy",
+    "EphemeralContainersStrategy",
     "EscalationCheck",
     "KubeStrategyDeps",
     "NamespaceFinalizeStrategy",
@@ -139,6 +148,33 @@ class PodStrategy(GenericStrategy):
         return obj
 
 
+def _take_ephemeral_containers(merged: JSONObject, new: JSONObject) -> None:
+    containers = (new.get("spec") or {}).get("ephemeralContainers")
+    spec = merged.setdefault("spec", {})
+    if containers:
+        spec["ephemeralContainers"] = containers
+    else:
+        spec.pop("ephemeralContainers", None)
+
+
+@dataclass(frozen=True)
+class EphemeralContainersStrategy(GenericStrategy):
+    """``pods/NAME/ephemeralcontainers`` (upstream's ``EphemeralContainersREST`` and
+    ``podEphemeralContainersStrategy``): only ``spec.ephemeralContainers`` changes, and
+    only by additions (``ValidatePodEphemeralContainersUpdate``)."""
+
+    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
+        merged = object_meta.with_parts_of(new, old, _take_ephemeral_containers)
+        return object_meta.prepare_for_update(merged, old)
+
+    def validate_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> None:
+        super().validate_update(ctx, new, old)
+        errors = validate_ephemeral_containers_update(new, old)
+        if errors:
+            name = str((new.get("metadata") or {}).get("name", ""))
+            raise field_errors.to_status("Pod", name, errors)
+
+
 def _take_finalizers(merged: JSONObject, new: JSONObject) -> None:
     finalizers = list((new.get("spec") or {}).get("finalizers") or [])
     spec = merged.setdefault("spec", {})
@@ -190,43 +226,6 @@ class NamespaceFinalizeStrategy(GenericStrategy):
 
 
 @dataclass(frozen=True)
-class CSRApprovalStrategy(GenericStrategy):
-    """``certificatesigningrequests/NAME/approval`` (upstream's
-    ``csrApprovalStrategy``): only ``status.conditions`` change."""
-
-    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
-        merged = object_meta.with_parts_of(new, old, _take_approval_conditions)
-        return object_meta.prepare_for_update(merged, old, tracked=self.tracks_generation)
-
-
-def _take_approval_conditions(merged: JSONObject, new: JSONObject) -> None:
-    """The sent conditions on ``merged`` (the stored object): a condition's timestamps
-    default to now, ``lastTransitionTime`` to the stored one of a condition of the same
-    type and status (``populateConditionTimestamps``)."""
-    sent = (new.get("status") or {}).get("conditions") or []
-    before = {
-        (c.get("type"), c.get("status")): c
-        for c in (merged.get("status") or {}).get("conditions") or [] if isinstance(c, dict)
-    }  # fmt: skip
-    now = object_meta.now_rfc3339()
-    conditions = []
-    for condition in sent if isinstance(sent, list) else []:
-        if not isinstance(condition, dict):
-            continue
-        condition = {**condition, "status": condition.get("status") or "True"}
-        condition.setdefault("lastUpdateTime", now)
-        stored = before.get((condition.get("type"), condition["status"]))
-        kept = stored.get("lastTransitionTime") if stored else None
-        condition.setdefault("lastTransitionTime", kept or now)
-        conditions.append(condition)
-    status = merged.setdefault("status", {})
-    if conditions:
-        status["conditions"] = conditions
-    else:
-        status.pop("conditions", None)
-
-
-@dataclass(frozen=True)
 class KubeStrategyDeps:
     """What the built-in kinds' strategies need from the server, given by the
     composition root. ``escalation``: the RBAC kinds' check (None: authorization is not
@@ -247,6 +246,16 @@ class KubeStrategyDeps:
 
 
 _RBAC_GROUP = "rbac.authorization.k8s.io"
+_CSR = ("certificates.k8s.io", "certificatesigningrequests")
+# (group, plural, subresource) -> the route's own strategy, where it needs no deps
+_KIND_STRATEGIES: dict[tuple[str, str, str], type[GenericStrategy]] = {
+    (*_CSR, ""): CSRStrategy,
+    (*_CSR, "approval"): CSRApprovalStrategy,
+    (*_CSR, "status"): CSRStatusStrategy,
+    ("policy", "poddisruptionbudgets", ""): PDBStrategy,
+    **{(group, plural, "status"): MetadataStatusStrategy
+       for group, plural in _STATUS_WITH_METADATA},
+}
 
 
 # Built-in resources whose strategy tracks metadata.generation (PrepareForCreate sets 1,
@@ -298,14 +307,13 @@ def _kind_strategy(
 ) -> GenericStrategy:
     rules = deps.kind_rules.get((resource.group, resource.kind))
     route = (resource.group, resource.plural, subresource)
-    if subresource == "status" and (resource.group, resource.plural) in _STATUS_WITH_METADATA:
-        return MetadataStatusStrategy(resource, subresource, rules)
+    own = _KIND_STRATEGIES.get(route)
+    if own is not None:
+        return own(resource, subresource, rules)
     if subresource == "status":
         return StatusStrategy(resource, subresource, rules)
     if route == ("", "namespaces", "finalize"):
         return NamespaceFinalizeStrategy(resource, subresource, rules)
-    if route == ("certificates.k8s.io", "certificatesigningrequests", "approval"):
-        return CSRApprovalStrategy(resource, subresource, rules)
     if resource.group == _RBAC_GROUP and deps.escalation is not None:
         return RBACStrategy(resource, subresource, rules, escalation=deps.escalation)
     if route == ("", "namespaces", ""):
@@ -314,6 +322,8 @@ def _kind_strategy(
         )
     if (resource.group, resource.plural) == ("", "secrets"):
         return SecretStrategy(resource, subresource, rules)
+    if route == ("", "pods", "ephemeralcontainers"):
+        return EphemeralContainersStrategy(resource, subresource, rules)
     if route == ("", "pods", ""):
         return PodStrategy(resource, subresource, rules)
     return GenericStrategy(resource, subresource, rules)

@@ -105,7 +105,7 @@ SERVED: tuple[tuple[str, str, str], ...] = (
     ("apiregistration.k8s.io", "v1", "apiservices"),
 )
 # Not served: virtual resources without storage (tokenreviews, *accessreviews and
-# selfsubject* are REVIEWS, bindings and componentstatuses VIRTUAL), pods/eviction,
+# selfsubject* are REVIEWS, bindings and componentstatuses VIRTUAL),
 # serviceaccounts/token;
 # custom resources are added and removed at run time (``proxy.apiextensions``), and
 # alpha and beta versions (off by default in kube-apiserver).
@@ -123,7 +123,17 @@ REVIEWS: tuple[tuple[str, str, str], ...] = (
 )
 REVIEW_GROUPS = frozenset(group for group, _, _ in REVIEWS)
 
-SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding", "finalize", "approval"})
+# (pods/eviction: proxy.kube.eviction; certificatesigningrequests/approval: its strategy;
+# log, exec, attach, portforward, proxy: the kubelet's, proxied)
+SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding", "finalize", "eviction",
+                                 "approval", "log", "exec", "attach", "portforward", "proxy",
+                                 "ephemeralcontainers"})  # fmt: skip
+# the connect subresources (rest.Connecter storages, served by proxying) that the
+# catalogue does not list: it models only the subresources that have a kind of their own
+CONNECT_SUBRESOURCES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "pods"): ("attach", "exec", "portforward"),
+    ("", "nodes"): ("proxy",),
+}
 
 # Resources served without storage of their own (kube-apiserver's legacy REST storages):
 # POST /api/v1/namespaces/NS/bindings binds the pod the Binding names
@@ -434,7 +444,8 @@ def build_registry(
         info = by_key.get(key)
         if info is None:
             raise LookupError(f"resource {key} is not in the lightkube-models catalogue")
-        served_subresources = tuple(s for s in info.subresources if s in SERVED_SUBRESOURCES)
+        every = (*info.subresources, *CONNECT_SUBRESOURCES.get((info.group, info.plural), ()))
+        served_subresources = tuple(sorted(s for s in every if s in SERVED_SUBRESOURCES))
         verbs = _VIRTUAL_VERBS.get(info.plural, info.verbs) if key in VIRTUAL else info.verbs
         registry.add(dataclasses.replace(info, subresources=served_subresources, verbs=verbs))
     return registry

@@ -19,7 +19,8 @@ given, then storage; storage errors become a Status once (``proxy.registry.store
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import ssl
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -30,6 +31,8 @@ from proxy.request.user import UserInfo
 from storage.interfaces import GetOptions, JSONObject, StoredObject
 
 __all__ = [
+    "ConnectTarget",
+    "Connecter",
     "Context",
     "Deleter",
     "Getter",
@@ -211,3 +214,35 @@ class SubresourceStorage(Protocol):
 
     @property
     def kind(self) -> ResourceInfo: ...
+
+
+@dataclass(frozen=True)
+class ConnectTarget:
+    """Where a connect request goes (upstream's ``ResourceLocation``: a URL and the
+    transport to reach it). ``upgrade_required``: only an upgraded connection (WebSocket,
+    SPDY) is served there (exec, attach, portforward); ``error_resource``: the
+    subresource a non-2xx answer of the target is reported as (``pods/log``: upstream's
+    ``GenericHttpResponseChecker``), "" to pass the answer through as the target wrote
+    it (the proxy subresources)."""
+
+    url: str
+    tls: ssl.SSLContext | bool = True  # True: the default verification
+    upgrade_required: bool = False
+    error_resource: str = ""
+    name: str = ""
+
+
+@runtime_checkable
+class Connecter(Protocol):
+    """A subresource served by proxying to another server (upstream's
+    ``rest.Connecter``: ``pods/exec``, ``pods/log``, ``nodes/proxy``):
+    ``connect_methods`` are the HTTP methods it answers; ``connect`` validates the
+    request's options (the query; ``path``: what follows the subresource in the URL,
+    for the proxy subresources) and resolves where it goes."""
+
+    @property
+    def connect_methods(self) -> tuple[str, ...]: ...
+
+    async def connect(
+        self, ctx: Context, name: str, options: Mapping[str, Sequence[str]], path: str
+    ) -> ConnectTarget: ...

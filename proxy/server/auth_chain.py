@@ -258,7 +258,7 @@ def _add_rbac_hooks(informer: RBACInformer, policy: RBACPolicy, hooks: PostStart
 
     hooks.add(RBAC_INFORMER_HOOK, run_informer, ready=informer.synced.is_set)
     hooks.add("rbac/clusterrole-aggregation", run_aggregation, after=(RBAC_INFORMER_HOOK,),
-              ready=lambda: True)  # fmt: skip
+              ready=lambda: True, elected=True)  # fmt: skip
     hooks.add("rbac/bootstrap-roles", bootstrap_roles, after=(RBAC_INFORMER_HOOK,))
 
 

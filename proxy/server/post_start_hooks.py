@@ -19,6 +19,13 @@ APIService informer" is written where it is true, not in the order of lines in
 ``build_app``. A name is registered once; an unknown or cyclic ``after`` fails the
 start, as a duplicate hook fails upstream's server construction.
 
+With a leader elector (``elector``: the server runs as one of several workers over one
+etcd, ``watchcache serve --workers N``), a hook added with ``elected=True`` runs only
+while this process holds the Lease: it waits on standby, starts when leadership is
+acquired and is cancelled when it is lost (then waits again). On standby its check
+passes (the leader's does the work); controllers that must run everywhere but write only
+once ask ``leads()`` before writing and ``on_leading`` to catch up when they take over.
+
 A hook's check fails until it is up: a one-shot hook once it returned, a long-running
 one (``ready`` given) once ``ready()`` holds; and again while it is down after a crash
 (``[-]poststarthook/NAME failed: reason withheld``; the reason goes to the log).
@@ -26,14 +33,22 @@ one (``ready`` given) once ``ready()`` holds; and again while it is down after a
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from proxy.leaderelection.leader_election import LeaderElector
 from proxy.loopback.client import LoopbackClient, is_transient
-from proxy.server.supervised_task import LOOP_CLOCK, Backoff, Clock, SupervisedTask
+from proxy.server.supervised_task import (
+    LOOP_CLOCK,
+    Backoff,
+    Clock,
+    SupervisedTask,
+    cancel_and_wait,
+)
 
 __all__ = ["POST_START_HOOKS", "PostStartHook", "PostStartHookContext", "PostStartHooks"]
 
@@ -60,6 +75,7 @@ class PostStartHook:
     run: HookFunc
     after: tuple[str, ...] = ()
     ready: Callable[[], bool] | None = None
+    elected: bool = False  # runs only while this process leads (see the module docstring)
     task: SupervisedTask | None = None
     # set once every hook in ``after`` was up and ``run`` was entered
     began: bool = False
@@ -79,6 +95,18 @@ class PostStartHooks:
     # what the hooks were started with (None before): the loopback client for writers
     # that are not hooks (admission's quota status, written during a request)
     context: PostStartHookContext | None = None
+    # the leader election of a server that is one of several workers; None: this
+    # process alone runs every hook
+    elector: LeaderElector | None = None
+
+    def leads(self) -> bool:
+        """Whether writes that must happen once happen here (always without an elector)."""
+        return self.elector is None or self.elector.leading
+
+    def on_leading(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` each time this process acquires the leadership."""
+        if self.elector is not None:
+            self.elector.on_change(lambda leading: callback() if leading else None)
 
     @property
     def loopback(self) -> LoopbackClient | None:
@@ -91,14 +119,16 @@ class PostStartHooks:
         *,
         after: tuple[str, ...] = (),
         ready: Callable[[], bool] | None = None,
+        elected: bool = False,
     ) -> None:
         """Declare a hook (before ``start``); ``ready``: when a hook that never returns
-        is up; without it, the hook is up once ``run`` returned."""
+        is up; without it, the hook is up once ``run`` returned. ``elected``: it runs
+        only while leading, when there is an elector."""
         if self.started:
             raise RuntimeError(f"unable to add hook {name!r} because the hooks have started")
         if name in self.hooks:
             raise ValueError(f"unable to add hook {name!r} because it was already registered")
-        self.hooks[name] = PostStartHook(name, run, tuple(after), ready)
+        self.hooks[name] = PostStartHook(name, run, tuple(after), ready, elected)
 
     def order(self) -> list[str]:
         """The names in an order where each comes after what it runs after;
@@ -147,15 +177,44 @@ class PostStartHooks:
             while not all(self.hooks[d].up() for d in hook.after):
                 await self.clock.sleep(DEPENDENCY_POLL_SECONDS)
             hook.began = True
-            await hook.run(context)
+            if hook.elected and self.elector is not None:
+                await self._while_leading(hook, context, self.elector)
+            else:
+                await hook.run(context)
 
         return body
 
     @staticmethod
-    def _readiness(hook: PostStartHook) -> Callable[[], bool]:
+    async def _while_leading(
+        hook: PostStartHook, context: PostStartHookContext, elector: LeaderElector
+    ) -> None:
+        """Run ``hook`` each time leadership is acquired, cancelled when it is lost; a
+        crash propagates (the supervisor restarts the whole loop)."""
+
+        async def run() -> None:
+            await hook.run(context)
+
+        while True:
+            await elector.wait_until(leading=True)
+            work = asyncio.create_task(run(), name=f"elected/{hook.name}")
+            lost = asyncio.create_task(elector.wait_until(leading=False))
+            try:
+                await asyncio.wait({work, lost}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                await cancel_and_wait(lost)
+                if not work.done():
+                    await cancel_and_wait(work)
+            if not work.cancelled():
+                work.result()  # a crash while leading
+                await elector.wait_until(leading=False)  # one-shot: once per leadership
+
+    def _readiness(self, hook: PostStartHook) -> Callable[[], bool]:
         def ready() -> bool:
             # a one-shot hook is up when done (the supervisor knows); a long-running
-            # one when its own ``ready`` says so, never before it began
+            # one when its own ``ready`` says so, never before it began; an elected one
+            # on standby is up (the leader's does the work)
+            if hook.elected and self.elector is not None and hook.began:
+                return not self.elector.leading or hook.ready is None or hook.ready()
             return hook.began and hook.ready is not None and hook.ready()
 
         return ready

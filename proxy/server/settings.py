@@ -224,6 +224,14 @@ class Settings:
     # proxy/registry/deletion.py). Finalizers already on an object are honoured either way.
     lifecycle_controllers: bool = False
     log_level: str = "info"
+    # serving processes on the same ports (SO_REUSEPORT), each a whole server with its
+    # own watch cache (proxy.app.workers); 0: the usable cores, at most 8
+    workers: int = 1
+    # the Lease the workers elect the one that runs the run-once controllers with
+    # (kube-controller-manager's --leader-elect-* flags and defaults)
+    leader_elect_lease_duration: float = 15.0
+    leader_elect_renew_deadline: float = 10.0
+    leader_elect_retry_period: float = 2.0
     # the NodePort range of Services (kube-apiserver's --service-node-port-range)
     service_node_port_range: str = "30000-32767"
     # asyncio's own loop, or uvloop's (the optional uvloop extra): proxy.server.event_loop
@@ -247,6 +255,20 @@ class Settings:
     proxy_client_key_file: str = ""
     # route to a Service's endpoints instead of its cluster IP
     enable_aggregator_routing: bool = False
+    # --- the kubelets (proxy/kube/kubelet_client.py): pods/log, exec, attach,
+    # portforward and nodes/proxy are proxied to the node's kubelet over HTTPS
+    # the client certificate presented to kubelets (kube-apiserver-kubelet-client)
+    kubelet_client_certificate: str = ""
+    kubelet_client_key: str = ""
+    # the CA kubelets' serving certificates are checked against; "": not checked, as
+    # upstream (kubelets serve self-signed certificates by default)
+    kubelet_certificate_authority: str = ""
+    # which of a Node's status.addresses to dial, first match wins
+    kubelet_preferred_address_types: tuple[str, ...] = (
+        "Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP",
+    )  # fmt: skip
+    # how long dialling a kubelet may take
+    kubelet_timeout: float = 5.0
 
 
 _STORAGE_MEDIA_TYPES = (
@@ -267,6 +289,13 @@ def _parse_endpoint_reconciler_type(value: str) -> str:
         raise ConfigError(f"{value!r}: one of {', '.join(ENDPOINT_RECONCILER_TYPES)}"
                           " (lease is not supported yet)")  # fmt: skip
     return value
+
+
+def _parse_workers(value: str | int) -> int:
+    workers = int(value)
+    if workers < 0:
+        raise ConfigError(f"{value!r}: a number of processes, or 0 for one per core")
+    return workers
 
 
 def _parse_event_loop(value: str) -> str:
@@ -297,6 +326,10 @@ _CONVERTERS: dict[str, Any] = {
     "watch_cache_snapshot_retention": _parse_duration,
     "watch_cache_snapshot_max": int,
     "event_loop": _parse_event_loop,
+    "workers": _parse_workers,
+    "leader_elect_lease_duration": _parse_duration,
+    "leader_elect_renew_deadline": _parse_duration,
+    "leader_elect_retry_period": _parse_duration,
     "endpoint_reconciler_type": _parse_endpoint_reconciler_type,
     "port": _parse_port,
     "advertise_address": lambda v: str(ipaddress.ip_address(v)) if v else "",
@@ -321,6 +354,8 @@ _CONVERTERS: dict[str, Any] = {
     "requestheader_group_headers": _parse_servers,
     "requestheader_extra_headers_prefix": _parse_servers,
     "enable_aggregator_routing": _parse_bool,
+    "kubelet_preferred_address_types": _parse_servers,
+    "kubelet_timeout": _parse_duration,
     "enable_priority_and_fairness": _parse_bool,
     "audit_log_maxage": int,
     "audit_log_maxbackup": int,
@@ -404,6 +439,16 @@ _FLAG_HELP: dict[str, str] = {
     "Terminating; false (default): deletes are immediate",
     "service_node_port_range": "the ports NodePort Services get theirs from (a-b)",
     "log_level": "debug, info, warning or error",
+    "workers": "serving processes on the same ports (SO_REUSEPORT), each with its own "
+    "watch cache over the same etcd; the run-once controllers run in the one holding "
+    "the Lease kube-system/watchcache-controllers (0: one per core, at most 8; see "
+    "docs/workers.md)",
+    "leader_elect_lease_duration": "how long a worker that stops renewing holds the "
+    "controllers' Lease (e.g. 15s)",
+    "leader_elect_renew_deadline": "how long the leading worker retries a renewal before "
+    "it gives the leadership up (e.g. 10s)",
+    "leader_elect_retry_period": "how often the workers try to acquire or renew the "
+    "Lease (e.g. 2s)",
     "event_loop": "asyncio (default) or uvloop (needs the optional uvloop extra: "
     "pip install 'watchcache[uvloop]'; see docs/performance.md)",
     "enable_admission_plugins": "admission plugins to enable besides the default-on ones "
@@ -427,6 +472,13 @@ _FLAG_HELP: dict[str, str] = {
     "proxy_client_key_file": "its private key",
     "enable_aggregator_routing": "proxy to a Service's endpoint addresses instead of its "
     "cluster IP (no kube-proxy on this host)",
+    "kubelet_client_certificate": "client certificate presented to kubelets (pods/log, "
+    "exec, attach, portforward, nodes/proxy)",
+    "kubelet_client_key": "its private key",
+    "kubelet_certificate_authority": "CA of the kubelets' serving certificates (default: "
+    "not verified)",
+    "kubelet_preferred_address_types": "Node address types to reach a kubelet at, in order",
+    "kubelet_timeout": "timeout of dialling a kubelet (e.g. 5s)",
 }
 
 

@@ -113,7 +113,7 @@ def _fill(msg: Message, desc: Any, go_fields: dict[str, Any], messages: dict[str
         else:
             field = _scalar_or_message(fd, messages)
             field.repeated = fd.label == _REPEATED
-        go = go_fields.get(fd.name)
+        go = go_fields.get(fd.name) or _embedded(go_fields, type_name)
         field.json = fd.name
         if go is not None:
             field.json = go["json"] or fd.name
@@ -122,6 +122,16 @@ def _fill(msg: Message, desc: Any, go_fields: dict[str, Any], messages: dict[str
             field.pointer = go["pointer"]
         msg.fields.append(field)
         msg.by_number[field.number] = field
+
+
+def _embedded(go_fields: dict[str, Any], type_name: str) -> Any:
+    """The embedded Go struct whose protobuf tag names no field (``EphemeralContainer``'s
+    ``EphemeralContainerCommon `json:",inline" protobuf:"bytes,1,req"```): matched by its
+    type, the proto field's message; None when there is none."""
+    embedded = go_fields.get("")
+    if embedded and embedded["inline"] and type_name.rsplit(".", 1)[-1] == embedded["go_type"]:
+        return embedded
+    return None
 
 
 def _scalar_or_message(fd: Any, messages: dict[str, Message]) -> Field:

@@ -4,7 +4,8 @@ tests/integration/conftest.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,17 @@ from lab.etcd import EtcdCluster
 from lab.kubeconfig import write_kubeconfig
 from tests.integration.conftest import KUBECTL, ServerProcess, start_server
 
-__all__ = ["KUBECTL", "write_kubeconfig"]
+__all__ = ["KUBECTL", "wait_until", "write_kubeconfig"]
+
+
+def wait_until(what: str, check: Callable[[], object], within: float = 30.0) -> None:
+    """Poll ``check`` until it is true; AssertionError naming ``what`` after ``within`` s."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"not within {within} s: {what}")
 
 
 @pytest.fixture(scope="module", params=["uncached", "cached"])

@@ -23,6 +23,7 @@ import pytest
 from lab.etcd import EtcdCluster
 from proxy.authentication.service_account import key_id, load_private_key
 from proxy.server.certs import new_ca, sign
+from tests.csr import csr_object, new_request
 from tests.e2e.conftest import KUBECTL
 from tests.integration.conftest import ServerProcess, start_server
 
@@ -351,6 +352,42 @@ def test_cluster_role_aggregation_follows_labelled_roles(secure: Secure) -> None
     assert _eventually(lambda: extra in rules_of("view") and extra in rules_of("admin"))
     assert kubectl(secure, "delete", "clusterrole", "widgets-view")[0] == 0
     assert _eventually(lambda: extra not in rules_of("view"))
+
+
+def _csr_body(name: str, org: str) -> str:
+    """A kube-apiserver-client CSR for ``name`` in group ``org`` (a throwaway key)."""
+    return json.dumps(csr_object(name, new_request(name, org)[1], ["client auth"]))
+
+
+def test_certificate_admission(secure: Secure) -> None:
+    """CertificateApproval: updating /approval is not enough, approving needs the
+    ``approve`` verb on the signer; CertificateSubjectRestriction: no system:masters
+    through the client signer."""
+    approver: dict[str, Any] = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "csr-approver"},
+        "rules": [{"apiGroups": ["certificates.k8s.io"], "verbs": ["get", "list", "update"],
+                   "resources": ["certificatesigningrequests",
+                                 "certificatesigningrequests/approval"]}]}  # fmt: skip
+    assert kubectl(secure, "apply", "-f", "-", stdin=json.dumps(approver))[0] == 0
+    assert kubectl(secure, "create", "clusterrolebinding", "alice-approves",
+                   "--clusterrole=csr-approver", "--user=alice")[0] == 0  # fmt: skip
+    assert kubectl(secure, "apply", "-f", "-", stdin=_csr_body("dave", "devs"))[0] == 0
+    rc, out = kubectl(secure, "certificate", "approve", "dave", user="alice")
+    assert rc != 0 and out.endswith(
+        'certificatesigningrequests.certificates.k8s.io "dave" is forbidden: user not '
+        'permitted to approve requests with signerName "kubernetes.io/kube-apiserver-client"')
+    signers = {"apiGroups": ["certificates.k8s.io"], "resources": ["signers"],
+               "resourceNames": ["kubernetes.io/*"], "verbs": ["approve"]}  # fmt: skip
+    approver["rules"].append(signers)
+    assert kubectl(secure, "apply", "-f", "-", stdin=json.dumps(approver))[0] == 0
+    assert _eventually(lambda: kubectl(secure, "certificate", "approve", "dave",
+                                       user="alice")[0] == 0)  # fmt: skip
+
+    rc, out = kubectl(secure, "apply", "-f", "-", stdin=_csr_body("root2", "system:masters"))
+    assert rc != 0 and out.endswith(
+        'certificatesigningrequests.certificates.k8s.io "root2" is forbidden: use of '
+        "kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed")
 
 
 def test_a_review_asked_as_table_is_406(secure: Secure) -> None:

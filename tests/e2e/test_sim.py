@@ -26,6 +26,7 @@ from lab.etcd import EtcdCluster
 from lab.kubeconfig import write_kubeconfig
 from lab.process import stop_process
 from proxy.server.certs import new_ca
+from tests.e2e.conftest import wait_until as _wait
 from tests.integration.conftest import JSON, KUBECTL, ServerProcess, start_server
 
 pytestmark = pytest.mark.etcd
@@ -72,15 +73,6 @@ def cluster(etcd: EtcdCluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
         finally:
             stop_process(sim, 20)
             log.close()
-
-
-def _wait(what: str, check: object, within: float = 30.0) -> None:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if callable(check) and check():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"not within {within} s: {what}")
 
 
 def test_node_leases_renew(cluster: Cluster) -> None:

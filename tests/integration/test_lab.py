@@ -27,6 +27,7 @@ from lab.apiserver import cli_command
 from lab.demos import DEMOS
 from lab.process import stop_process
 from lab.state import LabState
+from tests.csr import csr_object, key_pem, new_request
 from tests.integration.conftest import KUBECTL
 
 pytestmark = pytest.mark.etcd
@@ -179,7 +180,8 @@ def _kubectl(lab: RunningLab, *args: str) -> str:
 def test_the_first_hour_commands_answer_as_on_a_cluster(lab: RunningLab) -> None:
     """docs/lab.md 'The first hour', over HTTPS as the admin: a token for the default
     ServiceAccount (the serviceaccounts controller made it), kube-root-ca.crt holding the
-    lab CA, kubectl top through the aggregator, a pod's Events in describe."""
+    lab CA, kubectl top through the aggregator, a pod's Events in describe, its log and
+    an exec in it through its node's kubelet."""
     deadline = time.monotonic() + 30
     while "kube-root-ca.crt" not in _raw(lab, "/api/v1/namespaces/team-01/configmaps"):
         assert time.monotonic() < deadline, "no kube-root-ca.crt in team-01"
@@ -204,7 +206,47 @@ def test_the_first_hour_commands_answer_as_on_a_cluster(lab: RunningLab) -> None
         time.sleep(0.5)
     events = out.split("\nEvents:", 1)[1]
     assert "default-scheduler  Successfully assigned default/first-hour to node-" in events
+    # the node's kubelet API, through the server (tests/e2e/test_kubelet_api.py has each
+    # command; here: the lab's own wiring of certificates and node addresses)
+    assert "Configuration complete" in _kubectl(lab, "logs", "first-hour")
+    sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+    assert _kubectl(lab, "exec", "first-hour", "--", "cat", f"{sa}/namespace") == "default"
     _kubectl(lab, "delete", "pod", "first-hour", "--wait=false")
+
+
+def test_an_approved_csr_logs_in_with_the_lab_ca(lab: RunningLab, tmp_path: Path) -> None:
+    """docs/lab.md 'Approve a certificate': the lab's signer issues an approved
+    kube-apiserver-client CSR from the lab CA, and the server, which trusts that CA for
+    client certificates, authenticates the holder as the request's subject."""
+    import base64
+    import json
+    import ssl
+    import urllib.request
+
+    key, request = new_request("jane", "dev")
+    csr = csr_object("jane", request, ["client auth"])
+    (tmp_path / "csr.json").write_text(json.dumps(csr))
+    _kubectl(lab, "apply", "-f", str(tmp_path / "csr.json"))
+    assert _kubectl(lab, "certificate", "approve", "jane").strip() == (
+        "certificatesigningrequest.certificates.k8s.io/jane approved")
+    deadline = time.monotonic() + 30
+    while "Approved,Issued" not in (row := _kubectl(lab, "get", "csr", "jane", "--no-headers")):
+        assert time.monotonic() < deadline, row
+        time.sleep(0.5)
+    assert row.split()[3] == "lab-admin"  # REQUESTOR: who created it
+    cert = base64.b64decode(orjson.loads(_kubectl(lab, "get", "csr", "jane", "-o", "json"))[
+        "status"]["certificate"])  # fmt: skip
+    (tmp_path / "jane.crt").write_bytes(cert)
+    (tmp_path / "jane.key").write_bytes(key_pem(key))
+    ctx = ssl.create_default_context(cafile=str(Path(lab.state.pki_dir) / "ca.crt"))
+    ctx.load_cert_chain(tmp_path / "jane.crt", tmp_path / "jane.key")
+    review = urllib.request.Request(
+        f"{lab.state.secure_url}/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        data=b'{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}',
+        headers={"Content-Type": "application/json"}, method="POST")  # fmt: skip
+    with urllib.request.urlopen(review, context=ctx, timeout=10) as resp:
+        user = orjson.loads(resp.read())["status"]["userInfo"]
+    assert user == {"username": "jane", "groups": ["dev", "system:authenticated"]}
 
 
 @pytest.mark.parametrize("name", list(DEMOS))

@@ -79,6 +79,19 @@ SUBRESOURCE_KINDS: dict[str, tuple[str, str, str]] = {
     "portforward": ("", "v1", "PodPortForwardOptions"),
     "proxy": ("", "v1", "PodProxyOptions"),
 }
+# where a resource's subresource of that name answers another kind than the table says
+_OWN_SUBRESOURCE_KINDS: dict[tuple[str, str], tuple[str, str, str]] = {
+    ("nodes", "proxy"): ("", "v1", "NodeProxyOptions"),
+    ("services", "proxy"): ("", "v1", "ServiceProxyOptions"),
+}
+
+
+def subresource_kind(plural: str, name: str) -> tuple[str, str, str] | None:
+    """(group, version, kind) of ``plural``'s subresource ``name`` when it is not the
+    parent's kind (None: the parent's)."""
+    return _OWN_SUBRESOURCE_KINDS.get((plural, name)) or SUBRESOURCE_KINDS.get(name)
+
+
 SUBRESOURCE_VERBS: dict[str, list[str]] = {
     "status": ["get", "patch", "update"],
     "scale": ["get", "patch", "update"],
@@ -87,6 +100,7 @@ SUBRESOURCE_VERBS: dict[str, list[str]] = {
     "eviction": ["create"],
     "binding": ["create"],
     "finalize": ["update"],
+    "approval": ["get", "patch", "update"],
     "log": ["get"],
     "exec": ["create", "get"],
     "attach": ["create", "get"],
@@ -117,7 +131,7 @@ def _gvk(group: str, version: str, kind: str) -> dict[str, str]:
 
 
 def _subresource(res: DiscoveryResource, name: str) -> dict[str, JSONValue]:
-    kind = SUBRESOURCE_KINDS.get(name, (res.group, res.version, res.kind))
+    kind = subresource_kind(res.plural, name) or (res.group, res.version, res.kind)
     return {
         "subresource": name,
         "responseKind": _gvk(*kind),

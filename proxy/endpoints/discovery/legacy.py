@@ -97,8 +97,9 @@ def _subresource_entry(resource: ResourceInfo, sub: str) -> JSONObject:
         "kind": resource.kind,
         "verbs": discovery_aggregated.SUBRESOURCE_VERBS.get(sub, ["get", "patch", "update"]),
     }
-    if sub in discovery_aggregated.SUBRESOURCE_KINDS:  # scale: autoscaling/v1 Scale
-        group, version, kind = discovery_aggregated.SUBRESOURCE_KINDS[sub]
+    own = discovery_aggregated.subresource_kind(resource.plural, sub)
+    if own is not None:  # scale: autoscaling/v1 Scale
+        group, version, kind = own
         entry["kind"] = kind
         if (group, version) != (resource.group, resource.version):  # omitempty: same GV
             entry.update(group=group, version=version)

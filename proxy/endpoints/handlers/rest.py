@@ -23,6 +23,7 @@ from proxy.admission.attributes import add_audit_annotation
 from proxy.authentication.filter import is_secure
 from proxy.endpoints import decoding, negotiation, responsewriters, restful_route
 from proxy.endpoints.handlers import collection, componentstatus
+from proxy.endpoints.handlers.connect import connect_resource
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.handlers.scope import RequestScope
 from proxy.endpoints.media_types import AcceptedFormat
@@ -31,12 +32,12 @@ from proxy.patch import patcher as patch
 from proxy.registry import deletion, object_meta, validation
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import (
+    Connecter,
     Context,
     Deleter,
     Getter,
     NamedCreater,
     Updater,
-    validate_nothing,
 )
 from proxy.registry.store import Store
 from proxy.registry.validation import Mode
@@ -60,7 +61,7 @@ def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
         raise web.HTTPNotFound()
     if info.subresource and info.subresource not in resource.subresources:
         raise path_not_found()
-    if len(info.parts) > 3:
+    if len(info.parts) > 3 and info.subresource != "proxy":
         raise path_not_found()
     if not resource.namespaced and info.namespace and info.resource != "namespaces":
         raise path_not_found()
@@ -119,6 +120,8 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
         raise path_not_found()  # (the deprecated /proxy/ prefix has no routes upstream)
     resource = _resolve(ctx, info)
     scope = _scope(ctx, resource, info.subresource) if resource.has_storage else None
+    if scope is not None and isinstance(scope.storage, Connecter):
+        return await connect_resource(request, info, scope, scope.storage)
     if scope is not None:
         _check_verb(info, scope)
     elif not resource.allows(info.verb):  # a virtual resource's verbs are its own
@@ -235,8 +238,9 @@ async def _create_named(
     storage: NamedCreater,
 ) -> web.StreamResponse:
     """A create on an object's path (upstream's ``rest.NamedCreater``): the body is the
-    route's kind; the answer is the Status the storage returns. No admission runs (this
-    server never admitted ``pods/binding``; upstream does)."""
+    route's kind, admitted as a CREATE of the route (``pods/eviction``, ``pods/binding``:
+    the mutating phase here, the validating one handed to the storage); the answer is
+    the Status the storage returns."""
     body = await decoding.read_body(request, scope.max_request_body_bytes)
     kind = scope.kind
     obj = await decoding.decoded_kind(
@@ -246,7 +250,9 @@ async def _create_named(
     context = _rest_context(request, _namespace(info, scope.resource), dry_run)
     # the legacy ``bindings`` resource has no name in its path: the body's is the one
     name = info.name or str((obj.get("metadata") or {}).get("name") or "")
-    status = await storage.create_named(context, name, obj, validate_nothing)
+    adm = _request_admission(request, info, scope, dry_run, "CreateOptions")
+    obj = await adm.admit_create(obj)
+    status = await storage.create_named(context, name, obj, adm.validate_create)
     return responsewriters.json_response(status, int(status.get("code") or 201))
 
 

@@ -6,6 +6,11 @@ from __future__ import annotations
 
 from proxy.admission.plugins import Plugins
 from proxy.kube.admission.always import AlwaysAdmit, AlwaysDeny
+from proxy.kube.admission.certificates import (
+    CertificateApproval,
+    CertificateSigning,
+    CertificateSubjectRestriction,
+)
 from proxy.kube.admission.default_toleration_seconds import DefaultTolerationSeconds
 from proxy.kube.admission.limit_ranger import LimitRanger
 from proxy.kube.admission.namespace_lifecycle import NamespaceLifecycle
@@ -27,6 +32,9 @@ def register_all_admission_plugins(plugins: Plugins) -> None:
         PodSecurity,
         Priority,
         DefaultTolerationSeconds,
+        CertificateApproval,
+        CertificateSigning,
+        CertificateSubjectRestriction,
         ResourceQuota,
     ):
         plugins.register(plugin.name, plugin)

@@ -33,7 +33,11 @@ def add_hooks(hooks: PostStartHooks, ctx: APIContext) -> None:
         reconcile=settings.endpoint_reconciler_type != "none",
     )
     after = ("start-system-namespaces-controller",)
-    hooks.add(BOOTSTRAP_CONTROLLER_HOOK, service.run, after=after, ready=service.ready.is_set)
+    # with --workers, in the Lease holder alone (one writer of the Service, its
+    # endpoints and the ConfigMap, not one per worker)
+    hooks.add(BOOTSTRAP_CONTROLLER_HOOK, service.run, after=after, ready=service.ready.is_set,
+              elected=True)  # fmt: skip
     trust = ClusterAuthentication(authentication_data(settings))
-    hooks.add(AUTHENTICATION_INFO_HOOK, trust.run, after=after, ready=trust.ready.is_set)
+    hooks.add(AUTHENTICATION_INFO_HOOK, trust.run, after=after, ready=trust.ready.is_set,
+              elected=True)  # fmt: skip
     hooks.add(LEGACY_TOKEN_TRACKING_HOOK, track_legacy_tokens, after=after, ready=lambda: True)

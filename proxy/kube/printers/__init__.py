@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from proxy.kube.printers import apps, batch, coordination, core, rbac
+from proxy.kube.printers import apps, batch, certificates, coordination, core, policy, rbac
 from proxy.printers.columns import TablePrinter
 from proxy.printers.handlers import register_printers
 
@@ -19,7 +19,9 @@ BUILTIN_PRINTERS: Mapping[str, Mapping[str, TablePrinter]] = {
     "": core.HANDLERS,
     "apps": apps.HANDLERS,
     "batch": batch.HANDLERS,
+    "certificates.k8s.io": certificates.HANDLERS,
     "coordination.k8s.io": coordination.HANDLERS,
+    "policy": policy.HANDLERS,
     "rbac.authorization.k8s.io": rbac.HANDLERS,
 }
 

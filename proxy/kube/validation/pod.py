@@ -51,6 +51,7 @@ from proxy.kube.validation.container import (
 
 __all__ = [
     "TAINT_EFFECTS",
+    "validate_ephemeral_containers_update",
     "validate_pod",
     "validate_pod_spec",
     "validate_pod_template_spec",
@@ -406,3 +407,44 @@ def _spec_diff(old: JSON, new: JSON) -> str:
 
 def _diff_value(value: object) -> str:
     return go_values.value_text(value)
+
+
+# fields an ephemeral container may not set (``validateEphemeralContainers``)
+_EPHEMERAL_FORBIDDEN = ("ports", "livenessProbe", "readinessProbe", "startupProbe",
+                        "lifecycle", "resources", "resizePolicy")  # fmt: skip
+
+
+def validate_ephemeral_containers_update(new: JSON, old: JSON) -> ErrorList:
+    """``ValidatePodEphemeralContainersUpdate``: existing ephemeral containers neither
+    change nor go; new ones are named uniquely among all the pod's containers and set
+    none of the fields an ephemeral container may not have."""
+    path = "spec.ephemeralContainers"
+    new_spec, old_spec = as_object(new.get("spec")), as_object(old.get("spec"))
+    news = as_objects(new_spec.get("ephemeralContainers"))
+    by_name = {str(c.get("name")): c for c in news}
+    errs: ErrorList = []
+    for ctr in as_objects(old_spec.get("ephemeralContainers")):
+        name = str(ctr.get("name"))
+        if name not in by_name:
+            errs.append(field.forbidden(path, f'existing ephemeral containers "{name}" may not '
+                                              "be removed"))  # fmt: skip
+        elif by_name[name] != ctr:
+            errs.append(field.forbidden(path, f'existing ephemeral containers "{name}" may not '
+                                              "be changed"))  # fmt: skip
+    taken = {str(c.get("name")) for key in ("containers", "initContainers")
+             for c in as_objects(new_spec.get(key))}  # fmt: skip
+    for i, ctr in enumerate(news):
+        at = f"{path}[{i}]"
+        new_name = ctr.get("name")
+        if not new_name:
+            errs.append(field.required(f"{at}.name", ""))
+        elif new_name in taken:
+            errs.append(field.duplicate(f"{at}.name", new_name))
+        taken.add(str(new_name))
+        if not ctr.get("image"):
+            errs.append(field.required(f"{at}.image", ""))
+        for key in _EPHEMERAL_FORBIDDEN:
+            if ctr.get(key):
+                detail = "cannot be set for an Ephemeral Container"
+                errs.append(field.forbidden(f"{at}.{key}", detail))
+    return errs

@@ -15,8 +15,10 @@ def test_every_served_resource_is_in_the_catalogue() -> None:
 @pytest.mark.parametrize(
     ("group", "plural", "kind", "namespaced", "short", "subresources"),
     [
-        ("", "pods", "Pod", True, ("po",), ("binding", "status")),
-        ("", "nodes", "Node", False, ("no",), ("status",)),
+        ("", "pods", "Pod", True, ("po",),
+         ("attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward",
+          "status")),
+        ("", "nodes", "Node", False, ("no",), ("proxy", "status")),
         ("", "namespaces", "Namespace", False, ("ns",), ("finalize", "status")),
         ("", "configmaps", "ConfigMap", True, ("cm",), ()),
         ("", "endpoints", "Endpoints", True, ("ep",), ()),

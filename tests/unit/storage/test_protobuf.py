@@ -533,3 +533,16 @@ def test_every_truncation_of_a_pod_is_a_conversion_error_or_the_references_answe
             continue
         assert got == {"apiVersion": "v1", "kind": "Pod",
                        **converter.decode(msg, raw[:n], Report())}  # fmt: skip
+
+
+def test_ephemeral_container_fields_are_inline(pb: Serializer) -> None:
+    """EphemeralContainer embeds EphemeralContainerCommon with a protobuf tag that names
+    no field (``bytes,1,req``): its fields still sit in the container's JSON object, so
+    ``kubectl debug`` (protobuf) finds the container it added by name."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"},
+           "spec": {"containers": [{"name": "a", "image": "x"}],
+                    "ephemeralContainers": [{"name": "dbg", "image": "busybox", "stdin": True,
+                                             "targetContainerName": "a"}]}}  # fmt: skip
+    (ephemeral,) = pb.decode(pb.encode(pod))["spec"]["ephemeralContainers"]
+    assert ephemeral == {"name": "dbg", "image": "busybox", "resources": {}, "stdin": True,
+                         "targetContainerName": "a"}  # fmt: skip

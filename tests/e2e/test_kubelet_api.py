@@ -1,0 +1,405 @@
+"""The kubelet API of the simulated nodes and the API server's path to it, through the
+real kubectl: ``logs`` (``-f``, ``--previous``, ``--since``, ``--tail``, ``-c``),
+``exec`` (one command, stdin, a TTY shell), ``cp`` both ways, ``attach``,
+``port-forward`` to a pod and a Service, and ``debug`` (an ephemeral container).
+
+One server (``--kubelet-client-certificate`` from a CA of the test's own) and
+``watchcache sim --root-ca-file`` of that CA (the kubelets' client CA) per module."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import pytest
+
+from lab import seed
+from lab.apiserver import cli_command
+from lab.etcd import EtcdCluster
+from lab.kubeconfig import write_kubeconfig
+from lab.pki import KUBELET_CLIENT, kubelet_client_flags
+from lab.process import stop_process
+from proxy.server.certs import new_ca, sign
+from tests.e2e.conftest import wait_until as _wait
+from tests.integration.conftest import JSON, KUBECTL, ServerProcess, start_server
+
+pytestmark = pytest.mark.etcd
+
+NODES = 2
+
+
+@dataclass
+class Cluster:
+    server: ServerProcess
+    kubeconfig: Path
+    dir: Path
+
+    def run(self, *args: str, stdin: str | bytes | None = None,
+            timeout: float = 30) -> subprocess.CompletedProcess[bytes]:  # fmt: skip
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        return subprocess.run([str(KUBECTL), "--kubeconfig", str(self.kubeconfig), *args],
+                              input=data, capture_output=True, timeout=timeout)  # fmt: skip
+
+    def kubectl(self, *args: str, stdin: str | bytes | None = None, timeout: float = 30) -> str:
+        r = self.run(*args, stdin=stdin, timeout=timeout)
+        assert r.returncode == 0, (r.stderr + r.stdout).decode()
+        return r.stdout.decode()
+
+    def as_alice(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[bytes]:
+        """kubectl over HTTPS as ``alice`` (group ``devs``, no permission but what a test
+        grants), so the request is authorized."""
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": "alice",
+                  "clusters": [{"name": "c", "cluster": {
+                      "server": self.server.secure_url,
+                      "certificate-authority": str(self.dir / "certs" / "apiserver.crt")}}],
+                  "users": [{"name": "alice", "user": {
+                      "client-certificate": str(self.dir / "alice.crt"),
+                      "client-key": str(self.dir / "alice.key")}}],
+                  "contexts": [{"name": "alice", "context": {"cluster": "c", "user": "alice",
+                                                             "namespace": "default"}}]}  # fmt: skip
+        path = self.dir / "alice.kubeconfig"
+        path.write_text(orjson.dumps(config).decode())
+        return subprocess.run([str(KUBECTL), "--kubeconfig", str(path), *args],
+                              input=stdin.encode() if stdin else None, capture_output=True,
+                              timeout=30)  # fmt: skip
+
+    def json(self, *args: str) -> JSON:
+        data: JSON = orjson.loads(self.kubectl(*args, "-o", "json"))
+        return data
+
+
+@pytest.fixture(scope="module")
+def cluster(etcd: EtcdCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    d = tmp_path_factory.mktemp("kubelet")
+    ca = new_ca("kubelet-test-ca")
+    (d / "ca.crt").write_bytes(ca.cert_pem)
+    for name, groups in (KUBELET_CLIENT, ("alice", ("devs",))):
+        sign(ca, name, organizations=groups, client=True).write(d / f"{name}.crt",
+                                                                d / f"{name}.key")  # fmt: skip
+    with start_server(etcd.endpoints, None, "--lifecycle-controllers=true", "--secure-port=0",
+                      f"--cert-dir={d / 'certs'}", f"--client-ca-file={d / 'ca.crt'}",
+                      *kubelet_client_flags(d)) as server:  # fmt: skip
+        plan = seed.Plan(pods=0, nodes=NODES, namespaces=1, configmaps=0)
+        result = asyncio.run(seed.seed_with_progress(server.url, plan, quiet=True))
+        assert result.ok, result.errors
+        log = open(d / "sim.log", "wb")  # noqa: SIM115 - the child's, closed below
+        sim = subprocess.Popen(cli_command("sim", "--server", server.url, "--churn", "0",
+                                           "--root-ca-file", str(d / "ca.crt"), "-v"),
+                               stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        try:
+            c = Cluster(server, write_kubeconfig(d / "kubeconfig", server.url), d)
+            _wait("kubelet endpoints posted", lambda: all(
+                n["status"].get("daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port")
+                not in (None, 10250) for n in c.json("get", "nodes")["items"]))  # fmt: skip
+            yield c
+        finally:
+            stop_process(sim, 20)
+            log.close()
+
+
+POD = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: web-config, namespace: default}
+data: {greeting: hello from a ConfigMap}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default, labels: {app: web}}
+spec:
+  volumes: [{name: config, configMap: {name: web-config}}]
+  containers:
+  - name: nginx
+    image: nginx:1.27
+    ports: [{containerPort: 80, name: http}]
+    env: [{name: MODE, value: lab}]
+    volumeMounts: [{name: config, mountPath: /etc/web}]
+  - name: sidecar
+    image: ghcr.io/example/agent:1.0
+"""
+
+
+@pytest.fixture(scope="module")
+def web(cluster: Cluster) -> str:
+    cluster.kubectl("apply", "-f", "-", stdin=POD)
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/web", "--timeout=30s", timeout=40)
+    return "web"
+
+
+def test_logs(cluster: Cluster, web: str) -> None:
+    out = cluster.kubectl("logs", web, "-c", "nginx")
+    assert "Configuration complete; ready for start up" in out
+    r = cluster.run("logs", web)  # two containers: kubectl picks the first and says so
+    assert r.returncode == 0 and 'Defaulted container "nginx"' in r.stderr.decode()
+    side = cluster.kubectl("logs", web, "-c", "sidecar", "--timestamps", "--tail=2")
+    lines = side.splitlines()
+    assert 1 <= len(lines) <= 2 and all(line[:4].isdigit() and "Z " in line for line in lines)
+    r = cluster.run("logs", web, "-c", "nope")
+    assert r.returncode == 1
+    assert "container nope is not valid for pod web" in r.stderr.decode()
+
+
+def test_logs_since_and_previous(cluster: Cluster, web: str) -> None:
+    time.sleep(1.5)
+    assert cluster.kubectl("logs", web, "-c", "nginx", "--since=1h") == cluster.kubectl(
+        "logs", web, "-c", "nginx")  # fmt: skip
+    assert "docker-entrypoint" not in cluster.kubectl("logs", web, "-c", "nginx", "--since=1s")
+    assert cluster.kubectl("logs", web, "-c", "nginx", "--limit-bytes=13") == "/docker-entry"
+    r = cluster.run("get", "--raw", f"/api/v1/namespaces/default/pods/{web}/log?sinceSeconds=0")
+    assert r.returncode == 1
+    assert "sinceSeconds: Invalid value: 0: must be greater than 0" in r.stderr.decode()
+    r = cluster.run("logs", web, "-c", "nginx", "--previous")
+    assert r.returncode == 1
+    assert ('previous terminated container "nginx" in pod "web" not found'
+            in r.stderr.decode())  # fmt: skip
+
+
+def test_logs_follow(cluster: Cluster, web: str) -> None:
+    with subprocess.Popen([str(KUBECTL), "--kubeconfig", str(cluster.kubeconfig), "logs",
+                           "-f", web, "-c", "sidecar", "--tail=0"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            ready, _, _ = select.select([proc.stdout], [], [], 15)
+            assert ready, "no line followed within 15 s"
+            assert b"handled request" in proc.stdout.readline()
+        finally:
+            proc.terminate()
+
+
+def test_exec(cluster: Cluster, web: str) -> None:
+    assert cluster.kubectl("exec", web, "-c", "nginx", "--", "cat", "/etc/web/greeting") == (
+        "hello from a ConfigMap")  # fmt: skip
+    assert cluster.kubectl("exec", web, "-c", "nginx", "--", "env").count("MODE=lab") == 1
+    assert cluster.kubectl("exec", web, "-c", "nginx", "--", "hostname") == "web\n"
+    script = "cd /etc/web\npwd\nls\necho $MODE > /tmp/x\ncat /tmp/x\n"
+    out = cluster.kubectl("exec", "-i", web, "-c", "nginx", "--", "sh", stdin=script)
+    assert out == "/etc/web\ngreeting\nlab\n"
+    r = cluster.run("exec", web, "-c", "nginx", "--", "sh", "-c", "exit 3")
+    assert r.returncode == 3 and "command terminated with exit code 3" in r.stderr.decode()
+    r = cluster.run("exec", web, "-c", "nginx", "--", "vim")
+    assert r.returncode == 127 and "sh: vim: not found" in r.stderr.decode()
+
+
+def test_exec_tty_shell(cluster: Cluster, web: str) -> None:
+    """``exec -it`` in a terminal: a prompt, echo, and the answers."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: kubectl with the pty as its terminal
+        os.execv(str(KUBECTL), [str(KUBECTL), "--kubeconfig", str(cluster.kubeconfig), "exec",
+                                "-it", web, "-c", "nginx", "--", "sh"])  # fmt: skip
+    try:
+        seen = _read_until(fd, b"/ # ")
+        os.write(fd, b"echo hi there\r")
+        seen += _read_until(fd, b"hi there\r\n/ # ")
+        os.write(fd, b"exit\r")
+        _read_until(fd, b"", within=10)
+    finally:
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, seen
+
+
+def _read_until(fd: int, marker: bytes, within: float = 15.0) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            return seen  # the child exited
+        if not chunk:
+            return seen
+        seen += chunk
+        if marker and marker in seen:
+            return seen
+    if marker:
+        raise AssertionError(f"{marker!r} not seen; got {seen!r}")
+    return seen
+
+
+def test_cp_both_ways(cluster: Cluster, web: str, tmp_path: Path) -> None:
+    local = tmp_path / "notes.txt"
+    local.write_text("copied in\n")
+    cluster.kubectl("cp", str(local), f"default/{web}:/tmp/notes.txt", "-c", "nginx")
+    assert cluster.kubectl("exec", web, "-c", "nginx", "--", "cat", "/tmp/notes.txt") == (
+        "copied in\n")  # fmt: skip
+    back = tmp_path / "greeting"
+    cluster.kubectl("cp", f"default/{web}:/etc/web/greeting", str(back), "-c", "nginx")
+    assert back.read_text() == "hello from a ConfigMap"
+
+
+SERVICE = """
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  selector: {app: web}
+  ports: [{port: 8080, targetPort: http}]
+"""
+
+
+def _forwarded(cluster: Cluster, target: str, port: str) -> str:
+    """``kubectl port-forward TARGET :PORT``, one HTTP GET through it: the body."""
+    with subprocess.Popen([str(KUBECTL), "--kubeconfig", str(cluster.kubeconfig),
+                           "port-forward", target, f":{port}"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            ready, _, _ = select.select([proc.stdout], [], [], 15)
+            assert ready, "port-forward did not start within 15 s"
+            line = proc.stdout.readline().decode()  # Forwarding from 127.0.0.1:N -> 80
+            assert line.startswith("Forwarding from 127.0.0.1:"), line
+            local = int(line.split(":")[1].split()[0])
+            with urllib.request.urlopen(f"http://127.0.0.1:{local}/hello", timeout=10) as r:
+                return str(r.read().decode())
+        finally:
+            proc.terminate()
+
+
+def test_port_forward_pod(cluster: Cluster, web: str) -> None:
+    body = _forwarded(cluster, f"pod/{web}", "80")
+    assert body.startswith("Hello from default/web, container nginx, port 80")
+    assert "You sent: GET /hello HTTP/1.1" in body
+
+
+def test_port_forward_service(cluster: Cluster, web: str) -> None:
+    cluster.kubectl("apply", "-f", "-", stdin=SERVICE)
+    body = _forwarded(cluster, "svc/web", "8080")  # targetPort http: the pod's port 80
+    assert body.startswith("Hello from default/web, container nginx, port 80")
+
+
+def test_attach_follows_output(cluster: Cluster, web: str) -> None:
+    with subprocess.Popen([str(KUBECTL), "--kubeconfig", str(cluster.kubeconfig), "attach",
+                           web, "-c", "sidecar"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            ready, _, _ = select.select([proc.stdout], [], [], 15)
+            assert ready, "nothing attached within 15 s"
+            assert b"handled request" in proc.stdout.readline()
+        finally:
+            proc.terminate()
+
+
+def test_run_interactive_attaches_a_shell(cluster: Cluster) -> None:
+    """``kubectl run -i --rm``: the pod's main process is the shell kubectl attaches to;
+    when it exits the container ends (restartPolicy Never: Succeeded) and kubectl deletes
+    the pod."""
+    out = cluster.kubectl("run", "shell", "-i", "--rm", "--restart=Never", "--image=busybox",
+                          "--", "sh", stdin="hostname\nexit 0\n", timeout=60)  # fmt: skip
+    assert "shell\n" in out
+    _wait("the pod deleted", lambda: cluster.run("get", "pod", "shell").returncode == 1)
+
+
+def test_debug_adds_an_ephemeral_container(cluster: Cluster, web: str) -> None:
+    out = cluster.kubectl("debug", web, "-i", "--image=busybox", "--container=dbg", "--",
+                          "sh", stdin="ls /etc/web\nexit\n", timeout=60)  # fmt: skip
+    assert "greeting" not in out  # the debug container has its own filesystem
+    pod = cluster.json("get", "pod", web)
+    (ephemeral,) = pod["spec"]["ephemeralContainers"]
+    assert (ephemeral["name"], ephemeral["image"], ephemeral["stdin"]) == ("dbg", "busybox", True)
+    statuses = {s["name"]: s for s in pod["status"]["ephemeralContainerStatuses"]}
+    assert "dbg" in statuses
+    r = cluster.run("debug", web, "--image=busybox", "--container=dbg")
+    assert r.returncode == 1 and "dbg" in r.stderr.decode()
+
+
+def test_subresource_verbs_are_authorized(cluster: Cluster, web: str) -> None:
+    """``get pods/log``; ``create pods/exec`` even for the WebSocket GET (upstream's
+    AuthorizePodWebsocketUpgradeCreatePermission)."""
+    cluster.kubectl("create", "role", "read-pods", "--verb=get", "--resource=pods")
+    cluster.kubectl("create", "rolebinding", "alice-pods", "--role=read-pods", "--group=devs")
+    _wait("alice reads the pod", lambda: cluster.as_alice("get", "pod", web).returncode == 0)
+    r = cluster.as_alice("logs", web, "-c", "nginx")
+    assert r.returncode == 1
+    assert ('User "alice" cannot get resource "pods/log" in API group "" in the namespace '
+            '"default"') in r.stderr.decode()  # fmt: skip
+    cluster.kubectl("create", "role", "read-logs", "--verb=get", "--resource=pods/log,pods/exec")
+    cluster.kubectl("create", "rolebinding", "alice-logs", "--role=read-logs", "--group=devs")
+    _wait("alice reads the log",
+          lambda: cluster.as_alice("logs", web, "-c", "nginx").returncode == 0)  # fmt: skip
+    r = cluster.as_alice("exec", web, "-c", "nginx", "--", "true")
+    assert r.returncode == 1
+    assert ('User "alice" cannot create resource "pods/exec" in API group "" in the namespace '
+            '"default"') in r.stderr.decode()  # fmt: skip
+    cluster.kubectl("create", "role", "exec", "--verb=create", "--resource=pods/exec")
+    cluster.kubectl("create", "rolebinding", "alice-exec", "--role=exec", "--group=devs")
+    _wait("alice execs", lambda: cluster.as_alice("exec", web, "-c", "nginx", "--",
+                                                  "hostname").stdout == b"web\n")  # fmt: skip
+
+
+def test_nodes_proxy_and_upgrades_required(cluster: Cluster, web: str) -> None:
+    listed = orjson.loads(cluster.kubectl("get", "--raw", "/api/v1"))["resources"]
+    resources = {r["name"]: r for r in listed}
+    assert (resources["pods/exec"]["kind"], resources["pods/exec"]["verbs"]) == (
+        "PodExecOptions", ["create", "get"])  # fmt: skip
+    assert (resources["pods/log"]["kind"], resources["pods/log"]["verbs"]) == ("Pod", ["get"])
+    assert resources["nodes/proxy"]["kind"] == "NodeProxyOptions"
+    assert resources["pods/ephemeralcontainers"]["verbs"] == ["get", "patch", "update"]
+    node = cluster.json("get", "pod", web)["spec"]["nodeName"]
+    assert cluster.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/healthz") == "ok"
+    pods = orjson.loads(cluster.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/pods"))
+    assert web in {p["metadata"]["name"] for p in pods["items"]}
+    base = f"/api/v1/namespaces/default/pods/{web}"
+    for path, headers, message in (
+        ("exec?command=ls&stdout=true&container=nginx", {}, "Upgrade request required"),
+        ("exec?command=ls&stdout=true&container=nginx",
+         {"Connection": "Upgrade", "Upgrade": "SPDY/3.1"},
+         "upgrading to SPDY/3.1 is not supported by this server"),
+        ("exec?stdout=true&container=nginx", {}, "you must specify at least 1 command"),
+    ):  # fmt: skip
+        conn = http.client.HTTPConnection("127.0.0.1", cluster.server.port, timeout=10)
+        try:  # (urllib always sends Connection: close)
+            conn.request("POST", f"{base}/{path}", headers=headers)
+            answer = conn.getresponse()
+            status = orjson.loads(answer.read())
+        finally:
+            conn.close()
+        assert (answer.status, status["reason"]) == (400, "BadRequest")
+        assert status["message"].startswith(message)
+
+
+def test_pod_on_a_node_that_does_not_exist(cluster: Cluster) -> None:
+    cluster.kubectl("apply", "-f", "-", stdin="""
+apiVersion: v1
+kind: Pod
+metadata: {name: lost, namespace: default}
+spec: {nodeName: ghost, containers: [{name: c, image: busybox}]}
+""")
+    r = cluster.run("logs", "lost")
+    assert r.returncode == 1
+    assert 'Error from server (NotFound): nodes "ghost" not found' in r.stderr.decode()
+
+
+def test_official_python_client_exec_and_logs(cluster: Cluster, web: str) -> None:
+    """kubernetes (client-python) unchanged: ``stream`` execs over WebSocket
+    ``v4.channel.k8s.io``, ``read_namespaced_pod_log`` reads pods/log. (In a child
+    process: the client leaves its keep-alive sockets to the collector.)"""
+    script = f"""
+from kubernetes import client
+from kubernetes.stream import stream
+api = client.CoreV1Api(client.ApiClient(client.Configuration(host={cluster.server.url!r})))
+print(stream(api.connect_get_namespaced_pod_exec, {web!r}, "default", container="nginx",
+             command=["cat", "/etc/web/greeting"], stderr=True, stdin=False, stdout=True,
+             tty=False))
+print(api.read_namespaced_pod_log({web!r}, "default", container="nginx", tail_lines=1))
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=60)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    greeting, log = r.stdout.split("\n", 1)
+    assert greeting == "hello from a ConfigMap"
+    assert "kube-probe/1.37" in log
