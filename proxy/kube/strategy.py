@@ -10,6 +10,7 @@ namespace's deletion has its own rules.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 from collections.abc import Awaitable, Callable, Mapping
@@ -183,6 +184,37 @@ def _take_finalizers(merged: JSONObject, new: JSONObject) -> None:
         spec.pop("finalizers", None)
 
 
+# kinds whose upstream status strategy resets only the spec (namespaceStatusStrategy,
+# serviceStatusStrategy, nodeStatusStrategy, resourcequotaStatusStrategy, ...): a
+# /status write also changes labels, annotations, finalizers and owner references
+_STATUS_WITH_METADATA = frozenset({
+    ("", "namespaces"), ("", "services"), ("", "nodes"), ("", "resourcequotas"),
+    ("", "replicationcontrollers"), ("", "persistentvolumeclaims"), ("batch", "jobs"),
+})  # fmt: skip
+_USER_METADATA = ("labels", "annotations", "finalizers", "ownerReferences")
+
+
+def _take_status_and_metadata(merged: JSONObject, new: JSONObject) -> None:
+    object_meta.take_status(merged, new)
+    new_meta, meta = new.get("metadata") or {}, merged.setdefault("metadata", {})
+    for key in _USER_METADATA:
+        if key in new_meta:
+            meta[key] = copy.deepcopy(new_meta[key])
+        else:
+            meta.pop(key, None)
+
+
+@dataclass(frozen=True)
+class MetadataStatusStrategy(StatusStrategy):
+    """A ``/status`` write of a kind whose upstream status strategy keeps only the
+    stored spec: the status and the object's own metadata change (the conformance
+    spec 'should apply changes to a namespace status' patches an annotation there)."""
+
+    def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
+        merged = object_meta.with_parts_of(new, old, _take_status_and_metadata)
+        return object_meta.prepare_for_update(merged, old, tracked=self.tracks_generation)
+
+
 @dataclass(frozen=True)
 class NamespaceFinalizeStrategy(GenericStrategy):
     """``namespaces/NAME/finalize`` (upstream's ``FinalizeREST``): only
@@ -221,6 +253,8 @@ _KIND_STRATEGIES: dict[tuple[str, str, str], type[GenericStrategy]] = {
     (*_CSR, "approval"): CSRApprovalStrategy,
     (*_CSR, "status"): CSRStatusStrategy,
     ("policy", "poddisruptionbudgets", ""): PDBStrategy,
+    **{(group, plural, "status"): MetadataStatusStrategy
+       for group, plural in _STATUS_WITH_METADATA},
 }
 
 

@@ -33,6 +33,7 @@ from typing import Protocol
 
 from proxy.endpoints.cached_document import CachedDocument
 from proxy.openapi.schemas import definition_name, definitions, ref_name, schema_version
+from proxy.openapi.swagger import swagger_document
 from proxy.registry.served_resource import ServedResource
 from storage.interfaces import JSONValue
 
@@ -400,6 +401,7 @@ class OpenAPIV3:
             self._by_gv.setdefault(gv_path(res.group, res.version), []).append(res)
         self._docs: dict[str, CachedDocument] = {}
         self._index: CachedDocument | None = None
+        self._swagger: CachedDocument | None = None
 
     @property
     def group_versions(self) -> list[str]:
@@ -425,6 +427,14 @@ class OpenAPIV3:
                 paths[gv] = {"serverRelativeURL": f"/openapi/v3/{gv}?hash={doc.hash}"}
             self._index = CachedDocument.of({"paths": paths})
         return self._index
+
+    def swagger(self) -> CachedDocument:
+        """``/openapi/v2`` (``proxy.openapi.swagger``): every group-version's
+        components as definitions. Builds every document: run it beside the loop."""
+        if self._swagger is None:
+            docs = [self._build(gv) for gv in self.group_versions]
+            self._swagger = swagger_document(docs, f"v{schema_version()}")
+        return self._swagger
 
     def _build(self, path: str) -> dict[str, JSONValue]:
         kinds = []

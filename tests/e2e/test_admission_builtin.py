@@ -107,6 +107,27 @@ def test_resource_quota_with_terminating_and_best_effort_scopes(core: client.Cor
     assert used("scopes-be", "not-best-effort") == {"pods": "1"}
 
 
+def test_resource_quota_captures_a_pods_extended_resources(core: client.CoreV1Api) -> None:
+    """Upstream's conformance spec 'should create a ResourceQuota and capture the life
+    of a pod': an extended resource counts as ``requests.<name>``."""
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="dongles")))
+    hard = {"requests.example.com/dongle": "3", "requests.ephemeral-storage": "50Gi"}
+    core.create_namespaced_resource_quota("dongles", client.V1ResourceQuota(
+        metadata=client.V1ObjectMeta(name="q"), spec=client.V1ResourceQuotaSpec(hard=hard)))
+    sized = {"requests": {"example.com/dongle": "2", "ephemeral-storage": "30Gi"},
+             "limits": {"example.com/dongle": "2"}}  # fmt: skip
+    core.create_namespaced_pod("dongles", _pod("first", sized))
+    quota: Any = core.read_namespaced_resource_quota("q", "dongles")
+    assert quota.status.used == {"requests.example.com/dongle": "2",
+                                 "requests.ephemeral-storage": "30Gi"}  # fmt: skip
+    assert _forbidden(core.create_namespaced_pod, "dongles", _pod("second", sized)) == (
+        'pods "second" is forbidden: exceeded quota: q, requested: '
+        "requests.ephemeral-storage=30Gi,requests.example.com/dongle=2, used: "
+        "requests.ephemeral-storage=30Gi,requests.example.com/dongle=2, limited: "
+        "requests.ephemeral-storage=50Gi,requests.example.com/dongle=3"
+    )
+
+
 def test_service_account_tolerations_priority(core: client.CoreV1Api) -> None:
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="pods")))
     core.create_namespaced_service_account("pods", client.V1ServiceAccount(

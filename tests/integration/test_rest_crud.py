@@ -486,3 +486,29 @@ async def test_dry_run_writes_nothing(http: aiohttp.ClientSession, namespace: st
         'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: '
         '[]string{"Some"}: supported values: "All"'
     )
+
+
+async def test_should_apply_changes_to_a_namespace_status(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    """Upstream's conformance spec of that name: a merge patch of ``namespaces/X/status``
+    changes the conditions and the annotation it carries (namespaceStatusStrategy resets
+    only the spec); the spec stays."""
+    body = {
+        "metadata": {"annotations": {"e2e-patched-ns-status": namespace}},
+        "status": {"conditions": [{"type": "StatusPatch", "status": "True", "reason": "E2E",
+                                   "message": "Patched by an e2e test"}]},
+        "spec": {"finalizers": ["example.com/ignored"]},
+    }  # fmt: skip
+    headers = {"Content-Type": "application/merge-patch+json"}
+    async with http.patch(
+        f"/api/v1/namespaces/{namespace}/status", json=body, headers=headers
+    ) as resp:
+        patched: dict[str, Any] = await resp.json()
+        assert resp.status == 200, patched
+    assert patched["metadata"]["annotations"]["e2e-patched-ns-status"] == namespace
+    assert patched["status"]["conditions"][-1]["reason"] == "E2E"
+    assert patched["spec"] == {"finalizers": ["kubernetes"]}
+    async with http.get(f"/api/v1/namespaces/{namespace}") as resp:
+        stored = await resp.json()
+    assert stored["metadata"]["annotations"]["e2e-patched-ns-status"] == namespace

@@ -333,3 +333,23 @@ async def test_etcd_outage_over_http_watch_survives_and_resumes(
             assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "b")
             await asyncio.to_thread(thread.join, 30)
             assert seen == [("ADDED", "b")]
+
+
+async def test_a_watch_list_is_never_a_table(http: aiohttp.ClientSession, ns: str) -> None:
+    """Upstream's 'API Streaming (aka. WatchList)' specs: a WatchList asked only as a
+    Table is 406 (client-go then lists), one that also takes JSON gets JSON objects."""
+    await create(http, pods(ns), pod_body("a"))
+    query = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+    query += "&allowWatchBookmarks=true&timeoutSeconds=5"
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+    async with http.get(f"{pods(ns)}?{query}", headers={"Accept": table}) as resp:
+        assert resp.status == 406, await resp.text()
+    headers = {"Accept": f"{table},application/json"}
+    async with http.get(f"{pods(ns)}?{query}", headers=headers) as resp:
+        assert resp.status == 200
+        added = await next_event(resp)
+    assert (added["type"], added["object"]["kind"]) == ("ADDED", "Pod")
+    plain_watch = "watch=1&timeoutSeconds=5&resourceVersion=0"
+    async with http.get(f"{pods(ns)}?{plain_watch}", headers={"Accept": table}) as resp:
+        assert resp.status == 200  # an ordinary watch still prints Tables
+        assert (await next_event(resp))["object"]["kind"] == "Table"

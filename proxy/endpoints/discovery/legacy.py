@@ -14,6 +14,7 @@ Accept header asks for it first, as kubectl does. ``/openapi/v3`` serves the doc
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime as dt
 import hashlib
@@ -24,6 +25,7 @@ from proxy import apierrors
 from proxy.endpoints import responsewriters, restful_route
 from proxy.endpoints.discovery import aggregated as discovery_aggregated
 from proxy.openapi import documents as openapi
+from proxy.openapi import swagger
 from proxy.registry.resources import Registry, ResourceInfo
 from proxy.server.aggregation import AGGREGATION
 from proxy.server.context import API_CONTEXT
@@ -216,6 +218,21 @@ async def _openapi_v3(request: web.Request) -> web.StreamResponse:
     return web.Response(status=code, headers=headers, body=body)
 
 
+async def _openapi_v2(request: web.Request) -> web.StreamResponse:
+    """``/openapi/v2`` as JSON (``proxy.openapi.swagger``; built beside the loop once
+    per set of served kinds); a protobuf-only Accept gets the 404 it always got."""
+    ctx = request.app[API_CONTEXT]
+    if not swagger.accepts_json(request.headers):
+        raise web.HTTPNotFound(text="404 page not found\n")
+    if ctx.openapi is None:
+        ctx.openapi = openapi.OpenAPIV3(ctx.registry, ctx.custom_openapi)
+    doc = await asyncio.to_thread(ctx.openapi.swagger)
+    headers = {"ETag": doc.etag}
+    if doc.not_modified(request.headers):
+        return web.Response(status=304, headers=headers)
+    return web.Response(body=doc.body, headers={**headers, "Content-Type": "application/json"})
+
+
 def setup_discovery_routes(app: web.Application) -> None:
     """Discovery GET routes; registered before the resource catch-all routes."""
     routes = (
@@ -229,4 +246,5 @@ def setup_discovery_routes(app: web.Application) -> None:
         app.router.add_get(path, handler)
         app.router.add_get(path + "/", handler)
     app.router.add_get("/openapi/v3", _openapi_v3)
+    app.router.add_get("/openapi/v2", _openapi_v2)
     app.router.add_get("/openapi/v3/{path:.+}", _openapi_v3)

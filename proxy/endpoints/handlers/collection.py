@@ -196,13 +196,17 @@ def _event_line(event_type: str, data: bytes) -> bytes:
 async def watch_objects(
     request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
+    query = parse_list_query(request.query, watch=True)
+    validate_list_query(query)  # before negotiation, as upstream's ListResource
+    # upstream's isListWatchRequest: a WatchList is never a Table (its
+    # watchListEndpointRestrictions: the next media range, else 406, and client-go
+    # falls back to a LIST); only its end bookmark carries the blueprint
+    watch_list = bool(query.send_initial_events and query.allow_watch_bookmarks)
     fmt = negotiation.response_format(
-        request, is_list=True, resource=store.resource, watch=True
+        request, is_list=True, resource=store.resource, watch=True, table=not watch_list
     )
     as_protobuf = fmt.media_type == protobuf.MEDIA_TYPE
     frame = protobuf.watch_frame if as_protobuf else _event_line
-    query = parse_list_query(request.query, watch=True)
-    validate_list_query(query)
     duration = watch_timeout(query, ctx.settings.min_request_timeout)
     opts = dataclasses.replace(
         to_list_options(query, store.resource.plural, store.get_attrs, info.path_name),
@@ -212,8 +216,6 @@ async def watch_objects(
     )
     watcher = await store.watch(_namespace(info, store), opts)
     ctx.watchers.add(watcher)
-    # upstream's isListWatchRequest: only a WatchList's end bookmark has the blueprint
-    watch_list = bool(query.send_initial_events and query.allow_watch_bookmarks)
     encode = responsewriters.watch_encoder(fmt, store.resource, request, watch_list=watch_list)
     try:
         response = web.StreamResponse(status=200)

@@ -61,25 +61,45 @@ def _counted_resource(name: str) -> tuple[str, str] | None:
     return None
 
 
+def _effective(spec: JSON, kind: str) -> dict[str, kq.Quantity]:
+    """The pod's ``requests`` or ``limits`` per resource: the containers' sum, at least
+    each init container's (kube's effective pod requests)."""
+    totals: dict[str, kq.Quantity] = {}
+    for key, combine in (("containers", "sum"), ("initContainers", "max")):
+        for c in spec.get(key) or ():
+            for res, raw in (((c.get("resources") or {}).get(kind) or {}).items()):
+                q = kq.parse(raw)
+                if q is None:
+                    continue
+                known = totals.get(res)
+                if combine == "sum":
+                    totals[res] = _add(known, q)
+                elif known is None or q.value > known.value:
+                    totals[res] = q
+    return totals
+
+
+def _is_extended(name: str) -> bool:
+    """``helper.IsExtendedResourceName``: a domain-prefixed name outside kubernetes.io."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+
+
 def _pod_compute(spec: JSON) -> Usage:
-    """requests.X / limits.X of a pod: the containers' sum, at least each init
-    container's (kube's effective pod requests)."""
+    """requests.X / limits.X (and the bare cpu/memory/ephemeral-storage) of a pod, as
+    kube's ``podComputeUsageHelper``: hugepages-* and extended resources are quota'd
+    by their requests only (``requests.example.com/dongle``)."""
     out: Usage = {}
-    for kind in ("requests", "limits"):
-        for res in _POD_COMPUTE:
-            total: kq.Quantity | None = None
-            for c in spec.get("containers") or ():
-                q = kq.parse(((c.get("resources") or {}).get(kind) or {}).get(res))
-                if q is not None:
-                    total = _add(total, q)
-            for c in spec.get("initContainers") or ():
-                q = kq.parse(((c.get("resources") or {}).get(kind) or {}).get(res))
-                if q is not None and (total is None or q.value > total.value):
-                    total = q
-            if total is not None:
-                out[f"{kind}.{res}"] = total
-                if kind == "requests":
-                    out[res] = total
+    requests, limits = _effective(spec, "requests"), _effective(spec, "limits")
+    for res in _POD_COMPUTE:
+        if res in requests:
+            out[res] = out[f"requests.{res}"] = requests[res]
+        if res in limits:
+            out[f"limits.{res}"] = limits[res]
+    for res, amount in requests.items():
+        if res.startswith("hugepages-"):
+            out[res] = out[f"requests.{res}"] = amount
+        elif _is_extended(res):
+            out[f"requests.{res}"] = amount
     return out
 
 
