@@ -9,6 +9,7 @@ without Docker and answers a LIST and the image's HEALTHCHECK.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -181,12 +182,18 @@ def test_dockerfile_is_slim_nonroot_with_readyz_healthcheck() -> None:
     assert list(settings.etcd_servers) == [f"http://etcd-{i}:2379" for i in range(3)]
     assert (settings.bind_address, settings.port) == ("0.0.0.0", 8080)
     for replica in REPLICAS:
-        argv = compose()["services"][replica]["command"]
+        argv = [_interpolated(a) for a in compose()["services"][replica]["command"]]
         assert argv[0] == "serve"
         s = load_settings(argv[1:])
         assert (s.bind_address, s.secure_port) == ("0.0.0.0", 6443)
         assert (s.insecure_bind_address, s.port) == ("127.0.0.1", 8080)
         assert s.client_ca_file == "/pki/ca.crt" and s.token_auth_file == "/pki/tokens.csv"
+
+
+def _interpolated(arg: str) -> str:
+    """``arg`` with ``${VAR:-default}`` replaced as docker-compose interpolates it (the
+    variable when set and not empty, else the default)."""
+    return re.sub(r"\$\{(\w+):-([^}]*)\}", lambda m: os.environ.get(m[1]) or m[2], arg)
 
 
 @pytest.mark.etcd

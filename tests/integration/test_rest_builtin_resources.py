@@ -80,6 +80,8 @@ BOOTSTRAPPED = frozenset({
     "system-node-critical", "system-cluster-critical",
     *bootstrap.MANDATORY_PRIORITY_LEVELS, *bootstrap.SUGGESTED_PRIORITY_LEVELS,
     *bootstrap.MANDATORY_FLOW_SCHEMAS, *bootstrap.SUGGESTED_FLOW_SCHEMAS,
+    # the IPAddress that holds the default/kubernetes Service's ClusterIP
+    "10.96.0.1",
 })  # fmt: skip
 
 # kube-apiserver's historic etcd paths of these resources (the group is never in the key)
