@@ -19,6 +19,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from proxy.apiextensions import custom_resource as cr_mod
 from proxy.apiextensions.custom_resource import CustomResourceVersion
 from proxy.apiextensions.openapi import CustomKind, custom_kind
@@ -60,10 +62,12 @@ def _fingerprint(crd: JSON) -> tuple[Any, ...]:
     open watches as DELETED events)."""
     spec = crd.get("spec") or {}
     status = crd.get("status") or {}
+    # canonical JSON, not repr: the same spec decoded from another write (a status
+    # update through the loopback client) may list its keys in another order
     return (
         (crd.get("metadata") or {}).get("uid"),
-        repr(spec),
-        repr(status.get("acceptedNames")),
+        orjson.dumps(spec, option=orjson.OPT_SORT_KEYS),
+        orjson.dumps(status.get("acceptedNames"), option=orjson.OPT_SORT_KEYS),
     )
 
 
