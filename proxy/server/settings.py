@@ -113,8 +113,8 @@ def _parse_admission_plugins(value: str | Sequence[str], which: str) -> tuple[st
     return names
 
 
-# --endpoint-reconciler-type's values (upstream's, less "lease")
-ENDPOINT_RECONCILER_TYPES = ("master-count", "none")
+# --endpoint-reconciler-type's values (upstream's)
+ENDPOINT_RECONCILER_TYPES = ("lease", "master-count", "none")
 
 
 @dataclass(frozen=True)
@@ -136,11 +136,12 @@ class Settings:
     # the ClusterIP range of Services; its first address is the kubernetes Service's
     # (kubeadm's default, which kind and most clusters use)
     service_cluster_ip_range: str = "10.96.0.0/12"
-    # how the kubernetes Service's endpoints are kept: "master-count" (this server adds
+    # how the kubernetes Service's endpoints are kept: "lease" (upstream's default: the
+    # servers whose master leases in etcd are alive), "master-count" (this server adds
     # its address, never removes another's) or "none" (untouched: a second server on the
     # same etcd, such as the bench's and the lab demos', would otherwise fight over the
-    # port). Upstream's default "lease" is not built (docs/bootstrap.md).
-    endpoint_reconciler_type: str = "master-count"
+    # port). docs/bootstrap.md
+    endpoint_reconciler_type: str = "lease"
     # where the plain port listens (kube's old --insecure-bind-address); "" = bind_address,
     # so `--bind-address=A --port=N` serves plain HTTP on A:N as it always did
     insecure_bind_address: str = ""
@@ -286,8 +287,7 @@ def _parse_storage_media_type(value: str) -> str:
 
 def _parse_endpoint_reconciler_type(value: str) -> str:
     if value not in ENDPOINT_RECONCILER_TYPES:
-        raise ConfigError(f"{value!r}: one of {', '.join(ENDPOINT_RECONCILER_TYPES)}"
-                          " (lease is not supported yet)")  # fmt: skip
+        raise ConfigError(f"{value!r}: one of {', '.join(ENDPOINT_RECONCILER_TYPES)}")
     return value
 
 
@@ -376,9 +376,9 @@ _FLAG_HELP: dict[str, str] = {
     "(default: --bind-address, or the default route's when that is 0.0.0.0)",
     "service_cluster_ip_range": "CIDR of Service cluster IPs; the kubernetes Service gets "
     "its first address",
-    "endpoint_reconciler_type": "how the kubernetes Service's endpoints are kept: "
-    "master-count (add this server's address) or none (leave them alone: a second server "
-    "on the same etcd)",
+    "endpoint_reconciler_type": "how the kubernetes Service's endpoints are kept: lease "
+    "(the servers whose master leases are alive), master-count (add this server's "
+    "address) or none (leave them alone: a second server on the same etcd)",
     "insecure_bind_address": "IP address of the plain port (default: --bind-address); e.g. "
     "HTTPS on 0.0.0.0 and the plain port on 127.0.0.1 for local health checks",
     "port": "plain-HTTP port, without authentication: every request is a system:masters "

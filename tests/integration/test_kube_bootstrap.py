@@ -13,8 +13,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from etcdclient import EtcdClient
 from proxy.kube.bootstrap.cluster_authentication import authentication_data
 from proxy.kube.bootstrap.kubernetes_service import advertise_address, first_service_ip
+from proxy.kube.bootstrap.master_leases import MasterLeases
 from proxy.server.settings import ConfigError, Settings, load_settings
 from tests.integration.conftest import JSON, ServerFactory
 
@@ -85,8 +87,48 @@ async def test_a_second_server_with_no_endpoint_reconciler_leaves_them_alone(
 
 
 def test_an_unknown_endpoint_reconciler_type_is_refused() -> None:
-    with pytest.raises(ConfigError, match="lease is not supported yet"):
-        load_settings(["--etcd-servers=http://127.0.0.1:2379", "--endpoint-reconciler-type=lease"])
+    with pytest.raises(ConfigError, match="one of lease, master-count, none"):
+        load_settings(["--etcd-servers=http://127.0.0.1:2379", "--endpoint-reconciler-type=x"])
+
+
+async def test_master_leases_list_the_live_servers_only(client: EtcdClient) -> None:
+    """Upstream's lease reconciler: each server's key lives under an etcd lease; one that
+    stops refreshing drops out when its lease expires."""
+    leases = MasterLeases(client, f"/t-{uuid.uuid4().hex[:12]}/registry", ttl=2)
+    await leases.update("10.0.0.2")
+    await leases.update("10.0.0.1")
+    assert await leases.addresses() == ["10.0.0.1", "10.0.0.2"]
+    async with asyncio.timeout(15):
+        while await leases.addresses() != ["10.0.0.1"]:
+            await leases.update("10.0.0.1")  # alive; 10.0.0.2 is not refreshed
+            await asyncio.sleep(0.5)
+    await leases.remove("10.0.0.1")
+    assert await leases.addresses() == []
+
+
+async def test_the_endpoints_drop_a_replica_whose_lease_expired(
+    server_factory: ServerFactory, client: EtcdClient
+) -> None:
+    """With the default (lease) reconciler the endpoints list every live server: another
+    replica's lease appears in them, and once its key is gone the next reconcile (every
+    10 s) drops it; master-count would keep it for ever."""
+    prefix = f"/t-{uuid.uuid4().hex[:12]}/registry"
+    other = MasterLeases(client, prefix)
+    await other.update("127.0.0.9")  # a replica alive at start
+    proc = server_factory(prefix=prefix)
+    path = "/api/v1/namespaces/default/endpoints/kubernetes"
+    async with aiohttp.ClientSession(base_url=proc.url) as http:
+        ep = await _eventually(http, path)
+        assert [a["ip"] for a in ep["subsets"][0]["addresses"]] == ["127.0.0.1", "127.0.0.9"]
+        await other.remove("127.0.0.9")  # it died (as when its lease expires)
+        async with asyncio.timeout(25):
+            while True:
+                async with http.get(path) as resp:
+                    ep = await resp.json()
+                if [a["ip"] for a in ep["subsets"][0]["addresses"]] == ["127.0.0.1"]:
+                    break
+                await asyncio.sleep(0.2)
+    assert await MasterLeases(client, prefix).addresses() == ["127.0.0.1"]
 
 
 def test_the_service_ip_is_the_ranges_first() -> None:

@@ -8,11 +8,16 @@ as upstream's only starts its controller)."""
 from __future__ import annotations
 
 from proxy.kube.bootstrap.cluster_authentication import ClusterAuthentication, authentication_data
-from proxy.kube.bootstrap.kubernetes_service import KubernetesService, advertise_address
+from proxy.kube.bootstrap.kubernetes_service import (
+    KubernetesService,
+    MasterLeaseKeeper,
+    advertise_address,
+)
 from proxy.kube.bootstrap.legacy_token_tracking import (
     LEGACY_TOKEN_TRACKING_HOOK,
     track_legacy_tokens,
 )
+from proxy.kube.bootstrap.master_leases import MasterLeases
 from proxy.server.context import APIContext
 from proxy.server.post_start_hooks import PostStartHooks
 
@@ -20,19 +25,28 @@ __all__ = ["add_hooks"]
 
 BOOTSTRAP_CONTROLLER_HOOK = "bootstrap-controller"
 AUTHENTICATION_INFO_HOOK = "start-cluster-authentication-info-controller"
+MASTER_LEASE_HOOK = "start-endpoint-reconciler-lease"
 
 
 def add_hooks(hooks: PostStartHooks, ctx: APIContext) -> None:
     """Declare the controllers (after the system namespaces they write into)."""
     settings = ctx.settings
     address = advertise_address(settings.advertise_address, settings.bind_address)
+    reconciler = settings.endpoint_reconciler_type
+    leases = None
+    if reconciler == "lease":
+        leases = MasterLeases(ctx.storage_ctx.client, settings.etcd_prefix)
     service = KubernetesService(
         settings.service_cluster_ip_range,
         address,
         lambda: ctx.serving_port,
-        reconcile=settings.endpoint_reconciler_type != "none",
+        reconcile=reconciler != "none",
+        leases=leases,
     )
     after = ("start-system-namespaces-controller",)
+    if leases is not None:  # every server (and worker) says it is alive
+        keeper = MasterLeaseKeeper(leases, address)
+        hooks.add(MASTER_LEASE_HOOK, keeper.run, ready=keeper.ready.is_set)
     # with --workers, in the Lease holder alone (one writer of the Service, its
     # endpoints and the ConfigMap, not one per worker)
     hooks.add(BOOTSTRAP_CONTROLLER_HOOK, service.run, after=after, ready=service.ready.is_set,

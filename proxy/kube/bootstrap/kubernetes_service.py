@@ -6,9 +6,10 @@ Endpoints and EndpointSlice that list this server's advertised address. In-clust
 clients (``rest.InClusterConfig``) and upstream's e2e suite find the API through it.
 
 Reconciled every ``INTERVAL`` seconds (upstream's ``--endpoint-reconciler-interval``,
-10 s): a deleted or changed object is put back. Each replica adds its own address and
-never removes another's; the lease-based reconciler, which drops replicas whose lease
-expired, is not built yet (docs/defaulting.md).
+10 s): a deleted or changed object is put back. With ``--endpoint-reconciler-type=lease``
+(the default, upstream's) the endpoints list the servers whose master leases are alive
+(``master_leases``), so a dead replica drops out within the lease's TTL; with
+``master-count`` each replica adds its own address and never removes another's.
 """
 
 from __future__ import annotations
@@ -20,11 +21,18 @@ import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from proxy.kube.bootstrap.master_leases import MasterLeases
 from proxy.kube.bootstrap.writer import BootstrapWriter
 from proxy.server.post_start_hooks import PostStartHookContext
 from storage.interfaces import JSONObject
 
-__all__ = ["INTERVAL", "KubernetesService", "advertise_address", "first_service_ip"]
+__all__ = [
+    "INTERVAL",
+    "KubernetesService",
+    "MasterLeaseKeeper",
+    "advertise_address",
+    "first_service_ip",
+]
 
 log = logging.getLogger("watchcache.proxy")
 
@@ -79,7 +87,11 @@ def _with_address(addresses: list[str], address: str) -> list[str]:
     return sorted(set(addresses) | {address})
 
 
-def _endpoints(address: str, port: int) -> Callable[[JSONObject], JSONObject]:
+# the addresses the endpoints should list, given those they list now
+Addresses = Callable[[list[str]], list[str]]
+
+
+def _endpoints(addresses: Addresses, port: int) -> Callable[[JSONObject], JSONObject]:
     def desired(current: JSONObject) -> JSONObject:
         subsets = current.get("subsets") or [{}]
         listed = [str(a.get("ip")) for a in (subsets[0].get("addresses") or [])]
@@ -87,14 +99,16 @@ def _endpoints(address: str, port: int) -> Callable[[JSONObject], JSONObject]:
         meta["labels"] = {"endpointslice.kubernetes.io/skip-mirror": "true"}
         return {**current, "apiVersion": "v1", "kind": "Endpoints", "metadata": meta,
                 "subsets": [{
-                    "addresses": [{"ip": ip} for ip in _with_address(listed, address)],
+                    "addresses": [{"ip": ip} for ip in addresses(listed)],
                     "ports": [{"name": PORT_NAME, "port": port, "protocol": "TCP"}],
                 }]}  # fmt: skip
 
     return desired
 
 
-def _endpoint_slice(address: str, port: int) -> Callable[[JSONObject], JSONObject]:
+def _endpoint_slice(
+    address: str, addresses: Addresses, port: int
+) -> Callable[[JSONObject], JSONObject]:
     def desired(current: JSONObject) -> JSONObject:
         listed = [str(a) for e in current.get("endpoints") or [] for a in e.get("addresses") or []]
         family = "IPv6" if ipaddress.ip_address(address).version == 6 else "IPv4"
@@ -103,7 +117,7 @@ def _endpoint_slice(address: str, port: int) -> Callable[[JSONObject], JSONObjec
         return {**current, "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
                 "metadata": meta, "addressType": family,
                 "endpoints": [{"addresses": [ip], "conditions": {"ready": True}}
-                              for ip in _with_address(listed, address)],
+                              for ip in addresses(listed)],
                 "ports": [{"name": PORT_NAME, "port": port, "protocol": "TCP"}]}  # fmt: skip
 
     return desired
@@ -129,6 +143,10 @@ class KubernetesService:
     # neither it nor the endpoints are rewritten, so a second server on the same etcd
     # leaves the first one's port alone
     reconcile: bool = True
+    # --endpoint-reconciler-type=lease: the endpoints list the servers whose master
+    # leases are alive (a dead one drops out); None (master-count): this server's
+    # address is added and none is ever removed
+    leases: MasterLeases | None = None
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     ready: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -144,13 +162,23 @@ class KubernetesService:
                 await ensure("", "v1", "services", NAMESPACE, _created_only(service))
                 return True
             await ensure("", "v1", "services", NAMESPACE, service)
-            await ensure("", "v1", "endpoints", NAMESPACE, _endpoints(self.address, port))
+            addresses = await self._addresses()
+            await ensure("", "v1", "endpoints", NAMESPACE, _endpoints(addresses, port))
             await ensure("discovery.k8s.io", "v1", "endpointslices", NAMESPACE,
-                         _endpoint_slice(self.address, port))  # fmt: skip
+                         _endpoint_slice(self.address, addresses, port))  # fmt: skip
         except Exception as e:  # etcd down, a race: the next round retries
             log.info("reconciling the kubernetes service: %s (will retry)", e)
             return False
         return True
+
+    async def _addresses(self) -> Addresses:
+        """What the endpoints list: with leases, the live servers' (this one's lease
+        refreshed first); else what they list plus this server."""
+        if self.leases is None:
+            return lambda listed: _with_address(listed, self.address)
+        await self.leases.update(self.address)
+        live = await self.leases.addresses()
+        return lambda listed: _with_address(live, self.address)
 
     async def run(self, hook: PostStartHookContext) -> None:
         """The ``bootstrap-controller`` hook: reconcile until cancelled, every second
@@ -159,4 +187,26 @@ class KubernetesService:
         while True:
             if await self.reconcile_once(writer):
                 self.ready.set()
+            await self.sleep(INTERVAL if self.ready.is_set() else 1.0)
+
+
+@dataclass
+class MasterLeaseKeeper:
+    """Every server's own master lease, refreshed every ``INTERVAL`` (the ``bootstrap-
+    controller`` reconciling the endpoints runs in one worker of a server, and in one
+    server of several sharing the controllers' Lease; each must still say it is alive).
+    Not removed at shutdown: the key expires within its TTL."""
+
+    leases: MasterLeases
+    address: str
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def run(self, hook: PostStartHookContext) -> None:
+        while True:
+            try:
+                await self.leases.update(self.address)
+                self.ready.set()
+            except Exception as e:  # etcd down: the next round retries
+                log.info("refreshing the master lease of %s: %s (will retry)", self.address, e)
             await self.sleep(INTERVAL if self.ready.is_set() else 1.0)
