@@ -140,8 +140,9 @@ class Settings:
     # servers whose master leases in etcd are alive), "master-count" (this server adds
     # its address, never removes another's) or "none" (untouched: a second server on the
     # same etcd, such as the bench's and the lab demos', would otherwise fight over the
-    # port). docs/bootstrap.md
-    endpoint_reconciler_type: str = "lease"
+    # port). The default here is master-count, a deliberate difference: the lease's write
+    # every 10 s moves etcd's revision past idle watch caches (docs/bootstrap.md)
+    endpoint_reconciler_type: str = "master-count"
     # where the plain port listens (kube's old --insecure-bind-address); "" = bind_address,
     # so `--bind-address=A --port=N` serves plain HTTP on A:N as it always did
     insecure_bind_address: str = ""

@@ -109,13 +109,13 @@ async def test_master_leases_list_the_live_servers_only(client: EtcdClient) -> N
 async def test_the_endpoints_drop_a_replica_whose_lease_expired(
     server_factory: ServerFactory, client: EtcdClient
 ) -> None:
-    """With the default (lease) reconciler the endpoints list every live server: another
+    """With the lease reconciler (upstream's default) the endpoints list every live server: another
     replica's lease appears in them, and once its key is gone the next reconcile (every
     10 s) drops it; master-count would keep it for ever."""
     prefix = f"/t-{uuid.uuid4().hex[:12]}/registry"
     other = MasterLeases(client, prefix)
     await other.update("127.0.0.9")  # a replica alive at start
-    proc = server_factory(prefix=prefix)
+    proc = server_factory("--endpoint-reconciler-type=lease", prefix=prefix)
     path = "/api/v1/namespaces/default/endpoints/kubernetes"
     async with aiohttp.ClientSession(base_url=proc.url) as http:
         ep = await _eventually(http, path)
