@@ -77,7 +77,12 @@ async def test_consistent_list_branch_matches_etcd_version(
         paged = await c.get_list(prefix, opts(limit=1))
         assert paged.served_from == ("cache" if supported else "etcd")
         assert (await c.get_list(prefix, opts("0"))).served_from == "cache"
-        assert c.consistent_reads[expected] == 2
+        # the paged read needs no progress request when the first one's notification
+        # already brought the cache to etcd's revision (its own watch stream: at once)
+        again = c.consistent_reads[expected]
+        if supported:
+            again += c.consistent_reads[Outcome.FRESH]
+        assert again == 2
         assert sum(c.consistent_reads.values()) == 2
 
 
