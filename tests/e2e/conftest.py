@@ -4,6 +4,7 @@ tests/integration/conftest.py."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,7 +15,16 @@ from lab.etcd import EtcdCluster
 from lab.kubeconfig import write_kubeconfig
 from tests.integration.conftest import KUBECTL, ServerProcess, start_server
 
-__all__ = ["KUBECTL", "wait_until", "write_kubeconfig"]
+__all__ = ["KUBECTL", "run_kubectl", "wait_until", "write_kubeconfig"]
+
+
+def run_kubectl(
+    kubeconfig: Path, *args: str, stdin: str | None = None, timeout: float = 90
+) -> subprocess.CompletedProcess[str]:
+    """The real kubectl against ``kubeconfig``, its output captured as text."""
+    command = [str(KUBECTL), "--kubeconfig", str(kubeconfig), *args]
+    return subprocess.run(command, input=stdin, capture_output=True, text=True,
+                          timeout=timeout)  # fmt: skip
 
 
 def wait_until(what: str, check: Callable[[], object], within: float = 30.0) -> None:

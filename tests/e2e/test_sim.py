@@ -26,6 +26,7 @@ from lab.etcd import EtcdCluster
 from lab.kubeconfig import write_kubeconfig
 from lab.process import stop_process
 from proxy.server.certs import new_ca
+from tests.e2e.conftest import run_kubectl
 from tests.e2e.conftest import wait_until as _wait
 from tests.integration.conftest import JSON, KUBECTL, ServerProcess, start_server
 
@@ -42,8 +43,7 @@ class Cluster:
     root_ca: str
 
     def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 60) -> str:
-        r = subprocess.run([str(KUBECTL), "--kubeconfig", str(self.kubeconfig), *args],
-                           input=stdin, capture_output=True, text=True, timeout=timeout)
+        r = run_kubectl(self.kubeconfig, *args, stdin=stdin, timeout=timeout)
         assert r.returncode == 0, r.stderr + r.stdout
         return r.stdout
 

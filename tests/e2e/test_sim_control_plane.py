@@ -29,7 +29,8 @@ from lab.kubeconfig import write_kubeconfig
 from lab.process import stop_process
 from proxy.server.certs import new_ca
 from tests.csr import csr_object, new_request
-from tests.integration.conftest import JSON, KUBECTL, start_server
+from tests.e2e.conftest import run_kubectl
+from tests.integration.conftest import JSON, start_server
 
 pytestmark = pytest.mark.etcd
 
@@ -44,9 +45,7 @@ class Cluster:
     def run(
         self, *args: str, stdin: str | None = None, timeout: float = 90
     ) -> subprocess.CompletedProcess[str]:
-        command = [str(KUBECTL), "--kubeconfig", str(self.kubeconfig), *args]
-        return subprocess.run(command, input=stdin, capture_output=True, text=True,
-                              timeout=timeout)  # fmt: skip
+        return run_kubectl(self.kubeconfig, *args, stdin=stdin, timeout=timeout)
 
     def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 90) -> str:
         r = self.run(*args, stdin=stdin, timeout=timeout)
