@@ -82,6 +82,7 @@ from proxy.server.aggregation import AGGREGATION
 from proxy.server.auth_chain import AUTH, Auth, add_auth_hooks, build_auth, storage_lookup
 from proxy.server.context import API_CONTEXT, APIContext
 from proxy.server.debug import setup_debug_routes
+from proxy.server.egressselector import load_egress_selector
 from proxy.server.filters import handler_chain
 from proxy.server.healthz import setup_health_routes
 from proxy.server.loop_lag import loop_lag_context
@@ -97,7 +98,7 @@ from proxy.server.worker import (
     WorkerIdentity,
     worker_identity,
 )
-from storage.interfaces import GetOptions, JSONObject
+from storage.interfaces import GetOptions, JSONObject, ListOptions
 
 __all__ = [
     "EXIT_PORT_IN_USE",
@@ -221,6 +222,8 @@ def build_app(
             subresource_storages(
                 lambda plural, namespace, name: _object_reader(ctx)(plural, namespace, name),
                 _kubelet_client(settings),
+                lambda namespace: _endpoint_slices(ctx, namespace),
+                load_egress_selector(settings.egress_selector_config_file).cluster_transport(),
             ),
             lambda group, plural, sub: _store_of(ctx, group, plural, sub),
         ),
@@ -341,6 +344,15 @@ def _object_reader(ctx: APIContext) -> ObjectReader:
         return (await ctx.store(resource).get(namespace, name, GetOptions())).obj
 
     return read
+
+
+async def _endpoint_slices(ctx: APIContext, namespace: str) -> list[JSONObject]:
+    """A namespace's EndpointSlices from the watch cache (services/proxy)."""
+    resource = ctx.registry.lookup("discovery.k8s.io", "endpointslices")
+    assert resource is not None
+    rs = ctx.storages.for_resource(resource)
+    listed = await rs.store.get_list(rs.list_key(namespace), ListOptions(resource_version="0"))
+    return [item.obj for item in listed.items]
 
 
 def _storage_of(ctx: APIContext, group: str, plural: str) -> ResourceStorage | None:
