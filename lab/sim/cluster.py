@@ -1,7 +1,7 @@
 """The simulated cluster: node agents, a scheduler, the ReplicaSet, Deployment and Job
 controllers, the garbage collector, the namespace, serviceaccounts and root CA publisher
-controllers, the disruption, node lifecycle (with taint eviction), EndpointSlice and CSR
-signing controllers, background churn and one Event recorder they share, all ordinary
+controllers, the disruption, node lifecycle (with taint eviction), EndpointSlice, pod GC
+and CSR signing controllers, background churn and one Event recorder they share, all ordinary
 API clients of one server; and the cluster network's egress for the API server
 (``--konnectivity-uds-name``, :mod:`lab.sim.konnectivity`). The server should run with
 ``--lifecycle-controllers=true`` (the lab passes it), so that DELETE leaves to these
@@ -10,7 +10,8 @@ controllers what kube-apiserver leaves to kubelets and kube-controller-manager.
     watchcache sim --server URL [--churn RATE] [--renew-seconds 10] [--root-ca-file CA]
                    [--cluster-signing-cert-file CA --cluster-signing-key-file KEY]
                    [--node-monitor-period 5] [--node-monitor-grace-period 50]
-                   [--konnectivity-uds-name PATH] [-v]
+                   [--terminated-pod-gc-threshold 12500] [--konnectivity-uds-name PATH]
+                   [-v]
 
 ``watchcache lab`` runs it in its own process after seeding (``--no-sim`` switches it
 off); ``watchcache sim`` runs it alone against any server. ``--no-controllers`` keeps
@@ -48,6 +49,7 @@ from lab.sim.konnectivity import KonnectivityServer
 from lab.sim.namespace_controller import NamespaceController
 from lab.sim.node_agent import RENEW_SECONDS, STATUS_SECONDS, NodeAgents
 from lab.sim.node_lifecycle import GRACE_PERIOD, MONITOR_PERIOD, NodeLifecycleController
+from lab.sim.podgc import TERMINATED_THRESHOLD, PodGC
 from lab.sim.replicaset import ReplicaSetController
 from lab.sim.scheduler import Scheduler
 from lab.sim.serviceaccounts import RootCACertPublisher, ServiceAccountsController
@@ -79,6 +81,8 @@ class Simulation:
     cluster_signing: CertKey | None = None
     node_monitor_period: float = MONITOR_PERIOD
     node_monitor_grace_period: float = GRACE_PERIOD
+    # terminated pods kept before the pod GC deletes the oldest (0: all kept)
+    terminated_pod_gc_threshold: int = TERMINATED_THRESHOLD
     # False: node agents, Events and churn only (a real control plane runs the rest)
     controllers: bool = True
     # the UNIX socket of the API server's cluster egress (HTTP CONNECT to pod IPs,
@@ -149,6 +153,8 @@ class Simulation:
                           name="endpointslices")  # fmt: skip
         self.endpointslice_controller = EndpointSliceController(self.server, services, slices,
                                                                 self.pods)  # fmt: skip
+        self.pod_gc = PodGC(self.server, self.pods, self.nodes,
+                            threshold=self.terminated_pod_gc_threshold)  # fmt: skip
         signer = ([CSRSigningController(self.server, self.csrs, self.cluster_signing).run(),
                    self.csrs.run()] if self.cluster_signing else [])  # fmt: skip
         publisher = ([RootCACertPublisher(self.server, self.namespaces, self.root_ca).run()]
@@ -158,7 +164,8 @@ class Simulation:
                 self.garbage_collector.run(), self.namespace_controller.run(),
                 self.serviceaccounts_controller.run(), *publisher, self.namespaces.run(),
                 self.disruption_controller.run(), self.node_lifecycle_controller.run(),
-                self.endpointslice_controller.run(), *signer, self.budgets.run(),
+                self.endpointslice_controller.run(), self.pod_gc.run(), *signer,
+                self.budgets.run(),
                 services.run(), slices.run(),
                 self.replicasets.run(), self.deployments.run(), self.jobs.run()]  # fmt: skip
 
@@ -197,6 +204,7 @@ async def _run(a: argparse.Namespace, root_ca: str, signing: CertKey | None) -> 
                      cluster_signing=signing, node_monitor_period=a.node_monitor_period,
                      node_monitor_grace_period=a.node_monitor_grace_period,
                      controllers=a.controllers,
+                     terminated_pod_gc_threshold=a.terminated_pod_gc_threshold,
                      konnectivity_uds=a.konnectivity_uds_name)  # fmt: skip
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -239,6 +247,9 @@ def main(argv: list[str]) -> int:
                    help="the cluster's root CA (PEM), published in every namespace as the "
                    "kube-root-ca.crt ConfigMap and trusted by the node agents' kubelet API "
                    "for the API server's client certificate (default: neither)")  # fmt: skip
+    p.add_argument("--terminated-pod-gc-threshold", type=int, default=TERMINATED_THRESHOLD,
+                   help="terminated pods kept before the pod garbage collector deletes the "
+                   f"oldest (default {TERMINATED_THRESHOLD}; 0: none deleted)")  # fmt: skip
     p.add_argument("--konnectivity-uds-name", default="", metavar="PATH",
                    help="serve the API server's cluster egress (HTTP CONNECT to the "
                    "simulated pods' IPs, as konnectivity-server --mode=http-connect) on "
