@@ -10,6 +10,8 @@ controllers what kube-apiserver leaves to kubelets and kube-controller-manager.
     watchcache sim --server URL [--churn RATE] [--renew-seconds 10] [--root-ca-file CA]
                    [--cluster-signing-cert-file CA --cluster-signing-key-file KEY]
                    [--node-monitor-period 5] [--node-monitor-grace-period 50]
+                   [--node-eviction-rate 0.1] [--secondary-node-eviction-rate 0.01]
+                   [--unhealthy-zone-threshold 0.55] [--large-cluster-size-threshold 50]
                    [--terminated-pod-gc-threshold 12500] [--konnectivity-uds-name PATH]
                    [-v]
 
@@ -53,6 +55,7 @@ from lab.sim.podgc import TERMINATED_THRESHOLD, PodGC
 from lab.sim.replicaset import ReplicaSetController
 from lab.sim.scheduler import Scheduler
 from lab.sim.serviceaccounts import RootCACertPublisher, ServiceAccountsController
+from lab.sim.zone_eviction import EvictionRates
 from proxy.server.certs import CertKey
 
 __all__ = ["DEFAULT_CHURN", "Simulation", "main"]
@@ -81,6 +84,8 @@ class Simulation:
     cluster_signing: CertKey | None = None
     node_monitor_period: float = MONITOR_PERIOD
     node_monitor_grace_period: float = GRACE_PERIOD
+    # the node lifecycle controller's NoExecute tainting rates per zone
+    eviction_rates: EvictionRates = field(default_factory=EvictionRates)
     # terminated pods kept before the pod GC deletes the oldest (0: all kept)
     terminated_pod_gc_threshold: int = TERMINATED_THRESHOLD
     # False: node agents, Events and churn only (a real control plane runs the rest)
@@ -145,7 +150,7 @@ class Simulation:
             self.server, self.budgets, self.pods, self.replicasets, self.deployments, events)
         self.node_lifecycle_controller = NodeLifecycleController(
             self.server, self.nodes, self.pods, events, monitor_period=self.node_monitor_period,
-            grace_period=self.node_monitor_grace_period)  # fmt: skip
+            grace_period=self.node_monitor_grace_period, rates=self.eviction_rates)  # fmt: skip
         client = self._clients[0]
         services = Informer(client, client.core.list_service_for_all_namespaces,
                             name="services")  # fmt: skip
@@ -205,6 +210,10 @@ async def _run(a: argparse.Namespace, root_ca: str, signing: CertKey | None) -> 
                      node_monitor_grace_period=a.node_monitor_grace_period,
                      controllers=a.controllers,
                      terminated_pod_gc_threshold=a.terminated_pod_gc_threshold,
+                     eviction_rates=EvictionRates(a.node_eviction_rate,
+                                                  a.secondary_node_eviction_rate,
+                                                  a.unhealthy_zone_threshold,
+                                                  a.large_cluster_size_threshold),
                      konnectivity_uds=a.konnectivity_uds_name)  # fmt: skip
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -247,6 +256,22 @@ def main(argv: list[str]) -> int:
                    help="the cluster's root CA (PEM), published in every namespace as the "
                    "kube-root-ca.crt ConfigMap and trusted by the node agents' kubelet API "
                    "for the API server's client certificate (default: neither)")  # fmt: skip
+    rates = EvictionRates()
+    p.add_argument("--node-eviction-rate", type=float, default=rates.rate,
+                   help="nodes per second tainted NoExecute in a healthy zone "
+                   f"(default {rates.rate})")  # fmt: skip
+    p.add_argument("--secondary-node-eviction-rate", type=float, default=rates.secondary_rate,
+                   help="the same in a partially disrupted large zone "
+                   f"(default {rates.secondary_rate})")  # fmt: skip
+    p.add_argument("--unhealthy-zone-threshold", type=float,
+                   default=rates.unhealthy_zone_threshold,
+                   help="the share of a zone's nodes not Ready (at least 3) that makes it "
+                   f"partially disrupted (default {rates.unhealthy_zone_threshold})")  # fmt: skip
+    p.add_argument("--large-cluster-size-threshold", type=int,
+                   default=rates.large_cluster_size_threshold,
+                   help="zones of more nodes get the secondary rate when partially "
+                   f"disrupted, smaller ones none (default "
+                   f"{rates.large_cluster_size_threshold})")  # fmt: skip
     p.add_argument("--terminated-pod-gc-threshold", type=int, default=TERMINATED_THRESHOLD,
                    help="terminated pods kept before the pod garbage collector deletes the "
                    f"oldest (default {TERMINATED_THRESHOLD}; 0: none deleted)")  # fmt: skip
