@@ -456,6 +456,10 @@ def test_services_proxy_picks_a_ready_endpoint(cluster: Cluster, web: str) -> No
 
     _wait("the service's endpoints", lambda: endpoints() == [f"{ip}:80"])
     assert f"Endpoints:                {ip}:80" in cluster.kubectl("describe", "service", "web")
+    table = cluster.kubectl("get", "endpointslices", "-l", "kubernetes.io/service-name=web")
+    header, row = table.splitlines()
+    assert header.split() == ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"]
+    assert row.split()[1:4] == ["IPv4", "80", ip]
     for name in ("web:8080", "web", "http:web:8080"):
         body = cluster.kubectl("get", "--raw",
                                f"/api/v1/namespaces/default/services/{name}/proxy/x")  # fmt: skip
