@@ -142,7 +142,7 @@ class Lab:
         # namespace controller what kube-apiserver leaves to the real ones
         lifecycle = ("--lifecycle-controllers=true",) if self.a.sim else ()
         # pod IPs (pods/proxy, services/proxy) through the simulated cluster's egress
-        konnectivity = self.dir / "konnectivity.sock"
+        konnectivity = (self.dir / "konnectivity.sock").resolve()  # the server's cwd may differ
         egress = ((f"--egress-selector-config-file="
                    f"{egress_selector_config(self.dir / 'egress-selector.yaml', konnectivity)}",)
                   if self.a.sim else ())  # fmt: skip
