@@ -536,3 +536,48 @@ def test_proxy_subresources_are_authorized(cluster: Cluster, web: str) -> None:
     r = cluster.as_alice("create", "--raw", f"/api/v1/namespaces/default/pods/{web}:80/proxy/",
                          "-f", "-", stdin="{}")  # fmt: skip
     assert 'cannot create resource "pods/proxy"' in r.stderr.decode()
+
+
+SNEAKY = """
+apiVersion: v1
+kind: Service
+metadata: {name: sneaky, namespace: default}
+spec:
+  ports: [{port: 80}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: sneaky-1
+  namespace: default
+  labels: {kubernetes.io/service-name: sneaky}
+addressType: IPv4
+ports: [{name: "", port: 22}]
+endpoints:
+- addresses: [127.0.0.1]
+  targetRef: {kind: Pod, name: web, namespace: default}
+- addresses: [IP]
+"""
+
+
+def test_proxy_reaches_pods_only(cluster: Cluster, web: str) -> None:
+    """Nothing of the host through the proxy subresources: an EndpointSlice written by
+    hand is used only where its targetRef is a pod holding that address (a loopback
+    address naming the pod, the pod's own address without a targetRef: neither), and a
+    pod whose IP is not global unicast is refused."""
+    ip = cluster.json("get", "pod", web)["status"]["podIP"]
+    cluster.kubectl("apply", "-f", "-", stdin=SNEAKY.replace("IP", ip))
+    r = _raw(cluster, "services/sneaky:80/proxy/")
+    assert ('Error from server (ServiceUnavailable): no endpoints available for service '
+            '"sneaky:80"') in r.stderr.decode()  # fmt: skip
+    cluster.kubectl("apply", "-f", "-", stdin="""
+apiVersion: v1
+kind: Pod
+metadata: {name: local, namespace: default}
+spec: {nodeName: ghost, containers: [{name: c, image: busybox, ports: [{containerPort: 22}]}]}
+""")
+    status = {"status": {"podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}]}}
+    cluster.kubectl("patch", "pod", "local", "--subresource=status", "--type=merge", "-p",
+                    orjson.dumps(status).decode())  # fmt: skip
+    r = _raw(cluster, "pods/local:22/proxy/")
+    assert "Error from server (BadRequest): address not allowed" in r.stderr.decode()
