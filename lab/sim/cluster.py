@@ -120,7 +120,8 @@ class Simulation:
                                  status_seconds=self.status_seconds)  # fmt: skip
         self.churner = Churn(self.agents, self.churn)
         # handlers first, then the informers: every controller sees every first ADDED
-        self.konnectivity = (KonnectivityServer(self.konnectivity_uds, self.pods.items)
+        self.konnectivity = (KonnectivityServer(self.konnectivity_uds, self.pods.items,
+                                                self.nodes.items)
                              if self.konnectivity_uds else None)  # fmt: skip
         egress = [self.konnectivity.run()] if self.konnectivity else []
         runs = [events.run(), self.agents.run(), *self._control_plane(), *egress,

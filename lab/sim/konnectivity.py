@@ -10,9 +10,13 @@ On a UNIX socket it answers ``CONNECT IP:PORT HTTP/1.1``:
   tunnel is that container's tiny HTTP responder (the one ``kubectl port-forward``
   reaches, :mod:`lab.sim.portforward`): one answer naming the pod, container and port
   and echoing the request line, then the connection closes;
+- a node's kubelet (an address in a Node's ``status.addresses`` and its
+  ``daemonEndpoints.kubeletEndpoint.Port``): ``200``, and the bytes are spliced to that
+  simulated kubelet's socket, so the server's ``pods/log``, ``exec``, ``port-forward``
+  and ``nodes/proxy`` travel the same egress, as kube-apiserver's kubelet client does;
 - anything else: ``503`` with the dial's error as its reason, as a proxy whose agent
-  could not connect (nothing listens there). No real socket is ever opened towards an
-  address: nothing of the lab host is reachable through it.
+  could not connect (nothing listens there). No socket is opened but to the simulated
+  kubelets the Nodes name: nothing else of the lab host is reachable through it.
 """
 
 from __future__ import annotations
@@ -27,13 +31,15 @@ from pathlib import Path
 from lab.sim.client import JSON
 from lab.sim.portforward import declared_container, http_response
 
-__all__ = ["KonnectivityServer", "egress_selector_config"]
+__all__ = ["KonnectivityServer", "egress_selector_config", "kubelet_endpoints"]
 
 log = logging.getLogger("watchcache.sim")
 
 _MAX_HEAD = 64 * 1024
 _MAX_BODY = 1 << 20
 _READ_TIMEOUT = 30.0
+_DIAL_TIMEOUT = 5.0
+_CHUNK = 64 * 1024
 
 
 def egress_selector_config(path: Path, uds: Path) -> Path:
@@ -54,12 +60,29 @@ def _split_host_port(authority: str) -> tuple[str, int] | None:
     return host.strip("[]"), int(port)
 
 
-class KonnectivityServer:
-    """The HTTP CONNECT egress on ``path`` over the pods ``pods()`` returns."""
+def kubelet_endpoints(nodes: list[JSON]) -> set[tuple[str, int]]:
+    """(address, port) of every node's kubelet, as the Nodes post them."""
+    out = set()
+    for node in nodes:
+        status = node.get("status") or {}
+        port = int(((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {})
+                   .get("Port") or 0)  # fmt: skip
+        for a in status.get("addresses") or [] if port else []:
+            out.add((str(a.get("address")), port))
+    return out
 
-    def __init__(self, path: str, pods: Callable[[], list[JSON]]) -> None:
+
+class KonnectivityServer:
+    """The HTTP CONNECT egress on ``path`` over the pods ``pods()`` returns and the
+    nodes ``nodes()`` returns (their kubelets)."""
+
+    def __init__(
+        self, path: str, pods: Callable[[], list[JSON]],
+        nodes: Callable[[], list[JSON]] = list,
+    ) -> None:  # fmt: skip
         self.path = path
         self.pods = pods
+        self.nodes = nodes
         self.tunnels = 0
         self._server: asyncio.Server | None = None
 
@@ -95,7 +118,8 @@ class KonnectivityServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             async with asyncio.timeout(_READ_TIMEOUT):
-                await self._tunnel(reader, writer)
+                head = await reader.readuntil(b"\r\n\r\n")
+            await self._tunnel(head, reader, writer)
         except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
                 ConnectionError) as e:  # fmt: skip
             log.info("konnectivity: tunnel ended: %s", e)
@@ -104,14 +128,18 @@ class KonnectivityServer:
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
 
-    async def _tunnel(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
+    async def _tunnel(
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         method, _, rest = head.split(b"\r\n", 1)[0].decode("latin-1").partition(" ")
         target = _split_host_port(rest.partition(" ")[0])
         if method != "CONNECT" or target is None:
             writer.write(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n")
             return
         ip, port = target
+        if target in kubelet_endpoints(self.nodes()):
+            await _splice(ip, port, reader, writer)
+            return
         pod = self._pod_at(ip)
         container = declared_container(pod, port) if pod is not None else None
         if pod is None or container is None:
@@ -120,9 +148,37 @@ class KonnectivityServer:
             return
         writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         self.tunnels += 1
-        request = await _read_request(reader)
+        async with asyncio.timeout(_READ_TIMEOUT):
+            request = await _read_request(reader)
         writer.write(http_response(pod, container, port, request))
         await writer.drain()
+
+
+async def _splice(
+    host: str, port: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """The tunnel to a simulated kubelet: both ways until either side ends."""
+    try:
+        async with asyncio.timeout(_DIAL_TIMEOUT):
+            up_reader, up_writer = await asyncio.open_connection(host, port)
+    except (OSError, TimeoutError) as e:
+        writer.write(f"HTTP/1.1 503 dial tcp {host}:{port}: {e}\r\n\r\n".encode())
+        return
+    writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+    log.info("konnectivity: a tunnel to the kubelet at %s:%d", host, port)
+    try:
+        await asyncio.gather(_copy(reader, up_writer), _copy(up_reader, writer))
+    finally:
+        up_writer.close()
+
+
+async def _copy(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(ConnectionError):
+        while chunk := await source.read(_CHUNK):
+            sink.write(chunk)
+            await sink.drain()
+        if sink.can_write_eof():
+            sink.write_eof()
 
 
 async def _read_request(reader: asyncio.StreamReader) -> bytes:

@@ -64,6 +64,7 @@ from proxy.kube.componentstatus import ComponentStatuses
 from proxy.kube.conversion import VIEWS
 from proxy.kube.defaulting import default_object
 from proxy.kube.kubelet_client import KubeletClientConfig
+from proxy.kube.pod_connect import Transport
 from proxy.kube.service import service_stores
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
 from proxy.kube.subresources import subresource_storages
@@ -214,6 +215,8 @@ def build_app(
         defaulter=default_object,
         deletion_rules=deletion_rules(),
     )
+    # the cluster network (pod IPs and kubelets): the egress selector's
+    cluster = load_egress_selector(settings.egress_selector_config_file).cluster_transport()
     ctx = APIContext(
         settings=settings,
         registry=registry,
@@ -221,9 +224,9 @@ def build_app(
         subresource_storages=eviction.with_eviction(
             subresource_storages(
                 lambda plural, namespace, name: _object_reader(ctx)(plural, namespace, name),
-                _kubelet_client(settings),
+                _kubelet_client(settings, cluster),
                 lambda namespace: _endpoint_slices(ctx, namespace),
-                load_egress_selector(settings.egress_selector_config_file).cluster_transport(),
+                cluster,
             ),
             lambda group, plural, sub: _store_of(ctx, group, plural, sub),
         ),
@@ -324,13 +327,14 @@ def _add_leader_election(hooks: PostStartHooks, elector: LeaderElector, settings
     hooks.add(LEADER_ELECTION_HOOK, elect, after=after, ready=lambda: True)
 
 
-def _kubelet_client(settings: Settings) -> KubeletClientConfig:
+def _kubelet_client(settings: Settings, cluster: Transport) -> KubeletClientConfig:
     """How pods/log, exec, attach, portforward and nodes/proxy reach the kubelets."""
     return KubeletClientConfig.build(
         settings.kubelet_preferred_address_types,
         settings.kubelet_client_certificate,
         settings.kubelet_client_key,
         settings.kubelet_certificate_authority,
+        cluster,
     )
 
 

@@ -130,7 +130,8 @@ class PodLogREST:
         container = _container(pod, name, _first(options, "container"))
         base = await _node_url(self.read, self.kubelet, pod)
         url = _location(base, f"containerLogs/{ctx.namespace}/{name}/{container}", query)
-        return ConnectTarget(url, self.kubelet.tls, error_resource="pods/log", name=name)
+        return ConnectTarget(url, self.kubelet.tls, error_resource="pods/log", name=name,
+                             transport=self.kubelet.transport)  # fmt: skip
 
 
 def _log_query(options: Options) -> list[tuple[str, str]]:
@@ -196,7 +197,8 @@ class PodStreamREST:
             where = f"{kubelet_path}/{ctx.namespace}/{name}/{container}"
         base = await _node_url(self.read, self.kubelet, pod)
         return ConnectTarget(_location(base, where, query), self.kubelet.tls,
-                             upgrade_required=True, name=name)  # fmt: skip
+                             upgrade_required=True, name=name,
+                             transport=self.kubelet.transport)  # fmt: skip
 
     def _stream_query(self, options: Options) -> list[tuple[str, str]]:
         flags = {k: _flag(options, k) for k in _STREAM_FLAGS}
@@ -241,7 +243,8 @@ class NodeProxyREST(ProxyOptions):
         node = await self.read("nodes", "", name)
         return ConnectTarget(_location(self.kubelet.base_url(node), path.lstrip("/"),
                                        _pass_query(options)),
-                             self.kubelet.tls, name=name)  # fmt: skip
+                             self.kubelet.tls, name=name,
+                             transport=self.kubelet.transport)  # fmt: skip
 
 
 def _pass_query(options: Options) -> list[tuple[str, str]]:

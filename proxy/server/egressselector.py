@@ -1,6 +1,7 @@
 """The egress selector (upstream's ``k8s.io/apiserver/pkg/server/egressselector``): how
-this server reaches the cluster's network — pod IPs for ``pods/proxy`` and
-``services/proxy`` — from ``--egress-selector-config-file``, an
+this server reaches the cluster's network — the kubelets (``pods/log``, ``exec``,
+``attach``, ``portforward``, ``nodes/proxy``) and pod IPs (``pods/proxy``,
+``services/proxy``) — from ``--egress-selector-config-file``, an
 ``EgressSelectorConfiguration`` (``apiserver.k8s.io/v1beta1``)::
 
     egressSelections:
@@ -16,7 +17,8 @@ this server reaches the cluster's network — pod IPs for ``pods/proxy`` and
 mode), whose 200 leaves a byte stream to the target; any other answer is the dial's
 error. The lab's simulated cluster serves such a proxy (docs/lab.md). Not served: the
 ``GRPC`` protocol, TLS to the proxy, and a non-``Direct`` ``controlplane`` or ``etcd``
-selection (a ConfigError that says so); the kubelets are dialled directly.
+selection (a ConfigError that says so). Webhooks and aggregated API servers, which
+upstream also sends through the ``cluster`` egress, are dialled directly.
 """
 
 from __future__ import annotations

@@ -360,6 +360,8 @@ def test_nodes_proxy_and_upgrades_required(cluster: Cluster, web: str) -> None:
     assert resources["pods/ephemeralcontainers"]["verbs"] == ["get", "patch", "update"]
     node = cluster.json("get", "pod", web)["spec"]["nodeName"]
     assert cluster.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/healthz") == "ok"
+    # through the cluster egress, as kube-apiserver's kubelet client with konnectivity
+    assert "konnectivity: a tunnel to the kubelet at" in (cluster.dir / "sim.log").read_text()
     pods = orjson.loads(cluster.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/pods"))
     assert web in {p["metadata"]["name"] for p in pods["items"]}
     base = f"/api/v1/namespaces/default/pods/{web}"
