@@ -15,6 +15,7 @@ from proxy.kube.printers import (
     coordination,
     core,
     discovery,
+    networking,
     policy,
     rbac,
 )
@@ -31,6 +32,7 @@ BUILTIN_PRINTERS: Mapping[str, Mapping[str, TablePrinter]] = {
     "certificates.k8s.io": certificates.HANDLERS,
     "coordination.k8s.io": coordination.HANDLERS,
     "discovery.k8s.io": discovery.HANDLERS,
+    "networking.k8s.io": networking.HANDLERS,
     "policy": policy.HANDLERS,
     "rbac.authorization.k8s.io": rbac.HANDLERS,
 }
