@@ -45,7 +45,6 @@ async def _create(c: Client, name: str, phase: str = "", reason: str = "", **kw:
     if phase:
         pod["status"] = {**(pod.get("status") or {}), "phase": phase, "reason": reason or None}
         pod = await c.call(c.core.replace_namespaced_pod_status, name, NS, pod)
-    await asyncio.sleep(1.1)  # creationTimestamps a second apart: the order is theirs
     return pod
 
 
@@ -77,6 +76,7 @@ async def _collects(c: Client, server_url: str) -> None:
     await c.call(c.core.create_node, {"apiVersion": "v1", "kind": "Node",
                                       "metadata": {"name": "n1"}})  # fmt: skip
     await _create(c, "done-old", "Succeeded")
+    await asyncio.sleep(1.1)  # creationTimestamps a second apart: the order is theirs
     await _create(c, "evicted", "Failed", "Evicted")
     await _create(c, "done-new", "Succeeded")
     await _create(c, "running")
