@@ -64,6 +64,7 @@ from proxy.kube.componentstatus import ComponentStatuses
 from proxy.kube.conversion import VIEWS
 from proxy.kube.defaulting import default_object
 from proxy.kube.kubelet_client import KubeletClientConfig
+from proxy.kube.pod_connect import Transport
 from proxy.kube.service import service_stores
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
 from proxy.kube.subresources import subresource_storages
@@ -82,6 +83,7 @@ from proxy.server.aggregation import AGGREGATION
 from proxy.server.auth_chain import AUTH, Auth, add_auth_hooks, build_auth, storage_lookup
 from proxy.server.context import API_CONTEXT, APIContext
 from proxy.server.debug import setup_debug_routes
+from proxy.server.egressselector import load_egress_selector
 from proxy.server.filters import handler_chain
 from proxy.server.healthz import setup_health_routes
 from proxy.server.loop_lag import loop_lag_context
@@ -97,7 +99,7 @@ from proxy.server.worker import (
     WorkerIdentity,
     worker_identity,
 )
-from storage.interfaces import GetOptions, JSONObject
+from storage.interfaces import GetOptions, JSONObject, ListOptions
 
 __all__ = [
     "EXIT_PORT_IN_USE",
@@ -213,6 +215,8 @@ def build_app(
         defaulter=default_object,
         deletion_rules=deletion_rules(),
     )
+    # the cluster network (pod IPs and kubelets): the egress selector's
+    cluster = load_egress_selector(settings.egress_selector_config_file).cluster_transport()
     ctx = APIContext(
         settings=settings,
         registry=registry,
@@ -220,7 +224,9 @@ def build_app(
         subresource_storages=eviction.with_eviction(
             subresource_storages(
                 lambda plural, namespace, name: _object_reader(ctx)(plural, namespace, name),
-                _kubelet_client(settings),
+                _kubelet_client(settings, cluster),
+                lambda namespace: _endpoint_slices(ctx, namespace),
+                cluster,
             ),
             lambda group, plural, sub: _store_of(ctx, group, plural, sub),
         ),
@@ -321,13 +327,14 @@ def _add_leader_election(hooks: PostStartHooks, elector: LeaderElector, settings
     hooks.add(LEADER_ELECTION_HOOK, elect, after=after, ready=lambda: True)
 
 
-def _kubelet_client(settings: Settings) -> KubeletClientConfig:
+def _kubelet_client(settings: Settings, cluster: Transport) -> KubeletClientConfig:
     """How pods/log, exec, attach, portforward and nodes/proxy reach the kubelets."""
     return KubeletClientConfig.build(
         settings.kubelet_preferred_address_types,
         settings.kubelet_client_certificate,
         settings.kubelet_client_key,
         settings.kubelet_certificate_authority,
+        cluster,
     )
 
 
@@ -341,6 +348,15 @@ def _object_reader(ctx: APIContext) -> ObjectReader:
         return (await ctx.store(resource).get(namespace, name, GetOptions())).obj
 
     return read
+
+
+async def _endpoint_slices(ctx: APIContext, namespace: str) -> list[JSONObject]:
+    """A namespace's EndpointSlices from the watch cache (services/proxy)."""
+    resource = ctx.registry.lookup("discovery.k8s.io", "endpointslices")
+    assert resource is not None
+    rs = ctx.storages.for_resource(resource)
+    listed = await rs.store.get_list(rs.list_key(namespace), ListOptions(resource_version="0"))
+    return [item.obj for item in listed.items]
 
 
 def _storage_of(ctx: APIContext, group: str, plural: str) -> ResourceStorage | None:

@@ -124,15 +124,17 @@ REVIEWS: tuple[tuple[str, str, str], ...] = (
 REVIEW_GROUPS = frozenset(group for group, _, _ in REVIEWS)
 
 # (pods/eviction: proxy.kube.eviction; certificatesigningrequests/approval: its strategy;
-# log, exec, attach, portforward, proxy: the kubelet's, proxied)
+# log, exec, attach, portforward, nodes/proxy: the kubelet's, proxied; pods/proxy,
+# services/proxy: to pod IPs)
 SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding", "finalize", "eviction",
                                  "approval", "log", "exec", "attach", "portforward", "proxy",
                                  "ephemeralcontainers"})  # fmt: skip
 # the connect subresources (rest.Connecter storages, served by proxying) that the
 # catalogue does not list: it models only the subresources that have a kind of their own
 CONNECT_SUBRESOURCES: dict[tuple[str, str], tuple[str, ...]] = {
-    ("", "pods"): ("attach", "exec", "portforward"),
+    ("", "pods"): ("attach", "exec", "portforward", "proxy"),
     ("", "nodes"): ("proxy",),
+    ("", "services"): ("proxy",),
 }
 
 # Resources served without storage of their own (kube-apiserver's legacy REST storages):

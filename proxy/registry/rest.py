@@ -22,7 +22,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from proxy.registry.deletion import DeletionRules
 from proxy.registry.resources import ResourceInfo
@@ -223,13 +223,16 @@ class ConnectTarget:
     SPDY) is served there (exec, attach, portforward); ``error_resource``: the
     subresource a non-2xx answer of the target is reported as (``pods/log``: upstream's
     ``GenericHttpResponseChecker``), "" to pass the answer through as the target wrote
-    it (the proxy subresources)."""
+    it (the proxy subresources); ``transport``: a factory of the connector that reaches
+    the URL (the egress selector's cluster network for pod IPs: an ``aiohttp``
+    connector, which this layer does not import), None to dial it directly."""
 
     url: str
     tls: ssl.SSLContext | bool = True  # True: the default verification
     upgrade_required: bool = False
     error_resource: str = ""
     name: str = ""
+    transport: Callable[[], Any] | None = None
 
 
 @runtime_checkable

@@ -17,7 +17,8 @@ def test_every_served_resource_is_in_the_catalogue() -> None:
     [
         ("", "pods", "Pod", True, ("po",),
          ("attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward",
-          "status")),
+          "proxy", "status")),
+        ("", "services", "Service", True, ("svc",), ("proxy", "status")),
         ("", "nodes", "Node", False, ("no",), ("proxy", "status")),
         ("", "namespaces", "Namespace", False, ("ns",), ("finalize", "status")),
         ("", "configmaps", "ConfigMap", True, ("cm",), ()),
