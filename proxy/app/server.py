@@ -39,7 +39,13 @@ from aiohttp import web
 from proxy.aggregator.server import Aggregator
 from proxy.apiextensions.apiserver import setup_apiextensions
 from proxy.app import admission
-from proxy.app.kinds import admission_plugins, deletion_rules, kind_rules, register_kinds
+from proxy.app.kinds import (
+    admission_plugins,
+    deletion_rules,
+    kind_rules,
+    register_kinds,
+    served_resources,
+)
 from proxy.audit.server import Audit
 from proxy.authentication.filter import answer_unauthorized, plain_port_authentication
 from proxy.authentication.loopback import LoopbackToken
@@ -74,7 +80,7 @@ from proxy.loopback.client import LoopbackClient
 from proxy.loopback.config import LoopbackConfig, loopback_host, pinned_tls_context
 from proxy.registry.conversion import VersionedStorage
 from proxy.registry.informers import storage_informers
-from proxy.registry.resources import REVIEWS, SERVED, VIRTUAL, Registry, build_registry
+from proxy.registry.resources import Registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.registry.store import Store
 from proxy.server import event_loop, gc_pauses, http_errors
@@ -172,7 +178,7 @@ def build_app(
     # then every worker runs every controller, as replicas without an election would
     if worker is not None and worker.count > 1 and settings.system_namespaces:
         hooks.elector = _elector(settings, worker, instance)
-    registry = registry or build_registry(SERVED + VIRTUAL + (REVIEWS if secure else ()))
+    registry = registry or served_resources(secure)
     # one informer per resource, shared by every controller; started with the storages
     informers = storage_informers(registry, storages)
     if secure:
