@@ -180,4 +180,5 @@ STRATEGY = KindStrategy(
     prepare_create=prepare_create,
     prepare_update=prepare_update,
     validate_status_update=validate_status_update,
+    core_meta=False,
 )

@@ -116,4 +116,5 @@ STRATEGY = KindStrategy(
     validate_update=validate_crd,
     prepare_create=prepare_create,
     prepare_update=prepare_update,
+    core_meta=False,
 )

@@ -42,7 +42,7 @@ class GenericStrategy:
     deletion: DeletionRules = NO_RULES
 
     def checks_required_fields(self) -> bool:
-        return self.rules is not None
+        return self.rules is not None and self.rules.validates_kind
 
     def checks_types(self) -> bool:
         return self.rules is not None and self.rules.validates_types
