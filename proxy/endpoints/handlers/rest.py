@@ -37,6 +37,7 @@ from proxy.registry.rest import (
     Deleter,
     Getter,
     NamedCreater,
+    ResetFields,
     Updater,
 )
 from proxy.registry.store import Store
@@ -223,7 +224,8 @@ async def create_object(
     stored = await store.create_object(
         _rest_context(request, namespace, dry_run), obj, adm.validate_create,
         managed=lambda created: managed.record_update(
-            request, resource, "", None, created, managed.sent_managed_fields(created)
+            request, resource, "", scope.reset_fields, None, created,
+            managed.sent_managed_fields(created),
         ),
     )  # fmt: skip
     return responsewriters.object_response(
@@ -309,6 +311,7 @@ class _UpdatedBody:
     request: web.Request
     adm: admission.RequestAdmission
     resource: ResourceInfo
+    reset: ResetFields  # the route strategy's reset fields
     new: JSONObject
     sent: object  # the managedFields the body carries
 
@@ -323,7 +326,9 @@ class _UpdatedBody:
     def managed(self, current: JSONObject, prepared: JSONObject) -> JSONObject:
         live = current or None
         sub = self.adm.subresource if current else ""
-        updated = managed.record_update(self.request, self.resource, sub, live, prepared, self.sent)
+        updated = managed.record_update(
+            self.request, self.resource, sub, self.reset, live, prepared, self.sent
+        )
         if current:
             managed.keep_times_of_noop(current, updated)
         return updated
@@ -345,7 +350,8 @@ async def update_object(
     if resource.namespaced:
         new["metadata"]["namespace"] = namespace
     adm = _request_admission(request, info, scope, dry_run, "UpdateOptions")
-    obj_info = _UpdatedBody(request, adm, resource, new, managed.sent_managed_fields(new))
+    sent = managed.sent_managed_fields(new)
+    obj_info = _UpdatedBody(request, adm, resource, scope.reset_fields, new, sent)
     stored, created = await storage.update_object(
         _rest_context(request, namespace, dry_run), info.name, obj_info,
         adm.validate_create, adm.validate_update,
@@ -385,8 +391,8 @@ class _Patched:
         config = self.config
         if self.applying:  # server-side apply (create-on-apply when absent)
             patched = managed.apply_through(
-                self.request, self.resource, self.adm.subresource, self.kind, current or None,
-                config,
+                self.request, self.resource, self.adm.subresource, self.scope.reset_fields,
+                self.kind, current or None, config,
             )  # fmt: skip
             if not current:
                 return await self._applied_create(ctx, patched, config)
@@ -438,8 +444,9 @@ class _Patched:
             updated = managed.set_managed_fields(prepared, self.applied_fields)
         else:
             updated = managed.record_update(
-                self.request, self.resource, self.adm.subresource, current, prepared, self.sent
-            )
+                self.request, self.resource, self.adm.subresource, self.scope.reset_fields,
+                current, prepared, self.sent,
+            )  # fmt: skip
         if current:
             managed.keep_times_of_noop(current, updated)
         return updated
