@@ -58,7 +58,6 @@ from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
 from proxy.kube import eviction
-from proxy.kube.admission import namespace_lifecycle
 from proxy.kube.auth_routes import auth_routes
 from proxy.kube.bootstrap import controllers as bootstrap_controllers
 from proxy.kube.bootstrap.rbac_policy import bootstrap_policy
@@ -69,6 +68,7 @@ from proxy.kube.bootstrap.system_namespaces import (
 from proxy.kube.componentstatus import ComponentStatuses
 from proxy.kube.conversion import VIEWS
 from proxy.kube.defaulting import default_object
+from proxy.kube.namespace_deleter import NamespaceContentDeleter
 from proxy.kube.service import service_stores
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
 from proxy.kube.subresources import subresource_storages
@@ -204,7 +204,7 @@ def build_app(
         escalation=auth.check_escalation if auth is not None else None,
         delete_namespace_contents=None
         if settings.lifecycle_controllers
-        else lambda namespace: namespace_lifecycle.delete_contents(ctx, namespace),
+        else NamespaceContentDeleter(registry, lambda: hooks.loopback),
         defaulter=default_object,
         deletion_rules=deletion_rules(),
     )
