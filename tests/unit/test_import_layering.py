@@ -34,9 +34,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # k8s.io/apimachinery's kind-independent validation (field errors, names,
     # ObjectMeta) and quantities
     ("proxy.apimachinery",),
-    # request-scoped primitives (RequestInfo, user, audit annotations, warnings, the
-    # parsed options): the leaf every stage of the server library reads
-    ("proxy.request",),
+    # the server library's leaves, peers: request-scoped primitives (RequestInfo, user,
+    # audit annotations, warnings, the parsed options) that every stage reads; the CEL
+    # engine (k8s.io/apiserver's cel, over apimachinery's quantities); the loopback
+    # client (client-go's rest client, over HTTP alone)
+    ("proxy.request", "proxy.cel", "proxy.loopback"),
     ("proxy",),  # the generic server library (k8s.io/apiserver)
     # kube's built-in kinds, CRDs, aggregation: peers above the library
     ("proxy.kube", "proxy.apiextensions", "proxy.aggregator"),
@@ -296,6 +298,9 @@ def test_the_checker_sees_what_it_must() -> None:
     }
     assert not allowed("storage.interfaces", "cacher.cacher")
     assert not allowed("proxy.request.user", "proxy.endpoints.negotiation")
+    assert not allowed("proxy.cel.library", "proxy.request.user")  # peers
+    assert not allowed("proxy.loopback.client", "proxy.server.settings")
+    assert allowed("proxy.admission.policy.validating", "proxy.cel.environment")
     assert not allowed("proxy.registry.store", "proxy.kube.validation.pod")
     assert not allowed("proxy.kube.validation.pod", "proxy.apiextensions.serving")
     assert not allowed("proxy.app.server", "lab.seed")
