@@ -64,8 +64,8 @@ def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
         raise path_not_found()
     if len(info.parts) > 3 and info.subresource != "proxy":
         raise path_not_found()
-    if not resource.namespaced and info.namespace and info.resource != "namespaces":
-        raise path_not_found()
+    if not resource.namespaced and info.namespace_prefix:
+        raise path_not_found()  # a cluster-scoped resource has no namespaced route
     if resource.namespaced and not info.namespace and info.verb not in ("list", "watch"):
         # only list/watch exist across all namespaces; the collection path has a GET
         raise path_not_found() if info.name else apierrors.method_not_allowed()
