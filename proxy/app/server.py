@@ -68,6 +68,7 @@ from proxy.kube.bootstrap.system_namespaces import (
 from proxy.kube.componentstatus import ComponentStatuses
 from proxy.kube.conversion import VIEWS
 from proxy.kube.defaulting import default_object
+from proxy.kube.legacy_binding import LegacyBindings
 from proxy.kube.namespace_deleter import NamespaceContentDeleter
 from proxy.kube.service import service_stores
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
@@ -228,9 +229,9 @@ def build_app(
     ctx.custom_stores = service_stores(
         ctx, settings.service_cluster_ip_range, settings.service_node_port_range
     )
-    ctx.component_statuses = ComponentStatuses(
-        lambda: ctx.storage_ctx.etcd3().current_resource_version()
-    ).list
+    ctx.delegates.append(LegacyBindings(ctx))
+    statuses = ComponentStatuses(lambda: ctx.storage_ctx.etcd3().current_resource_version())
+    ctx.computed_objects[("", "componentstatuses")] = statuses.list
     app[API_CONTEXT] = ctx
     app[LOOPBACK_TOKEN] = loopback
     app[POST_START_HOOKS] = hooks

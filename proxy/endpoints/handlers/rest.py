@@ -22,7 +22,7 @@ from proxy.admission import handler as admission
 from proxy.admission.attributes import add_audit_annotation
 from proxy.authentication.filter import is_secure
 from proxy.endpoints import decoding, negotiation, responsewriters, restful_route
-from proxy.endpoints.handlers import collection, componentstatus
+from proxy.endpoints.handlers import collection, computed
 from proxy.endpoints.handlers.connect import connect_resource
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.handlers.scope import RequestScope
@@ -90,10 +90,13 @@ def _check_verb(info: RequestInfo, scope: RequestScope) -> None:
 _NAMED = frozenset({"update", "patch"})
 
 
-def _scope(ctx: APIContext, resource: ResourceInfo, subresource: str) -> RequestScope:
-    """The route's scope: a delegate's (custom resources), else the built-in one, with
-    the server's part."""
+def _scope(ctx: APIContext, resource: ResourceInfo, subresource: str) -> RequestScope | None:
+    """The route's scope: a delegate's (custom resources, kube's legacy bindings), else
+    the built-in one, with the server's part; None for a resource without storage that
+    no delegate serves (its objects are computed on each call)."""
     scope = _route_scope(ctx, resource, subresource)
+    if scope is None:
+        return None
     return dataclasses.replace(
         scope, admission=ctx.admission,
         max_request_body_bytes=ctx.settings.max_request_body_bytes,
@@ -101,11 +104,15 @@ def _scope(ctx: APIContext, resource: ResourceInfo, subresource: str) -> Request
     )  # fmt: skip
 
 
-def _route_scope(ctx: APIContext, resource: ResourceInfo, subresource: str) -> RequestScope:
+def _route_scope(
+    ctx: APIContext, resource: ResourceInfo, subresource: str
+) -> RequestScope | None:
     for delegate in ctx.delegates:
         scope = delegate.scope(resource, subresource)
         if scope is not None:
             return scope
+    if not resource.has_storage:
+        return None
     store = ctx.store(resource, subresource)
     own = None
     if subresource:
@@ -120,10 +127,10 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
     if not info.is_resource_request or info.verb == "proxy":
         raise path_not_found()  # (the deprecated /proxy/ prefix has no routes upstream)
     resource = _resolve(ctx, info)
-    scope = _scope(ctx, resource, info.subresource) if resource.has_storage else None
+    scope = _scope(ctx, resource, info.subresource)
     if scope is not None and isinstance(scope.storage, Connecter):
         return await connect_resource(request, info, scope, scope.storage)
-    if scope is not None:
+    if resource.has_storage and scope is not None:
         _check_verb(info, scope)
     elif not resource.allows(info.verb):  # a virtual resource's verbs are its own
         raise apierrors.method_not_allowed()
@@ -134,32 +141,11 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
         # there are GET only
         raise apierrors.method_not_allowed()
     restful_route.check(request.method, info.verb, request.headers)  # 415/406 of go-restful
-    if scope is None:  # the legacy virtual resources of /api/v1
-        return await _handle_virtual(request, ctx, info)
+    if scope is None:  # a resource whose objects are computed on each call
+        return await computed.handle_computed(request, ctx, info, resource)
     if scope.check is not None:
         scope.check(request, info)
     return await _HANDLERS[info.verb](request, ctx, info, scope)
-
-
-async def _handle_virtual(
-    request: web.Request, ctx: APIContext, info: RequestInfo
-) -> web.StreamResponse:
-    """``bindings`` (upstream's ``LegacyBindingREST``: the pods' binding storage, the
-    pod the one the Binding names) and ``componentstatuses``."""
-    if info.resource != "bindings":
-        return await componentstatus.handle_component_statuses(request, ctx, info)
-    if info.verb != "create":
-        raise apierrors.method_not_supported("bindings", info.verb)
-    pods = ctx.registry.get("", "v1", "pods")
-    assert pods is not None
-    store = ctx.store(pods)
-    storage = ctx.subresource_storages(pods, "binding", store)
-    assert isinstance(storage, NamedCreater)
-    scope = RequestScope(
-        pods, "binding", store, storage,
-        max_request_body_bytes=ctx.settings.max_request_body_bytes,
-    )  # fmt: skip
-    return await _create_named(request, info, scope, storage)
 
 
 def _namespace(info: RequestInfo, resource: ResourceInfo) -> str:
@@ -200,12 +186,16 @@ def _request_admission(
     scope: RequestScope,
     dry_run: bool,
     options_kind: str,
+    name: str = "",
 ) -> admission.RequestAdmission:
+    """The admission of this request, as the route's resource and subresource (a
+    delegate's route may serve another path: legacy ``bindings`` is ``pods/binding``);
+    ``name``: the object's, where the path has none."""
     chain = scope.admission
     kind = scope.kind
     return admission.RequestAdmission(
-        request, chain, scope.resource, _namespace(info, scope.resource), info.name,
-        info.subresource, dry_run, options_kind,
+        request, chain, scope.resource, _namespace(info, scope.resource), info.name or name,
+        scope.subresource, dry_run, options_kind,
         None if kind is scope.resource else (kind.group, kind.version, kind.kind),
     )  # fmt: skip
 
@@ -252,7 +242,7 @@ async def _create_named(
     context = _rest_context(request, _namespace(info, scope.resource), dry_run)
     # the legacy ``bindings`` resource has no name in its path: the body's is the one
     name = info.name or str((obj.get("metadata") or {}).get("name") or "")
-    adm = _request_admission(request, info, scope, dry_run, "CreateOptions")
+    adm = _request_admission(request, info, scope, dry_run, "CreateOptions", name)
     obj = await adm.admit_create(obj)
     status = await storage.create_named(context, name, obj, adm.validate_create)
     return responsewriters.json_response(status, int(status.get("code") or 201))
