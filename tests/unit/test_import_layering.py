@@ -39,6 +39,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # engine (k8s.io/apiserver's cel, over apimachinery's quantities); the loopback
     # client (client-go's rest client, over HTTP alone)
     ("proxy.request", "proxy.cel", "proxy.loopback"),
+    # client-go's machinery over them: shared informers and work queues, leader election
+    ("proxy.informer", "proxy.leaderelection"),
     ("proxy",),  # the generic server library (k8s.io/apiserver)
     # kube's built-in kinds, CRDs, aggregation: peers above the library
     ("proxy.kube", "proxy.apiextensions", "proxy.aggregator"),
@@ -301,6 +303,8 @@ def test_the_checker_sees_what_it_must() -> None:
     assert not allowed("proxy.cel.library", "proxy.request.user")  # peers
     assert not allowed("proxy.loopback.client", "proxy.server.settings")
     assert allowed("proxy.admission.policy.validating", "proxy.cel.environment")
+    assert not allowed("proxy.informer.shared_informer", "proxy.server.settings")
+    assert allowed("proxy.leaderelection.leader_election", "proxy.loopback.client")
     assert not allowed("proxy.registry.store", "proxy.kube.validation.pod")
     assert not allowed("proxy.kube.validation.pod", "proxy.apiextensions.serving")
     assert not allowed("proxy.app.server", "lab.seed")
