@@ -37,10 +37,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # the server library's leaves, peers: request-scoped primitives (RequestInfo, user,
     # audit annotations, warnings, the parsed options) that every stage reads; the CEL
     # engine (k8s.io/apiserver's cel, over apimachinery's quantities); the loopback
-    # client (client-go's rest client, over HTTP alone)
-    ("proxy.request", "proxy.cel", "proxy.loopback"),
-    # client-go's machinery over them: shared informers and work queues, leader election
-    ("proxy.informer", "proxy.leaderelection"),
+    # client (client-go's rest client, over HTTP alone); the OpenAPI documents and the
+    # built-in kinds' schemas
+    ("proxy.request", "proxy.cel", "proxy.loopback", "proxy.openapi"),
+    # over them: client-go's machinery (shared informers and work queues, leader
+    # election) and the Table printers (over the schemas)
+    ("proxy.informer", "proxy.leaderelection", "proxy.printers"),
     ("proxy",),  # the generic server library (k8s.io/apiserver)
     # kube's built-in kinds, CRDs, aggregation: peers above the library
     ("proxy.kube", "proxy.apiextensions", "proxy.aggregator"),
@@ -305,6 +307,8 @@ def test_the_checker_sees_what_it_must() -> None:
     assert allowed("proxy.admission.policy.validating", "proxy.cel.environment")
     assert not allowed("proxy.informer.shared_informer", "proxy.server.settings")
     assert allowed("proxy.leaderelection.leader_election", "proxy.loopback.client")
+    assert not allowed("proxy.openapi.documents", "proxy.registry.resources")
+    assert allowed("proxy.printers.columns", "proxy.openapi.schemas")
     assert not allowed("proxy.registry.store", "proxy.kube.validation.pod")
     assert not allowed("proxy.kube.validation.pod", "proxy.apiextensions.serving")
     assert not allowed("proxy.app.server", "lab.seed")
