@@ -41,8 +41,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # built-in kinds' schemas
     ("proxy.request", "proxy.cel", "proxy.loopback", "proxy.openapi"),
     # over them: client-go's machinery (shared informers and work queues, leader
-    # election) and the Table printers (over the schemas)
-    ("proxy.informer", "proxy.leaderelection", "proxy.printers"),
+    # election), the Table printers and the field manager (structured-merge-diff and
+    # managedFields), both over the schemas
+    ("proxy.informer", "proxy.leaderelection", "proxy.printers", "proxy.fieldmanager"),
     ("proxy",),  # the generic server library (k8s.io/apiserver)
     # kube's built-in kinds, CRDs, aggregation: peers above the library
     ("proxy.kube", "proxy.apiextensions", "proxy.aggregator"),
@@ -309,6 +310,7 @@ def test_the_checker_sees_what_it_must() -> None:
     assert allowed("proxy.leaderelection.leader_election", "proxy.loopback.client")
     assert not allowed("proxy.openapi.documents", "proxy.registry.resources")
     assert allowed("proxy.printers.columns", "proxy.openapi.schemas")
+    assert not allowed("proxy.fieldmanager.typed", "proxy.registry.resources")
     assert not allowed("proxy.registry.store", "proxy.kube.validation.pod")
     assert not allowed("proxy.kube.validation.pod", "proxy.apiextensions.serving")
     assert not allowed("proxy.app.server", "lab.seed")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.fieldmanager.wiring import field_manager
+from proxy.endpoints.handlers.managed import field_manager
 from proxy.kube.resources import build_registry
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
 from proxy.registry.rest import ResetFields
