@@ -41,9 +41,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # built-in kinds' schemas
     ("proxy.request", "proxy.cel", "proxy.loopback", "proxy.openapi"),
     # over them: client-go's machinery (shared informers and work queues, leader
-    # election), the Table printers and the field manager (structured-merge-diff and
-    # managedFields), both over the schemas
-    ("proxy.informer", "proxy.leaderelection", "proxy.printers", "proxy.fieldmanager"),
+    # election), and, over the schemas, the Table printers, the field manager
+    # (structured-merge-diff and managedFields) and the strategic merge patch
+    (
+        "proxy.informer",
+        "proxy.leaderelection",
+        "proxy.printers",
+        "proxy.fieldmanager",
+        "proxy.patch",
+    ),
     ("proxy",),  # the generic server library (k8s.io/apiserver)
     # kube's built-in kinds, CRDs, aggregation: peers above the library
     ("proxy.kube", "proxy.apiextensions", "proxy.aggregator"),

@@ -23,11 +23,11 @@ from proxy.admission.attributes import add_audit_annotation
 from proxy.authentication.filter import is_secure
 from proxy.endpoints import decoding, negotiation, responsewriters, restful_route
 from proxy.endpoints.handlers import collection, computed, managed
+from proxy.endpoints.handlers import patcher as patch
 from proxy.endpoints.handlers.connect import connect_resource
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.handlers.scope import RequestScope
 from proxy.endpoints.media_types import AcceptedFormat
-from proxy.patch import patcher as patch
 from proxy.registry import deletion, object_meta, validation
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import (
