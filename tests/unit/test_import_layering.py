@@ -50,7 +50,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "proxy.fieldmanager",
         "proxy.patch",
     ),
-    ("proxy",),  # the generic server library (k8s.io/apiserver)
+    # the generic registry: the Store, the Strategy protocol, the REST storages'
+    # contracts, each resource's storage (never a web request: see below)
+    ("proxy.registry",),
+    ("proxy",),  # the rest of the generic server library (k8s.io/apiserver)
     # kube's built-in kinds, CRDs, aggregation: peers above the library
     ("proxy.kube", "proxy.apiextensions", "proxy.aggregator"),
     ("proxy.app", "proxy.cli"),  # the composition root and the command line
@@ -317,6 +320,8 @@ def test_the_checker_sees_what_it_must() -> None:
     assert not allowed("proxy.openapi.documents", "proxy.registry.resources")
     assert allowed("proxy.printers.columns", "proxy.openapi.schemas")
     assert not allowed("proxy.fieldmanager.typed", "proxy.registry.resources")
+    assert not allowed("proxy.registry.storage_factory", "proxy.server.settings")
+    assert allowed("proxy.endpoints.handlers.rest", "proxy.registry.store")
     assert not allowed("proxy.registry.store", "proxy.kube.validation.pod")
     assert not allowed("proxy.kube.validation.pod", "proxy.apiextensions.serving")
     assert not allowed("proxy.app.server", "lab.seed")
