@@ -37,6 +37,7 @@ __all__ = [
     "Deleter",
     "Getter",
     "NamedCreater",
+    "ResetFields",
     "Strategy",
     "SubresourceStorage",
     "UpdatedObjectInfo",
@@ -83,6 +84,11 @@ async def validate_update_nothing(obj: JSONObject, old: JSONObject) -> None:
     """``rest.ValidateAllObjectUpdateFunc``."""
 
 
+# field paths (each a tuple of field names: ``("spec", "finalizers")``) that a route's
+# writes do not own, because its strategy resets them (upstream's ``GetResetFields``)
+ResetFields = tuple[tuple[str, ...], ...]
+
+
 class Strategy(Protocol):
     """A kind's rules for writes (upstream's ``RESTCreateStrategy``,
     ``RESTUpdateStrategy`` and ``RESTDeleteStrategy``), in the order the store calls
@@ -117,6 +123,11 @@ class Strategy(Protocol):
         """Whether ``validate`` reports wrong JSON types itself, with its other errors
         (a custom resource's schema validation; else the request body's field
         validation reports them)."""
+        ...
+
+    def reset_fields(self) -> ResetFields:
+        """The fields this route's writes do not change, so no manager owns them through
+        it (``ResetFieldsStrategy.GetResetFields``): the field manager leaves them out."""
         ...
 
     def check_write(self, ctx: Context, obj: JSONObject) -> None: ...

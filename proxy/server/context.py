@@ -22,7 +22,7 @@ from proxy.server.auth_chain import Auth
 from proxy.server.settings import Settings
 from storage.interfaces import JSONObject, Watcher
 
-__all__ = ["API_CONTEXT", "APIContext", "ObjectDefaulter"]
+__all__ = ["API_CONTEXT", "APIContext", "ComputedObjects", "ObjectDefaulter"]
 
 log = logging.getLogger("watchcache.proxy")
 
@@ -30,6 +30,8 @@ log = logging.getLogger("watchcache.proxy")
 # kube's built-in kinds' defaulting (proxy.kube.defaulting), handed in by the
 # composition root (the generic library never imports proxy.kube)
 ObjectDefaulter = Callable[[str, str, str, JSONObject], JSONObject]
+# the objects of a resource without storage, computed on each call
+ComputedObjects = Callable[[], Awaitable[list[JSONObject]]]
 
 
 @dataclass
@@ -73,9 +75,10 @@ class APIContext:
     # the port the API is served on (the secure port, else the plain one), once it
     # listens; set by ``serve`` only
     serving_port: int | None = None
-    # componentstatuses' objects, probed on each call (proxy.kube.componentstatus, from
-    # the composition root); None: not served
-    component_statuses: Callable[[], Awaitable[list[JSONObject]]] | None = None
+    # (group, plural) -> the objects of a resource without storage, computed on each
+    # call (componentstatuses' probes, proxy.kube.componentstatus), given by the
+    # composition root; a resource missing here is not served
+    computed_objects: dict[tuple[str, str], ComputedObjects] = field(default_factory=dict)
     # the built-in kinds' defaulting, for what is decoded outside a route's strategy
     # (a mutating webhook's answer); None: objects are stored as decoded
     defaulter: ObjectDefaulter | None = None

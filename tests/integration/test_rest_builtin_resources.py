@@ -14,7 +14,8 @@ from etcdclient import EtcdClient
 from lab.etcd import EtcdCluster
 from proxy.flowcontrol import bootstrap
 from proxy.kube.conversion import VIEWS
-from proxy.registry.resources import ResourceInfo, build_registry
+from proxy.kube.resources import build_registry
+from proxy.registry.resources import ResourceInfo
 from storage import codec, keys
 from storage.protobuf.serializer import get_serializer
 from tests.integration.conftest import ServerProcess, create, start_server

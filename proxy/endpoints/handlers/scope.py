@@ -23,7 +23,7 @@ from aiohttp import web
 
 from proxy.admission.chain import AdmissionChain
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.rest import SubresourceStorage
+from proxy.registry.rest import ResetFields, SubresourceStorage
 from proxy.registry.store import Store
 from proxy.request.request_info import RequestInfo
 from storage.interfaces import JSONObject
@@ -69,6 +69,12 @@ class RequestScope:
         if isinstance(self.storage, SubresourceStorage):
             return True
         return not self.store.strategy.checks_types()
+
+    @property
+    def reset_fields(self) -> ResetFields:
+        """What the route's writes do not own (its strategy's reset fields): the field
+        manager leaves them out."""
+        return self.store.strategy.reset_fields()
 
     def default(self, obj: JSONObject) -> JSONObject:
         """``obj`` (decoded as the route's kind) with the kind's defaults set in place,
