@@ -83,6 +83,8 @@ BOOTSTRAPPED = frozenset({
     *bootstrap.MANDATORY_FLOW_SCHEMAS, *bootstrap.SUGGESTED_FLOW_SCHEMAS,
     # the IPAddress that holds the default/kubernetes Service's ClusterIP
     "10.96.0.1",
+    # the default ServiceCIDR (start-kubernetes-service-cidr-controller)
+    "kubernetes",
 })  # fmt: skip
 
 # kube-apiserver's historic etcd paths of these resources (the group is never in the key)
