@@ -1,7 +1,9 @@
 """``watchcache bench --reference``, against a second watchcache standing in for a
 kube-apiserver (reached through a kubeconfig): a short
-run yields every scenario on both servers with ratios, the outputs are written, and the
-reference is left as it was (the bench namespace is gone)."""
+run yields every scenario on both servers with ratios, the small requests go through
+the native load generator (wrk, fetched from Debian into the cache when not on PATH) to
+the reference and to a watchcache of each ``--workers`` value, the outputs are written,
+and the reference is left as it was (the bench namespace is gone)."""
 
 from __future__ import annotations
 
@@ -29,8 +31,9 @@ def test_a_short_reference_run_against_a_second_watchcache(
     reference = server_factory("--watch-cache=true")
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", reference.url)
     cfg = ReferenceConfig(reference="", kubeconfig=kubeconfig, reference_pid=reference.pid,
-                          pods=12, nodes=3, runs=1, warmup=0, connections=2, load_seconds=0.3,
-                          watchers=2, writes=2, out=tmp_path / "out", quiet=True)  # fmt: skip
+                          pods=12, nodes=3, runs=1, warmup=0, connections=2, load_seconds=1,
+                          load_rounds=1, workers=(1, 2), watchers=2, writes=2,
+                          out=tmp_path / "out", quiet=True)  # fmt: skip
     result = run_reference(cfg)
 
     names = {row["name"] for row in result["reads"]}
@@ -44,9 +47,19 @@ def test_a_short_reference_run_against_a_second_watchcache(
     ours, theirs = list_bytes["watchcache"]["bytes"], list_bytes["reference"]["bytes"]
     assert abs(ours - theirs) <= 0.02 * ours
     for side in ("watchcache", "reference"):
-        assert result["load"][side]["rps"] > 0
-        assert result["load"][side]["server_cpu_cores"] is not None
         assert result["fanout"][side]["events"] == 4  # 2 watchers x 2 writes, all seen
+    native = {row["name"]: row for row in result["native_load"]["scenarios"]}
+    assert set(native) == {"get_cache_c1", "get_etcd_c1", "get_cache_c2"}
+    for row in native.values():
+        servers = row["servers"]
+        assert set(servers) == {"reference", "watchcache --workers 1", "watchcache --workers 2"}
+        for figures in servers.values():
+            # every request answered 200 (wrk counts any other status as an error), and
+            # the server's CPU was found (a --workers supervisor's is its workers')
+            assert figures["requests"] > 0 and figures["errors"] == 0
+            assert figures["server_cpu_ms_per_request"] > 0
+        assert set(row["ratios"]) == {"watchcache --workers 1", "watchcache --workers 2"}
+    assert result["load"] == {}  # the Python client's load only without wrk
     memory = result["memory"]
     assert memory["reference_rss"] and memory["watchcache_rss_after_restart"]
     assert memory["cache_after_writes"]["json_bytes"] == memory["json_bytes"]  # the 12 pods
