@@ -103,34 +103,19 @@ class TokenUnion:
 class AuthenticatedGroupAdder:
     """Adds ``system:authenticated`` to every authenticated user (not to anonymous)."""
 
-    KEPT = 256
-
     def __init__(self, delegate: RequestAuthenticator) -> None:
         self.delegate = delegate
-        # the answer with the group added, per answer object: a static token's answer is
-        # the same object on every request (TokenFile), so its copy is made once; the
-        # answer is held with it (its id stays its own); bounded, as other
-        # authenticators answer with a new object each time
-        self._added: dict[int, tuple[Response, Response]] = {}
 
     async def authenticate(self, request: web.Request) -> Response | None:
         response = await self.delegate.authenticate(request)
         if response is None:
             return None
-        kept = self._added.get(id(response))
-        if kept is not None and kept[0] is response:
-            return kept[1]
         user = response.user
         if user.name == ANONYMOUS or any(
             g in (ALL_AUTHENTICATED, ALL_UNAUTHENTICATED) for g in user.groups
         ):
-            added = response
-        else:
-            added = replace(response, user=replace(user, groups=(*user.groups, ALL_AUTHENTICATED)))
-        if len(self._added) >= self.KEPT:
-            self._added.clear()
-        self._added[id(response)] = (response, added)
-        return added
+            return response
+        return replace(response, user=replace(user, groups=(*user.groups, ALL_AUTHENTICATED)))
 
 
 class Anonymous:

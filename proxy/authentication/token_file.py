@@ -53,9 +53,6 @@ class TokenFile:
 
     def __init__(self, tokens: Mapping[str, UserInfo]) -> None:
         self.tokens = dict(tokens)
-        # one answer per token, made once: the same object on every request (which
-        # lets AuthenticatedGroupAdder keep its copy with the group added)
-        self._responses = {token: Response(user) for token, user in self.tokens.items()}
 
     @classmethod
     def from_path(cls, path: str) -> TokenFile:
@@ -66,4 +63,5 @@ class TokenFile:
         return cls(parse_token_file(text, path))
 
     async def authenticate_token(self, token: str) -> Response | None:
-        return self._responses.get(token)
+        user = self.tokens.get(token)
+        return Response(user) if user is not None else None
