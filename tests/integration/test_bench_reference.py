@@ -13,7 +13,14 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from lab.bench_reference import ReferenceConfig, reference_endpoint, run_reference
+from lab.bench_reference import (
+    Endpoint,
+    ReferenceConfig,
+    _seed,
+    _time,
+    reference_endpoint,
+    run_reference,
+)
 from lab.kubeconfig import write_kubeconfig
 from tests.integration.conftest import ServerFactory
 
@@ -87,3 +94,22 @@ def test_the_kubeconfig_gives_server_token_and_tls(tmp_path: Path) -> None:
     assert ep.headers == {"Authorization": "Bearer secret"}
     assert not isinstance(ep.ssl, bool) and not ep.ssl.check_hostname
     assert reference_endpoint("http://other:8080", path, tmp_path).url == "http://other:8080"
+
+
+def test_a_paged_read_follows_every_continue_token(server_factory: ServerFactory) -> None:
+    """table_gzip_kubectl pages as kubectl does: the timed read is every page, not the
+    first (12 pods in pages of 5: three pages, the last of 2)."""
+    server = server_factory("--watch-cache=true")
+    ep = Endpoint("watchcache", server.url)
+    asyncio.run(_seed(ep, "paged", ReferenceConfig(reference="", pods=12, nodes=3)))
+    pods = f"{server.url}/api/v1/namespaces/paged/pods?limit=5"
+
+    async def go() -> tuple[int, int]:
+        async with aiohttp.ClientSession() as s:
+            async with s.get(pods) as r:
+                first = len(await r.read())
+            _, walked = await _time(s, pods, {"Accept-Encoding": "identity"})
+        return first, walked
+
+    first, walked = asyncio.run(go())
+    assert walked > 2 * first  # 5 + 5 + 2 pods, not the first page's 5 alone
