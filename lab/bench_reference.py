@@ -469,6 +469,10 @@ def run_reference(cfg: ReferenceConfig) -> dict[str, Any]:
         "reference_binary": str(cfg.reference_binary) if cfg.reference_binary else None,
         "pods": cfg.pods, "nodes": cfg.nodes, "runs": cfg.runs, "warmup": cfg.warmup,
         "workers": list(cfg.workers), "cpus": os.cpu_count(),
+        # each server's own etcd (the reference's when the bench started it); gates:
+        # the servers' defaults (neither is given --feature-gates)
+        "etcd": servers.clusters[-1].version_string if servers.clusters else None,
+        "feature_gates": "defaults",
         "elapsed_s": round(time.monotonic() - t_start, 1),
         "loadavg_start": load_start, "loadavg_end": os.getloadavg(),
         "reference_pid_known": ref.pid is not None,

@@ -37,7 +37,9 @@ def markdown(result: dict[str, Any]) -> str:
         + (f"; 1-minute load average {meta['loadavg_start'][0]:.1f} at the start, "
            f"{meta['loadavg_end'][0]:.1f} at the end" if "loadavg_start" in meta else "")
         + (f"; watchcache `--workers` {', '.join(map(str, meta['workers']))}"
-           if "workers" in meta else "") + ".",
+           if "workers" in meta else "")
+        + (f"; each server on its own etcd {meta['etcd']}, feature gates at their defaults"
+           if meta.get("etcd") else "") + ".",
         "",
         "| read | reference p50 ms | watchcache p50 ms | ratio | reference bytes "
         "| watchcache bytes | reference p99 | watchcache p99 |",

@@ -74,6 +74,7 @@ def test_a_short_reference_run_against_a_second_watchcache(
         # (the fan-out's label patches made one pod a little larger after the writes)
         assert memory[filled]["held_bytes"] > memory[filled]["json_bytes"] >= memory["json_bytes"]
     assert result["meta"]["reference_version"]["gitVersion"]
+    assert result["meta"]["etcd"].count(".") == 2  # which etcd the figures used
     for name in ("reference.json", "reference.md", "reference-reads.png"):
         assert (tmp_path / "out" / name).stat().st_size > 0
     # the reference is left as it was
