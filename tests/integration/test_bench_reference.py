@@ -32,6 +32,9 @@ async def _namespaces(url: str) -> list[str]:
         return [n["metadata"]["name"] for n in (await r.json())["items"]]
 
 
+# four servers, seeding, every read, wrk on each: a minute of benchmark runs
+@pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_a_short_reference_run_against_a_second_watchcache(
     server_factory: ServerFactory, tmp_path: Path
 ) -> None:
