@@ -31,13 +31,15 @@ from proxy.endpoints.media_types import AcceptedFormat
 from proxy.registry import deletion, object_meta, validation
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import (
-    Connecter,
     Context,
-    Deleter,
-    Getter,
     NamedCreater,
     ResetFields,
     Updater,
+    is_connecter,
+    is_deleter,
+    is_getter,
+    is_named_creater,
+    is_updater,
 )
 from proxy.registry.store import Store
 from proxy.registry.validation import Mode
@@ -75,7 +77,7 @@ def _check_verb(info: RequestInfo, scope: RequestScope) -> None:
     """405 where a route serves the path but not this method, as go-restful answers: a
     subresource serves get, update and patch, or a create on the object's path where
     its storage is a named creater (``pods/NAME/binding``)."""
-    if info.verb == "create" and isinstance(scope.storage, NamedCreater):
+    if info.verb == "create" and is_named_creater(scope.storage):
         return
     if info.subresource and info.verb not in ("get", "update", "patch"):
         raise apierrors.method_not_allowed()
@@ -127,7 +129,7 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
         raise path_not_found()  # (the deprecated /proxy/ prefix has no routes upstream)
     resource = _resolve(ctx, info)
     scope = _scope(ctx, resource, info.subresource)
-    if scope is not None and isinstance(scope.storage, Connecter):
+    if scope is not None and is_connecter(scope.storage):
         return await connect_resource(request, info, scope, scope.storage)
     if resource.has_storage and scope is not None:
         _check_verb(info, scope)
@@ -159,7 +161,7 @@ async def get_object(
     request: web.Request, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
     storage = scope.storage
-    if not isinstance(storage, Getter):
+    if not is_getter(storage):
         raise apierrors.method_not_supported(scope.qualified, info.verb)
     media = _response_type(request, scope.kind)
     opts = GetOptions(resource_version=request.query.get("resourceVersion", ""))
@@ -202,7 +204,7 @@ def _request_admission(
 async def create_object(
     request: web.Request, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
-    if isinstance(scope.storage, NamedCreater):
+    if is_named_creater(scope.storage):
         return await _create_named(request, info, scope, scope.storage)
     resource, store = scope.resource, scope.store
     media, dry_run, obj, warnings = await _write_request(request, scope, "CreateOptions")
@@ -324,7 +326,7 @@ class _UpdatedBody:
 
 
 def _updater(info: RequestInfo, scope: RequestScope) -> Updater:
-    if not isinstance(scope.storage, Updater):
+    if not is_updater(scope.storage):
         raise apierrors.method_not_supported(scope.qualified, info.verb)
     return scope.storage
 
@@ -483,7 +485,7 @@ async def delete_object(
     the mutating phase here, without objects; the validating phase in the store, with
     the object being deleted."""
     storage = scope.storage
-    if not isinstance(storage, Deleter):
+    if not is_deleter(storage):
         raise apierrors.method_not_supported(scope.qualified, info.verb)
     media = _response_type(request, scope.kind)
     body = await decoding.read_body(request, scope.max_request_body_bytes)
