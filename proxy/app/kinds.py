@@ -38,10 +38,10 @@ __all__ = [
 def served_resources(secure: bool) -> Registry:
     """Every resource this server serves: kube's built-in ones, CRDs, APIServices, then
     kube's virtual ones and, with a secure port (where authentication and authorization
-    exist), the review APIs. Discovery lists groups in this order."""
+    exist), the review APIs and ``serviceaccounts/token``. Discovery lists groups in this order."""
     registry = Registry()
     resources = [
-        *kube_resources(SERVED),
+        *kube_resources(SERVED, secure=secure),
         crd_resource(),
         apiservice_resource(),
         *kube_resources(VIRTUAL + (REVIEWS if secure else ())),

@@ -53,12 +53,12 @@ from proxy.authorization.rbac.informer import RBACInformer
 from proxy.endpoints import responsewriter, responsewriters
 from proxy.endpoints.compression import COMPRESSION_ENABLED
 from proxy.endpoints.discovery.legacy import setup_discovery_routes
-from proxy.endpoints.handlers.auth_reviews import setup_auth_routes
+from proxy.endpoints.handlers.auth_reviews import setup_oidc_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
 from proxy.kube import eviction
-from proxy.kube.auth_routes import auth_routes
+from proxy.kube.auth_routes import AuthStorages
 from proxy.kube.bootstrap import controllers as bootstrap_controllers
 from proxy.kube.bootstrap.rbac_policy import bootstrap_policy
 from proxy.kube.bootstrap.system_namespaces import (
@@ -250,7 +250,8 @@ def build_app(
     app.on_response_prepare.append(name_instance)
     if auth is not None:
         app[AUTH] = auth
-        setup_auth_routes(app, auth_routes(auth, registry, _object_reader(ctx)))
+        ctx.delegates.append(AuthStorages(ctx, auth, _object_reader(ctx)))
+        setup_oidc_routes(app)
         add_auth_hooks(auth, bootstrap_policy(), hooks)
     if audit is not None:
         audit.install(app)

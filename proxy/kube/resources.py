@@ -18,6 +18,7 @@ from proxy.registry.resources import Registry, ResourceInfo
 __all__ = [
     "REVIEWS",
     "REVIEW_GROUPS",
+    "SECURE_SUBRESOURCES",
     "SERVED",
     "VIRTUAL",
     "build_registry",
@@ -92,8 +93,7 @@ SERVED: tuple[tuple[str, str, str], ...] = (
     ("events.k8s.io", "v1", "events"),  # the core Events, converted (proxy.kube.conversion)
 )
 # Not served: virtual resources without storage (tokenreviews, *accessreviews and
-# selfsubject* are REVIEWS, bindings and componentstatuses VIRTUAL),
-# serviceaccounts/token;
+# selfsubject* are REVIEWS, bindings and componentstatuses VIRTUAL);
 # CustomResourceDefinitions and APIServices are their servers' (``proxy.apiextensions``,
 # ``proxy.aggregator``), custom resources are added and removed at run time, and alpha
 # and beta versions are off by default in kube-apiserver.
@@ -117,6 +117,9 @@ REVIEW_GROUPS = frozenset(group for group, _, _ in REVIEWS)
 SERVED_SUBRESOURCES = frozenset({"status", "scale", "binding", "finalize", "eviction",
                                  "approval", "log", "exec", "attach", "portforward", "proxy",
                                  "ephemeralcontainers"})  # fmt: skip
+# served with the secure port only, where service-account tokens are issued
+# (serviceaccounts/token: proxy.kube.auth_routes)
+SECURE_SUBRESOURCES = frozenset({"token"})
 # the connect subresources (rest.Connecter storages, served by proxying) that the
 # catalogue does not list: it models only the subresources that have a kind of their own
 CONNECT_SUBRESOURCES: dict[tuple[str, str], tuple[str, ...]] = {
@@ -197,15 +200,18 @@ CREATE_ON_UPDATE = frozenset(
 )
 
 
-def declared(info: ResourceInfo) -> ResourceInfo:
+def declared(
+    info: ResourceInfo, subresources: frozenset[str] = SERVED_SUBRESOURCES
+) -> ResourceInfo:
     """The catalogue's ``info`` as kube's REST storage of it declares it: short names,
-    categories, create-on-update, the subresources served, a storage or none."""
+    categories, create-on-update, the subresources served (of ``subresources``), a
+    storage or none."""
     key = (info.group, info.version, info.plural)
     every = (*info.subresources, *CONNECT_SUBRESOURCES.get((info.group, info.plural), ()))
     virtual = key in VIRTUAL
     return dataclasses.replace(
         info,
-        subresources=tuple(sorted(s for s in every if s in SERVED_SUBRESOURCES)),
+        subresources=tuple(sorted(s for s in every if s in subresources)),
         verbs=_VIRTUAL_VERBS.get(info.plural, info.verbs) if virtual else info.verbs,
         short_names=SHORT_NAMES.get(info.plural, ()),
         categories=CATEGORIES.get(info.plural, ()),
@@ -217,11 +223,15 @@ def declared(info: ResourceInfo) -> ResourceInfo:
 def kube_resources(
     served: Iterable[tuple[str, str, str]] = SERVED,
     catalogue: Iterable[ResourceInfo] | None = None,
+    *,
+    secure: bool = False,
 ) -> list[ResourceInfo]:
-    """``served`` (group, version, plural) keys, each as kube declares it; a name
-    missing from the catalogue is an error."""
+    """``served`` (group, version, plural) keys, each as kube declares it (``secure``:
+    with the subresources served where authentication exists); a name missing from the
+    catalogue is an error."""
     entries = tuple(catalogue) if catalogue is not None else None
-    return [declared(catalogued(*key, catalogue=entries)) for key in served]
+    subresources = SERVED_SUBRESOURCES | (SECURE_SUBRESOURCES if secure else frozenset())
+    return [declared(catalogued(*key, catalogue=entries), subresources) for key in served]
 
 
 def build_registry(

@@ -7,7 +7,10 @@ with its status, from plain objects and the request's ``Context`` (its user).
   400), SelfSubjectRulesReview;
 - ``authentication.k8s.io/v1`` SelfSubjectReview (the requesting user), TokenReview.
 
-Each is a ``rest.NamedCreater`` whose name is unused (reviews have none).
+Each is a ``rest.NamedCreater`` whose name is unused (reviews have none; upstream's are
+``rest.Creater``s), served by the generic create handler (``proxy.kube.auth_routes``):
+mutating admission before the storage, validating admission (``create_validation``)
+inside it before the review is answered, as upstream's ``Create`` runs it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 from proxy import apierrors
 from proxy.authentication.authenticator import AuthenticationError, TokenAuthenticator
+from proxy.authentication.filter import PLAIN_PORT_USER
 from proxy.authorization.modes import Union
 from proxy.authorization.review import access_review, rules_review
 from proxy.registry.rest import Context, ValidateObjectFunc
@@ -36,8 +40,8 @@ JSON = dict[str, Any]
 
 
 def _user(ctx: Context) -> UserInfo:
-    assert ctx.user is not None, "the handler names the requesting user"
-    return ctx.user
+    """The requesting user; on the plain port, the plain port's system:masters user."""
+    return ctx.user or PLAIN_PORT_USER
 
 
 def spec_of(obj: JSON) -> JSON:
@@ -56,6 +60,7 @@ class AccessReviewREST:
     async def create_named(
         self, ctx: Context, name: str, obj: JSONObject, create_validation: ValidateObjectFunc
     ) -> JSONObject:
+        await create_validation(obj)
         return access_review(self.authorizer, _user(ctx), obj, self.kind)
 
 
@@ -72,6 +77,7 @@ class LocalAccessReviewREST:
                 "the namespace of the provided object does not match the namespace sent on "
                 "the request"
             )
+        await create_validation(obj)
         answer = access_review(
             self.authorizer, _user(ctx), obj, "LocalSubjectAccessReview", ctx.namespace
         )
@@ -86,6 +92,7 @@ class RulesReviewREST:
     async def create_named(
         self, ctx: Context, name: str, obj: JSONObject, create_validation: ValidateObjectFunc
     ) -> JSONObject:
+        await create_validation(obj)
         return rules_review(self.authorizer, _user(ctx), obj)
 
 
@@ -93,6 +100,7 @@ class SelfSubjectReviewREST:
     async def create_named(
         self, ctx: Context, name: str, obj: JSONObject, create_validation: ValidateObjectFunc
     ) -> JSONObject:
+        await create_validation(obj)
         return {
             "kind": "SelfSubjectReview",
             "apiVersion": "authentication.k8s.io/v1",
@@ -108,6 +116,7 @@ class TokenReviewREST:
     async def create_named(
         self, ctx: Context, name: str, obj: JSONObject, create_validation: ValidateObjectFunc
     ) -> JSONObject:
+        await create_validation(obj)
         spec = spec_of(obj)
         token = str(spec.get("token") or "")
         status: JSON = {"authenticated": False}

@@ -58,6 +58,7 @@ class TokenREST:
     ) -> JSONObject:
         namespace = ctx.namespace
         spec = spec_of(obj)
+        await create_validation(obj)  # first, as upstream's Create
         seconds = self._expiration(spec, name)
         sa = await self.read("serviceaccounts", namespace, name)
         ref = spec.get("boundObjectRef")

@@ -390,27 +390,83 @@ def test_certificate_admission(secure: Secure) -> None:
         "kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed")
 
 
+def _post(
+    s: Secure, path: str, body: dict[str, Any], token: str, accept: str = "application/json"
+) -> tuple[int, dict[str, Any]]:
+    """POST ``body`` as JSON over HTTPS with a bearer token: (code, decoded answer)."""
+    req = urllib.request.Request(
+        s.server.secure_url + path, data=json.dumps(body).encode(), method="POST",
+        headers={"Authorization": f"Bearer {token}", "Accept": accept,
+                 "Content-Type": "application/json"},
+    )  # fmt: skip
+    ctx = ssl.create_default_context(cafile=s.ca)
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
 def test_a_review_asked_as_table_is_406(secure: Secure) -> None:
     """Upstream's conformance spec "should return a 406 for a backend which does not
     implement metadata": a review has no Table convertor."""
     review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
               "spec": {"nonResourceAttributes": {"path": "/", "verb": "get"}}}  # fmt: skip
     path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
-    ctx = ssl.create_default_context(cafile=secure.ca)
     for accept, code in (("application/json;as=Table;v=v1;g=meta.k8s.io", 406),
                          ("application/json", 201)):  # fmt: skip
-        req = urllib.request.Request(
-            secure.server.secure_url + path, data=json.dumps(review).encode(), method="POST",
-            headers={"Authorization": "Bearer bob-token", "Accept": accept,
-                     "Content-Type": "application/json"},
-        )  # fmt: skip
-        try:
-            with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
-                got, body = resp.status, json.loads(resp.read())
-        except urllib.error.HTTPError as e:
-            got, body = e.code, json.loads(e.read())
+        got, body = _post(secure, path, review, "bob-token", accept)
         assert got == code, body
     assert body["kind"] == "SelfSubjectAccessReview" and "allowed" in body["status"]
+
+
+def _ssar(resource: str) -> dict[str, Any]:
+    return {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"verb": "get", "resource": resource}}}  # fmt: skip
+
+
+def test_reviews_and_token_requests_pass_admission(secure: Secure) -> None:
+    """A review and a TokenRequest are creates like any other (upstream's ``rest.Creater``
+    and ``NamedCreater`` behind the generic create handler): a ValidatingAdmissionPolicy
+    matching ``selfsubjectaccessreviews`` and ``serviceaccounts/token`` sees them, with
+    the subresource's own kind (TokenRequest), and its denial is the answer."""
+    name = "deny-held-reviews-and-tokens"
+    expression = (
+        "request.kind.kind == 'TokenRequest' ? object.spec.expirationSeconds != 4321 : "
+        "object.spec.resourceAttributes.resource != 'held'"
+    )
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1",
+              "kind": "ValidatingAdmissionPolicy", "metadata": {"name": name},
+              "spec": {"failurePolicy": "Fail", "matchConstraints": {"resourceRules": [
+                  {"apiGroups": ["authorization.k8s.io"], "apiVersions": ["v1"],
+                   "operations": ["CREATE"], "resources": ["selfsubjectaccessreviews"]},
+                  {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                   "resources": ["serviceaccounts/token"]}]},
+                  "validations": [{"expression": expression, "message": "held"}]}}  # fmt: skip
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1",
+               "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": name},
+               "spec": {"policyName": name, "validationActions": ["Deny"]}}  # fmt: skip
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount",
+          "metadata": {"name": "held-robot", "namespace": "default"}}  # fmt: skip
+    for obj in (sa, policy, binding):
+        rc, out = kubectl(secure, "apply", "-f", "-", stdin=json.dumps(obj))
+        assert rc == 0, out
+    path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+    try:
+        # the policy is in force once the server has seen it
+        assert _eventually(lambda: _post(secure, path, _ssar("held"), "bob-token")[0] == 422)
+        code, status = _post(secure, path, _ssar("held"), "bob-token")
+        assert code == 422 and "denied request: held" in status["message"], status
+        assert _post(secure, path, _ssar("pods"), "bob-token")[0] == 201
+        assert _post(secure, f"{path}/named", _ssar("pods"), "bob-token")[0] == 404
+        rc, out = kubectl(secure, "create", "token", "held-robot", "--duration=4321s")
+        assert rc != 0 and "denied request: held" in out, out
+        rc, out = kubectl(secure, "create", "token", "held-robot", "--duration=4322s")
+        assert rc == 0 and out.count(".") == 2, out
+    finally:
+        for kind in ("validatingadmissionpolicybinding", "validatingadmissionpolicy"):
+            kubectl(secure, "delete", kind, name)
+        kubectl(secure, "delete", "serviceaccount", "held-robot")
 
 
 def test_extension_apiserver_authentication_publishes_the_client_ca(secure: Secure) -> None:

@@ -1,108 +1,29 @@
-"""HTTP endpoints of authentication and authorization: the review APIs
-(``authorization.k8s.io/v1`` SelfSubjectAccessReview, SubjectAccessReview,
-LocalSubjectAccessReview, SelfSubjectRulesReview; ``authentication.k8s.io/v1``
-SelfSubjectReview, TokenReview), TokenRequest (``serviceaccounts/<name>/token``) and
-the service-account issuer's OIDC discovery (``/.well-known/openid-configuration``,
-``/openid/v1/jwks``).
+"""HTTP endpoints of the service-account issuer's OIDC discovery
+(``/.well-known/openid-configuration``, ``/openid/v1/jwks``), upstream's
+``pkg/serviceaccount`` discovery handlers.
 
-Each review and TokenRequest route is a storage (``rest.NamedCreater``, over plain
-objects: ``proxy.kube.reviews``, ``proxy.kube.token``) the composition root maps a path
-to; the handler here decodes, calls it and answers 201. These routes are registered
-before the generic resource routes. Their authorization
-(``create`` on the review resource, ``create`` on ``serviceaccounts/token``, ``get`` on
-the OIDC paths) was done by the filter like any request's. On the plain port the user
-is the plain port's system:masters user.
+The review APIs and TokenRequest are not here: they are REST storages
+(``proxy.kube.reviews``, ``proxy.kube.token``) served by the generic create handler
+through a delegate (``proxy.kube.auth_routes``), admitted as any create. The OIDC
+paths' authorization (``get`` on a non-resource URL) was done by the filter.
 """
 
 from __future__ import annotations
 
 import base64
-import functools
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from proxy import apierrors
-from proxy.authentication.filter import PLAIN_PORT_USER
 from proxy.authentication.service_account import key_id
-from proxy.endpoints import decoding, negotiation, responsewriters
-from proxy.registry.resources import Registry, ResourceInfo
-from proxy.registry.rest import Context, NamedCreater, validate_nothing
-from proxy.request.user import UserInfo, request_user
+from proxy.endpoints import responsewriters
 from proxy.server.auth_chain import AUTH, Auth
 from proxy.server.context import API_CONTEXT
 
-__all__ = ["AUTHN", "AUTHZ", "CreateRoute", "as_kind", "as_resource", "setup_auth_routes"]
+__all__ = ["setup_oidc_routes"]
 
 JSON = dict[str, Any]
-
-AUTHZ = "/apis/authorization.k8s.io/v1"
-AUTHN = "/apis/authentication.k8s.io/v1"
-
-
-def _user(request: web.Request) -> UserInfo:
-    return request_user(request) or PLAIN_PORT_USER
-
-
-Decode = Callable[[bytes, str], Awaitable[JSON]]
-
-
-@dataclass(frozen=True)
-class CreateRoute:
-    """One review (or TokenRequest) route: the storage that answers it and how its
-    body decodes (a review as its resource's kind, a subresource as its own kind)."""
-
-    qualified: str  # as errors name it
-    decode: Decode
-    storage: NamedCreater
-    # the review's resource, as the answer is negotiated for it (None: TokenRequest)
-    kind: ResourceInfo | None = None
-
-
-async def _serve(request: web.Request, route: CreateRoute) -> web.StreamResponse:
-    """POST: the body decoded, the storage's answer as 201 (as protobuf when the client
-    prefers it: kubectl's typed clients do)."""
-    if request.method != "POST":
-        raise apierrors.method_not_supported(route.qualified, request.method.lower())
-    if route.kind is not None:
-        # the output is negotiated first, as upstream's create handler: a review has no
-        # Table convertor, so a Table is 406 (the conformance spec "should return a 406
-        # for a backend which does not implement metadata")
-        negotiation.response_format(request, resource=route.kind, table=False)
-    data = await decoding.read_body(request)
-    obj = await route.decode(data, negotiation.media_type_of(request))
-    namespace = request.match_info.get("namespace", "")
-    ctx = Context(namespace=namespace, user=_user(request))
-    answer = await route.storage.create_named(
-        ctx, request.match_info.get("name", ""), obj, validate_nothing
-    )
-    return responsewriters.preferred_response(request, answer, 201)
-
-
-def as_resource(registry: Registry, group: str, plural: str) -> tuple[str, Decode]:
-    resource = registry.lookup(group, plural)
-    if resource is None:  # pragma: no cover - served by construction
-        raise ValueError(f"{plural}.{group} is not served")
-    served = resource
-
-    async def decode(data: bytes, media_type: str) -> JSON:
-        return await decoding.decoded_object(data, media_type, served)
-
-    return served.qualified, decode
-
-
-def as_kind(api_version: str, kind: str) -> Decode:
-    async def decode(data: bytes, media_type: str) -> JSON:
-        return await decoding.decoded_kind(data, media_type, api_version, kind)
-
-    return decode
-
-
-async def _not_found(request: web.Request) -> web.StreamResponse:
-    raise web.HTTPNotFound()
 
 
 def _b64(n: int) -> str:
@@ -169,15 +90,9 @@ async def _jwks(request: web.Request) -> web.StreamResponse:
     )
 
 
-def setup_auth_routes(app: web.Application, routes: Mapping[str, CreateRoute]) -> None:
-    """Register before the generic /api and /apis routes: ``routes`` (path -> the
-    review's or TokenRequest's route, given by the composition root) and the OIDC
-    discovery documents."""
+def setup_oidc_routes(app: web.Application) -> None:
+    """The service-account issuer's OIDC discovery documents."""
     router = app.router
-    for path, route in routes.items():
-        router.add_route("*", path, functools.partial(_serve, route=route))
-    # another name under authorization.k8s.io/v1 than its reviews: 404, no route
-    router.add_route("*", f"{AUTHZ}/{{plural}}", _not_found)
     for path in ("/.well-known/openid-configuration", "/.well-known/openid-configuration/"):
         router.add_get(path, _openid_configuration)
     for path in ("/openid/v1/jwks", "/openid/v1/jwks/"):

@@ -105,9 +105,7 @@ def _scope(ctx: APIContext, resource: ResourceInfo, subresource: str) -> Request
     )  # fmt: skip
 
 
-def _route_scope(
-    ctx: APIContext, resource: ResourceInfo, subresource: str
-) -> RequestScope | None:
+def _route_scope(ctx: APIContext, resource: ResourceInfo, subresource: str) -> RequestScope | None:
     for delegate in ctx.delegates:
         scope = delegate.scope(resource, subresource)
         if scope is not None:
@@ -206,7 +204,7 @@ async def create_object(
 ) -> web.StreamResponse:
     if is_named_creater(scope.storage):
         return await _create_named(request, info, scope, scope.storage)
-    resource, store = scope.resource, scope.store
+    resource, store = scope.resource, scope.resource_store(info.verb)
     media, dry_run, obj, warnings = await _write_request(request, scope, "CreateOptions")
     namespace = _namespace(info, resource)
     object_meta.ensure_namespace(obj, resource, namespace)
@@ -230,23 +228,41 @@ async def _create_named(
     scope: RequestScope,
     storage: NamedCreater,
 ) -> web.StreamResponse:
-    """A create on an object's path (upstream's ``rest.NamedCreater``): the body is the
-    route's kind, admitted as a CREATE of the route (``pods/eviction``, ``pods/binding``:
-    the mutating phase here, the validating one handed to the storage); the answer is
-    the Status the storage returns."""
-    body = await decoding.read_body(request, scope.max_request_body_bytes)
-    kind = scope.kind
-    obj = await decoding.decoded_kind(
-        body, negotiation.body_media_type(request), kind.api_version, kind.kind
-    )
+    """A create answered by a storage of its own (upstream's ``rest.NamedCreater`` and
+    the storage-less ``rest.Creater``s: ``pods/binding``, ``serviceaccounts/token``, the
+    review APIs): the body is the route's kind, admitted as a CREATE of the route (the
+    mutating phase here, the validating one handed to the storage, which runs it as
+    upstream's do); the answer is what the storage returns: a Status as it is, an
+    object (a review, a TokenRequest) 201, as protobuf when the client prefers it."""
+    if scope.store is None:
+        # the output is negotiated first, as upstream's create handler: a resource
+        # without storage (a review) has no Table convertor, so a Table is 406 (the
+        # conformance spec "should return a 406 for a backend which does not implement
+        # metadata")
+        negotiation.response_format(request, resource=scope.kind, table=False)
+    obj = await _named_body(request, scope)
     dry_run = is_dry_run(request.query, "CreateOptions")
     context = _rest_context(request, _namespace(info, scope.resource), dry_run)
     # the legacy ``bindings`` resource has no name in its path: the body's is the one
     name = info.name or str((obj.get("metadata") or {}).get("name") or "")
     adm = _request_admission(request, info, scope, dry_run, "CreateOptions", name)
     obj = await adm.admit_create(obj)
-    status = await storage.create_named(context, name, obj, adm.validate_create)
-    return responsewriters.json_response(status, int(status.get("code") or 201))
+    answer = await storage.create_named(context, name, obj, adm.validate_create)
+    if answer.get("kind") != "Status":
+        return responsewriters.preferred_response(request, answer, 201)
+    return responsewriters.json_response(answer, int(answer.get("code") or 201))
+
+
+async def _named_body(request: web.Request, scope: RequestScope) -> JSONObject:
+    """The body of a named create, decoded as the route's kind (a resource without
+    storage: as that resource's objects)."""
+    body = await decoding.read_body(request, scope.max_request_body_bytes)
+    kind = scope.kind
+    if scope.store is None:
+        return await decoding.decoded_object(body, negotiation.media_type_of(request), kind)
+    return await decoding.decoded_kind(
+        body, negotiation.body_media_type(request), kind.api_version, kind.kind
+    )
 
 
 async def _write_request(
@@ -281,8 +297,12 @@ def _decode_validated(
 
 
 def _validate_patched(
-    patched: JSONObject, config: JSONObject | None, body: bytes, kind: ResourceInfo,
-    mode: Mode, scope: RequestScope,
+    patched: JSONObject,
+    config: JSONObject | None,
+    body: bytes,
+    kind: ResourceInfo,
+    mode: Mode,
+    scope: RequestScope,
 ) -> tuple[JSONObject, list[str]]:
     """The patched object field-validated against what was sent (the applied
     configuration, else the decoded patch), then defaulted (the patch result is decoded,
@@ -456,16 +476,14 @@ async def patch_object(
     body = await decoding.read_body(request, scope.max_request_body_bytes)
     namespace = _namespace(info, resource)
     adm = _request_admission(request, info, scope, dry_run, "PatchOptions")
-    key = scope.store.object_key(namespace, info.name)
+    key = scope.resource_store(info.verb).object_key(namespace, info.name)
     applying = patch_type == managed.APPLY_PATCH
     config = (
         await decoding.off_loop(body, patch_type, managed.decode_apply_body, body)
         if applying
         else {}
     )
-    obj_info = _Patched(
-        request, adm, resource, kind, patch_type, body, mode, key, config, scope
-    )
+    obj_info = _Patched(request, adm, resource, kind, patch_type, body, mode, key, config, scope)
     stored, created = await storage.update_object(
         _rest_context(request, namespace, dry_run), info.name, obj_info,
         adm.validate_create, adm.validate_update,
@@ -539,7 +557,7 @@ def _on_store(handler: _CollectionHandler) -> _Handler:
     async def handle(
         request: web.Request, ctx: APIContext, info: RequestInfo, scope: RequestScope
     ) -> web.StreamResponse:
-        return await handler(request, ctx, info, scope.store)
+        return await handler(request, ctx, info, scope.resource_store(info.verb))
 
     return handle
 

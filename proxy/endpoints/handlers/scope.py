@@ -5,8 +5,9 @@ installer builds per route.
 ``resource`` is the resource of the URL (admission and the field manager see it),
 ``kind`` what the route's bodies and answers carry (the resource's own kind, or a
 subresource's: ``autoscaling/v1 Scale``, ``v1 Binding``), ``store`` the resource's
-generic store with the route's strategy, ``storage`` what serves the route: the store
-itself or a subresource's own REST storage. Handlers call ``storage`` only through the
+generic store with the route's strategy (None for a resource without storage: the
+review APIs), ``storage`` what serves the route: the store itself or a storage of its
+own (a subresource's, a review's). Handlers call ``storage`` only through the
 ``proxy.registry.rest`` protocols it implements; none names a resource. The server's
 part (the admission chain, the request body limit, the unsafe-delete gate) is the same
 for every route and filled in by the generic handlers, so the object handlers need
@@ -21,6 +22,7 @@ from typing import Protocol
 
 from aiohttp import web
 
+from proxy import apierrors
 from proxy.admission.chain import AdmissionChain
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import ResetFields, SubresourceStorage, is_subresource_storage
@@ -39,7 +41,7 @@ RequestCheck = Callable[[web.Request, RequestInfo], None]
 class RequestScope:
     resource: ResourceInfo
     subresource: str
-    store: Store
+    store: Store | None
     storage: Store | SubresourceStorage
     check: RequestCheck | None = None
     # the server's, filled in by the generic handlers for every route (``with_server``)
@@ -57,7 +59,7 @@ class RequestScope:
         """Whether field validation checks the schema's required fields of the route's
         kind: not where the kind's own validation words those errors (a subresource's
         own kind, a Scale, has none here)."""
-        if is_subresource_storage(self.storage):
+        if is_subresource_storage(self.storage) or self.store is None:
             return True
         return not self.store.strategy.checks_required_fields()
 
@@ -66,7 +68,7 @@ class RequestScope:
         """Whether field validation checks the JSON types of the route's kind: not where
         the kind's validation reports them with its other errors (a custom resource:
         a type error there comes with the "rules were not checked" cause)."""
-        if is_subresource_storage(self.storage):
+        if is_subresource_storage(self.storage) or self.store is None:
             return True
         return not self.store.strategy.checks_types()
 
@@ -74,15 +76,22 @@ class RequestScope:
     def reset_fields(self) -> ResetFields:
         """What the route's writes do not own (its strategy's reset fields): the field
         manager leaves them out."""
-        return self.store.strategy.reset_fields()
+        return () if self.store is None else self.store.strategy.reset_fields()
 
     def default(self, obj: JSONObject) -> JSONObject:
         """``obj`` (decoded as the route's kind) with the kind's defaults set in place,
         as upstream's decoder defaults every body and patch result before admission. A
         subresource's own kind (a Scale, a Binding) has none here."""
-        if not is_subresource_storage(self.storage):
+        if not is_subresource_storage(self.storage) and self.store is not None:
             self.store.strategy.default(obj)
         return obj
+
+    def resource_store(self, verb: str) -> Store:
+        """The resource's store, for a verb only a stored resource serves; 405
+        MethodNotSupported on a resource without storage."""
+        if self.store is None:
+            raise apierrors.method_not_supported(self.qualified, verb)
+        return self.store
 
     @property
     def qualified(self) -> str:
