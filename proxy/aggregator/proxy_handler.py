@@ -29,7 +29,7 @@ from aiohttp import web
 from proxy.aggregator.apiservice import APIServiceRef
 from proxy.aggregator.service_resolver import Resolved, ResolveError
 from proxy.aggregator.transport import Transport, auth_proxy_headers
-from proxy.authentication.filter import PLAIN_PORT_USER
+from proxy.endpoints.filters.authentication import PLAIN_PORT_USER
 from proxy.endpoints.responsewriter import end_started_response, response_started
 from proxy.request.user import request_user
 

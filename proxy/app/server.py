@@ -47,12 +47,12 @@ from proxy.app.kubelet_client import kubelet_client_config
 from proxy.app.leader_election import add_leader_election, worker_elector
 from proxy.app.sites import is_loopback, start_private_site, start_site
 from proxy.audit.server import Audit
-from proxy.authentication.filter import answer_unauthorized, plain_port_authentication
 from proxy.authentication.loopback import LoopbackToken
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.endpoints import responsewriter, responsewriters
 from proxy.endpoints.compression import COMPRESSION_ENABLED
 from proxy.endpoints.discovery.legacy import setup_discovery_routes
+from proxy.endpoints.filters.authentication import answer_unauthorized, plain_port_authentication
 from proxy.endpoints.handlers.auth_reviews import setup_oidc_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes

@@ -30,8 +30,8 @@ from aiohttp.typedefs import Handler, Middleware
 from proxy.audit.event import AuditEvent, RawObject, new_audit_id
 from proxy.audit.log_backend import LEVELS
 from proxy.audit.policy import Decision, Policy
-from proxy.authentication.filter import PLAIN_PORT_USER, FailedHandler
 from proxy.authentication.x509 import peer_certificate
+from proxy.endpoints.filters.authentication import PLAIN_PORT_USER, FailedHandler
 from proxy.endpoints.responsewriter import response_started
 from proxy.request.audit_context import REQUEST_BODY, RESPONSE_CHUNKS, audit_annotations
 from proxy.request.request_info import REQUEST_INFO

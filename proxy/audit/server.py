@@ -15,7 +15,7 @@ from proxy.apimachinery.wait import SupervisedTask
 from proxy.audit import filter as audit_filter
 from proxy.audit.log_backend import LogBackend
 from proxy.audit.policy import Policy, PolicyError, load_policy
-from proxy.authentication.filter import FailedHandler, answer_unauthorized
+from proxy.endpoints.filters.authentication import FailedHandler, answer_unauthorized
 from proxy.server.settings import ConfigError, Settings
 
 __all__ = ["Audit"]

@@ -19,7 +19,7 @@ from typing import Any
 from proxy import apierrors
 from proxy.apierrors import FieldError
 from proxy.authorization.authorizer import Attributes, Decision
-from proxy.authorization.filter import authorize
+from proxy.authorization.decision import authorize
 from proxy.authorization.modes import Union
 from proxy.request.user import UserInfo
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from proxy.authentication.filter import PLAIN_PORT_USER
+from proxy.endpoints.filters.authentication import PLAIN_PORT_USER
 from proxy.flowcontrol import metrics
 from proxy.flowcontrol.apf_controller import APFController, PriorityLevel
 from proxy.flowcontrol.fairqueuing.queueset import Rejected, Request

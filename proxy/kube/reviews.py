@@ -20,9 +20,9 @@ from typing import Any
 
 from proxy import apierrors
 from proxy.authentication.authenticator import AuthenticationError, TokenAuthenticator
-from proxy.authentication.filter import PLAIN_PORT_USER
 from proxy.authorization.modes import Union
 from proxy.authorization.review import access_review, rules_review
+from proxy.endpoints.filters.authentication import PLAIN_PORT_USER
 from proxy.registry.rest import Context, ValidateObjectFunc
 from proxy.request.user import UserInfo
 from storage.interfaces import JSONObject

@@ -33,12 +33,6 @@ from proxy.authentication.authenticator import (
     WithAnonymous,
 )
 from proxy.authentication.bearer_token import BearerToken
-from proxy.authentication.filter import (
-    FailedHandler,
-    answer_unauthorized,
-    authentication_middleware,
-)
-from proxy.authentication.impersonation import impersonation_middleware
 from proxy.authentication.legacy_service_account import LegacyServiceAccountTokens
 from proxy.authentication.loopback import LoopbackToken
 from proxy.authentication.request_header import RequestHeaderConfig, front_proxy_authenticators
@@ -53,12 +47,18 @@ from proxy.authentication.service_account import (
 )
 from proxy.authentication.token_file import TokenFile, TokenFileError
 from proxy.authorization import modes
-from proxy.authorization.filter import authorization_middleware
 from proxy.authorization.rbac.aggregation import AggregationController
 from proxy.authorization.rbac.escalation import check_escalation
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.authorization.rbac.reconcile import RBACPolicy, reconcile_bootstrap_policy
 from proxy.authorization.rbac.rule_resolver import RBACAuthorizer, RuleResolver
+from proxy.endpoints.filters.authentication import (
+    FailedHandler,
+    answer_unauthorized,
+    authentication_middleware,
+)
+from proxy.endpoints.filters.authorization import authorization_middleware
+from proxy.endpoints.filters.impersonation import impersonation_middleware
 from proxy.registry.storage_factory import ResourceStorage
 from proxy.request.user import UserInfo
 from proxy.server.certs import new_rsa_key_pem

@@ -11,14 +11,14 @@ pipeline that later issues add goes (each is one middleware inserted at its mark
                              (after request info, outside what can answer early)
     4. request deadline +    with_timeout: non-long-running requests end at
        timeout                 min(?timeout=, --request-timeout) with 504
-    5. authentication        proxy.authentication.filter (secure port; 401)
+    5. authentication        proxy.endpoints.filters.authentication (secure port; 401)
        -- audit              proxy.audit.filter (upstream's WithAudit), when a policy is given
-    6. impersonation         proxy.authentication.impersonation (secure port; 403)
+    6. impersonation         proxy.endpoints.filters.impersonation (secure port; 403)
     7. max in flight         with_max_in_flight: 429 beyond --max-requests-inflight /
                              --max-mutating-requests-inflight
        -- priority and fairness proxy.flowcontrol.filter: replaces 7 when
                              --enable-priority-and-fairness (the default), as upstream
-    8. authorization         proxy.authorization.filter (secure port; 403)
+    8. authorization         proxy.endpoints.filters.authorization (secure port; 403)
        -- aggregator proxy   proxy.aggregator: /apis/<g>/<v> of a remote APIService is
                              proxied to its extension server (upstream's aggregator
                              is the outermost delegate, after this same chain)

@@ -12,9 +12,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from proxy.authentication.filter import plain_port_authentication
 from proxy.authentication.loopback import LoopbackToken
 from proxy.endpoints import responsewriter
+from proxy.endpoints.filters.authentication import plain_port_authentication
 from proxy.request.request_info import request_info_of
 from proxy.server.filters import handler_chain, parse_go_duration
 from proxy.server.settings import Settings, load_settings

@@ -53,6 +53,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # the generic registry: the Store, the Strategy protocol, the REST storages'
     # contracts, each resource's storage (never a web request: see below)
     ("proxy.registry",),
+    # the authorizers (RBAC, the modes, a decision and its 403), then the authenticators
+    # and the admission chain (with its webhooks and policies), peers: none writes an
+    # HTTP answer; the filters that do are the endpoints' (upstream's endpoints/filters)
+    ("proxy.authorization",),
+    ("proxy.authentication", "proxy.admission"),
     ("proxy",),  # the rest of the generic server library (k8s.io/apiserver)
     # kube's built-in kinds, CRDs, aggregation: peers above the library
     ("proxy.kube", "proxy.apiextensions", "proxy.aggregator"),

@@ -37,9 +37,9 @@ import aiohttp
 from aiohttp import web
 
 from proxy import apierrors
-from proxy.authentication.filter import is_secure
 from proxy.authorization.authorizer import Decision, attributes_for
-from proxy.authorization.filter import authorize, forbidden
+from proxy.authorization.decision import authorize, forbidden
+from proxy.endpoints.filters.authentication import is_secure
 from proxy.endpoints.handlers.scope import RequestScope
 from proxy.registry.rest import Connecter, ConnectTarget, Context
 from proxy.request.request_info import RequestInfo

@@ -20,8 +20,8 @@ from aiohttp import web
 from proxy import apierrors
 from proxy.admission import handler as admission
 from proxy.admission.attributes import add_audit_annotation
-from proxy.authentication.filter import is_secure
 from proxy.endpoints import decoding, negotiation, responsewriters, restful_route
+from proxy.endpoints.filters.authentication import is_secure
 from proxy.endpoints.handlers import collection, computed, managed
 from proxy.endpoints.handlers import patcher as patch
 from proxy.endpoints.handlers.connect import connect_resource

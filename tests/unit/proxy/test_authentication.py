@@ -20,11 +20,6 @@ from proxy.authentication.authenticator import (
     WithAnonymous,
 )
 from proxy.authentication.bearer_token import BearerToken, bearer_token
-from proxy.authentication.impersonation import (
-    ImpersonationError,
-    impersonated_user,
-    impersonation_requests,
-)
 from proxy.authentication.service_account import (
     ServiceAccountTokens,
     TokenGenerator,
@@ -32,6 +27,11 @@ from proxy.authentication.service_account import (
 )
 from proxy.authentication.token_file import TokenFile, TokenFileError, parse_token_file
 from proxy.authentication.x509 import user_from_subject
+from proxy.endpoints.filters.impersonation import (
+    ImpersonationError,
+    impersonated_user,
+    impersonation_requests,
+)
 from proxy.server.certs import new_rsa_key_pem
 
 ISSUER = "https://kubernetes.default.svc.cluster.local"

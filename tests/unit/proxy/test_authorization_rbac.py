@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from proxy.authorization.authorizer import Attributes, Decision
-from proxy.authorization.filter import forbidden
+from proxy.authorization.decision import forbidden
 from proxy.authorization.modes import AlwaysDeny, NamedAuthorizer, PrivilegedGroups, Union
 from proxy.authorization.rbac.aggregation import aggregated_rules
 from proxy.authorization.rbac.informer import RBACInformer

@@ -22,10 +22,10 @@ from aiohttp.typedefs import Middleware
 from multidict import CIMultiDictProxy
 
 from proxy.apierrors import go_quote
-from proxy.authentication.filter import is_secure, status_response
 from proxy.authorization.authorizer import Attributes, Decision
-from proxy.authorization.filter import authorize, forbidden
+from proxy.authorization.decision import authorize, forbidden
 from proxy.authorization.modes import Union
+from proxy.endpoints.filters.authentication import is_secure, status_response
 from proxy.request.user import (
     ALL_AUTHENTICATED,
     ALL_UNAUTHENTICATED,

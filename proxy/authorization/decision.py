@@ -1,4 +1,6 @@
-"""The authorization filter (upstream's ``WithAuthorization``) and its 403.
+"""An authorization decision with its metrics, and its 403 (what upstream's
+``WithAuthorization`` filter, impersonation and the reviews share; the filter itself is
+``proxy.endpoints.filters.authorization``).
 
 On the secure port every request is authorized with the user the authentication filter
 stored and the request's RequestInfo (computed once by the request-info filter); anything
@@ -19,29 +21,23 @@ port skips the filter (its user is system:masters). Metrics:
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiohttp import web
-from aiohttp.typedefs import Middleware
 from prometheus_client import Counter, Histogram
 
 from proxy import apierrors
 from proxy.apierrors import go_quote
-from proxy.authentication.filter import is_secure, status_response, unauthorized
-from proxy.authorization.authorizer import Attributes, Decision, attributes_for
+from proxy.authorization.authorizer import Attributes, Decision
 from proxy.authorization.modes import Union
-from proxy.request.audit_context import add_audit_annotation
-from proxy.request.request_info import request_info_of
-from proxy.request.user import request_user
 
 __all__ = [
-    "authorization_middleware",
+    "AUDIT_DECISION",
+    "DECISION_ANNOTATION",
+    "REASON_ANNOTATION",
+    "authorize",
     "forbidden",
     "forbidden_message",
 ]
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _BUCKETS = tuple(0.001 * 2**i for i in range(15))
 ATTEMPTS = Counter(
@@ -107,7 +103,7 @@ def forbidden(attrs: Attributes, reason: str) -> apierrors.StatusError:
 
 DECISION_ANNOTATION = "authorization.k8s.io/decision"
 REASON_ANNOTATION = "authorization.k8s.io/reason"
-_AUDIT_DECISION = {True: "allow", False: "forbid"}
+AUDIT_DECISION = {True: "allow", False: "forbid"}
 
 _RESULTS = {Decision.ALLOW: "allowed", Decision.DENY: "denied", Decision.NO_OPINION: "no-opinion"}
 
@@ -132,27 +128,3 @@ def authorize(authorizer: Union, attrs: Attributes) -> tuple[Decision, str]:
             child = _DECISIONS[key] = DECISIONS.labels(*key)
         child.inc()
     return decision, reason
-
-
-def authorization_middleware(
-    authorizer: Union,
-) -> Middleware:
-    @web.middleware
-    async def authorize_request(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if not is_secure(request):
-            return await handler(request)
-        user = request_user(request)
-        if user is None:  # the authentication filter always sets one on this port
-            return status_response(request, unauthorized())
-        attrs = attributes_for(user, request_info_of(request))
-        decision, reason = authorize(authorizer, attrs)
-        # upstream's audit annotations of the decision (proxy.audit reads them)
-        add_audit_annotation(
-            request, DECISION_ANNOTATION, _AUDIT_DECISION[decision is Decision.ALLOW]
-        )
-        add_audit_annotation(request, REASON_ANNOTATION, reason)
-        if decision is not Decision.ALLOW:
-            return status_response(request, forbidden(attrs, reason))
-        return await handler(request)
-
-    return authorize_request
