@@ -93,7 +93,7 @@ def not_implemented(plugins: Plugins) -> frozenset[str]:
 
 def enabled_plugins(enable: Iterable[str], disable: Iterable[str]) -> list[str]:
     """The plugins to run, in upstream's order (names are checked when the flags are
-    read, ``proxy.server.settings``)."""
+    read, ``proxy.options.settings``)."""
     enable, disable = list(enable), list(disable)
     on = (DEFAULT_ON - set(disable)) | set(enable)
     return [name for name in ORDERED_PLUGINS if name in on]

@@ -35,10 +35,10 @@ from proxy.aggregator.service_resolver import Resolved, ResolveError, resolve
 from proxy.aggregator.transport import Transport
 from proxy.informer import SharedInformerFactory
 from proxy.openapi.cached_document import CachedDocument
+from proxy.options.settings import Settings
 from proxy.registry.resources import Registry
 from proxy.registry.storage_factory import ResourceStorage, StorageMap
 from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
-from proxy.server.settings import Settings
 from storage import errors as serr
 from storage.interfaces import GetOptions, ListOptions
 

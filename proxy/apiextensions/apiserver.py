@@ -18,9 +18,9 @@ from proxy.apiextensions import handler
 from proxy.apiextensions.controllers import CRDControllers
 from proxy.apiextensions.crd_strategy import CRD_GROUP, CRD_PLURAL
 from proxy.apiextensions.serving import CustomResources
+from proxy.endpoints.context import APIContext
 from proxy.printers.columns import CREATED_AT, NAME, TablePrinter
 from proxy.printers.handlers import HANDLERS as PRINTERS
-from proxy.server.context import APIContext
 from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
 
 __all__ = ["setup_apiextensions"]

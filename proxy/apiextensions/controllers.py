@@ -41,10 +41,10 @@ from typing import Any
 
 from proxy.apiextensions.crd_strategy import CLEANUP_FINALIZER, CRD_GROUP, CRD_PLURAL
 from proxy.apiextensions.serving import CustomResources
+from proxy.endpoints.context import APIContext
 from proxy.informer import DeletedFinalStateUnknown, EventHandlers, WorkQueue, run_workers
 from proxy.loopback.client import LoopbackClient, resource_path
 from proxy.request.delete_options import DeleteOptions
-from proxy.server.context import APIContext
 from storage.interfaces import ListOptions
 
 __all__ = ["CRDControllers", "calculate_names"]

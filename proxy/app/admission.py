@@ -21,7 +21,7 @@ from proxy.kube.bootstrap.priority_classes import (
 from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
 
 if TYPE_CHECKING:
-    from proxy.server.context import APIContext
+    from proxy.endpoints.context import APIContext
 
 __all__ = ["install"]
 
@@ -37,7 +37,7 @@ def install(
     names = enabled_plugins(settings.enable_admission_plugins, settings.disable_admission_plugins)
     # the quota status written during admission goes through the loopback client too
     lookup = StoreLookup(ctx, lambda: hooks.loopback)
-    authorizer = ctx.auth.authorizer if ctx.auth is not None else None
+    authorizer = ctx.authorizer
     deps = PluginDeps(lookup, source, default=ctx.defaulter, authorizer=authorizer)
     ctx.admission = AdmissionChain.build(names, deps, plugins)
     app.on_response_prepare.append(handler.on_response_prepare)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from proxy.kube.kubelet_client import KubeletClientConfig
 from proxy.kube.pod_connect import Transport
-from proxy.server.settings import Settings
+from proxy.options.settings import Settings
 
 __all__ = ["kubelet_client_config"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from proxy.kube.bootstrap.system_namespaces import SYSTEM_NAMESPACES_HOOK
 from proxy.leaderelection.leader_election import LeaderElectionConfig, LeaderElector
 from proxy.leaderelection.lease_lock import LeaseLock
+from proxy.options.settings import ConfigError, Settings
 from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
-from proxy.server.settings import ConfigError, Settings
 from proxy.server.worker import CONTROLLERS_LEASE, WorkerIdentity
 
 __all__ = ["LEADER_ELECTION_HOOK", "add_leader_election", "worker_elector"]

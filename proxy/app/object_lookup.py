@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from proxy import apierrors
+from proxy.endpoints.context import APIContext
 from proxy.loopback.client import APIError, LoopbackClient, resource_path
 from proxy.registry.resources import ResourceInfo
-from proxy.server.context import APIContext
 from storage.interfaces import GetOptions, ListOptions
 
 __all__ = ["StoreLookup"]

@@ -49,11 +49,13 @@ from proxy.app.sites import is_loopback, start_private_site, start_site
 from proxy.audit.server import Audit
 from proxy.authentication.loopback import LoopbackToken
 from proxy.authorization.rbac.informer import RBACInformer
+from proxy.egressselector import load_egress_selector
 from proxy.endpoints import responsewriter, responsewriters
 from proxy.endpoints.compression import COMPRESSION_ENABLED
+from proxy.endpoints.context import API_CONTEXT, APIContext
+from proxy.endpoints.discovery.aggregation import AGGREGATION
 from proxy.endpoints.discovery.legacy import setup_discovery_routes
 from proxy.endpoints.filters.authentication import answer_unauthorized, plain_port_authentication
-from proxy.endpoints.handlers.auth_reviews import setup_oidc_routes
 from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
@@ -76,24 +78,22 @@ from proxy.kube.subresources import subresource_storages
 from proxy.kube.token import ObjectReader
 from proxy.loopback.client import LoopbackClient
 from proxy.loopback.config import LoopbackConfig, loopback_host, pinned_tls_context
+from proxy.options.settings import ConfigError, Settings, load_settings
 from proxy.registry.conversion import VersionedStorage
 from proxy.registry.informers import storage_informers
 from proxy.registry.resources import Registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.registry.store import Store
 from proxy.server import event_loop, gc_pauses, http_errors
-from proxy.server.aggregation import AGGREGATION
 from proxy.server.auth_chain import AUTH, Auth, add_auth_hooks, build_auth, storage_lookup
-from proxy.server.context import API_CONTEXT, APIContext
 from proxy.server.debug import setup_debug_routes
-from proxy.server.egressselector import load_egress_selector
 from proxy.server.filters import handler_chain
 from proxy.server.healthz import setup_health_routes
 from proxy.server.loop_lag import loop_lag_context
+from proxy.server.openid_metadata import setup_oidc_routes
 from proxy.server.port_in_use import EXIT_PORT_IN_USE, PortInUse
 from proxy.server.post_start_hooks import POST_START_HOOKS, PostStartHookContext, PostStartHooks
 from proxy.server.secure_serving import server_ssl_context, serving_cert_paths
-from proxy.server.settings import ConfigError, Settings, load_settings
 from proxy.server.worker import (
     INSTANCE_HEADER,
     INSTANCE_ID_ENV,
@@ -228,7 +228,7 @@ def build_app(
         storage_ctx=storage_ctx,
         storages=storages,
         informers=informers,
-        auth=auth,
+        authorizer=auth.authorizer if auth is not None else None,
         defaulter=default_object,
     )
     ctx.custom_stores = service_stores(

@@ -13,8 +13,8 @@ import ssl
 from aiohttp import web
 
 from proxy.loopback.config import loopback_host
+from proxy.options.settings import Settings
 from proxy.server.port_in_use import PortInUse
-from proxy.server.settings import Settings
 from proxy.server.worker import WorkerIdentity
 
 __all__ = ["is_loopback", "start_private_site", "start_site"]

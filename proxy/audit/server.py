@@ -16,7 +16,7 @@ from proxy.audit import filter as audit_filter
 from proxy.audit.log_backend import LogBackend
 from proxy.audit.policy import Policy, PolicyError, load_policy
 from proxy.endpoints.filters.authentication import FailedHandler, answer_unauthorized
-from proxy.server.settings import ConfigError, Settings
+from proxy.options.settings import ConfigError, Settings
 
 __all__ = ["Audit"]
 

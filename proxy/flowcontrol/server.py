@@ -24,10 +24,10 @@ from proxy.flowcontrol.config_producer import (
 from proxy.flowcontrol.debug import setup_apf_debug_routes
 from proxy.flowcontrol.work_estimator import Stats, estimate_seats, served_from_cache
 from proxy.informer import SharedInformerFactory
+from proxy.options.settings import Settings
 from proxy.registry.storage_factory import ResourceStorage
 from proxy.request.request_info import RequestInfo
 from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
-from proxy.server.settings import Settings
 
 __all__ = ["FlowControl"]
 

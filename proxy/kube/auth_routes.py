@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from proxy import apierrors
+from proxy.endpoints.context import APIContext
 from proxy.endpoints.handlers.scope import RequestScope
 from proxy.kube.reviews import (
     AccessReviewREST,
@@ -27,7 +28,6 @@ from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import Context, NamedCreater, ValidateObjectFunc
 from proxy.request.request_info import RequestInfo
 from proxy.server.auth_chain import Auth
-from proxy.server.context import APIContext
 from storage.interfaces import JSONObject
 
 __all__ = ["AuthStorages"]

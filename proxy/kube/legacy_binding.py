@@ -6,9 +6,9 @@ admits it, as a create of the pod's binding)."""
 
 from __future__ import annotations
 
+from proxy.endpoints.context import APIContext
 from proxy.endpoints.handlers.scope import RequestScope
 from proxy.registry.resources import ResourceInfo
-from proxy.server.context import APIContext
 
 __all__ = ["LegacyBindings"]
 

@@ -59,11 +59,11 @@ from proxy.endpoints.filters.authentication import (
 )
 from proxy.endpoints.filters.authorization import authorization_middleware
 from proxy.endpoints.filters.impersonation import impersonation_middleware
+from proxy.options.settings import ConfigError, Settings
 from proxy.registry.storage_factory import ResourceStorage
 from proxy.request.user import UserInfo
 from proxy.server.certs import new_rsa_key_pem
 from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
-from proxy.server.settings import ConfigError, Settings
 from storage import errors as serr
 from storage.interfaces import GetOptions
 

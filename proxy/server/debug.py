@@ -24,8 +24,8 @@ from aiohttp import web
 from cacher.btree import extra_bytes
 from cacher.objects import held_bytes
 from proxy.endpoints import responsewriters
+from proxy.endpoints.context import API_CONTEXT
 from proxy.endpoints.metrics import RECENT_REQUESTS, RecentRequests
-from proxy.server.context import API_CONTEXT
 
 __all__ = ["setup_debug_routes"]
 

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from proxy.server.settings import ConfigError
+from proxy.options.settings import ConfigError
 
 __all__ = ["EVENT_LOOPS", "EventLoopUnavailable", "loop_factory", "run"]
 

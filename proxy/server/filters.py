@@ -51,10 +51,10 @@ from proxy.endpoints import responsewriters
 from proxy.endpoints.compression import with_compression
 from proxy.endpoints.metrics import with_metrics
 from proxy.endpoints.responsewriter import end_started_response, response_started
+from proxy.options.settings import Settings
 from proxy.request.request_info import REQUEST_INFO, RequestInfo, parse_request_info
 from proxy.request.user import SYSTEM_PRIVILEGED_GROUP, request_user
 from proxy.server import http_errors
-from proxy.server.settings import Settings
 
 __all__ = ["handler_chain", "is_long_running", "parse_go_duration"]
 

@@ -40,7 +40,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from cacher.metrics import corrupt_objects
-from proxy.server.context import API_CONTEXT, APIContext
+from proxy.endpoints.context import API_CONTEXT, APIContext
 from proxy.server.post_start_hooks import POST_START_HOOKS
 
 __all__ = ["setup_health_routes"]

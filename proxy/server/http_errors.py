@@ -45,7 +45,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from proxy import apierrors
 from proxy.endpoints import responsewriters
-from proxy.server.context import API_CONTEXT
+from proxy.endpoints.context import API_CONTEXT
 
 __all__ = [
     "MAX_HEADER_BYTES",

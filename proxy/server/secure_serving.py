@@ -18,8 +18,8 @@ from __future__ import annotations
 import ssl
 from pathlib import Path
 
+from proxy.options.settings import ConfigError, Settings
 from proxy.server.certs import self_signed_serving_cert
-from proxy.server.settings import ConfigError, Settings
 
 __all__ = ["CIPHER_SUITES", "server_ssl_context", "serving_cert_paths"]
 

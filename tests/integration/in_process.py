@@ -16,8 +16,8 @@ from etcdclient import EtcdClient
 from lab.etcd import free_port
 from proxy.app.server import LOOPBACK_TOKEN, build_app, start_post_start_hooks
 from proxy.loopback.config import LoopbackConfig
+from proxy.options.settings import Settings
 from proxy.registry.storage_factory import StorageContext
-from proxy.server.settings import Settings
 
 READY_TIMEOUT = 30.0
 

@@ -20,10 +20,10 @@ from proxy.audit.server import Audit
 from proxy.endpoints import responsewriter
 from proxy.flowcontrol.server import FlowControl
 from proxy.informer import SharedInformerFactory
+from proxy.options.settings import Settings
 from proxy.request.user import USER_KEY, UserInfo
 from proxy.server.filters import handler_chain
 from proxy.server.post_start_hooks import PostStartHooks
-from proxy.server.settings import Settings
 
 ALICE = UserInfo("alice", groups=("system:authenticated",))
 

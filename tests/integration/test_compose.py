@@ -174,7 +174,7 @@ def test_dockerfile_is_slim_nonroot_with_readyz_healthcheck() -> None:
     assert "watchcache" in extras["scripts"]
     # The real CLI accepts the image's default command and the replicas' command: HTTPS
     # for everyone, the plain port (the image's health check) on the container's loopback.
-    from proxy.server.settings import load_settings
+    from proxy.options.settings import load_settings
 
     cmd = json.loads(instruction("CMD")[0])
     assert cmd[0] == "serve"

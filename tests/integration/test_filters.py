@@ -15,9 +15,9 @@ from aiohttp.test_utils import TestServer
 from proxy.authentication.loopback import LoopbackToken
 from proxy.endpoints import responsewriter
 from proxy.endpoints.filters.authentication import plain_port_authentication
+from proxy.options.settings import Settings, load_settings
 from proxy.request.request_info import request_info_of
 from proxy.server.filters import handler_chain, parse_go_duration
-from proxy.server.settings import Settings, load_settings
 
 REQUEST_TIMEOUT = 0.5
 

@@ -17,7 +17,7 @@ from etcdclient import EtcdClient
 from proxy.kube.bootstrap.cluster_authentication import authentication_data
 from proxy.kube.bootstrap.kubernetes_service import advertise_address, first_service_ip
 from proxy.kube.bootstrap.master_leases import MasterLeases
-from proxy.server.settings import ConfigError, Settings, load_settings
+from proxy.options.settings import ConfigError, Settings, load_settings
 from tests.integration.conftest import JSON, ServerFactory
 
 

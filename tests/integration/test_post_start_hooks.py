@@ -20,9 +20,9 @@ from lab.etcd import EtcdCluster
 from proxy.apimachinery.wait import Backoff
 from proxy.loopback.client import LoopbackClient, resource_path
 from proxy.loopback.config import LoopbackConfig
+from proxy.options.settings import load_settings
 from proxy.server.certs import CertKey, new_ca, sign
 from proxy.server.post_start_hooks import POST_START_HOOKS, PostStartHookContext
-from proxy.server.settings import load_settings
 from tests.integration.conftest import start_server
 from tests.integration.in_process import in_process_server, wait_ready
 

@@ -11,8 +11,8 @@ import pytest
 
 import cacher.cacher as cacher_module
 from lab.etcd import EtcdCluster
-from proxy.server.context import API_CONTEXT
-from proxy.server.settings import load_settings
+from proxy.endpoints.context import API_CONTEXT
+from proxy.options.settings import load_settings
 from storage.interfaces import JSONObject, ListOptions
 from tests.integration.conftest import create, pod_body
 from tests.integration.in_process import in_process_server, wait_ready

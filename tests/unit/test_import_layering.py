@@ -58,7 +58,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # HTTP answer; the filters that do are the endpoints' (upstream's endpoints/filters)
     ("proxy.authorization",),
     ("proxy.authentication", "proxy.admission"),
-    ("proxy",),  # the rest of the generic server library (k8s.io/apiserver)
+    # the server's options (flags, configuration files) and the egress selector's
+    # dialers, which the handlers use; then the endpoints: handlers, discovery,
+    # negotiation, and the filters that answer (upstream's endpoints/filters)
+    ("proxy.options",),
+    ("proxy.egressselector",),
+    ("proxy.endpoints",),
+    # the server: the filter chain, the auth chain, health, serving
+    ("proxy.server",),
+    # the rest of the generic server library (k8s.io/apiserver): audit and flow control,
+    # filters the server's chain is given by the composition root
+    ("proxy",),
     # kube's built-in kinds, CRDs, aggregation: peers above the library
     ("proxy.kube", "proxy.apiextensions", "proxy.aggregator"),
     ("proxy.app", "proxy.cli"),  # the composition root and the command line
@@ -318,14 +328,14 @@ def test_the_checker_sees_what_it_must() -> None:
     assert not allowed("storage.interfaces", "cacher.cacher")
     assert not allowed("proxy.request.user", "proxy.endpoints.negotiation")
     assert not allowed("proxy.cel.library", "proxy.request.user")  # peers
-    assert not allowed("proxy.loopback.client", "proxy.server.settings")
+    assert not allowed("proxy.loopback.client", "proxy.options.settings")
     assert allowed("proxy.admission.policy.validating", "proxy.cel.environment")
-    assert not allowed("proxy.informer.shared_informer", "proxy.server.settings")
+    assert not allowed("proxy.informer.shared_informer", "proxy.options.settings")
     assert allowed("proxy.leaderelection.leader_election", "proxy.loopback.client")
     assert not allowed("proxy.openapi.documents", "proxy.registry.resources")
     assert allowed("proxy.printers.columns", "proxy.openapi.schemas")
     assert not allowed("proxy.fieldmanager.typed", "proxy.registry.resources")
-    assert not allowed("proxy.registry.storage_factory", "proxy.server.settings")
+    assert not allowed("proxy.registry.storage_factory", "proxy.options.settings")
     assert allowed("proxy.endpoints.handlers.rest", "proxy.registry.store")
     assert not allowed("proxy.registry.store", "proxy.kube.validation.pod")
     assert not allowed("proxy.kube.validation.pod", "proxy.apiextensions.serving")

@@ -23,12 +23,12 @@ from aiohttp import web
 
 from proxy import apierrors
 from proxy.endpoints import responsewriters, restful_route
+from proxy.endpoints.context import API_CONTEXT
 from proxy.endpoints.discovery import aggregated as discovery_aggregated
+from proxy.endpoints.discovery.aggregation import AGGREGATION
 from proxy.openapi import documents as openapi
 from proxy.openapi import swagger
 from proxy.registry.resources import Registry, ResourceInfo
-from proxy.server.aggregation import AGGREGATION
-from proxy.server.context import API_CONTEXT
 from storage.interfaces import JSONObject
 
 __all__ = [

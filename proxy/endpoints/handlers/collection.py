@@ -43,6 +43,7 @@ from proxy.endpoints import (
     protobuf,
     responsewriters,
 )
+from proxy.endpoints.context import APIContext
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.large_lists import expected_bytes, large_list_slot
 from proxy.registry.storage_factory import ResourceStorage
@@ -55,7 +56,6 @@ from proxy.request.list_options import (
     watch_timeout,
 )
 from proxy.request.request_info import RequestInfo
-from proxy.server.context import APIContext
 from storage import errors as serr
 from storage.interfaces import ListOptions, ListResult, StoredObject
 

@@ -13,10 +13,10 @@ from aiohttp import web
 
 from proxy import apierrors
 from proxy.endpoints import negotiation, responsewriters
+from proxy.endpoints.context import APIContext
 from proxy.printers import table
 from proxy.registry.resources import ResourceInfo
 from proxy.request.request_info import RequestInfo
-from proxy.server.context import APIContext
 
 __all__ = ["handle_computed"]
 

@@ -39,13 +39,13 @@ from aiohttp import web
 from proxy import apierrors
 from proxy.authorization.authorizer import Decision, attributes_for
 from proxy.authorization.decision import authorize, forbidden
+from proxy.egressselector import EgressDialError
+from proxy.endpoints.context import API_CONTEXT
 from proxy.endpoints.filters.authentication import is_secure
 from proxy.endpoints.handlers.scope import RequestScope
 from proxy.registry.rest import Connecter, ConnectTarget, Context
 from proxy.request.request_info import RequestInfo
 from proxy.request.user import request_user
-from proxy.server.context import API_CONTEXT
-from proxy.server.egressselector import EgressDialError
 
 __all__ = ["connect_resource"]
 
@@ -103,12 +103,12 @@ def _authorize_create(request: web.Request, info: RequestInfo) -> None:
     """A WebSocket upgrade is a GET, authorized as ``get``; it must also be allowed to
     ``create`` the subresource, as the SPDY POST is (upstream's
     AuthorizePodWebsocketUpgradeCreatePermission, on by default since 1.35)."""
-    auth = request.app[API_CONTEXT].auth
+    authorizer = request.app[API_CONTEXT].authorizer
     user = request_user(request)
-    if auth is None or user is None or not is_secure(request):
+    if authorizer is None or user is None or not is_secure(request):
         return
     attrs = dataclasses.replace(attributes_for(user, info), verb="create")
-    decision, reason = authorize(auth.authorizer, attrs)
+    decision, reason = authorize(authorizer, attrs)
     if decision is not Decision.ALLOW:
         raise forbidden(attrs, reason)
 

@@ -21,6 +21,7 @@ from proxy import apierrors
 from proxy.admission import handler as admission
 from proxy.admission.attributes import add_audit_annotation
 from proxy.endpoints import decoding, negotiation, responsewriters, restful_route
+from proxy.endpoints.context import API_CONTEXT, APIContext
 from proxy.endpoints.filters.authentication import is_secure
 from proxy.endpoints.handlers import collection, computed, managed
 from proxy.endpoints.handlers import patcher as patch
@@ -46,7 +47,6 @@ from proxy.registry.validation import Mode
 from proxy.request.dry_run import is_dry_run
 from proxy.request.request_info import RequestInfo, request_info_of
 from proxy.request.user import request_user
-from proxy.server.context import API_CONTEXT, APIContext
 from storage import errors as serr
 from storage.interfaces import GetOptions, JSONObject
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from proxy.kube.bootstrap.writer import BootstrapWriter
+from proxy.options.settings import Settings
 from proxy.server.post_start_hooks import PostStartHookContext
-from proxy.server.settings import Settings
 from storage.interfaces import JSONObject
 
 __all__ = ["ClusterAuthentication", "authentication_data"]

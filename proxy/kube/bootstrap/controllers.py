@@ -8,6 +8,7 @@ as upstream's only starts its controller)."""
 
 from __future__ import annotations
 
+from proxy.endpoints.context import APIContext
 from proxy.kube.bootstrap.cluster_authentication import ClusterAuthentication, authentication_data
 from proxy.kube.bootstrap.default_service_cidr import DEFAULT_SERVICE_CIDR_HOOK, DefaultServiceCIDR
 from proxy.kube.bootstrap.kubernetes_service import (
@@ -20,7 +21,6 @@ from proxy.kube.bootstrap.legacy_token_tracking import (
     track_legacy_tokens,
 )
 from proxy.kube.bootstrap.master_leases import MasterLeases
-from proxy.server.context import APIContext
 from proxy.server.post_start_hooks import PostStartHooks
 
 __all__ = ["add_hooks"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from proxy import apierrors
+from proxy.endpoints.context import APIContext
 from proxy.kube.service.alloc import Allocators
 from proxy.kube.service.ipallocator import IPAllocator
 from proxy.kube.service.node_ports import held_node_ports
@@ -15,7 +16,6 @@ from proxy.kube.service.portallocator import NodePortAllocator, parse_port_range
 from proxy.kube.service.storage import ServiceHooks, StoreIPAddresses
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.store import Store
-from proxy.server.context import APIContext
 from storage.interfaces import JSONObject, ListOptions
 
 __all__ = ["service_stores"]

@@ -1,4 +1,4 @@
-"""``--egress-selector-config-file`` (``proxy.server.egressselector``): what is served,
+"""``--egress-selector-config-file`` (``proxy.egressselector``): what is served,
 what is refused with a message that says so, and the HTTP CONNECT dial against a real
 socket (the proxy's answers, as konnectivity-server gives them)."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from proxy.egressselector import EgressDialError, HTTPConnectDialer, load_egress_selector
 from proxy.kube.pod_connect import is_global_unicast, split_scheme_name_port
-from proxy.server.egressselector import EgressDialError, HTTPConnectDialer, load_egress_selector
-from proxy.server.settings import ConfigError
+from proxy.options.settings import ConfigError
 
 HEAD = "apiVersion: apiserver.k8s.io/v1beta1\nkind: EgressSelectorConfiguration\n"
 

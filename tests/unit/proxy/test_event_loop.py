@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
+from proxy.options.settings import ConfigError, load_settings
 from proxy.server import event_loop
-from proxy.server.settings import ConfigError, load_settings
 
 
 async def _loop_module() -> str:

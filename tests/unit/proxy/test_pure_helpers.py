@@ -11,6 +11,7 @@ from proxy import apierrors
 from proxy.endpoints.handlers.patcher import merge_patch
 from proxy.kube.prepare import pod_qos_class
 from proxy.kube.resources import build_registry
+from proxy.options.settings import ConfigError, load_settings
 from proxy.registry import object_meta
 from proxy.registry.rest import Context
 from proxy.registry.strategy import GenericStrategy, StatusStrategy
@@ -20,7 +21,6 @@ from proxy.request.list_options import (
     validate_list_query,
     watch_timeout,
 )
-from proxy.server.settings import ConfigError, load_settings
 
 
 def test_merge_patch_rfc7386_examples() -> None:

@@ -12,9 +12,9 @@ from cryptography import x509
 from proxy import apierrors
 from proxy.endpoints import decoding, negotiation
 from proxy.kube.resources import REVIEWS, build_registry
+from proxy.options.settings import ConfigError, load_settings
 from proxy.server.certs import self_signed_serving_cert
 from proxy.server.secure_serving import server_ssl_context
-from proxy.server.settings import ConfigError, load_settings
 
 
 def test_ports_plain_only_secure_by_default_or_both() -> None:

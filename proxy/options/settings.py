@@ -272,7 +272,7 @@ class Settings:
     # how long dialling a kubelet may take
     kubelet_timeout: float = 5.0
     # an EgressSelectorConfiguration: how the kubelets and pod IPs (pods/proxy,
-    # services/proxy) are reached; "": directly (proxy/server/egressselector.py)
+    # services/proxy) are reached; "": directly (proxy/egressselector.py)
     egress_selector_config_file: str = ""
 
 

@@ -18,8 +18,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from proxy.authentication.service_account import key_id
 from proxy.endpoints import responsewriters
+from proxy.endpoints.context import API_CONTEXT
 from proxy.server.auth_chain import AUTH, Auth
-from proxy.server.context import API_CONTEXT
 
 __all__ = ["setup_oidc_routes"]
 

@@ -1,4 +1,7 @@
-"""The server-wide state handlers reach through ``request.app[API_CONTEXT]``."""
+"""The server-wide state the handlers reach through ``request.app[API_CONTEXT]``: the
+served resources, their storages and stores, the delegates, the admission chain, the
+open watches. It lives with the endpoints (the handlers read it; the server and the
+composition root fill it), so the endpoints import nothing of ``proxy.server``."""
 
 from __future__ import annotations
 
@@ -10,16 +13,16 @@ from typing import Any
 from aiohttp import web
 
 from proxy.admission.chain import AdmissionChain
+from proxy.authorization.modes import Union
+from proxy.endpoints.discovery.aggregation import Aggregation
 from proxy.endpoints.handlers.scope import ResourceDelegate
 from proxy.informer import SharedInformerFactory
 from proxy.openapi.documents import CustomKinds, OpenAPIV3
+from proxy.options.settings import Settings
 from proxy.registry.resources import Registry, ResourceInfo
 from proxy.registry.rest import Strategy, SubresourceStorage
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.registry.store import Store
-from proxy.server.aggregation import Aggregation
-from proxy.server.auth_chain import Auth
-from proxy.server.settings import Settings
 from storage.interfaces import JSONObject, Watcher
 
 __all__ = ["API_CONTEXT", "APIContext", "ComputedObjects", "ObjectDefaulter"]
@@ -61,8 +64,9 @@ class APIContext:
     # the OpenAPI v3 documents, built on first request
     openapi: OpenAPIV3 | None = None
     shutting_down: bool = False
-    # authentication and authorization (the secure port's); None: plain port only
-    auth: Auth | None = None
+    # the secure port's authorizer (upstream's ``Config.Authorization``); None: plain
+    # port only
+    authorizer: Union | None = None
     # the OpenAPI components of the custom resources served now (proxy.apiextensions)
     custom_openapi: CustomKinds | None = None
     # API aggregation (proxy.aggregator); set by build_app

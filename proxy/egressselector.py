@@ -34,7 +34,7 @@ from typing import Any
 import aiohttp
 from aiohttp.client_proto import ResponseHandler
 
-from proxy.server.settings import ConfigError, load_config_file
+from proxy.options.settings import ConfigError, load_config_file
 
 __all__ = ["EgressDialError", "EgressSelector", "HTTPConnectDialer", "load_egress_selector"]
 
