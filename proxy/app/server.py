@@ -52,7 +52,6 @@ from proxy.endpoints.handlers.rest import handle_resource
 from proxy.endpoints.metrics import setup_metrics_routes
 from proxy.flowcontrol.server import FlowControl
 from proxy.kube import eviction
-from proxy.kube.admission import namespace_lifecycle
 from proxy.kube.auth_routes import auth_routes
 from proxy.kube.bootstrap import controllers as bootstrap_controllers
 from proxy.kube.bootstrap.rbac_policy import bootstrap_policy
@@ -64,6 +63,7 @@ from proxy.kube.componentstatus import ComponentStatuses
 from proxy.kube.conversion import VIEWS
 from proxy.kube.defaulting import default_object
 from proxy.kube.kubelet_client import KubeletClientConfig
+from proxy.kube.namespace import controller as namespace_controller
 from proxy.kube.service import service_stores
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
 from proxy.kube.subresources import subresource_storages
@@ -207,9 +207,6 @@ def build_app(
     kube_deps = KubeStrategyDeps(
         kind_rules=kind_rules(),
         escalation=auth.check_escalation if auth is not None else None,
-        delete_namespace_contents=None
-        if settings.lifecycle_controllers
-        else lambda namespace: namespace_lifecycle.delete_contents(ctx, namespace),
         defaulter=default_object,
         deletion_rules=deletion_rules(),
     )
@@ -275,6 +272,8 @@ def build_app(
     aggregator.add_post_start_hooks(hooks)
     # the chain, its Warning headers, its configurations, its hooks
     admission.install(app, ctx, admission_plugins(), hooks)
+    if not settings.lifecycle_controllers:  # else a controller manager empties them
+        namespace_controller.add_hook(hooks, ctx)
     if settings.system_namespaces:
         hooks.add(SYSTEM_NAMESPACES_HOOK, ensure_system_namespaces)
         bootstrap_controllers.add_hooks(hooks, ctx)

@@ -5,33 +5,22 @@ controller make it look to a client:
   ``namespaces "default" is forbidden: this namespace may not be deleted``;
 - creating in a namespace that is being deleted is 403 Forbidden ``unable to create new
   content in namespace NS because it is being terminated``;
-- with ``--lifecycle-controllers`` (a namespace controller runs, as in the lab) a
-  deleted namespace goes Terminating and the controller empties it in the background
-  (proxy/registry/deletion.py), as upstream; without (a standalone ``watchcache
-  serve``, where nothing would ever finish it) deleting a namespace deletes what is in
-  it (every namespaced resource this server serves), then the namespace, before the
-  DELETE answers, so a client that waits for the namespace to be gone (``kubectl delete
-  ns``) sees the same.
+- a deleted namespace goes Terminating and the namespace controller empties it in the
+  background (proxy/registry/deletion.py, proxy/kube/namespace), as upstream: the
+  server's own, or with ``--lifecycle-controllers`` the controller manager's.
 """
 
 from __future__ import annotations
 
-import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from proxy import apierrors
 from proxy.admission.attributes import CREATE, DELETE, Attributes
 from proxy.admission.interfaces import Plugin
 from proxy.registry.resources import ResourceInfo
-from storage.interfaces import ListOptions
-
-if TYPE_CHECKING:
-    from proxy.server.context import APIContext
 
 __all__ = ["IMMORTAL_NAMESPACES", "NamespaceLifecycle", "check_deletable",
-           "check_not_terminating", "delete_contents", "is_namespaces"]
-
-log = logging.getLogger("watchcache.proxy")
+           "check_not_terminating", "is_namespaces"]
 
 JSON = dict[str, Any]
 
@@ -65,20 +54,6 @@ def check_not_terminating(namespace: JSON, resource: ResourceInfo, name: str) ->
             "field": "metadata.namespace",
         })  # fmt: skip
         raise error
-
-
-async def delete_contents(ctx: APIContext, namespace: str) -> int:
-    """Delete every object in ``namespace`` (read from etcd); objects deleted or
-    replaced meanwhile are skipped. Returns how many were deleted."""
-    deleted = 0
-    for resource in ctx.registry:
-        if not resource.namespaced or not resource.has_storage:
-            continue
-        _, gone = await ctx.store(resource).delete_collection(namespace, ListOptions())
-        deleted += len(gone)
-    if deleted:
-        log.info("namespace %s: deleted %d objects with it", namespace, deleted)
-    return deleted
 
 
 class NamespaceLifecycle(Plugin):
