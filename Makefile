@@ -77,9 +77,14 @@ bench: venv
 # $$SSL_CERT_FILE when set, else the system bundle.
 EXTRA_CA ?= $(firstword $(PIP_CERT) $(REQUESTS_CA_BUNDLE) $(SSL_CERT_FILE) \
                         $(wildcard /etc/ssl/certs/ca-certificates.crt))
-images:
+# The protobuf schema `make venv` built goes into the image's build context (the image
+# must speak protobuf: deploy/k8s-proto/README.md).
+images: venv
 	@if [ -n "$(EXTRA_CA)" ] && [ -f "$(EXTRA_CA)" ]; then \
 	  cp "$(EXTRA_CA)" deploy/ca-certificates/extra.crt; fi
+	@schema=$$($(BIN)/python -m storage.protobuf.schema --optional) && [ -n "$$schema" ] \
+	  && rm -rf deploy/k8s-proto/format-* && cp -r "$$schema" deploy/k8s-proto/ \
+	  || echo "images: no protobuf schema to stage; the image build fetches it" >&2
 	scripts/build-images.sh
 
 COMPOSE_ENV = WATCHCACHE_VERSION=$$(git describe --always --dirty 2>/dev/null) \

@@ -190,6 +190,41 @@ def test_dockerfile_is_slim_nonroot_with_readyz_healthcheck() -> None:
         assert s.client_ca_file == "/pki/ca.crt" and s.token_auth_file == "/pki/tokens.csv"
 
 
+def test_the_installed_package_holds_every_file_the_image_needs(tmp_path: Path) -> None:
+    """The image installs the wheel, not the tree: every data file the code reads at run
+    time must be in it (the CRD and APIService protos were not, and the image's server
+    answered every protobuf body 415: kubectl 1.37's `auth whoami` sends one)."""
+    # built from a copy holding what the Dockerfile copies: in the tree, setuptools would
+    # also take what an editable install's egg-info lists, and leave build/ behind
+    src = tmp_path / "src"
+    src.mkdir()
+    junk = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for copied in instruction("COPY"):
+        for part in copied.split()[:-1]:
+            if (ROOT / part).is_dir() and not part.startswith("deploy/"):
+                shutil.copytree(ROOT / part, src / part, ignore=junk)
+            elif (ROOT / part).is_file():
+                shutil.copy(ROOT / part, src / part)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+         "-w", str(tmp_path), str(src)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    (wheel,) = tmp_path.glob("watchcache-*.whl")
+    import zipfile
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    needed = [
+        str(p.relative_to(ROOT))
+        for pattern in ("*.proto", "*.html", "*.yaml")
+        for p in ROOT.glob(f"**/{pattern}")
+        if p.relative_to(ROOT).parts[0] in ("proxy", "etcdclient", "storage", "cacher", "lab")
+    ]
+    assert any(n.startswith("storage/protobuf/proto/") for n in needed)
+    assert sorted(set(needed) - names) == []
+
+
 def _interpolated(arg: str) -> str:
     """``arg`` with ``${VAR:-default}`` replaced as docker-compose interpolates it (the
     variable when set and not empty, else the default)."""
