@@ -48,11 +48,10 @@ from storage.interfaces import Change, ListerWatcher
 log = logging.getLogger(__name__)
 
 PAGE_SIZE = 10_000
-# how long the reflector applies a watch batch or a listed page before it gives the
-# event loop a turn: a batch of 150 pod updates (each decoded, indexed and dispatched)
-# held the loop 21-34 ms in one step in the benchmark, past the ~20 ms budget
+# how long the reflector applies a watch batch before it gives the event loop a turn
+# (a listed page is a slice already: storage.etcd3.lister_watcher.DECODE_SLICE): a
+# batch of 150 pod updates, each indexed and dispatched, took one 21-34 ms step
 STEP_SECONDS = 0.005
-LIST_SLICE = 200  # listed objects indexed per step (~5 ms)
 BACKOFF_INITIAL = 0.1
 BACKOFF_MAX = 2.0
 
@@ -131,11 +130,9 @@ class Reflector:
                 for err in page.corrupt:
                     self._report(err)
                     corrupt_keys.add(err.key)
-                for start in range(0, len(page.items), LIST_SLICE):
-                    for err in replacement.add(page.items[start : start + LIST_SLICE]):
-                        self._report(err)
-                        corrupt_keys.add(err.key)
-                    await asyncio.sleep(0)  # a page of 10,000 in one step held the loop
+                for err in replacement.add(page.items):
+                    self._report(err)
+                    corrupt_keys.add(err.key)
         self._cache.swap(replacement, rev)
         self.corrupt_keys = corrupt_keys
         self.initializations += 1
