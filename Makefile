@@ -8,7 +8,7 @@ PROTO_DIR := etcdclient/proto
 PB_DIR := etcdclient/_pb
 PYTEST_ARGS ?=
 
-.PHONY: venv test unit integration e2e page-test fuzz lint proto proto-check k8s-proto \
+.PHONY: venv test unit integration e2e slow-test page-test fuzz lint proto proto-check k8s-proto \
         etcd-versions lab bench clean images compose-test compose-bench
 
 venv: $(STAMP)
@@ -41,6 +41,11 @@ e2e: venv
 page-test: venv
 	@command -v chromium >/dev/null || { echo "needs Debian's chromium: apt-get install chromium"; exit 1; }
 	$(BIN)/python -m pytest -q -m browser tests/e2e/test_lab_page.py $(PYTEST_ARGS)
+
+# The long scenario suites `make test` leaves out (marker `slow`: the benchmark's runs,
+# the client-go program, the simulated control plane's drains, the APF flood).
+slow-test: venv
+	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
 
 # The fuzz suite at length: 20,000 hostile requests with a fresh seed (printed on a
 # failure); FUZZ_SEED=N replays a run, FUZZ_REQUESTS=N sizes it. `make test` runs 300.

@@ -134,10 +134,13 @@ class LoopbackClient:
             await self._session.close()
             self._session = None
 
-    async def request(self, method: str, path: str, body: JSON | None = None) -> JSON:
+    async def request(
+        self, method: str, path: str, body: JSON | None = None,
+        content_type: str = "application/json",
+    ) -> JSON:  # fmt: skip
         """One request; the decoded answer, or APIError with the Status."""
         data = orjson.dumps(body) if body is not None else None
-        headers = {"Content-Type": "application/json"} if data is not None else {}
+        headers = {"Content-Type": content_type} if data is not None else {}
         try:
             async with self._http().request(method, path, data=data, headers=headers) as resp:
                 raw = await resp.read()
@@ -204,6 +207,14 @@ class LoopbackClient:
                     raise
             await asyncio.sleep(self.retry.delay())
         raise AssertionError("unreachable")  # the last attempt returned or raised
+
+    async def apply(self, path: str, obj: JSON, field_manager: str, *, force: bool) -> JSON:
+        """A server-side apply of ``obj`` at ``path`` (JSON is YAML: the apply patch type
+        takes it as it is), as client-go's ``Apply``/``ApplyStatus``."""
+        query = f"fieldManager={quote(field_manager, safe='')}" + ("&force=true" if force else "")
+        sep = "&" if "?" in path else "?"
+        return await self.request("PATCH", f"{path}{sep}{query}", obj,
+                                  content_type="application/apply-patch+yaml")  # fmt: skip
 
     async def ensure(self, collection: str, obj: JSON, reconcile: Mutate) -> JSON:
         """``obj`` created when absent; otherwise the stored one updated by ``reconcile``

@@ -120,6 +120,7 @@ async def _scenario(server: ServerProcess) -> dict[str, Any]:
     return {"baseline": baseline, "loaded": loaded, "flood": flood_codes}
 
 
+@pytest.mark.slow  # a minute of flood: `make slow-test`
 def test_a_flood_from_one_user_does_not_starve_another(apf_server: ServerProcess) -> None:
     # the two flows' hands do not share a queue (else the quiet one could be crowded out)
     assert not set(deal(flow_hash(LEVEL, "alice"), 16, 2)) & set(

@@ -20,7 +20,8 @@ import pytest
 from tests.e2e.clientgo_build import build_client_go
 from tests.integration.conftest import ServerProcess
 
-pytestmark = [pytest.mark.etcd, pytest.mark.timeout(1800)]
+# a fresh checkout builds client-go first (~5 min on 2 cores): `make slow-test`
+pytestmark = [pytest.mark.etcd, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 STEPS = (
     "ok namespace",

@@ -32,7 +32,8 @@ from tests.csr import csr_object, new_request
 from tests.e2e.conftest import run_kubectl
 from tests.integration.conftest import JSON, start_server
 
-pytestmark = pytest.mark.etcd
+# drains and kubelets that stop and come back wait out real grace periods: `make slow-test`
+pytestmark = [pytest.mark.etcd, pytest.mark.slow]
 
 NODES = 3
 

@@ -23,7 +23,8 @@ from storage.etcd3.feature import progress_requests_supported
 
 # the quick run starts etcd and three servers and walks 35 scenarios: on a loaded
 # 2-core machine it needs more than the suite's default 120 s
-pytestmark = [pytest.mark.etcd, pytest.mark.timeout(300)]
+# minutes of benchmark runs: `make slow-test`
+pytestmark = [pytest.mark.etcd, pytest.mark.slow, pytest.mark.timeout(300)]
 
 PODS, NODES = 200, 10
 

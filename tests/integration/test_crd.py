@@ -449,7 +449,8 @@ async def test_deleting_the_crd_removes_instances_and_stops_serving(
     await install_crd(api, crd_body(group))
     held = widget(group, "held")
     held["metadata"]["finalizers"] = ["example.com/hold"]
-    await api.post(widgets(group), json=held)
+    async with api.post(widgets(group), json=held) as resp:
+        assert resp.status == 201, await resp.text()
     async with api.get(widgets(group), params={"watch": "1"}) as watch:
         async with api.delete(f"{CRDS}/widgets.{group}") as resp:
             deleted = await _json(resp)

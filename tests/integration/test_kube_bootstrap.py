@@ -86,6 +86,42 @@ async def test_a_second_server_with_no_endpoint_reconciler_leaves_them_alone(
         assert svc["spec"]["ports"][0]["targetPort"] == port
 
 
+async def test_the_default_service_cidr_is_created_ready_and_comes_back(
+    server_factory: ServerFactory,
+) -> None:
+    """Upstream 1.33+ (defaultservicecidr): ServiceCIDR ``kubernetes`` holds
+    ``--service-cluster-ip-range``, its Ready condition applied by the
+    kubernetes-service-cidr-controller field manager; /readyz waits for it; a deleted one
+    is created again; ``kubectl get servicecidr`` shows its CIDRs."""
+    proc = server_factory("--service-cluster-ip-range=10.100.0.0/16")
+    path = "/apis/networking.k8s.io/v1/servicecidrs/kubernetes"
+    async with aiohttp.ClientSession(base_url=proc.url) as http:
+        async with http.get("/readyz/poststarthook/start-kubernetes-service-cidr-controller") as r:
+            assert r.status == 200, await r.text()
+        cidr = await _eventually(http, path)
+        assert cidr["spec"] == {"cidrs": ["10.100.0.0/16"]}
+        (ready,) = cidr["status"]["conditions"]
+        assert (ready["type"], ready["status"], ready["message"]) == (
+            "Ready", "True", "Kubernetes default Service CIDR is ready",
+        )  # fmt: skip
+        managers = {(m["manager"], m["operation"], m.get("subresource", ""))
+                    for m in cidr["metadata"]["managedFields"]}  # fmt: skip
+        assert ("kubernetes-service-cidr-controller", "Apply", "status") in managers
+        table = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+        async with http.get(path, headers=table) as r:
+            row = (await r.json())["rows"][0]["cells"]
+        assert row[:2] == ["kubernetes", "10.100.0.0/16"]
+        async with http.delete(path) as r:
+            assert r.status == 200
+        async with asyncio.timeout(30):  # the next round (every 10 s) creates it again
+            while True:
+                async with http.get(path) as r:
+                    again = await r.json() if r.status == 200 else None
+                if again and again["metadata"]["uid"] != cidr["metadata"]["uid"]:
+                    break
+                await asyncio.sleep(0.2)
+
+
 def test_an_unknown_endpoint_reconciler_type_is_refused() -> None:
     with pytest.raises(ConfigError, match="one of lease, master-count, none"):
         load_settings(["--etcd-servers=http://127.0.0.1:2379", "--endpoint-reconciler-type=x"])

@@ -1,6 +1,7 @@
 """The bootstrap controllers kube-apiserver runs as post-start hooks, by their hook
 names: ``bootstrap-controller`` (the kubernetes Service and its endpoints),
-``start-cluster-authentication-info-controller`` (extension-apiserver-authentication)
+``start-cluster-authentication-info-controller`` (extension-apiserver-authentication),
+``start-kubernetes-service-cidr-controller`` (the default ServiceCIDR)
 and ``start-legacy-token-tracking-controller``; each ``/readyz``'s
 ``poststarthook/<name>`` passes once it has written its objects (the last one at once,
 as upstream's only starts its controller)."""
@@ -8,6 +9,7 @@ as upstream's only starts its controller)."""
 from __future__ import annotations
 
 from proxy.kube.bootstrap.cluster_authentication import ClusterAuthentication, authentication_data
+from proxy.kube.bootstrap.default_service_cidr import DEFAULT_SERVICE_CIDR_HOOK, DefaultServiceCIDR
 from proxy.kube.bootstrap.kubernetes_service import (
     KubernetesService,
     MasterLeaseKeeper,
@@ -55,3 +57,6 @@ def add_hooks(hooks: PostStartHooks, ctx: APIContext) -> None:
     hooks.add(AUTHENTICATION_INFO_HOOK, trust.run, after=after, ready=trust.ready.is_set,
               elected=True)  # fmt: skip
     hooks.add(LEGACY_TOKEN_TRACKING_HOOK, track_legacy_tokens, after=after, ready=lambda: True)
+    # in every server, as upstream's: each creates it when absent and checks its CIDRs
+    cidr = DefaultServiceCIDR([settings.service_cluster_ip_range])
+    hooks.add(DEFAULT_SERVICE_CIDR_HOOK, cidr.run, ready=cidr.ready.is_set)

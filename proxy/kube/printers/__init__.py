@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from proxy.kube.printers import apps, batch, certificates, coordination, core, policy, rbac
+from proxy.kube.printers import (
+    apps,
+    batch,
+    certificates,
+    coordination,
+    core,
+    networking,
+    policy,
+    rbac,
+)
 from proxy.printers.columns import TablePrinter
 from proxy.printers.handlers import register_printers
 
@@ -21,6 +30,7 @@ BUILTIN_PRINTERS: Mapping[str, Mapping[str, TablePrinter]] = {
     "batch": batch.HANDLERS,
     "certificates.k8s.io": certificates.HANDLERS,
     "coordination.k8s.io": coordination.HANDLERS,
+    "networking.k8s.io": networking.HANDLERS,
     "policy": policy.HANDLERS,
     "rbac.authorization.k8s.io": rbac.HANDLERS,
 }

@@ -142,7 +142,10 @@ class FakeLeases(LoopbackClient):
             return None
         return self._store(obj)
 
-    async def request(self, method: str, path: str, body: JSON | None = None) -> JSON:
+    async def request(
+        self, method: str, path: str, body: JSON | None = None,
+        content_type: str = "application/json",
+    ) -> JSON:  # fmt: skip
         self._check()
         assert method == "PUT" and body is not None and self.lease is not None
         if body["metadata"]["resourceVersion"] != str(self.rv):

@@ -35,6 +35,12 @@ def cells(res: Res, obj: dict[str, Any]) -> list[Any]:
     return row
 
 
+def columns(res: Res) -> list[str]:
+    """The names of ``res``'s Table columns."""
+    table = to_table(res, [], include_object="None", now=NOW)
+    return [str(c["name"]) for c in table["columnDefinitions"]]
+
+
 def pod(**status: Any) -> dict[str, Any]:
     return {
         "metadata": {"name": "p", "creationTimestamp": ago(minutes=5), "resourceVersion": "7"},
