@@ -4,6 +4,7 @@
                      [--server URL --etcd-servers URLS] [--sweep 1000,10000,50000] [--quick]
                      [--scenarios table_cache,yaml_cache,...] [--no-custom-resources]
     watchcache bench --reference URL [--kubeconfig F] [--pods 2000] [--out DIR]
+    watchcache bench --reference-binary PATH [--workers 1,2] [--pods 2000] [--out DIR]
 
 Self-contained unless ``--server`` is given: starts a real etcd and three servers on it
 (the default one; one with ``ConsistentListFromCache``; one whose watch cache has no
@@ -534,8 +535,22 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--reference-pid", type=int, default=None,
                      help="the reference's process, for its CPU and RSS (default: found "
                      "by its port when local)")
+    ref.add_argument("--reference-binary", type=Path, default=None, metavar="PATH",
+                     help="start this kube-apiserver binary (on an etcd of its own, HTTPS, "
+                     "the bench's token) as the reference instead of reaching --reference")
+    ref.add_argument("--workers", default="1", metavar="N[,N...]",
+                     help="one watchcache per value, each `serve --workers N`; the native "
+                     "load measures each (default 1)")
+    ref.add_argument("--wrk", default=None, metavar="PATH",
+                     help="the native load generator (default: wrk on PATH, or Debian's "
+                     "fetched into the cache)")
+    ref.add_argument("--load-generator", choices=("wrk", "python"), default="wrk",
+                     help="small requests through wrk (default) or the Python client")
     ref.add_argument("--connections", type=int, default=16, help="load: connections (16)")
-    ref.add_argument("--load-seconds", type=float, default=5.0, help="load: seconds (5)")
+    ref.add_argument("--load-seconds", type=float, default=5.0,
+                     help="load: seconds per run (5)")
+    ref.add_argument("--load-rounds", type=int, default=3,
+                     help="native load: interleaved rounds (3)")
     ref.add_argument("--watchers", type=int, default=20, help="fan-out: watchers (20)")
     ref.add_argument("--writes", type=int, default=20, help="fan-out: writes (20)")
     return p
@@ -545,7 +560,11 @@ def _run_reference(a: argparse.Namespace, quick: bool) -> int:
     from lab.bench_reference import ReferenceConfig, run_reference
 
     run_reference(ReferenceConfig(
-        reference=a.reference, kubeconfig=a.kubeconfig, reference_pid=a.reference_pid,
+        reference=a.reference or "", kubeconfig=a.kubeconfig, reference_pid=a.reference_pid,
+        reference_binary=a.reference_binary,
+        workers=tuple(int(n) for n in a.workers.split(",") if n.strip()) or (1,),
+        wrk=a.wrk, native_load=a.load_generator == "wrk",
+        load_rounds=1 if quick else a.load_rounds,
         pods=a.pods or (100 if quick else 2000), nodes=a.nodes or (5 if quick else 20),
         runs=a.runs or (2 if quick else 5), connections=a.connections,
         load_seconds=1.0 if quick else a.load_seconds, watchers=a.watchers, writes=a.writes,
@@ -558,7 +577,7 @@ def main(argv: list[str]) -> int:
     p = build_parser()
     a = p.parse_args(argv)
     quick = a.quick
-    if a.reference is not None:
+    if a.reference is not None or a.reference_binary is not None:
         return _run_reference(a, quick)
     cfg = BenchConfig(
         pods=a.pods or (300 if quick else 10_000), nodes=a.nodes or (10 if quick else 100),

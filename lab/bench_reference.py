@@ -27,9 +27,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import datetime as dt
+import gzip
 import os
 import random
+import secrets
 import ssl
 import statistics
 import tempfile
@@ -38,17 +41,21 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import aiohttp
 import orjson
 import psutil  # type: ignore[import-untyped]
 import yaml
 
+from lab import bench_native_load as native_load
 from lab import seed
 from lab.apiserver import APIServer
+from lab.bench_native_load import tree_cpu, tree_rss
 from lab.bench_report import percentile
-from lab.etcd import EtcdCluster
+from lab.etcd import EtcdCluster, free_port
+from lab.kube_apiserver import KubeAPIServer, insecure_context
+from lab.wrk import find_wrk
 
 __all__ = ["Endpoint", "ReferenceConfig", "reference_endpoint", "run_reference"]
 
@@ -59,8 +66,17 @@ PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 @dataclass
 class ReferenceConfig:
-    reference: str  # URL ("" = the kubeconfig's server)
+    reference: str  # URL ("" = the kubeconfig's server); unused with reference_binary
     kubeconfig: Path | None = None
+    # a kube-apiserver binary the bench starts itself (on its own etcd, with the token
+    # it gives watchcache too), instead of reaching a running one
+    reference_binary: Path | None = None
+    # one watchcache per value, each `--workers N`: reads, fan-out and memory use the
+    # first; the native load measures all of them
+    workers: tuple[int, ...] = (1,)
+    wrk: str | None = None  # wrk's path (None: found or fetched, lab.wrk)
+    native_load: bool = True  # small requests through wrk (False: the Python client)
+    load_rounds: int = 3
     reference_pid: int | None = None
     pods: int = 2000
     nodes: int = 20
@@ -199,7 +215,9 @@ def _reads(ns: str, pod: str) -> list[tuple[str, str, dict[str, str]]]:
         ("table_cache", f"{pods}?resourceVersion=0", {**plain, "Accept": TABLE}),
         ("table_etcd", pods, {**plain, "Accept": TABLE}),
         ("list_cache_gzip", f"{pods}?resourceVersion=0", gz),
-        ("table_gzip_kubectl", pods, {**gz, "Accept": TABLE}),  # what `kubectl get` asks
+        # what `kubectl get pods` asks: a Table, gzip, RV unset, pages of 500 (its
+        # --chunk-size default), every page followed
+        ("table_gzip_kubectl", f"{pods}?limit=500", {**gz, "Accept": TABLE}),
         ("list_cache_protobuf", f"{pods}?resourceVersion=0", {**plain, "Accept": PROTOBUF}),
         ("field_cache", f"{pods}?fieldSelector=spec.nodeName%3D{seed.node_name(1)}"
                         "&resourceVersion=0", plain),
@@ -209,12 +227,25 @@ def _reads(ns: str, pod: str) -> list[tuple[str, str, dict[str, str]]]:
 
 
 async def _time(s: aiohttp.ClientSession, url: str, headers: dict[str, str]) -> tuple[float, int]:
-    t0 = time.perf_counter()
-    async with s.get(url, headers=headers) as r:
-        body = await r.read()
-        if r.status != 200:
-            raise RuntimeError(f"GET {url}: {r.status} {body[:200]!r}")
-    return time.perf_counter() - t0, len(body)
+    """One read, body read in full; a paged one (``limit=``) follows every ``continue``
+    token as kubectl does (each page parsed for its token: what any client must do).
+    (seconds, bytes of every page)."""
+    t0, total, token = time.perf_counter(), 0, ""
+    while True:
+        page = url + (f"&continue={quote(token)}" if token else "")
+        async with s.get(page, headers=headers) as r:
+            body = await r.read()
+            if r.status != 200:
+                raise RuntimeError(f"GET {page}: {r.status} {body[:200]!r}")
+            gzipped = r.headers.get("Content-Encoding") == "gzip"
+        total += len(body)
+        if "limit=" not in url:
+            break
+        doc = orjson.loads(gzip.decompress(body) if gzipped else body)
+        token = (doc.get("metadata") or {}).get("continue") or ""
+        if not token:
+            break
+    return time.perf_counter() - t0, total
 
 
 async def measure_reads(eps: list[Endpoint], ns: str, cfg: ReferenceConfig) -> list[dict[str, Any]]:
@@ -248,12 +279,7 @@ async def measure_reads(eps: list[Endpoint], ns: str, cfg: ReferenceConfig) -> l
 
 
 def _cpu(pid: int | None) -> float | None:
-    if pid is None:
-        return None
-    with contextlib.suppress(psutil.Error):
-        t = psutil.Process(pid).cpu_times()
-        return float(t.user + t.system)
-    return None
+    return tree_cpu(pid)
 
 
 async def measure_load(ep: Endpoint, path: str, cfg: ReferenceConfig) -> dict[str, Any]:
@@ -330,11 +356,7 @@ async def measure_fanout(ep: Endpoint, ns: str, cfg: ReferenceConfig) -> dict[st
 
 
 def _rss(pid: int | None) -> float | None:
-    if pid is None:
-        return None
-    with contextlib.suppress(psutil.Error):
-        return float(psutil.Process(pid).memory_info().rss)
-    return None
+    return tree_rss(pid)
 
 
 async def _json_bytes(ep: Endpoint, ns: str) -> int:
@@ -342,6 +364,55 @@ async def _json_bytes(ep: Endpoint, ns: str) -> int:
                                         headers={"Accept-Encoding": "identity"}) as r:  # fmt: skip
         doc = orjson.loads(await r.read())
     return sum(len(orjson.dumps(i)) for i in doc["items"])
+
+
+def _watchcache(endpoints: list[str], work: Path, token: Path, workers: int, name: str,
+                *, first: bool) -> APIServer:  # fmt: skip
+    """A watchcache as the reference is served: HTTPS with the same static token and
+    RBAC. Only the first one keeps the ``kubernetes`` Service's endpoints (another on
+    the same etcd would rewrite them and move etcd's revision past every watch cache)."""
+    port = free_port()
+    args: tuple[str, ...] = (
+        f"--secure-port={port}", f"--cert-dir={work / name}", f"--token-auth-file={token}",
+        "--authorization-mode=RBAC", f"--workers={workers}", "--log-level=warning")  # fmt: skip
+    if not first:
+        args += ("--endpoint-reconciler-type=none",)
+    return APIServer(endpoints, extra_args=args, log_path=work / f"{name}.log").start()
+
+
+def _endpoint(name: str, server: APIServer, token: str) -> Endpoint:
+    return Endpoint(name, server.secure_url, {"Authorization": f"Bearer {token}"},
+                    insecure_context(), server.pid)  # fmt: skip
+
+
+@dataclass
+class _Servers:
+    """Everything the run started, stopped in reverse by ``close``."""
+
+    clusters: list[EtcdCluster] = field(default_factory=list)
+    watchcaches: list[APIServer] = field(default_factory=list)
+    kube: KubeAPIServer | None = None
+
+    def close(self) -> None:
+        for server in self.watchcaches:
+            server.stop()
+        if self.kube is not None:
+            self.kube.stop()
+        for cluster in self.clusters:
+            cluster.stop()
+
+
+def _reference(cfg: ReferenceConfig, work: Path, token: str, servers: _Servers) -> Endpoint:
+    if cfg.reference_binary is None:
+        ref = reference_endpoint(cfg.reference, cfg.kubeconfig, work)
+        ref.pid = cfg.reference_pid or listening_pid(ref.url)
+        return ref
+    cluster = EtcdCluster(size=1).start()
+    servers.clusters.append(cluster)
+    servers.kube = KubeAPIServer(cfg.reference_binary, cluster.endpoints, work / "kube",
+                                 work / "tokens.csv", token).start()  # fmt: skip
+    return Endpoint("reference", servers.kube.url, {"Authorization": f"Bearer {token}"},
+                    insecure_context(), servers.kube.pid)  # fmt: skip
 
 
 def run_reference(cfg: ReferenceConfig) -> dict[str, Any]:
@@ -354,33 +425,56 @@ def run_reference(cfg: ReferenceConfig) -> dict[str, Any]:
     console = Console(highlight=False, quiet=cfg.quiet)
     cfg.out.mkdir(parents=True, exist_ok=True)
     ns = f"watchcache-bench-{uuid.uuid4().hex[:6]}"
-    t_start = time.monotonic()
+    t_start, load_start = time.monotonic(), os.getloadavg()
+    wrk = find_wrk(cfg.wrk) if cfg.native_load else None
+    servers, ref = _Servers(), None
     with tempfile.TemporaryDirectory(prefix="watchcache-bench-ref-") as tmp:
-        ref = reference_endpoint(cfg.reference, cfg.kubeconfig, Path(tmp))
-        ref.pid = cfg.reference_pid or listening_pid(ref.url)
-        cluster = EtcdCluster(size=1).start()
-        server = APIServer(cluster.endpoints, log_path=Path(tmp) / "server.log").start()
-        own = Endpoint("watchcache", server.url, pid=server.pid)
+        work, token = Path(tmp), secrets.token_hex(16)
+        (work / "tokens.csv").write_text(f"{token},bench-admin,bench-admin,system:masters\n")
         try:
+            ref = _reference(cfg, work, token, servers)
+            cluster = EtcdCluster(size=1).start()
+            servers.clusters.append(cluster)
+            for i, n in enumerate(cfg.workers):
+                servers.watchcaches.append(_watchcache(
+                    cluster.endpoints, work, work / "tokens.csv", n,
+                    "watchcache" if i == 0 else f"watchcache-w{n}", first=i == 0))  # fmt: skip
+            # the native load names each watchcache by its workers; the rest compares the
+            # first one, "watchcache", with the reference
+            loaded = [_endpoint(f"watchcache --workers {n}", server, token)
+                      for n, server in zip(cfg.workers, servers.watchcaches, strict=True)]
+            own = dataclasses.replace(loaded[0], name="watchcache")
             version = asyncio.run(_version(ref))
             console.print(f"reference {ref.url}: {version.get('gitVersion')}; namespace {ns}; "
                           f"seeding {cfg.pods} pods on each ...")  # fmt: skip
             asyncio.run(_seed(own, ns, cfg))
             asyncio.run(_seed(ref, ns, cfg))
-            filled = _filled_by_writes(server, own, ns)
-            result = asyncio.run(_measure(cfg, [own, ref], ns, console))
-            result["memory"] = {**filled, **_memory(cfg, server, cluster, own, ref, ns, tmp)}
-            server = result["memory"].pop("_server")
+            filled = _filled_by_writes(servers.watchcaches[0], own, ns)
+            result = asyncio.run(_measure(cfg, [own, ref], ns, console, python_load=wrk is None))
+            if wrk is not None:
+                console.print(f"native load ({wrk.version().split()[1]}) ...")
+                result["native_load"] = native_load.measure(
+                    wrk, [ref, *loaded], ns, connections=cfg.connections,
+                    seconds=cfg.load_seconds, rounds=cfg.load_rounds, console=console)  # fmt: skip
+            result["memory"] = {**filled, **_memory(cfg, servers, cluster, own, ref, ns, work,
+                                                     token)}  # fmt: skip
         finally:
-            with contextlib.suppress(Exception):
-                asyncio.run(_cleanup(ref, ns))
-            server.stop()
-            cluster.stop()
+            if ref is not None and servers.kube is None:  # a reference of our own just stops
+                with contextlib.suppress(Exception):
+                    asyncio.run(_cleanup(ref, ns))
+            servers.close()
     result["meta"] = {
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "reference_url": ref.url, "reference_version": version, "namespace": ns,
+        "reference_binary": str(cfg.reference_binary) if cfg.reference_binary else None,
         "pods": cfg.pods, "nodes": cfg.nodes, "runs": cfg.runs, "warmup": cfg.warmup,
-        "cpus": os.cpu_count(), "elapsed_s": round(time.monotonic() - t_start, 1),
+        "workers": list(cfg.workers), "cpus": os.cpu_count(),
+        # each server's own etcd (the reference's when the bench started it); gates:
+        # the servers' defaults (neither is given --feature-gates)
+        "etcd": servers.clusters[-1].version_string if servers.clusters else None,
+        "feature_gates": "defaults",
+        "elapsed_s": round(time.monotonic() - t_start, 1),
+        "loadavg_start": load_start, "loadavg_end": os.getloadavg(),
         "reference_pid_known": ref.pid is not None,
     }  # fmt: skip
     report.write(result, cfg.out)
@@ -394,16 +488,17 @@ async def _version(ep: Endpoint) -> dict[str, Any]:
         return version
 
 
-async def _measure(cfg: ReferenceConfig, eps: list[Endpoint], ns: str, console: Any
-                   ) -> dict[str, Any]:  # fmt: skip
+async def _measure(cfg: ReferenceConfig, eps: list[Endpoint], ns: str, console: Any,
+                   *, python_load: bool) -> dict[str, Any]:  # fmt: skip
     console.print(f"reads: {len(_reads(ns, ''))} scenarios x {cfg.runs} runs, interleaved ...")
     reads = await measure_reads(eps, ns, cfg)
     get = f"/api/v1/namespaces/{ns}/pods/{seed.pod_name(0)}?resourceVersion=0"
     load = {}
     fanout = {}
     for ep in eps:
-        console.print(f"load and watch fan-out on {ep.name} ...")
-        load[ep.name] = await measure_load(ep, get, cfg)
+        console.print(f"watch fan-out on {ep.name} ...")
+        if python_load:
+            load[ep.name] = await measure_load(ep, get, cfg)
         fanout[ep.name] = await measure_fanout(ep, ns, cfg)
     return {"reads": reads, "load": load, "fanout": fanout}
 
@@ -440,17 +535,19 @@ def _filled_by_writes(server: APIServer, own: Endpoint, ns: str) -> dict[str, An
             "cache_after_writes": asyncio.run(cache_memory(own))}  # fmt: skip
 
 
-def _memory(cfg: ReferenceConfig, server: APIServer, cluster: EtcdCluster, own: Endpoint,
-            ref: Endpoint, ns: str, tmp: str) -> dict[str, Any]:  # fmt: skip
+def _memory(cfg: ReferenceConfig, servers: _Servers, cluster: EtcdCluster, own: Endpoint,
+            ref: Endpoint, ns: str, work: Path, token: str) -> dict[str, Any]:  # fmt: skip
     """watchcache's pods cache after the reads, then RSS and cache after a restart
     (primed by its LIST, then one JSON LIST)."""
     after_reads = asyncio.run(cache_memory(own))
-    server.stop()
-    fresh = APIServer(cluster.endpoints, log_path=Path(tmp) / "server2.log").start()
-    own.url, own.pid = fresh.url, fresh.pid
+    servers.watchcaches[0].stop()
+    fresh = _watchcache(cluster.endpoints, work, work / "tokens.csv", cfg.workers[0],
+                        "watchcache-restarted", first=True)  # fmt: skip
+    servers.watchcaches[0] = fresh
+    own.url, own.pid = fresh.secure_url, fresh.pid
     asyncio.run(_json_bytes(own, ns))  # the cache is primed; a LIST answered from it
     time.sleep(1)
     return {"watchcache_rss_after_restart": _rss(fresh.pid),
             "cache_after_reads": after_reads,
             "cache_after_restart": asyncio.run(cache_memory(own)),
-            "reference_rss": _rss(ref.pid), "_server": fresh}  # fmt: skip
+            "reference_rss": _rss(ref.pid)}  # fmt: skip

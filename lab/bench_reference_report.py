@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["markdown", "write"]
+__all__ = ["markdown", "native_load", "write"]
 
 MiB = 1024 * 1024
 
@@ -33,7 +33,13 @@ def markdown(result: dict[str, Any]) -> str:
         f"{v.get('minor')}, {v.get('goVersion', '?')}); {meta['pods']} pods on "
         f"{meta['nodes']} nodes in namespace `{meta['namespace']}` on each server; "
         f"{meta['runs']} interleaved runs after {meta['warmup']} warm-up; {meta['date']}; "
-        f"{meta['cpus']} cores; {meta['elapsed_s']} s.",
+        f"{meta['cpus']} cores; {meta['elapsed_s']} s"
+        + (f"; 1-minute load average {meta['loadavg_start'][0]:.1f} at the start, "
+           f"{meta['loadavg_end'][0]:.1f} at the end" if "loadavg_start" in meta else "")
+        + (f"; watchcache `--workers` {', '.join(map(str, meta['workers']))}"
+           if "workers" in meta else "")
+        + (f"; each server on its own etcd {meta['etcd']}, feature gates at their defaults"
+           if meta.get("etcd") else "") + ".",
         "",
         "| read | reference p50 ms | watchcache p50 ms | ratio | reference bytes "
         "| watchcache bytes | reference p99 | watchcache p99 |",
@@ -44,8 +50,11 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"| {row['name']} | {_ms(r['p50'])} | {_ms(w['p50'])} | "
                      f"{row['ratio']:.2f} | {_size(r['bytes'])} | {_size(w['bytes'])} | "
                      f"{_ms(r['p99'])} | {_ms(w['p99'])} |")  # fmt: skip
-    lines += ["", "| concurrent GET RV=0 | req/s | p50 ms | p99 ms | server CPU (cores) |",
-              "|---|---:|---:|---:|---:|"]  # fmt: skip
+    if "native_load" in result:
+        lines += native_load(result["native_load"])
+    if result["load"]:
+        lines += ["", "| concurrent GET RV=0 (Python client) | req/s | p50 ms | p99 ms "
+                  "| server CPU (cores) |", "|---|---:|---:|---:|---:|"]  # fmt: skip
     for name, load in result["load"].items():
         cores = load["server_cpu_cores"]
         lines.append(f"| {name} ({load['connections']} connections, {load['seconds']} s) | "
@@ -75,6 +84,30 @@ def markdown(result: dict[str, Any]) -> str:
                 f"far: {g['count']:.0f}, {g['sum'] * 1000:.0f} ms in all, "
                 f"{g['over_50ms']:.0f} over 50 ms.")  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def native_load(n: dict[str, Any]) -> list[str]:
+    """The small requests through wrk: one row per scenario and server."""
+    before, after = n["loadavg_before"][0], n["loadavg_after"][0]
+    lines = ["", f"Small requests through a native client ({n['tool'].split(' [')[0]}, HTTPS, "
+             f"bearer token; {n['rounds']} interleaved rounds of {n['seconds']:g} s per "
+             f"server; medians over the rounds; 1-minute load average {before:.1f} before, "
+             f"{after:.1f} after):", "",
+             "| scenario | server | req/s | p50 ms | p99 ms | server CPU cores "
+             "| server CPU ms/req | wrk CPU ms/req | errors | ratio |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for row in n["scenarios"]:
+        for name, x in row["servers"].items():
+            ratio = row["ratios"].get(name)
+            of = "p50" if row["ratio_of"] == "p50" else "req/s"
+            cores, per = x["server_cpu_cores"], x["server_cpu_ms_per_request"]
+            lines.append(
+                f"| {row['name']} | {name} | {x['rps']:.0f} | {_ms(x['p50'])} | "
+                f"{_ms(x['p99'])} | {'-' if cores is None else f'{cores:.2f}'} | "
+                f"{'-' if per is None else f'{per:.3f}'} | "
+                f"{x['client_cpu_ms_per_request']:.3f} | {x['errors']} | "
+                f"{'-' if ratio is None else f'{ratio:.2f} ({of})'} |")  # fmt: skip
+    return lines
 
 
 def write(result: dict[str, Any], out: Path) -> None:

@@ -38,6 +38,7 @@ from lab.observe import Transcript
 from lab.page.server import LabPage
 from lab.pki import ADMIN, LEARNER, LabPKI
 from lab.sim.cluster import Simulation, add_sim_arguments
+from lab.sim.konnectivity import egress_selector_config
 from lab.state import LabState, NoLab
 from proxy.server.certs import CertKey
 
@@ -140,6 +141,11 @@ class Lab:
         # with the simulated cluster, DELETE leaves to its kubelets, garbage collector and
         # namespace controller what kube-apiserver leaves to the real ones
         lifecycle = ("--lifecycle-controllers=true",) if self.a.sim else ()
+        # pod IPs (pods/proxy, services/proxy) through the simulated cluster's egress
+        konnectivity = (self.dir / "konnectivity.sock").resolve()  # the server's cwd may differ
+        egress = ((f"--egress-selector-config-file="
+                   f"{egress_selector_config(self.dir / 'egress-selector.yaml', konnectivity)}",)
+                  if self.a.sim else ())  # fmt: skip
         # HTTPS with the lab's own CA for people (kubectl: admin and learner contexts);
         # the plain loopback port for the lab's own tooling (seeding, the simulated
         # cluster, demos, the page, metrics)
@@ -148,7 +154,7 @@ class Lab:
         secure_url = f"https://127.0.0.1:{secure_port}"
         self.server = APIServer(
             endpoints, self.a.etcd_prefix, port=port,
-            extra_args=(*lifecycle, *self._media_type(), f"--secure-port={secure_port}",
+            extra_args=(*lifecycle, *egress, *self._media_type(), f"--secure-port={secure_port}",
                         *pki.server_flags(),
                         *ext_pki.server_flags(), *audit_flags(self.dir),
                         *self.a.server_arg),
@@ -172,7 +178,8 @@ class Lab:
             ca = CertKey((pki.dir / "ca.crt").read_bytes(), (pki.dir / "ca.key").read_bytes())
             self.sim = Simulation(self.server.url, churn=self.a.churn,
                                   root_ca=ca.cert_pem.decode(), cluster_signing=ca,
-                                  controllers=self.a.controllers)  # fmt: skip
+                                  controllers=self.a.controllers,
+                                  konnectivity_uds=str(konnectivity))  # fmt: skip
             self.sim.start()
         if self.a.page:
             self.page = LabPage(self.server.url, self.a.page_port)

@@ -91,8 +91,11 @@ def pod_name(i: int) -> str:
     return f"{app}-{_h('rs', app, n=10)}-{_suffix(i)}"
 
 
-def pod_ip(i: int) -> str:
-    return f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"
+def pod_ip(i: int, nodes: int) -> str:
+    """Pod ``i``'s IP: inside its node's podCIDR (``10.N.0.0/16``), one of its own, so no
+    two pods share one (``pods/proxy`` and ``services/proxy`` reach a pod by it)."""
+    n, j = i % max(nodes, 1), i // max(nodes, 1) + 2
+    return f"10.{n & 255}.{(j >> 8) & 255}.{j & 255}"
 
 
 def node_ip(i: int) -> str:
@@ -140,7 +143,7 @@ def node(i: int) -> JSONObject:
             },
             "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
         },
-        "spec": {"podCIDR": f"10.{i & 255}.0.0/24", "providerID": f"lab://{name}"},
+        "spec": {"podCIDR": f"10.{i & 255}.0.0/16", "providerID": f"lab://{name}"},
         "status": {
             "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110",
                          "ephemeral-storage": "100Gi"},
@@ -259,7 +262,7 @@ def pod_status(i: int, nodes: int) -> JSONObject:
                         "lastTransitionTime": STARTED} for t in conds],
         "hostIP": node_ip(i % max(nodes, 1)),
         "hostIPs": [{"ip": node_ip(i % max(nodes, 1))}],
-        "podIP": pod_ip(i), "podIPs": [{"ip": pod_ip(i)}], "startTime": CREATED,
+        "podIP": pod_ip(i, nodes), "podIPs": [{"ip": pod_ip(i, nodes)}], "startTime": CREATED,
         "containerStatuses": [{
             "name": app, "ready": True, "started": True, "restartCount": 0, "image": image,
             "imageID": f"{image.split(':')[0]}@sha256:{_h('img', image, n=64)}",

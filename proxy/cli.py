@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("lab.bench", "cached vs uncached LIST benchmark"),
     "bench-auth": ("lab.bench_auth", "cost of authentication + RBAC on cached reads"),
     "bench-chain": ("lab.bench_chain", "cost of RBAC + APF + audit on cached reads"),
+    "bench-decode": ("lab.bench_decode", "decoding a stored value: protobuf vs JSON"),
 }
 
 

@@ -41,9 +41,9 @@ class Client:
     """kubernetes-asyncio's ApiClient for ``server`` as ``watchcache-sim-<name>/0.1``
     (then `` (<detail>)``, e.g. the node a kubelet runs).
 
-    ``core``, ``apps``, ``batch``, ``coordination``, ``policy`` and ``certificates`` are
-    the generated API groups; ``call`` runs
-    one of their methods and returns the decoded JSON answer.
+    ``core``, ``apps``, ``batch``, ``coordination``, ``policy``, ``certificates`` and
+    ``discovery`` are the generated API groups; ``call`` runs one of their methods and
+    returns the decoded JSON answer.
     """
 
     def __init__(self, server: str, name: str, detail: str = "") -> None:
@@ -57,6 +57,7 @@ class Client:
         self.coordination = k8s.CoordinationV1Api(self.api)
         self.policy = k8s.PolicyV1Api(self.api)
         self.certificates = k8s.CertificatesV1Api(self.api)
+        self.discovery = k8s.DiscoveryV1Api(self.api)
 
     async def call(self, method: Callable[..., Awaitable[Any]], *args: Any, **kw: Any) -> JSON:
         """``method(*args, **kw)`` of a generated API; its JSON answer, or APIError."""

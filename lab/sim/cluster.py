@@ -1,14 +1,19 @@
 """The simulated cluster: node agents, a scheduler, the ReplicaSet, Deployment and Job
 controllers, the garbage collector, the namespace, serviceaccounts and root CA publisher
-controllers, the disruption, node lifecycle (with taint eviction) and CSR signing
-controllers, background churn and one Event recorder they share, all ordinary API
-clients of one server. The server should run with
+controllers, the disruption, node lifecycle (with taint eviction), EndpointSlice, pod GC
+and CSR signing controllers, background churn and one Event recorder they share, all ordinary
+API clients of one server; and the cluster network's egress for the API server
+(``--konnectivity-uds-name``, :mod:`lab.sim.konnectivity`). The server should run with
 ``--lifecycle-controllers=true`` (the lab passes it), so that DELETE leaves to these
 controllers what kube-apiserver leaves to kubelets and kube-controller-manager.
 
     watchcache sim --server URL [--churn RATE] [--renew-seconds 10] [--root-ca-file CA]
                    [--cluster-signing-cert-file CA --cluster-signing-key-file KEY]
-                   [--node-monitor-period 5] [--node-monitor-grace-period 50] [-v]
+                   [--node-monitor-period 5] [--node-monitor-grace-period 50]
+                   [--node-eviction-rate 0.1] [--secondary-node-eviction-rate 0.01]
+                   [--unhealthy-zone-threshold 0.55] [--large-cluster-size-threshold 50]
+                   [--terminated-pod-gc-threshold 12500] [--konnectivity-uds-name PATH]
+                   [-v]
 
 ``watchcache lab`` runs it in its own process after seeding (``--no-sim`` switches it
 off); ``watchcache sim`` runs it alone against any server. ``--no-controllers`` keeps
@@ -16,8 +21,8 @@ only the node agents (kubelets), their Events and the churn: the real
 kube-controller-manager and kube-scheduler then do what the scheduler and controllers
 here would (docs/conformance.md). The controllers share their informers as
 kube-controller-manager's do: one nodes, pods, ReplicaSets, Deployments, Jobs,
-namespaces, PodDisruptionBudgets and CSRs informer for the control plane (the node
-agents each watch only their own node's pods).
+namespaces, PodDisruptionBudgets, Services, EndpointSlices and CSRs informer for the
+control plane (the node agents each watch only their own node's pods).
 """
 
 from __future__ import annotations
@@ -37,16 +42,20 @@ from lab.sim.churn import Churn
 from lab.sim.client import Client
 from lab.sim.deployment import DeploymentController
 from lab.sim.disruption import DisruptionController
+from lab.sim.endpointslice import EndpointSliceController
 from lab.sim.events import EventBroadcaster
 from lab.sim.garbage_collector import GarbageCollector
 from lab.sim.informer import Informer
 from lab.sim.job import JobController
+from lab.sim.konnectivity import KonnectivityServer
 from lab.sim.namespace_controller import NamespaceController
 from lab.sim.node_agent import RENEW_SECONDS, STATUS_SECONDS, NodeAgents
 from lab.sim.node_lifecycle import GRACE_PERIOD, MONITOR_PERIOD, NodeLifecycleController
+from lab.sim.podgc import TERMINATED_THRESHOLD, PodGC
 from lab.sim.replicaset import ReplicaSetController
 from lab.sim.scheduler import Scheduler
 from lab.sim.serviceaccounts import RootCACertPublisher, ServiceAccountsController
+from lab.sim.zone_eviction import EvictionRates
 from proxy.server.certs import CertKey
 
 __all__ = ["DEFAULT_CHURN", "Simulation", "main"]
@@ -75,8 +84,15 @@ class Simulation:
     cluster_signing: CertKey | None = None
     node_monitor_period: float = MONITOR_PERIOD
     node_monitor_grace_period: float = GRACE_PERIOD
+    # the node lifecycle controller's NoExecute tainting rates per zone
+    eviction_rates: EvictionRates = field(default_factory=EvictionRates)
+    # terminated pods kept before the pod GC deletes the oldest (0: all kept)
+    terminated_pod_gc_threshold: int = TERMINATED_THRESHOLD
     # False: node agents, Events and churn only (a real control plane runs the rest)
     controllers: bool = True
+    # the UNIX socket of the API server's cluster egress (HTTP CONNECT to pod IPs,
+    # konnectivity-server's --uds-name); "": none
+    konnectivity_uds: str = ""
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _clients: list[Client] = field(default_factory=list)
 
@@ -104,7 +120,11 @@ class Simulation:
                                  status_seconds=self.status_seconds)  # fmt: skip
         self.churner = Churn(self.agents, self.churn)
         # handlers first, then the informers: every controller sees every first ADDED
-        runs = [events.run(), self.agents.run(), *self._control_plane(),
+        self.konnectivity = (KonnectivityServer(self.konnectivity_uds, self.pods.items,
+                                                self.nodes.items)
+                             if self.konnectivity_uds else None)  # fmt: skip
+        egress = [self.konnectivity.run()] if self.konnectivity else []
+        runs = [events.run(), self.agents.run(), *self._control_plane(), *egress,
                 self.churner.run(), self.nodes.run(), self.pods.run()]  # fmt: skip
         self._tasks = [asyncio.create_task(_logged(c), name="sim") for c in runs]
 
@@ -131,7 +151,16 @@ class Simulation:
             self.server, self.budgets, self.pods, self.replicasets, self.deployments, events)
         self.node_lifecycle_controller = NodeLifecycleController(
             self.server, self.nodes, self.pods, events, monitor_period=self.node_monitor_period,
-            grace_period=self.node_monitor_grace_period)  # fmt: skip
+            grace_period=self.node_monitor_grace_period, rates=self.eviction_rates)  # fmt: skip
+        client = self._clients[0]
+        services = Informer(client, client.core.list_service_for_all_namespaces,
+                            name="services")  # fmt: skip
+        slices = Informer(client, client.discovery.list_endpoint_slice_for_all_namespaces,
+                          name="endpointslices")  # fmt: skip
+        self.endpointslice_controller = EndpointSliceController(self.server, services, slices,
+                                                                self.pods)  # fmt: skip
+        self.pod_gc = PodGC(self.server, self.pods, self.nodes,
+                            threshold=self.terminated_pod_gc_threshold)  # fmt: skip
         signer = ([CSRSigningController(self.server, self.csrs, self.cluster_signing).run(),
                    self.csrs.run()] if self.cluster_signing else [])  # fmt: skip
         publisher = ([RootCACertPublisher(self.server, self.namespaces, self.root_ca).run()]
@@ -141,7 +170,9 @@ class Simulation:
                 self.garbage_collector.run(), self.namespace_controller.run(),
                 self.serviceaccounts_controller.run(), *publisher, self.namespaces.run(),
                 self.disruption_controller.run(), self.node_lifecycle_controller.run(),
-                *signer, self.budgets.run(),
+                self.endpointslice_controller.run(), self.pod_gc.run(), *signer,
+                self.budgets.run(),
+                services.run(), slices.run(),
                 self.replicasets.run(), self.deployments.run(), self.jobs.run()]  # fmt: skip
 
     async def stop(self) -> None:
@@ -178,7 +209,13 @@ async def _run(a: argparse.Namespace, root_ca: str, signing: CertKey | None) -> 
     sim = Simulation(a.server, churn=a.churn, renew_seconds=a.renew_seconds, root_ca=root_ca,
                      cluster_signing=signing, node_monitor_period=a.node_monitor_period,
                      node_monitor_grace_period=a.node_monitor_grace_period,
-                     controllers=a.controllers)  # fmt: skip
+                     controllers=a.controllers,
+                     terminated_pod_gc_threshold=a.terminated_pod_gc_threshold,
+                     eviction_rates=EvictionRates(a.node_eviction_rate,
+                                                  a.secondary_node_eviction_rate,
+                                                  a.unhealthy_zone_threshold,
+                                                  a.large_cluster_size_threshold),
+                     konnectivity_uds=a.konnectivity_uds_name)  # fmt: skip
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -220,6 +257,30 @@ def main(argv: list[str]) -> int:
                    help="the cluster's root CA (PEM), published in every namespace as the "
                    "kube-root-ca.crt ConfigMap and trusted by the node agents' kubelet API "
                    "for the API server's client certificate (default: neither)")  # fmt: skip
+    rates = EvictionRates()
+    p.add_argument("--node-eviction-rate", type=float, default=rates.rate,
+                   help="nodes per second tainted NoExecute in a healthy zone "
+                   f"(default {rates.rate})")  # fmt: skip
+    p.add_argument("--secondary-node-eviction-rate", type=float, default=rates.secondary_rate,
+                   help="the same in a partially disrupted large zone "
+                   f"(default {rates.secondary_rate})")  # fmt: skip
+    p.add_argument("--unhealthy-zone-threshold", type=float,
+                   default=rates.unhealthy_zone_threshold,
+                   help="the share of a zone's nodes not Ready (at least 3) that makes it "
+                   f"partially disrupted (default {rates.unhealthy_zone_threshold})")  # fmt: skip
+    p.add_argument("--large-cluster-size-threshold", type=int,
+                   default=rates.large_cluster_size_threshold,
+                   help="zones of more nodes get the secondary rate when partially "
+                   f"disrupted, smaller ones none (default "
+                   f"{rates.large_cluster_size_threshold})")  # fmt: skip
+    p.add_argument("--terminated-pod-gc-threshold", type=int, default=TERMINATED_THRESHOLD,
+                   help="terminated pods kept before the pod garbage collector deletes the "
+                   f"oldest (default {TERMINATED_THRESHOLD}; 0: none deleted)")  # fmt: skip
+    p.add_argument("--konnectivity-uds-name", default="", metavar="PATH",
+                   help="serve the API server's cluster egress (HTTP CONNECT to the "
+                   "simulated pods' IPs, as konnectivity-server --mode=http-connect) on "
+                   "this UNIX socket, for its --egress-selector-config-file "
+                   "(default: none)")  # fmt: skip
     p.add_argument("-v", "--verbose", action="store_true", help="log every retry")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING,

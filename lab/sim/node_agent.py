@@ -250,7 +250,7 @@ class NodeAgent:
         if left > 0:
             self.queue.add_after(key, left)
             return
-        await self._write_status(pod, pod_status.running(pod, self.node))
+        await self._write_status(pod, pod_status.running(pod, self.node, self._ips_taken(uid)))
         self._starting.pop(uid, None)
         self._container_events(pod, "Pulled", "Created", "Started")
 
@@ -353,6 +353,12 @@ class NodeAgent:
                                     f"{meta.get('name')}_{meta.get('namespace')}"
                                     f"({meta.get('uid')})")  # fmt: skip
             self._container_events(pod, "Pulled", "Created", "Started", only=name)
+
+    def _ips_taken(self, uid: str) -> frozenset[str]:
+        """The IPs of the node's other pods (none is given twice)."""
+        return frozenset(str(ip) for p in self.pods.items()
+                         if p["metadata"].get("uid") != uid
+                         and (ip := (p.get("status") or {}).get("podIP")))  # fmt: skip
 
     async def _write_status(self, pod: JSON, status: JSON) -> None:
         meta = pod["metadata"]

@@ -68,13 +68,19 @@ def _host_ip(node: JSON) -> str:
     return ""
 
 
-def pod_ip(node: JSON, pod: JSON) -> str:
-    """A stable address for ``pod`` inside the node's podCIDR (10.244.0.0/24 if none)."""
+def pod_ip(node: JSON, pod: JSON, taken: frozenset[str] = frozenset()) -> str:
+    """A stable address for ``pod`` inside the node's podCIDR (10.244.0.0/24 if none),
+    not one of ``taken`` (the node's other pods', as host-local IPAM allocates)."""
     cidr = ipaddress.ip_network((node.get("spec") or {}).get("podCIDR") or "10.244.0.0/24",
                                 strict=False)  # fmt: skip
     uid = (pod.get("metadata") or {}).get("uid") or ""
-    offset = 2 + int(_hex(uid, n=8), 16) % max(cidr.num_addresses - 3, 1)
-    return str(cidr.network_address + offset)
+    size = max(cidr.num_addresses - 3, 1)
+    start = int(_hex(uid, n=8), 16) % size
+    for step in range(min(size, len(taken) + 1)):
+        ip = str(cidr.network_address + 2 + (start + step) % size)
+        if ip not in taken:
+            return ip
+    return str(cidr.network_address + 2 + start)
 
 
 def pending(pod: JSON, node: JSON) -> JSON:
@@ -96,11 +102,12 @@ def pending(pod: JSON, node: JSON) -> JSON:
     }  # fmt: skip
 
 
-def running(pod: JSON, node: JSON) -> JSON:
-    """The status of a pod whose containers all run and are ready."""
+def running(pod: JSON, node: JSON, taken: frozenset[str] = frozenset()) -> JSON:
+    """The status of a pod whose containers all run and are ready (its IP not one of
+    ``taken``)."""
     stamp = now()
     host = _host_ip(node)
-    ip = pod_ip(node, pod)
+    ip = pod_ip(node, pod, taken)
     uid = (pod.get("metadata") or {}).get("uid") or ""
     return {
         "phase": "Running",

@@ -22,14 +22,14 @@ from aiohttp import web
 from lab.sim.client import JSON
 from lab.sim.spdy import Session, Stream
 
-__all__ = ["PROTOCOL", "serve_port_forward"]
+__all__ = ["PROTOCOL", "declared_container", "http_response", "serve_port_forward"]
 
 PROTOCOL = "SPDY/3.1+portforward.k8s.io"
 _REQUEST_END = b"\r\n\r\n"
 _MAX_REQUEST = 64 * 1024
 
 
-def _declared(pod: JSON, port: int) -> str | None:
+def declared_container(pod: JSON, port: int) -> str | None:
     """The container that declares ``port`` (None: none does)."""
     for c in (pod.get("spec") or {}).get("containers") or []:
         for p in c.get("ports") or []:
@@ -38,7 +38,7 @@ def _declared(pod: JSON, port: int) -> str | None:
     return None
 
 
-def _response(pod: JSON, container: str, port: int, request: bytes) -> bytes:
+def http_response(pod: JSON, container: str, port: int, request: bytes) -> bytes:
     meta = pod.get("metadata") or {}
     line = request.split(b"\r\n", 1)[0].decode("latin-1", "replace")
     body = (f"Hello from {meta.get('namespace')}/{meta.get('name')}, container {container}, "
@@ -81,7 +81,7 @@ class _Forwarder:
     async def _serve(self, data: Stream, error: Stream | None) -> None:
         port_text = data.headers.get("port", "")
         port = int(port_text) if port_text.isdigit() else 0
-        container = _declared(self.pod, port)
+        container = declared_container(self.pod, port)
         meta = self.pod.get("metadata") or {}
         if container is None:
             if error is not None:
@@ -97,7 +97,7 @@ class _Forwarder:
             if not chunk:
                 break
             request += chunk
-        await data.write(_response(self.pod, container, port, request))
+        await data.write(http_response(self.pod, container, port, request))
 
 
 async def serve_port_forward(request: web.Request, pod: JSON) -> web.StreamResponse:

@@ -111,6 +111,3 @@ class Attributes:
 
     def add_annotation(self, key: str, value: str) -> None:
         add_audit_annotation(self.request, key, value)
-
-    def is_pod(self) -> bool:
-        return self.resource.group == "" and self.resource.plural == "pods"

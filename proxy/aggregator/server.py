@@ -33,8 +33,8 @@ from proxy.aggregator.lister import APIServiceLister
 from proxy.aggregator.proxy_handler import proxy_request
 from proxy.aggregator.service_resolver import Resolved, ResolveError, resolve
 from proxy.aggregator.transport import Transport
-from proxy.endpoints.cached_document import CachedDocument
 from proxy.informer import SharedInformerFactory
+from proxy.openapi.cached_document import CachedDocument
 from proxy.registry.resources import Registry
 from proxy.registry.storage_factory import ResourceStorage, StorageMap
 from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks

@@ -1,14 +1,15 @@
 """APIService validation and strategy (kube-aggregator's
 ``pkg/apis/apiregistration/validation`` and ``pkg/registry/apiservice``): the name is
 ``<version>.<group>``, priorities in range, caBundle/insecureSkipTLSVerify rules, the
-service reference; a new APIService starts without status. The object itself:
-``proxy.aggregator.apiservice``."""
+service reference; a new APIService starts without status; the resource its REST storage
+serves. The object itself: ``proxy.aggregator.apiservice``."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from proxy.aggregator.apiservice import ca_bundle_bytes
+from proxy.aggregator.apiservice import GROUP, ca_bundle_bytes
 from proxy.apimachinery.validation import field
 from proxy.apimachinery.validation.field import ErrorList
 from proxy.apimachinery.validation.names import (
@@ -18,10 +19,13 @@ from proxy.apimachinery.validation.names import (
     path_segment_name,
 )
 from proxy.apimachinery.validation.object_meta import validate_object_meta
+from proxy.registry.catalogue import catalogued
+from proxy.registry.resources import ResourceInfo
 from proxy.registry.validation.strategy import KindStrategy
 
 __all__ = [
     "STRATEGY",
+    "apiservice_resource",
     "prepare_create",
     "prepare_update",
     "validate",
@@ -31,6 +35,11 @@ __all__ = [
 
 JSON = dict[str, Any]
 _EMPTY_GROUP = "only v1 may have an empty group and it better be legacy kube"
+
+
+def apiservice_resource() -> ResourceInfo:
+    """apiservices as kube-aggregator's REST storage serves them: with status."""
+    return dataclasses.replace(catalogued(GROUP, "v1", "apiservices"), subresources=("status",))
 
 
 def _dict(value: object) -> JSON:
@@ -171,4 +180,5 @@ STRATEGY = KindStrategy(
     prepare_create=prepare_create,
     prepare_update=prepare_update,
     validate_status_update=validate_status_update,
+    core_meta=False,
 )

@@ -15,7 +15,8 @@ from typing import Any
 from aiohttp import web
 
 from proxy.apiextensions import handler
-from proxy.apiextensions.controllers import CRD_GROUP, CRD_PLURAL, CRDControllers
+from proxy.apiextensions.controllers import CRDControllers
+from proxy.apiextensions.crd_strategy import CRD_GROUP, CRD_PLURAL
 from proxy.apiextensions.serving import CustomResources
 from proxy.printers.columns import CREATED_AT, NAME, TablePrinter
 from proxy.printers.handlers import HANDLERS as PRINTERS

@@ -39,7 +39,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from proxy.apiextensions.crd_strategy import CLEANUP_FINALIZER
+from proxy.apiextensions.crd_strategy import CLEANUP_FINALIZER, CRD_GROUP, CRD_PLURAL
 from proxy.apiextensions.serving import CustomResources
 from proxy.informer import DeletedFinalStateUnknown, EventHandlers, WorkQueue, run_workers
 from proxy.loopback.client import LoopbackClient, resource_path
@@ -52,7 +52,6 @@ __all__ = ["CRDControllers", "calculate_names"]
 log = logging.getLogger("watchcache.apiextensions")
 
 JSON = dict[str, Any]
-CRD_GROUP, CRD_PLURAL = "apiextensions.k8s.io", "customresourcedefinitions"
 
 
 def _now() -> str:

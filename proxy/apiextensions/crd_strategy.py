@@ -6,28 +6,52 @@
 - create: status reset to empty accepted names and ``storedVersions`` = the storage
   version; update: the storage version is added to ``storedVersions`` when new;
 - validation: ObjectMeta here, every CRD rule (names, versions, structural schemas,
-  CEL rules, storedVersions) from ``schema_hooks`` (``proxy.apiextensions.schema``).
+  CEL rules, storedVersions) from ``schema_hooks`` (``proxy.apiextensions.schema``);
+- the resource its REST storage serves (``etcd.go``): short names, category, status.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from proxy.apiextensions import schema_hooks
 from proxy.apimachinery.validation.field import ErrorList
 from proxy.apimachinery.validation.object_meta import validate_object_meta
+from proxy.registry.catalogue import catalogued
 from proxy.registry.deletion import DeletionRules
+from proxy.registry.resources import ResourceInfo
 from proxy.registry.validation.strategy import KindStrategy
 
-__all__ = ["CLEANUP_FINALIZER", "DELETION", "STRATEGY", "set_defaults"]
+__all__ = [
+    "CLEANUP_FINALIZER",
+    "CRD_GROUP",
+    "CRD_PLURAL",
+    "DELETION",
+    "STRATEGY",
+    "crd_resource",
+    "set_defaults",
+]
 
 JSON = dict[str, Any]
 
+CRD_GROUP, CRD_PLURAL = "apiextensions.k8s.io", "customresourcedefinitions"
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 
 # the CRD's own Delete (apiextensions-apiserver's etcd.go): kept until the finalizing
 # controller has removed every instance; its generation is not bumped
 DELETION = DeletionRules(finalizers=(CLEANUP_FINALIZER,), bumps_generation=False)
+
+
+def crd_resource() -> ResourceInfo:
+    """customresourcedefinitions as the CRD's REST storage declares them (``ShortNames``,
+    ``Categories``; its one subresource, status)."""
+    return dataclasses.replace(
+        catalogued(CRD_GROUP, "v1", CRD_PLURAL),
+        subresources=("status",),
+        short_names=("crd", "crds"),
+        categories=("api-extensions",),
+    )
 
 
 def set_defaults(crd: JSON) -> None:
@@ -92,4 +116,5 @@ STRATEGY = KindStrategy(
     validate_update=validate_crd,
     prepare_create=prepare_create,
     prepare_update=prepare_update,
+    core_meta=False,
 )

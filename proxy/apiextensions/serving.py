@@ -25,10 +25,10 @@ from proxy.apiextensions import custom_resource as cr_mod
 from proxy.apiextensions.custom_resource import CustomResourceVersion
 from proxy.apiextensions.openapi import CustomKind, custom_kind
 from proxy.apiextensions.webhook_converter import WebhookConverter
+from proxy.apimachinery.api_resource import NamedResource
 from proxy.registry.conversion import Converter, NoneConverter, VersionedStorage
 from proxy.registry.kind_schema import kind_schema
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.served_resource import NamedResource
 from proxy.registry.storage_factory import new_storage
 from proxy.registry.validation.strategy import KindStrategy
 from proxy.server.context import APIContext

@@ -12,8 +12,8 @@ from aiohttp import web
 from proxy.admission import handler
 from proxy.admission.chain import AdmissionChain, PluginDeps, enabled_plugins
 from proxy.admission.configuration import ConfigurationSource
-from proxy.admission.lookup import StoreLookup
 from proxy.admission.plugins import Plugins
+from proxy.app.object_lookup import StoreLookup
 from proxy.kube.bootstrap.priority_classes import (
     PRIORITY_CLASSES_HOOK,
     bootstrap_priority_classes,

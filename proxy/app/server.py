@@ -24,12 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
-import ipaddress
 import logging
 import os
 import signal
-import ssl
 import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -39,7 +36,16 @@ from aiohttp import web
 from proxy.aggregator.server import Aggregator
 from proxy.apiextensions.apiserver import setup_apiextensions
 from proxy.app import admission
-from proxy.app.kinds import admission_plugins, deletion_rules, kind_rules, register_kinds
+from proxy.app.kinds import (
+    admission_plugins,
+    deletion_rules,
+    kind_rules,
+    register_kinds,
+    served_resources,
+)
+from proxy.app.kubelet_client import kubelet_client_config
+from proxy.app.leader_election import add_leader_election, worker_elector
+from proxy.app.sites import is_loopback, start_private_site, start_site
 from proxy.audit.server import Audit
 from proxy.authentication.filter import answer_unauthorized, plain_port_authentication
 from proxy.authentication.loopback import LoopbackToken
@@ -62,19 +68,17 @@ from proxy.kube.bootstrap.system_namespaces import (
 from proxy.kube.componentstatus import ComponentStatuses
 from proxy.kube.conversion import VIEWS
 from proxy.kube.defaulting import default_object
-from proxy.kube.kubelet_client import KubeletClientConfig
+from proxy.kube.legacy_binding import LegacyBindings
 from proxy.kube.namespace import controller as namespace_controller
 from proxy.kube.service import service_stores
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
 from proxy.kube.subresources import subresource_storages
 from proxy.kube.token import ObjectReader
-from proxy.leaderelection.leader_election import LeaderElectionConfig, LeaderElector
-from proxy.leaderelection.lease_lock import LeaseLock
 from proxy.loopback.client import LoopbackClient
 from proxy.loopback.config import LoopbackConfig, loopback_host, pinned_tls_context
 from proxy.registry.conversion import VersionedStorage
 from proxy.registry.informers import storage_informers
-from proxy.registry.resources import REVIEWS, SERVED, VIRTUAL, Registry, build_registry
+from proxy.registry.resources import Registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.registry.store import Store
 from proxy.server import event_loop, gc_pauses, http_errors
@@ -82,6 +86,7 @@ from proxy.server.aggregation import AGGREGATION
 from proxy.server.auth_chain import AUTH, Auth, add_auth_hooks, build_auth, storage_lookup
 from proxy.server.context import API_CONTEXT, APIContext
 from proxy.server.debug import setup_debug_routes
+from proxy.server.egressselector import load_egress_selector
 from proxy.server.filters import handler_chain
 from proxy.server.healthz import setup_health_routes
 from proxy.server.loop_lag import loop_lag_context
@@ -90,20 +95,17 @@ from proxy.server.post_start_hooks import POST_START_HOOKS, PostStartHookContext
 from proxy.server.secure_serving import server_ssl_context, serving_cert_paths
 from proxy.server.settings import ConfigError, Settings, load_settings
 from proxy.server.worker import (
-    CONTROLLERS_LEASE,
     INSTANCE_HEADER,
     INSTANCE_ID_ENV,
     WORKER_HEADER,
-    WorkerIdentity,
     worker_identity,
 )
-from storage.interfaces import GetOptions, JSONObject
+from storage.interfaces import GetOptions, JSONObject, ListOptions
 
 __all__ = [
     "EXIT_PORT_IN_USE",
     "INSTANCE_HEADER",
     "INSTANCE_ID_ENV",
-    "LEADER_ELECTION_HOOK",
     "LOOPBACK_TOKEN",
     "POST_START_HOOKS",
     "PortInUse",
@@ -117,8 +119,6 @@ log = logging.getLogger("watchcache.proxy")
 
 KUBERNETES_MAJOR, KUBERNETES_MINOR = "1", "37"
 
-# the post-start hook of a worker's leader election (``--workers`` N > 1)
-LEADER_ELECTION_HOOK = "leader-election"
 
 
 # the loopback client's token and the post-start hooks, which ``serve`` starts once it
@@ -168,11 +168,8 @@ def build_app(
     hooks = PostStartHooks()
     instance = os.environ.get(INSTANCE_ID_ENV) or uuid.uuid4().hex
     worker = worker_identity()
-    # the Lease lives in kube-system, which --system-namespaces=false does not create:
-    # then every worker runs every controller, as replicas without an election would
-    if worker is not None and worker.count > 1 and settings.system_namespaces:
-        hooks.elector = _elector(settings, worker, instance)
-    registry = registry or build_registry(SERVED + VIRTUAL + (REVIEWS if secure else ()))
+    hooks.elector = worker_elector(settings, worker, instance)
+    registry = registry or served_resources(secure)
     # one informer per resource, shared by every controller; started with the storages
     informers = storage_informers(registry, storages)
     if secure:
@@ -210,6 +207,8 @@ def build_app(
         defaulter=default_object,
         deletion_rules=deletion_rules(),
     )
+    # the cluster network (pod IPs and kubelets): the egress selector's
+    cluster = load_egress_selector(settings.egress_selector_config_file).cluster_transport()
     ctx = APIContext(
         settings=settings,
         registry=registry,
@@ -217,7 +216,9 @@ def build_app(
         subresource_storages=eviction.with_eviction(
             subresource_storages(
                 lambda plural, namespace, name: _object_reader(ctx)(plural, namespace, name),
-                _kubelet_client(settings),
+                kubelet_client_config(settings, cluster),
+                lambda namespace: _endpoint_slices(ctx, namespace),
+                cluster,
             ),
             lambda group, plural, sub: _store_of(ctx, group, plural, sub),
         ),
@@ -230,9 +231,9 @@ def build_app(
     ctx.custom_stores = service_stores(
         ctx, settings.service_cluster_ip_range, settings.service_node_port_range
     )
-    ctx.component_statuses = ComponentStatuses(
-        lambda: ctx.storage_ctx.etcd3().current_resource_version()
-    ).list
+    ctx.delegates.append(LegacyBindings(ctx))
+    statuses = ComponentStatuses(lambda: ctx.storage_ctx.etcd3().current_resource_version())
+    ctx.computed_objects[("", "componentstatuses")] = statuses.list
     app[API_CONTEXT] = ctx
     app[LOOPBACK_TOKEN] = loopback
     app[POST_START_HOOKS] = hooks
@@ -278,7 +279,7 @@ def build_app(
         hooks.add(SYSTEM_NAMESPACES_HOOK, ensure_system_namespaces)
         bootstrap_controllers.add_hooks(hooks, ctx)
     if hooks.elector is not None:
-        _add_leader_election(hooks, hooks.elector, settings)
+        add_leader_election(hooks, hooks.elector, settings)
 
     async def on_shutdown(app: web.Application) -> None:
         await hooks.stop()  # no internal write outlives the listeners
@@ -295,41 +296,6 @@ def build_app(
     return app
 
 
-def _elector(settings: Settings, worker: WorkerIdentity, instance: str) -> LeaderElector:
-    """The worker's candidate for the run-once controllers' Lease."""
-    try:
-        config = LeaderElectionConfig(
-            LeaseLock(*CONTROLLERS_LEASE),
-            worker.lease_identity(instance),
-            lease_duration=settings.leader_elect_lease_duration,
-            renew_deadline=settings.leader_elect_renew_deadline,
-            retry_period=settings.leader_elect_retry_period,
-        )
-    except ValueError as e:
-        raise ConfigError(f"--leader-elect-*: {e}") from None
-    return LeaderElector(config)
-
-
-def _add_leader_election(hooks: PostStartHooks, elector: LeaderElector, settings: Settings) -> None:
-    """The election as a hook: after kube-system exists (the Lease lives there)."""
-
-    async def elect(hook: PostStartHookContext) -> None:
-        await elector.run(hook.loopback)
-
-    after = (SYSTEM_NAMESPACES_HOOK,) if settings.system_namespaces else ()
-    hooks.add(LEADER_ELECTION_HOOK, elect, after=after, ready=lambda: True)
-
-
-def _kubelet_client(settings: Settings) -> KubeletClientConfig:
-    """How pods/log, exec, attach, portforward and nodes/proxy reach the kubelets."""
-    return KubeletClientConfig.build(
-        settings.kubelet_preferred_address_types,
-        settings.kubelet_client_certificate,
-        settings.kubelet_client_key,
-        settings.kubelet_certificate_authority,
-    )
-
-
 def _object_reader(ctx: APIContext) -> ObjectReader:
     """Reads of core objects for TokenRequest (the service account, a bound pod or
     secret), from etcd through their stores (404 Status when absent)."""
@@ -340,6 +306,15 @@ def _object_reader(ctx: APIContext) -> ObjectReader:
         return (await ctx.store(resource).get(namespace, name, GetOptions())).obj
 
     return read
+
+
+async def _endpoint_slices(ctx: APIContext, namespace: str) -> list[JSONObject]:
+    """A namespace's EndpointSlices from the watch cache (services/proxy)."""
+    resource = ctx.registry.lookup("discovery.k8s.io", "endpointslices")
+    assert resource is not None
+    rs = ctx.storages.for_resource(resource)
+    listed = await rs.store.get_list(rs.list_key(namespace), ListOptions(resource_version="0"))
+    return [item.obj for item in listed.items]
 
 
 def _storage_of(ctx: APIContext, group: str, plural: str) -> ResourceStorage | None:
@@ -447,17 +422,17 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         reuse = worker is not None  # every worker listens on the same ports
         if settings.port is not None:
             plain_address = settings.insecure_bind_address or settings.bind_address
-            plain_bound = await _start_site(
+            plain_bound = await start_site(
                 runner, plain_address, settings, settings.port, None, reuse_port=reuse
             )
-            if not _is_loopback(plain_address):
+            if not is_loopback(plain_address):
                 log.warning(
                     "the plain port %d on %s is reachable from the network and serves every "
                     "request as system:masters; serve --secure-port instead",
                     settings.port, plain_address,
                 )  # fmt: skip
         if settings.secure_port is not None:
-            secure_bound = await _start_site(
+            secure_bound = await start_site(
                 runner, settings.bind_address, settings, settings.secure_port, ssl_context,
                 reuse_port=reuse,
             )  # fmt: skip
@@ -465,7 +440,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> int:
         if worker is not None:
             # the worker's own port: its loopback client talks to this very process (a
             # token another worker does not know), and tests reach one worker by it
-            private = await _start_private_site(runner, settings, worker, ssl_context)
+            private = await start_private_site(runner, settings, worker, ssl_context)
             to_self = (private, None) if ssl_context else (None, private)
             orphaned = asyncio.get_running_loop().create_task(_stop_when_orphaned(stop))
         loopback = start_post_start_hooks(
@@ -503,23 +478,6 @@ async def _stop_when_orphaned(stop: asyncio.Event) -> None:
     stop.set()
 
 
-async def _start_private_site(
-    runner: web.AppRunner,
-    settings: Settings,
-    worker: WorkerIdentity,
-    ssl_context: ssl.SSLContext | None,
-) -> int:
-    """A free port on loopback, of the kind the API is served on (HTTPS with the same
-    authentication when there is a secure port), for this worker alone."""
-    if ssl_context is not None:
-        address = settings.bind_address
-    else:
-        address = settings.insecure_bind_address or settings.bind_address
-    host = loopback_host(address).strip("[]")
-    label = f"worker {worker.index} (pid {os.getpid()})"
-    return await _start_site(runner, host, settings, 0, ssl_context, label=label)
-
-
 def loopback_config(
     settings: Settings, token: LoopbackToken, secure_port: int | None, plain_port: int | None
 ) -> LoopbackConfig:
@@ -546,50 +504,6 @@ def start_post_start_hooks(
     client = LoopbackClient(config)
     app[POST_START_HOOKS].start(PostStartHookContext(client))
     return client
-
-
-def _is_loopback(address: str) -> bool:
-    try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return address == "localhost"
-
-
-async def _start_site(
-    runner: web.AppRunner,
-    host: str,
-    settings: Settings,
-    port: int,
-    ssl_context: ssl.SSLContext | None,
-    *,
-    reuse_port: bool = False,
-    label: str = "",
-) -> int:
-    """Listen on ``host``:``port``; the port bound (``port`` may be 0), or
-    :class:`PortInUse` (not a bare OSError) when the port is taken. ``reuse_port``:
-    share it with the other workers (SO_REUSEPORT); ``label`` goes before "serving on"
-    (a worker's private port, which launchers waiting for "serving on" must not take
-    for the server's)."""
-    site = web.TCPSite(runner, host, port, ssl_context=ssl_context, reuse_port=reuse_port or None)
-    try:
-        await site.start()
-    except OSError as e:
-        if e.errno == errno.EADDRINUSE:
-            flag = "--port" if ssl_context is None else "--secure-port"
-            raise PortInUse.of(e, host, port, flag) from e
-        raise
-    bound = port
-    server = site._server  # aiohttp exposes the bound port only through the server
-    sockets = getattr(server, "sockets", None)  # asyncio's Server or uvloop's
-    if sockets:
-        bound = int(sockets[0].getsockname()[1])
-    scheme = "https" if ssl_context is not None else "http"
-    print(f"{label} serving on {scheme}://{host}:{bound}".lstrip(), flush=True)
-    log.info(
-        "serving on %s://%s:%d (etcd %s, prefix %s)",
-        scheme, host, bound, ",".join(settings.etcd_servers), settings.etcd_prefix,
-    )  # fmt: skip
-    return bound
 
 
 def main(argv: Sequence[str]) -> int:

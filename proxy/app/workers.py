@@ -39,11 +39,11 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from proxy.apimachinery.wait import Backoff
 from proxy.server import event_loop
 from proxy.server.port_in_use import EXIT_PORT_IN_USE, PortInUse
 from proxy.server.secure_serving import serving_cert_paths
 from proxy.server.settings import ConfigError, Settings, load_settings
-from proxy.server.supervised_task import Backoff
 from proxy.server.worker import INSTANCE_ID_ENV, MAX_DEFAULT_WORKERS, WORKER_ENV, usable_cores
 
 __all__ = ["Supervisor", "main", "worker_count"]

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from proxy.apimachinery.wait import SupervisedTask
 from proxy.audit import filter as audit_filter
 from proxy.audit.log_backend import LogBackend
 from proxy.audit.policy import Policy, PolicyError, load_policy
 from proxy.authentication.filter import FailedHandler, answer_unauthorized
 from proxy.server.settings import ConfigError, Settings
-from proxy.server.supervised_task import SupervisedTask
 
 __all__ = ["Audit"]
 

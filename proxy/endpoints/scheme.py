@@ -24,7 +24,8 @@ import functools
 from typing import Any
 
 from proxy import apierrors
-from proxy.registry.resources import ResourceInfo, load_catalogue
+from proxy.registry.catalogue import load_catalogue
+from proxy.registry.resources import ResourceInfo
 
 __all__ = ["check_kind"]
 

@@ -5,8 +5,10 @@
 - :mod:`.typed`: schema atoms, the built-in kinds' types and a custom kind's;
 - :mod:`.typed_value`: field sets, compare, merge, removal on objects;
 - :mod:`.managed_fields`: the ``metadata.managedFields`` encoding;
-- :mod:`.field_manager`: :class:`FieldManager` (update and apply);
-- :mod:`.wiring`: what the REST handlers call.
+- :mod:`.field_manager`: :class:`FieldManager` (update and apply).
+
+What the REST handlers call is beside them (``proxy.endpoints.handlers.managed``): it
+reads the request. This package reads nothing of the server but the OpenAPI schemas.
 """
 
 from __future__ import annotations

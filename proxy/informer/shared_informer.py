@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cacher.clock import Clock, RealClock
+from proxy.apimachinery.wait import SupervisedTask
 from proxy.informer.indexer import (
     DeletedFinalStateUnknown,
     Indexer,
@@ -37,7 +38,6 @@ from proxy.informer.indexer import (
 )
 from proxy.informer.lister_watcher import ListerWatcher
 from proxy.informer.reflector import Reflector
-from proxy.server.supervised_task import SupervisedTask
 from storage.interfaces import JSONObject
 
 __all__ = [
@@ -195,7 +195,7 @@ class SharedInformerFactory:
     ``lister_watcher_for(group, resource)`` gives the resource's lister-watcher, or None
     when the resource is not served. ``start()`` runs every informer asked for so far
     and, from then on, each new one as it is asked for; ``shutdown()`` cancels and
-    awaits them. The factory owns those tasks, supervised (``proxy.server.supervised_task``):
+    awaits them. The factory owns those tasks, supervised (``proxy.apimachinery.wait``):
     a reflector only ends by cancellation, so one that dies of a bug is logged and run
     again after a backoff, and ``not_synced()`` names it meanwhile (readyz's
     ``informer-sync``).

@@ -29,7 +29,7 @@ __all__ = ["BINDING", "BindingREST", "bind"]
 
 JSON = dict[str, Any]
 BINDING = ResourceInfo(group="", version="v1", kind="Binding", plural="bindings",
-                       namespaced=True, verbs=())  # fmt: skip
+                       namespaced=True, verbs=(), has_storage=False)  # fmt: skip
 _QUALIFIED = "pods/binding"
 
 

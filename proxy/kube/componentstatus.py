@@ -2,8 +2,8 @@
 but served): the health of the control plane, probed on each GET — ``etcd-0`` (a quorum
 read of etcd's revision), ``scheduler`` and ``controller-manager`` (their ``/healthz``
 on 127.0.0.1:10259 and :10257, TLS unverified, as upstream probes them). No storage,
-no watch: ``get`` and ``list`` only (``proxy.endpoints.handlers.componentstatus``
-serves them; the composition root hands it :class:`ComponentStatuses`).
+no watch: ``get`` and ``list`` only (``proxy.endpoints.handlers.computed`` serves
+them; the composition root hands it :class:`ComponentStatuses`).
 """
 
 from __future__ import annotations

@@ -4,14 +4,18 @@ of the preferred types (``--kubelet-preferred-address-types``) and its
 ``status.daemonEndpoints.kubeletEndpoint.Port`` — and the TLS it is dialled with: the
 ``--kubelet-client-certificate``/``--kubelet-client-key`` this server presents, and
 the kubelet's serving certificate checked against ``--kubelet-certificate-authority``
-(not checked without one, as upstream: kubelets self-sign by default)."""
+(not checked without one, as upstream: kubelets self-sign by default); dialled through
+the egress selector's ``cluster`` network when one is configured."""
 
 from __future__ import annotations
 
 import ipaddress
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import aiohttp
 
 from proxy import apierrors
 
@@ -25,6 +29,9 @@ DEFAULT_KUBELET_PORT = 10250
 class KubeletClientConfig:
     preferred_address_types: tuple[str, ...]
     tls: ssl.SSLContext
+    # how the kubelets are dialled: the egress selector's cluster network, as upstream's
+    # kubelet client looks it up (None: directly)
+    transport: Callable[[], aiohttp.BaseConnector] | None = None
 
     @classmethod
     def build(
@@ -33,6 +40,7 @@ class KubeletClientConfig:
         cert_file: str = "",
         key_file: str = "",
         ca_file: str = "",
+        transport: Callable[[], aiohttp.BaseConnector] | None = None,
     ) -> KubeletClientConfig:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         if ca_file:
@@ -42,7 +50,7 @@ class KubeletClientConfig:
             ctx.verify_mode = ssl.CERT_NONE
         if cert_file:
             ctx.load_cert_chain(cert_file, key_file or None)
-        return cls(preferred_address_types, ctx)
+        return cls(preferred_address_types, ctx, transport)
 
     def base_url(self, node: JSON) -> str:
         """``https://HOST:PORT`` of ``node``'s kubelet; a 500 Status when the node has no

@@ -4,14 +4,19 @@
 ``pkg/registry/core/node/rest/proxy.go``): each checks its options, reads the pod and
 its node, and answers where the request goes — ``/containerLogs``, ``/exec``,
 ``/attach``, ``/portForward`` or ``/<path>`` on the kubelet — for the connect handler
-(``proxy.endpoints.handlers.connect``) to proxy to."""
+(``proxy.endpoints.handlers.connect``) to proxy to. ``pods/proxy`` (``ResourceLocation``
+of ``pkg/registry/core/pod/strategy.go``) goes to the pod's IP instead, through the
+egress selector's ``cluster`` network."""
 
 from __future__ import annotations
 
+import ipaddress
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
+
+import aiohttp
 
 from proxy import apierrors
 from proxy.kube.kubelet_client import KubeletClientConfig
@@ -19,10 +24,14 @@ from proxy.kube.token import ObjectReader
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import ConnectTarget, Context
 
-__all__ = ["LOG_OPTIONS", "NodeProxyREST", "PodLogREST", "PodStreamREST", "connect_storage"]
+__all__ = ["LOG_OPTIONS", "NodeProxyREST", "PodLogREST", "PodProxyREST", "PodStreamREST",
+           "ProxyOptions", "Transport", "connect_storage", "is_global_unicast", "proxy_location",
+           "split_scheme_name_port"]
 
 JSON = dict[str, Any]
 Options = Mapping[str, Sequence[str]]
+# a factory of the connector that reaches the cluster's network (None: dial directly)
+Transport = Callable[[], aiohttp.BaseConnector] | None
 
 _CORE = "v1"
 LOG_OPTIONS = ResourceInfo(group="", version=_CORE, kind="PodLogOptions", plural="log",
@@ -35,6 +44,7 @@ _OPTIONS_KIND = {
 # the kubelet's paths (pkg/kubelet/server/server.go)
 _KUBELET_PATH = {"exec": "exec", "attach": "attach", "portforward": "portForward"}
 _STREAM_FLAGS = ("stdin", "stdout", "stderr", "tty")
+_PROXY_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 _LOG_FLAGS = ("follow", "previous", "timestamps", "insecureSkipTLSVerifyBackend")
 _LOG_INTS = {"sinceSeconds": 1, "tailLines": 0, "limitBytes": 1}
 
@@ -120,7 +130,8 @@ class PodLogREST:
         container = _container(pod, name, _first(options, "container"))
         base = await _node_url(self.read, self.kubelet, pod)
         url = _location(base, f"containerLogs/{ctx.namespace}/{name}/{container}", query)
-        return ConnectTarget(url, self.kubelet.tls, error_resource="pods/log", name=name)
+        return ConnectTarget(url, self.kubelet.tls, error_resource="pods/log", name=name,
+                             transport=self.kubelet.transport)  # fmt: skip
 
 
 def _log_query(options: Options) -> list[tuple[str, str]]:
@@ -186,7 +197,8 @@ class PodStreamREST:
             where = f"{kubelet_path}/{ctx.namespace}/{name}/{container}"
         base = await _node_url(self.read, self.kubelet, pod)
         return ConnectTarget(_location(base, where, query), self.kubelet.tls,
-                             upgrade_required=True, name=name)  # fmt: skip
+                             upgrade_required=True, name=name,
+                             transport=self.kubelet.transport)  # fmt: skip
 
     def _stream_query(self, options: Options) -> list[tuple[str, str]]:
         flags = {k: _flag(options, k) for k in _STREAM_FLAGS}
@@ -201,34 +213,113 @@ class PodStreamREST:
         return query
 
 
-@dataclass(frozen=True)
-class NodeProxyREST:
-    """``nodes/proxy`` (upstream's node ``ProxyREST``): any method, to the path after
-    ``proxy/`` on the node's kubelet."""
+class ProxyOptions:
+    """What the ``proxy`` subresources share: any method, and their options kind."""
 
-    read: ObjectReader
-    kubelet: KubeletClientConfig
+    options_kind: ClassVar[str]
+    namespaced: ClassVar[bool] = True
 
     @property
     def kind(self) -> ResourceInfo:
-        return ResourceInfo(group="", version=_CORE, kind="NodeProxyOptions", plural="proxy",
-                            namespaced=False, verbs=())  # fmt: skip
+        return ResourceInfo(group="", version=_CORE, kind=self.options_kind, plural="proxy",
+                            namespaced=self.namespaced, verbs=())  # fmt: skip
 
     @property
     def connect_methods(self) -> tuple[str, ...]:
-        return ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+        return _PROXY_METHODS
+
+
+@dataclass(frozen=True)
+class NodeProxyREST(ProxyOptions):
+    """``nodes/proxy`` (upstream's node ``ProxyREST``): any method, to the path after
+    ``proxy/`` on the node's kubelet."""
+
+    options_kind = "NodeProxyOptions"
+    namespaced = False
+    read: ObjectReader
+    kubelet: KubeletClientConfig
 
     async def connect(self, ctx: Context, name: str, options: Options, path: str) -> ConnectTarget:
         node = await self.read("nodes", "", name)
-        query = [(k, str(v)) for k, values in options.items() for v in values]
-        return ConnectTarget(_location(self.kubelet.base_url(node), path.lstrip("/"), query),
-                             self.kubelet.tls, name=name)  # fmt: skip
+        return ConnectTarget(_location(self.kubelet.base_url(node), path.lstrip("/"),
+                                       _pass_query(options)),
+                             self.kubelet.tls, name=name,
+                             transport=self.kubelet.transport)  # fmt: skip
+
+
+def _pass_query(options: Options) -> list[tuple[str, str]]:
+    """The request's query, passed on to the target as it came."""
+    return [(k, str(v)) for k, values in options.items() for v in values]
+
+
+def split_scheme_name_port(id_: str) -> tuple[str, str, str] | None:
+    """``utilnet.SplitSchemeNamePort``: ``name``, ``name:port`` or
+    ``scheme:name:port`` (scheme "", http or https); None when invalid."""
+    parts = id_.split(":")
+    if len(parts) > 3:
+        return None
+    scheme, name, port = parts if len(parts) == 3 else ("", *parts, "")[:3]
+    if not name or scheme not in ("", "http", "https"):
+        return None
+    return scheme, name, port
+
+
+def is_global_unicast(address: str) -> bool:
+    """Go's ``net.IP.IsGlobalUnicast`` (private ranges included; loopback, link-local,
+    multicast, unspecified and the broadcast address not)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return not (ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_unspecified
+                or address == "255.255.255.255")  # fmt: skip
+
+
+def proxy_location(scheme: str, host: str, port: str, path: str, options: Options) -> str:
+    """``scheme://host:port/path?query`` (http when no scheme, as the proxy handler)."""
+    where = f"[{host}]" if ":" in host else host
+    if port:
+        where += f":{port}"
+    return _location(f"{scheme or 'http'}://{where}", path.lstrip("/"), _pass_query(options))
+
+
+# the pods' own certificates are not checked (upstream's proxy transport)
+_UNVERIFIED = False
+
+
+@dataclass(frozen=True)
+class PodProxyREST(ProxyOptions):
+    """``pods/proxy`` (upstream's pod ``ProxyREST`` over ``ResourceLocation``): any
+    method, to the path after ``proxy/`` on the pod's IP at the port its name carries
+    (``NAME:PORT``, ``SCHEME:NAME:PORT``), else the first port a container declares."""
+
+    options_kind = "PodProxyOptions"
+    read: ObjectReader
+    transport: Transport
+
+    async def connect(self, ctx: Context, name: str, options: Options, path: str) -> ConnectTarget:
+        split = split_scheme_name_port(name)
+        if split is None:
+            raise apierrors.bad_request(f'invalid pod request "{name}"')
+        scheme, pod_name, port = split
+        pod = await _pod(self.read, ctx, pod_name)
+        if not port:
+            declared = [p for c in (pod.get("spec") or {}).get("containers") or []
+                        for p in c.get("ports") or []]  # fmt: skip
+            port = str(declared[0].get("containerPort")) if declared else ""
+        ip = str((pod.get("status") or {}).get("podIP") or "")
+        if not is_global_unicast(ip):
+            raise apierrors.bad_request("address not allowed")
+        return ConnectTarget(proxy_location(scheme, ip, port, path, options), _UNVERIFIED,
+                             name=pod_name, transport=self.transport)  # fmt: skip
 
 
 def connect_storage(
-    resource: ResourceInfo, subresource: str, read: ObjectReader, kubelet: KubeletClientConfig
-) -> PodLogREST | PodStreamREST | NodeProxyREST | None:
-    """The connect storage of ``resource``'s ``subresource``, if it is one."""
+    resource: ResourceInfo, subresource: str, read: ObjectReader, kubelet: KubeletClientConfig,
+    cluster: Transport = None,
+) -> PodLogREST | PodStreamREST | NodeProxyREST | PodProxyREST | None:
+    """The connect storage of ``resource``'s ``subresource``, if it is one (``cluster``:
+    how pod IPs are reached)."""
     if resource.group != "":
         return None
     if resource.plural == "pods":
@@ -236,6 +327,8 @@ def connect_storage(
             return PodLogREST(read, kubelet)
         if subresource in _OPTIONS_KIND:
             return PodStreamREST(subresource, read, kubelet)
+        if subresource == "proxy":
+            return PodProxyREST(read, cluster)
     if resource.plural == "nodes" and subresource == "proxy":
         return NodeProxyREST(read, kubelet)
     return None

@@ -30,7 +30,7 @@ from proxy.kube.validation.pod import validate_ephemeral_containers_update
 from proxy.registry import before_delete, object_meta
 from proxy.registry.deletion import DeletionRules
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.rest import Context
+from proxy.registry.rest import Context, ResetFields
 from proxy.registry.strategy import GenericStrategy, StatusStrategy
 from proxy.registry.validation.strategy import KindStrategy
 from proxy.request.user import UserInfo
@@ -78,6 +78,10 @@ class NamespaceStrategy(GenericStrategy):
     """A Namespace: its deletion checks the options' preconditions first (404 for an
     absent one); the DELETE then only marks it Terminating (``DeletionRules``) and the
     namespace controller empties it (``proxy.kube.namespace``)."""
+
+    def reset_fields(self) -> ResetFields:
+        # spec.finalizers are the namespace strategy's (only /finalize changes them)
+        return (*super().reset_fields(), ("spec", "finalizers"))
 
     def prepare_for_create(self, ctx: Context, obj: JSONObject) -> JSONObject:
         obj = super().prepare_for_create(ctx, obj)

@@ -33,7 +33,8 @@ MAX_EXPIRATION = 1 << 32
 DEFAULT_EXPIRATION = 3600
 
 TOKEN_REQUEST = ResourceInfo(group="authentication.k8s.io", version="v1", kind="TokenRequest",
-                             plural="token", namespaced=True, verbs=())  # fmt: skip
+                             plural="token", namespaced=True, verbs=(),
+                             has_storage=False)  # fmt: skip
 
 # (plural of a core resource, namespace, name) -> the object; a 404 Status when absent
 ObjectReader = Callable[[str, str, str], Awaitable[JSON]]

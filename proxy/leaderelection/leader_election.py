@@ -28,9 +28,9 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from proxy.apimachinery.wait import LOOP_CLOCK, Clock
 from proxy.leaderelection.lease_lock import LeaderElectionRecord, LeaseLock, micro_time
 from proxy.loopback.client import APIError, LoopbackClient
-from proxy.server.supervised_task import LOOP_CLOCK, Clock
 
 __all__ = ["LeaderElectionConfig", "LeaderElector"]
 

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from email.utils import format_datetime
 from typing import Protocol
 
-from proxy.endpoints.cached_document import CachedDocument
+from proxy.apimachinery.api_resource import ServedResource
+from proxy.openapi.cached_document import CachedDocument
 from proxy.openapi.schemas import definition_name, definitions, ref_name, schema_version
 from proxy.openapi.swagger import swagger_document
-from proxy.registry.served_resource import ServedResource
 from storage.interfaces import JSONValue
 
 __all__ = [
@@ -61,7 +61,7 @@ PATCH_TYPES = (
 RESPONSE_TYPES = ("application/json", "application/yaml")
 
 
-OpenAPIResource = ServedResource  # what the documents need (proxy.registry.served_resource)
+OpenAPIResource = ServedResource  # what the documents need (proxy.apimachinery.api_resource)
 
 
 def gv_path(group: str, version: str) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from proxy.endpoints.cached_document import CachedDocument, header
+from proxy.openapi.cached_document import CachedDocument, header
 from storage.interfaces import JSONValue
 
 __all__ = ["accepts_json", "swagger_document"]

@@ -34,6 +34,7 @@ import copy
 
 import orjson
 
+from proxy.apimachinery.validation.go_values import go_format
 from proxy.openapi.schemas import PatchMeta, SchemaNode
 from storage.interfaces import JSONValue
 
@@ -77,22 +78,6 @@ ERR_PRIMITIVE_LIST = "invalid patch format of primitive list"
 ERR_RETAIN_KEYS = "invalid patch format of retainKeys"
 ERR_SET_ELEMENT_ORDER = "invalid patch format of setElementOrder list"
 ERR_RETAIN_KEYS_CONTENT = "patch content doesn't match retainKeys list"
-
-
-def go_format(value: JSONValue) -> str:
-    """``value`` as Go's ``%v`` prints decoded JSON (for upstream-identical messages)."""
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    if isinstance(value, dict):
-        inner = " ".join(f"{k}:{go_format(value[k])}" for k in sorted(value))
-        return f"map[{inner}]"
-    if isinstance(value, list):
-        return "[" + " ".join(go_format(v) for v in value) + "]"
-    return str(value)
 
 
 def _go_type(value: JSONValue) -> str:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 
+from proxy.apimachinery.api_resource import NamedResource
 from proxy.printers.columns import AGE, JSON, NAME, Row, TablePrinter, name_age
-from proxy.registry.served_resource import NamedResource
 
 __all__ = ["DEFAULT", "HANDLERS", "printer_for", "register_printers"]
 

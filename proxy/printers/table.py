@@ -31,11 +31,11 @@ from typing import Literal, cast
 
 import orjson
 
+from proxy.apimachinery.api_resource import NamedResource
 from proxy.printers.columns import CREATED_AT, JSON, NAME, TablePrinter, object_meta
 from proxy.printers.duration import epoch_microseconds, human_duration
 from proxy.printers.handlers import printer_for
 from proxy.printers.row_template import metadata_json, template_of
-from proxy.registry.served_resource import NamedResource
 from storage.interfaces import StoredObject
 
 __all__ = [
@@ -60,7 +60,7 @@ META_GROUP = "meta.k8s.io"
 TABLE_VERSIONS = ("v1", "v1beta1")
 LIST_META_KEYS = ("resourceVersion", "continue", "remainingItemCount")
 
-TableResource = NamedResource  # what printing needs (proxy.registry.served_resource)
+TableResource = NamedResource  # what printing needs (proxy.apimachinery.api_resource)
 
 
 class TableError(ValueError):

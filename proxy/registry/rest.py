@@ -22,7 +22,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from proxy.registry.deletion import DeletionRules
 from proxy.registry.resources import ResourceInfo
@@ -37,6 +37,7 @@ __all__ = [
     "Deleter",
     "Getter",
     "NamedCreater",
+    "ResetFields",
     "Strategy",
     "SubresourceStorage",
     "UpdatedObjectInfo",
@@ -44,6 +45,12 @@ __all__ = [
     "ValidateDeleteFunc",
     "ValidateObjectFunc",
     "ValidateObjectUpdateFunc",
+    "is_connecter",
+    "is_deleter",
+    "is_getter",
+    "is_named_creater",
+    "is_subresource_storage",
+    "is_updater",
     "validate_nothing",
     "validate_update_nothing",
 ]
@@ -83,6 +90,11 @@ async def validate_update_nothing(obj: JSONObject, old: JSONObject) -> None:
     """``rest.ValidateAllObjectUpdateFunc``."""
 
 
+# field paths (each a tuple of field names: ``("spec", "finalizers")``) that a route's
+# writes do not own, because its strategy resets them (upstream's ``GetResetFields``)
+ResetFields = tuple[tuple[str, ...], ...]
+
+
 class Strategy(Protocol):
     """A kind's rules for writes (upstream's ``RESTCreateStrategy``,
     ``RESTUpdateStrategy`` and ``RESTDeleteStrategy``), in the order the store calls
@@ -117,6 +129,11 @@ class Strategy(Protocol):
         """Whether ``validate`` reports wrong JSON types itself, with its other errors
         (a custom resource's schema validation; else the request body's field
         validation reports them)."""
+        ...
+
+    def reset_fields(self) -> ResetFields:
+        """The fields this route's writes do not change, so no manager owns them through
+        it (``ResetFieldsStrategy.GetResetFields``): the field manager leaves them out."""
         ...
 
     def check_write(self, ctx: Context, obj: JSONObject) -> None: ...
@@ -223,13 +240,16 @@ class ConnectTarget:
     SPDY) is served there (exec, attach, portforward); ``error_resource``: the
     subresource a non-2xx answer of the target is reported as (``pods/log``: upstream's
     ``GenericHttpResponseChecker``), "" to pass the answer through as the target wrote
-    it (the proxy subresources)."""
+    it (the proxy subresources); ``transport``: a factory of the connector that reaches
+    the URL (the egress selector's cluster network for pod IPs: an ``aiohttp``
+    connector, which this layer does not import), None to dial it directly."""
 
     url: str
     tls: ssl.SSLContext | bool = True  # True: the default verification
     upgrade_required: bool = False
     error_resource: str = ""
     name: str = ""
+    transport: Callable[[], Any] | None = None
 
 
 @runtime_checkable
@@ -246,3 +266,51 @@ class Connecter(Protocol):
     async def connect(
         self, ctx: Context, name: str, options: Mapping[str, Sequence[str]], path: str
     ) -> ConnectTarget: ...
+
+
+# ------------------------------------------- which of them a storage is, per class
+# Python 3.11's isinstance() against a runtime-checkable Protocol walks every member
+# with hasattr on each call (~5-10 µs); the handlers ask it several times per request.
+# A storage's capabilities are its class's methods and properties, so the answer is
+# decided once per class (for the first instance seen) and kept.
+
+
+def _per_class(protocol: object) -> Callable[[object], bool]:
+    decided: dict[type, bool] = {}
+
+    def check(obj: object) -> bool:
+        found = decided.get(type(obj))
+        if found is None:
+            found = decided[type(obj)] = isinstance(obj, protocol)  # type: ignore[arg-type]
+        return found
+
+    return check
+
+
+_GETTER, _UPDATER, _DELETER = _per_class(Getter), _per_class(Updater), _per_class(Deleter)
+_NAMED_CREATER, _SUBRESOURCE = _per_class(NamedCreater), _per_class(SubresourceStorage)
+_CONNECTER = _per_class(Connecter)
+
+
+def is_getter(storage: object) -> TypeGuard[Getter]:
+    return _GETTER(storage)
+
+
+def is_updater(storage: object) -> TypeGuard[Updater]:
+    return _UPDATER(storage)
+
+
+def is_deleter(storage: object) -> TypeGuard[Deleter]:
+    return _DELETER(storage)
+
+
+def is_named_creater(storage: object) -> TypeGuard[NamedCreater]:
+    return _NAMED_CREATER(storage)
+
+
+def is_subresource_storage(storage: object) -> TypeGuard[SubresourceStorage]:
+    return _SUBRESOURCE(storage)
+
+
+def is_connecter(storage: object) -> TypeGuard[Connecter]:
+    return _CONNECTER(storage)

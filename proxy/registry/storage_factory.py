@@ -15,12 +15,11 @@ per-resource view that knows the resource's keys.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from proxy.registry.resources import ResourceInfo
-from proxy.server.settings import Settings
 from storage import keys
 from storage.codec import JSON_CODEC, Codec, codec_for
 from storage.errors import NotReady
@@ -56,12 +55,45 @@ def _storage_codec(media_type: str) -> Codec:
         return JSON_CODEC
 
 
+class StorageSettings(Protocol):
+    """The flags a resource's storage is built from (upstream's ``storagebackend.Config``
+    and the watch cache's options), read from the server's settings (``proxy.server.
+    settings.Settings`` has them all); nothing else of the server's options."""
+
+    @property
+    def etcd_prefix(self) -> str: ...
+    @property
+    def etcd_request_timeout(self) -> float: ...
+    @property
+    def etcd_compaction_interval(self) -> float: ...
+    @property
+    def storage_media_type(self) -> str: ...
+    @property
+    def event_ttl(self) -> float: ...
+    @property
+    def feature_gates(self) -> Mapping[str, bool]: ...
+    @property
+    def watch_cache(self) -> bool: ...
+    @property
+    def watch_cache_index(self) -> bool: ...
+    @property
+    def watch_cache_indexes(self) -> Mapping[str, tuple[str, ...]]: ...
+    @property
+    def default_watch_cache_size(self) -> int: ...
+    @property
+    def watch_bookmark_interval(self) -> float: ...
+    @property
+    def watch_cache_snapshot_retention(self) -> float: ...
+    @property
+    def watch_cache_snapshot_max(self) -> int: ...
+
+
 @dataclass
 class StorageContext:
     """What a storage needs to be built: settings and the shared etcd client, plus the
     client's compactor (None while stopped or with compaction disabled)."""
 
-    settings: Settings
+    settings: StorageSettings
     client: EtcdClient
     # etcd3 stores by (group, resource); ("", "") is the unlabelled one health checks use
     _etcd3: dict[tuple[str, str], Etcd3Store] = field(default_factory=dict)

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Literal, ParamSpec, TypeVar
 from proxy import apierrors
 from proxy.registry import before_delete, deletion
 from proxy.registry.dry_run import DryRunStore
+from proxy.registry.hooks import Finish, StoreHooks
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import (
     Context,
@@ -115,11 +116,17 @@ class Store:
     deletion function of the caller raises, unchanged)."""
 
     def __init__(
-        self, rs: ResourceStorage, strategy: Strategy, *, lifecycle: bool = False
+        self,
+        rs: ResourceStorage,
+        strategy: Strategy,
+        *,
+        lifecycle: bool = False,
+        hooks: StoreHooks | None = None,
     ) -> None:
         self.rs = rs
         self.strategy = strategy
         self.lifecycle = lifecycle
+        self.hooks = hooks  # the resource's own steps around writes (proxy.registry.hooks)
 
     @property
     def resource(self) -> ResourceInfo:
@@ -201,15 +208,25 @@ class Store:
         *,
         managed: Callable[[JSONObject], JSONObject] | None = None,
     ) -> StoredObject:
-        """``rest.Creater.Create``: the strategy's preparation, defaulting and validation,
-        then ``create_validation`` (validating admission, which sees the generated name),
-        then ``managed`` (the field manager's record of the write), then storage."""
-        obj = await self._beside(ctx, self._before_create, ctx, obj)
-        await create_validation(obj)
-        if managed is not None:
-            obj = await self._beside(ctx, managed, obj)
-        name = str(obj["metadata"]["name"])
-        return await self.create(ctx.namespace, name, obj, dry_run=ctx.dry_run)
+        """``rest.Creater.Create``: the hooks' ``begin_create``, the strategy's
+        preparation, defaulting and validation, then ``create_validation`` (validating
+        admission, which sees the generated name), then ``managed`` (the field manager's
+        record of the write), then storage; the hooks' write then committed or reverted."""
+        finish = await self.hooks.begin_create(ctx, obj) if self.hooks else None
+        try:
+            obj = await self._beside(ctx, self._before_create, ctx, obj)
+            await create_validation(obj)
+            if managed is not None:
+                obj = await self._beside(ctx, managed, obj)
+            name = str(obj["metadata"]["name"])
+            stored = await self.create(ctx.namespace, name, obj, dry_run=ctx.dry_run)
+        except BaseException:
+            if finish is not None:
+                await finish.revert()
+            raise
+        if finish is not None:
+            await finish.commit()
+        return stored
 
     async def update_object(
         self,
@@ -231,6 +248,19 @@ class Store:
         allow_create = force_allow_create or self.strategy.allow_create_on_update()
         key = self.object_key(ctx.namespace, name)
         created = False
+        pending: list[Finish] = []  # the hooks' begin of the attempt under way
+
+        async def begin(new: JSONObject, current: JSONObject) -> None:
+            """The hooks' begin for this attempt, the previous attempt's reverted."""
+            if self.hooks is None:
+                return
+            while pending:
+                await pending.pop().revert()
+            hooks = self.hooks
+            finish = await (
+                hooks.begin_update(ctx, new, current) if current else hooks.begin_create(ctx, new)
+            )
+            pending.append(finish)
 
         async def try_update(current: JSONObject) -> JSONObject:
             nonlocal created
@@ -239,10 +269,12 @@ class Store:
                 if not allow_create:
                     raise serr.NotFound(key)
                 fresh = await obj_info.updated_object(ctx, {})
+                await begin(fresh, current)
                 obj = await self._beside(ctx, self._before_create, ctx, fresh)
                 await create_validation(obj)
                 return await self._beside(ctx, obj_info.managed, {}, obj)
             new = await obj_info.updated_object(ctx, current)
+            await begin(new, current)
             new_rv = _resource_version(new)
             if new_rv and new_rv != _resource_version(current):
                 raise serr.Conflict(key)
@@ -251,9 +283,19 @@ class Store:
             await update_validation(updated, current)
             return current if _without_rv(current) == _without_rv(updated) else updated
 
-        stored = await self.update(
-            ctx.namespace, name, try_update, ignore_not_found=allow_create, dry_run=ctx.dry_run
-        )
+        try:
+            stored = await self.update(
+                ctx.namespace, name, try_update, ignore_not_found=allow_create,
+                dry_run=ctx.dry_run,
+            )  # fmt: skip
+        except BaseException:
+            for finish in pending:
+                await finish.revert()
+            raise
+        for finish in pending:
+            await finish.commit()
+        if self.hooks and deletion.should_delete_during_update(self.strategy.deletion, stored.obj):
+            await self.hooks.after_delete(ctx, stored.obj)  # the update removed it
         return stored, created
 
     async def delete_object(
@@ -284,10 +326,13 @@ class Store:
             await delete_validation(current)
         await self.strategy.before_delete(ctx, name, current, options)
         check = before_delete.validate_deletion(self.resource, options.preconditions)
-        return await self.delete(
+        stored, removed = await self.delete(
             ctx.namespace, name, None, validate_deletion=check, dry_run=ctx.dry_run,
             options=options,
         )  # fmt: skip
+        if removed and self.hooks is not None:
+            await self.hooks.after_delete(ctx, stored.obj)
+        return stored, removed
 
     # ------------------------------------------------------------------------ writes
 
@@ -411,4 +456,9 @@ class Store:
                 if e.code in (404, 409):  # deleted or replaced meanwhile: not ours to delete
                     continue
                 raise
+        if self.hooks is not None:
+            ctx = Context(namespace=namespace, dry_run=dry_run)
+            for item in deleted:
+                if not (item.obj.get("metadata") or {}).get("finalizers"):  # removed
+                    await self.hooks.after_delete(ctx, item.obj)
         return listed, deleted

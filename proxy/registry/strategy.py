@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from proxy.registry import object_meta, validation
 from proxy.registry.deletion import NO_RULES, DeletionRules
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.rest import Context
+from proxy.registry.rest import Context, ResetFields
 from proxy.registry.validation.strategy import KindStrategy
 from proxy.request.delete_options import DeleteOptions
 from storage.interfaces import JSONObject
@@ -42,13 +42,22 @@ class GenericStrategy:
     deletion: DeletionRules = NO_RULES
 
     def checks_required_fields(self) -> bool:
-        return self.rules is not None
+        return self.rules is not None and self.rules.validates_kind
 
     def checks_types(self) -> bool:
         return self.rules is not None and self.rules.validates_types
 
     def allow_create_on_update(self) -> bool:
         return self.resource.create_on_update and not self.subresource
+
+    def reset_fields(self) -> ResetFields:
+        """A kind with a status subresource: its main resource does not own ``status``,
+        ``/status`` does not own ``spec``."""
+        if self.subresource == "status":
+            return (("spec",),)
+        if self.resource.has_status and not self.subresource:
+            return (("status",),)
+        return ()
 
     def check_write(self, ctx: Context, obj: JSONObject) -> None:
         pass

@@ -75,6 +75,10 @@ class RequestInfo:
     field_selector: str = ""
     label_selector: str = ""
     verb_via_path: bool = False  # /api/v1/watch/... or /api/v1/proxy/...
+    # the resource path stands under ``namespaces/<ns>/`` (a namespaced route); False
+    # for a namespace's own path (``namespaces/<ns>[/status]``), whose ``namespace`` is
+    # its name, as upstream's RequestInfo sets it
+    namespace_prefix: bool = False
 
     @property
     def path_name(self) -> str:
@@ -152,11 +156,11 @@ def parse_request_info(method: str, path: str, query: Mapping[str, str]) -> Requ
     else:
         verb = _METHOD_VERBS.get(method, "")
 
-    namespace = ""
+    namespace, namespace_prefix = "", False
     if parts[0] == "namespaces" and len(parts) > 1:
         namespace = parts[1]
         if len(parts) > 2 and parts[2] not in _NAMESPACE_SUBRESOURCES:
-            parts = parts[2:]
+            parts, namespace_prefix = parts[2:], True
     resource = parts[0]
     name = parts[1] if len(parts) > 1 else ""
     subresource = ""
@@ -189,6 +193,7 @@ def parse_request_info(method: str, path: str, query: Mapping[str, str]) -> Requ
         field_selector=field_selector,
         label_selector=label_selector,
         verb_via_path=verb_via_path,
+        namespace_prefix=namespace_prefix,
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from proxy.endpoints.cached_document import CachedDocument
+from proxy.openapi.cached_document import CachedDocument
 
 __all__ = ["AGGREGATION", "Aggregation"]
 

@@ -15,14 +15,14 @@ from proxy.informer import SharedInformerFactory
 from proxy.openapi.documents import CustomKinds, OpenAPIV3
 from proxy.registry.resources import Registry, ResourceInfo
 from proxy.registry.rest import Strategy, SubresourceStorage
-from proxy.registry.storage_factory import StorageContext, StorageMap
+from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.registry.store import Store
 from proxy.server.aggregation import Aggregation
 from proxy.server.auth_chain import Auth
 from proxy.server.settings import Settings
 from storage.interfaces import JSONObject, Watcher
 
-__all__ = ["API_CONTEXT", "APIContext", "ObjectDefaulter"]
+__all__ = ["API_CONTEXT", "APIContext", "ComputedObjects", "ObjectDefaulter"]
 
 log = logging.getLogger("watchcache.proxy")
 
@@ -30,6 +30,8 @@ log = logging.getLogger("watchcache.proxy")
 # kube's built-in kinds' defaulting (proxy.kube.defaulting), handed in by the
 # composition root (the generic library never imports proxy.kube)
 ObjectDefaulter = Callable[[str, str, str, JSONObject], JSONObject]
+# the objects of a resource without storage, computed on each call
+ComputedObjects = Callable[[], Awaitable[list[JSONObject]]]
 
 
 @dataclass
@@ -73,22 +75,35 @@ class APIContext:
     # the port the API is served on (the secure port, else the plain one), once it
     # listens; set by ``serve`` only
     serving_port: int | None = None
-    # componentstatuses' objects, probed on each call (proxy.kube.componentstatus, from
-    # the composition root); None: not served
-    component_statuses: Callable[[], Awaitable[list[JSONObject]]] | None = None
+    # (group, plural) -> the objects of a resource without storage, computed on each
+    # call (componentstatuses' probes, proxy.kube.componentstatus), given by the
+    # composition root; a resource missing here is not served
+    computed_objects: dict[tuple[str, str], ComputedObjects] = field(default_factory=dict)
     # the built-in kinds' defaulting, for what is decoded outside a route's strategy
     # (a mutating webhook's answer); None: objects are stored as decoded
     defaulter: ObjectDefaulter | None = None
+    # ``store``'s per-route stores: (group, version, plural, subresource) -> (resource,
+    # its storage, custom_stores, the store) they were built from
+    _stores: dict[tuple[str, str, str, str], tuple[ResourceInfo, ResourceStorage, object, Store]
+                  ] = field(default_factory=dict, repr=False)  # fmt: skip
 
     def store(self, resource: ResourceInfo, subresource: str = "") -> Store:
         """The generic store of ``resource`` as ``subresource`` writes it (the only way
-        handlers reach storage)."""
-        store = Store(
-            self.storages.for_resource(resource),
-            self.strategies(resource, subresource),
-            lifecycle=self.settings.lifecycle_controllers,
-        )
+        handlers reach storage). Built once per route and kept (a strategy, a store and
+        a kind's own REST storage are per-route facts, not per-request work) while the
+        resource, its storage and the custom stores stay the same objects."""
+        key = (resource.group, resource.version, resource.plural, subresource)
+        rs = self.storages.for_resource(resource)
+        kept = self._stores.get(key)
+        if kept is not None:
+            kept_resource, kept_rs, kept_custom, kept_store = kept
+            if kept_rs is rs and kept_custom is self.custom_stores and (
+                    kept_resource is resource or kept_resource == resource):  # fmt: skip
+                return kept_store
+        store = Store(rs, self.strategies(resource, subresource),
+                      lifecycle=self.settings.lifecycle_controllers)  # fmt: skip
         own = self.custom_stores(resource, subresource, store) if self.custom_stores else None
+        self._stores[key] = (resource, rs, self.custom_stores, own or store)
         return own or store
 
     async def stop_watches(self) -> None:

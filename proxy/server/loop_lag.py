@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from aiohttp import web
 from prometheus_client import Histogram
 
-from proxy.server.supervised_task import SupervisedTask
+from proxy.apimachinery.wait import SupervisedTask
 
 __all__ = ["LOOP_LAG", "TICK", "loop_lag_context", "run_ticker"]
 

@@ -1,6 +1,6 @@
 """Post-start hooks (upstream's ``AddPostStartHook`` and ``RunPostStartHooks``): the
 server's background work, declared by name, started once the server listens, each
-supervised (``proxy.server.supervised_task``) and each with its ``/readyz`` check
+supervised (``proxy.apimachinery.wait``) and each with its ``/readyz`` check
 ``poststarthook/<name>``.
 
 A component declares what it runs at build time::
@@ -40,15 +40,15 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from proxy.leaderelection.leader_election import LeaderElector
-from proxy.loopback.client import LoopbackClient, is_transient
-from proxy.server.supervised_task import (
+from proxy.apimachinery.wait import (
     LOOP_CLOCK,
     Backoff,
     Clock,
     SupervisedTask,
     cancel_and_wait,
 )
+from proxy.leaderelection.leader_election import LeaderElector
+from proxy.loopback.client import LoopbackClient, is_transient
 
 __all__ = ["POST_START_HOOKS", "PostStartHook", "PostStartHookContext", "PostStartHooks"]
 

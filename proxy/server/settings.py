@@ -271,6 +271,9 @@ class Settings:
     )  # fmt: skip
     # how long dialling a kubelet may take
     kubelet_timeout: float = 5.0
+    # an EgressSelectorConfiguration: how the kubelets and pod IPs (pods/proxy,
+    # services/proxy) are reached; "": directly (proxy/server/egressselector.py)
+    egress_selector_config_file: str = ""
 
 
 _STORAGE_MEDIA_TYPES = (
@@ -481,6 +484,9 @@ _FLAG_HELP: dict[str, str] = {
     "not verified)",
     "kubelet_preferred_address_types": "Node address types to reach a kubelet at, in order",
     "kubelet_timeout": "timeout of dialling a kubelet (e.g. 5s)",
+    "egress_selector_config_file": "EgressSelectorConfiguration file: its cluster egress "
+    "(Direct or HTTPConnect) reaches the kubelets and the pod IPs of pods/proxy and "
+    "services/proxy",
 }
 
 

@@ -1,9 +1,12 @@
 """The kubelet API of the simulated nodes and the API server's path to it, through the
 real kubectl: ``logs`` (``-f``, ``--previous``, ``--since``, ``--tail``, ``-c``),
 ``exec`` (one command, stdin, a TTY shell), ``cp`` both ways, ``attach``,
-``port-forward`` to a pod and a Service, and ``debug`` (an ephemeral container).
+``port-forward`` to a pod and a Service, ``debug`` (an ephemeral container), and
+``pods/proxy``/``services/proxy`` (``get --raw``, ``kubectl proxy``) to the pods' IPs
+through the simulated cluster's egress.
 
-One server (``--kubelet-client-certificate`` from a CA of the test's own) and
+One server (``--kubelet-client-certificate`` from a CA of the test's own,
+``--egress-selector-config-file`` through the sim's konnectivity socket) and
 ``watchcache sim --root-ca-file`` of that CA (the kubelets' client CA) per module."""
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import select
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +34,7 @@ from lab.etcd import EtcdCluster
 from lab.kubeconfig import write_kubeconfig
 from lab.pki import KUBELET_CLIENT, kubelet_client_flags
 from lab.process import stop_process
+from lab.sim.konnectivity import egress_selector_config
 from proxy.server.certs import new_ca, sign
 from tests.e2e.conftest import wait_until as _wait
 from tests.integration.conftest import JSON, KUBECTL, ServerProcess, start_server
@@ -87,15 +92,19 @@ def cluster(etcd: EtcdCluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
     for name, groups in (KUBELET_CLIENT, ("alice", ("devs",))):
         sign(ca, name, organizations=groups, client=True).write(d / f"{name}.crt",
                                                                 d / f"{name}.key")  # fmt: skip
+    uds = d / "konnectivity.sock"
+    egress = egress_selector_config(d / "egress.yaml", uds)
     with start_server(etcd.endpoints, None, "--lifecycle-controllers=true", "--secure-port=0",
                       f"--cert-dir={d / 'certs'}", f"--client-ca-file={d / 'ca.crt'}",
+                      f"--egress-selector-config-file={egress}",
                       *kubelet_client_flags(d)) as server:  # fmt: skip
         plan = seed.Plan(pods=0, nodes=NODES, namespaces=1, configmaps=0)
         result = asyncio.run(seed.seed_with_progress(server.url, plan, quiet=True))
         assert result.ok, result.errors
         log = open(d / "sim.log", "wb")  # noqa: SIM115 - the child's, closed below
         sim = subprocess.Popen(cli_command("sim", "--server", server.url, "--churn", "0",
-                                           "--root-ca-file", str(d / "ca.crt"), "-v"),
+                                           "--root-ca-file", str(d / "ca.crt"),
+                                           "--konnectivity-uds-name", str(uds), "-v"),
                                stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
         try:
             c = Cluster(server, write_kubeconfig(d / "kubeconfig", server.url), d)
@@ -351,6 +360,8 @@ def test_nodes_proxy_and_upgrades_required(cluster: Cluster, web: str) -> None:
     assert resources["pods/ephemeralcontainers"]["verbs"] == ["get", "patch", "update"]
     node = cluster.json("get", "pod", web)["spec"]["nodeName"]
     assert cluster.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/healthz") == "ok"
+    # through the cluster egress, as kube-apiserver's kubelet client with konnectivity
+    assert "konnectivity: a tunnel to the kubelet at" in (cluster.dir / "sim.log").read_text()
     pods = orjson.loads(cluster.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/pods"))
     assert web in {p["metadata"]["name"] for p in pods["items"]}
     base = f"/api/v1/namespaces/default/pods/{web}"
@@ -403,3 +414,172 @@ print(api.read_namespaced_pod_log({web!r}, "default", container="nginx", tail_li
     greeting, log = r.stdout.split("\n", 1)
     assert greeting == "hello from a ConfigMap"
     assert "kube-probe/1.37" in log
+
+
+def _raw(cluster: Cluster, path: str) -> subprocess.CompletedProcess[bytes]:
+    return cluster.run("get", "--raw", f"/api/v1/namespaces/default/{path}")
+
+
+def test_pods_proxy_reaches_the_pod_ip(cluster: Cluster, web: str) -> None:
+    """``pods/NAME[:PORT]/proxy/PATH``: the pod's responder at its IP, through the
+    simulated cluster's egress; no port: the first one a container declares."""
+    ip = cluster.json("get", "pod", web)["status"]["podIP"]
+    body = cluster.kubectl("get", "--raw", f"/api/v1/namespaces/default/pods/{web}:80/proxy/"
+                                           "hello?x=1")  # fmt: skip
+    assert body.startswith("Hello from default/web, container nginx, port 80")
+    assert "You sent: GET /hello?x=1 HTTP/1.1" in body
+    for name in (web, f"http:{web}:80"):
+        assert "port 80" in cluster.kubectl("get", "--raw",
+                                            f"/api/v1/namespaces/default/pods/{name}/proxy/")
+    posted = cluster.kubectl("create", "--raw", f"/api/v1/namespaces/default/pods/{web}:80/"
+                             "proxy/submit", "-f", "-", stdin='{"a": 1}')  # fmt: skip
+    assert "You sent: POST /submit HTTP/1.1" in posted
+    r = _raw(cluster, f"pods/{web}:81/proxy/")  # nothing declared there
+    assert r.returncode == 1
+    assert (f"while dialing {ip}:81, code 503: 503 dial tcp {ip}:81: connect: connection "
+            "refused") in r.stderr.decode()  # fmt: skip
+    r = _raw(cluster, f"pods/ftp:{web}:80/proxy/")
+    assert f'invalid pod request "ftp:{web}:80"' in r.stderr.decode()
+    r = _raw(cluster, "pods/absent:80/proxy/")
+    assert 'pods "absent" not found' in r.stderr.decode()
+
+
+def test_services_proxy_picks_a_ready_endpoint(cluster: Cluster, web: str) -> None:
+    """The EndpointSlice controller lists the selected pods; ``services/NAME:PORT/proxy``
+    goes to one of them at the target port, by number or port name."""
+    cluster.kubectl("apply", "-f", "-", stdin=SERVICE)
+    ip = cluster.json("get", "pod", web)["status"]["podIP"]
+
+    def endpoints() -> list[str]:
+        slices = cluster.json("get", "endpointslices", "-l", "kubernetes.io/service-name=web")
+        return [f"{a}:{s['ports'][0]['port']}" for s in slices["items"]
+                for e in s.get("endpoints") or [] for a in e["addresses"]
+                if e["conditions"]["ready"]]  # fmt: skip
+
+    _wait("the service's endpoints", lambda: endpoints() == [f"{ip}:80"])
+    assert f"Endpoints:                {ip}:80" in cluster.kubectl("describe", "service", "web")
+    table = cluster.kubectl("get", "endpointslices", "-l", "kubernetes.io/service-name=web")
+    header, row = table.splitlines()
+    assert header.split() == ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"]
+    assert row.split()[1:4] == ["IPv4", "80", ip]
+    for name in ("web:8080", "web", "http:web:8080"):
+        body = cluster.kubectl("get", "--raw",
+                               f"/api/v1/namespaces/default/services/{name}/proxy/x")  # fmt: skip
+        assert body.startswith("Hello from default/web, container nginx, port 80"), name
+        assert "You sent: GET /x HTTP/1.1" in body
+    r = _raw(cluster, "services/web:9999/proxy/")
+    assert ('Error from server (ServiceUnavailable): no service port 9999 found for service '
+            '"web"') in r.stderr.decode()  # fmt: skip
+
+
+def test_services_proxy_without_endpoints_is_503(cluster: Cluster) -> None:
+    cluster.kubectl("create", "service", "clusterip", "empty", "--tcp=80:8080")
+    _wait("its placeholder slice", lambda: cluster.json(
+        "get", "endpointslices", "-l", "kubernetes.io/service-name=empty")["items"])
+    conn = http.client.HTTPConnection("127.0.0.1", cluster.server.port, timeout=10)
+    try:
+        conn.request("GET", "/api/v1/namespaces/default/services/empty:80/proxy/")
+        answer = conn.getresponse()
+        status = orjson.loads(answer.read())
+    finally:
+        conn.close()
+    assert (answer.status, status["reason"], status["message"]) == (
+        503, "ServiceUnavailable", 'no endpoints available for service "empty"')
+
+
+def test_kubectl_proxy_to_a_service(cluster: Cluster, web: str) -> None:
+    """``kubectl proxy``, then the Service's proxy URL with plain HTTP, as the docs'
+    "Access services running on clusters" walk-through does."""
+    cluster.kubectl("apply", "-f", "-", stdin=SERVICE)
+    with subprocess.Popen([str(KUBECTL), "--kubeconfig", str(cluster.kubeconfig), "proxy",
+                           "--port=0"], stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL) as proc:  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            ready, _, _ = select.select([proc.stdout], [], [], 15)
+            assert ready, "kubectl proxy did not start within 15 s"
+            line = proc.stdout.readline().decode()  # Starting to serve on 127.0.0.1:N
+            local = int(line.rsplit(":", 1)[1])
+            url = (f"http://127.0.0.1:{local}/api/v1/namespaces/default/services/web:8080/"
+                   "proxy/index.html")  # fmt: skip
+            _wait("the service's endpoints", lambda: _status(url) == 200)
+            with urllib.request.urlopen(url, timeout=10) as r:
+                assert "You sent: GET /index.html HTTP/1.1" in r.read().decode()
+        finally:
+            proc.terminate()
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+
+
+def test_proxy_subresources_are_authorized(cluster: Cluster, web: str) -> None:
+    """``get pods/proxy`` and ``services/proxy``, with the name as the request names it
+    (``web:80``)."""
+    cluster.kubectl("apply", "-f", "-", stdin=SERVICE)
+    r = cluster.as_alice("get", "--raw", f"/api/v1/namespaces/default/pods/{web}:80/proxy/")
+    assert r.returncode == 1
+    assert ('User "alice" cannot get resource "pods/proxy" in API group "" in the namespace '
+            '"default"') in r.stderr.decode()  # fmt: skip
+    cluster.kubectl("create", "role", "proxy", "--verb=get",
+                    "--resource=pods/proxy,services/proxy")  # fmt: skip
+    cluster.kubectl("create", "rolebinding", "alice-proxy", "--role=proxy", "--group=devs")
+
+    def reads(path: str) -> bool:
+        r = cluster.as_alice("get", "--raw", f"/api/v1/namespaces/default/{path}/proxy/")
+        return r.stdout.startswith(b"Hello from default/web")
+
+    _wait("alice reads through pods/proxy", lambda: reads(f"pods/{web}:80"))
+    assert reads("services/web:8080")
+    r = cluster.as_alice("create", "--raw", f"/api/v1/namespaces/default/pods/{web}:80/proxy/",
+                         "-f", "-", stdin="{}")  # fmt: skip
+    assert 'cannot create resource "pods/proxy"' in r.stderr.decode()
+
+
+SNEAKY = """
+apiVersion: v1
+kind: Service
+metadata: {name: sneaky, namespace: default}
+spec:
+  ports: [{port: 80}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: sneaky-1
+  namespace: default
+  labels: {kubernetes.io/service-name: sneaky}
+addressType: IPv4
+ports: [{name: "", port: 22}]
+endpoints:
+- addresses: [127.0.0.1]
+  targetRef: {kind: Pod, name: web, namespace: default}
+- addresses: [IP]
+"""
+
+
+def test_proxy_reaches_pods_only(cluster: Cluster, web: str) -> None:
+    """Nothing of the host through the proxy subresources: an EndpointSlice written by
+    hand is used only where its targetRef is a pod holding that address (a loopback
+    address naming the pod, the pod's own address without a targetRef: neither), and a
+    pod whose IP is not global unicast is refused."""
+    ip = cluster.json("get", "pod", web)["status"]["podIP"]
+    cluster.kubectl("apply", "-f", "-", stdin=SNEAKY.replace("IP", ip))
+    r = _raw(cluster, "services/sneaky:80/proxy/")
+    assert ('Error from server (ServiceUnavailable): no endpoints available for service '
+            '"sneaky:80"') in r.stderr.decode()  # fmt: skip
+    cluster.kubectl("apply", "-f", "-", stdin="""
+apiVersion: v1
+kind: Pod
+metadata: {name: local, namespace: default}
+spec: {nodeName: ghost, containers: [{name: c, image: busybox, ports: [{containerPort: 22}]}]}
+""")
+    status = {"status": {"podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}]}}
+    cluster.kubectl("patch", "pod", "local", "--subresource=status", "--type=merge", "-p",
+                    orjson.dumps(status).decode())  # fmt: skip
+    r = _raw(cluster, "pods/local:22/proxy/")
+    assert "Error from server (BadRequest): address not allowed" in r.stderr.decode()

@@ -289,3 +289,29 @@ def test_a_stopped_kubelet_makes_its_node_not_ready(cluster: Cluster) -> None:
     _wait("Ready again", lambda: status() == "Ready", 30)
     _wait("untainted", lambda: not cluster.json("get", "node", node)["spec"].get("taints"))
     _wait("the evicted pod gone", lambda: cluster.run("get", "pod", "pinned").returncode != 0)
+
+
+def test_every_node_not_ready_stops_the_evictions(cluster: Cluster) -> None:
+    """Every zone fully disrupted (all kubelets stopped): the node lifecycle controller
+    blames its own network, not the nodes — NoSchedule taints, but no NoExecute taint
+    stays and no pod is evicted, even one that tolerates unreachable for 2 s only."""
+    node = seed.node_name(0)
+    cluster.kubectl("apply", "-f", "-", stdin=PINNED.replace("NODE", node)
+                    .replace("name: pinned", "name: patient"))  # fmt: skip
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/patient", "--timeout=30s")
+    cluster.kubectl("annotate", "nodes", "--all", "lab.watchcache.io/kubelet=stopped")
+
+    def taints() -> set[tuple[str, str]]:
+        return {(t["key"], t["effect"]) for n in cluster.json("get", "nodes")["items"]
+                for t in n["spec"].get("taints") or []}  # fmt: skip
+
+    try:
+        _wait("every node NotReady, none tainted NoExecute", lambda: taints() == {
+            ("node.kubernetes.io/unreachable", "NoSchedule")}, 40)  # fmt: skip
+        time.sleep(4)  # four monitor passes: the controller keeps to it
+        assert taints() == {("node.kubernetes.io/unreachable", "NoSchedule")}
+        assert "deletionTimestamp" not in cluster.json("get", "pod", "patient")["metadata"]
+    finally:
+        cluster.kubectl("annotate", "nodes", "--all", "lab.watchcache.io/kubelet-")
+    _wait("Ready and untainted again", lambda: not taints(), 40)
+    cluster.kubectl("delete", "pod", "patient", "--wait=false")

@@ -16,6 +16,9 @@ Reuse (other suites import these; nothing here is specific to one test file):
 - ``client`` (function, async): an ``EtcdClient`` connected to the session etcd.
 - ``http`` (function, async): an ``aiohttp.ClientSession`` on the shared server's URL.
 - ``namespace`` (function, async): a fresh namespace created through the shared server.
+- ``denying_policy(http, namespace, resource, expression, message)``: a
+  ValidatingAdmissionPolicy (and its Deny binding to ``namespace``) on CREATEs of a core
+  ``resource`` (``pods/eviction``) while the ``async with`` block runs.
 
 The launcher is the lab's (:mod:`lab.apiserver`): ``python -m proxy.cli serve`` from the
 checkout, waited for until ``/readyz`` answers 200 (or ``/livez``, with ``wait_ready=False``).
@@ -23,6 +26,7 @@ checkout, waited for until ``/readyz`` answers 200 (or ``/livez``, with ``wait_r
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -149,3 +153,32 @@ async def create(
         data: JSON = await resp.json()
         assert resp.status == code, data
         return data
+
+
+@contextlib.asynccontextmanager
+async def denying_policy(
+    http: aiohttp.ClientSession, namespace: str, resource: str, expression: str, message: str
+) -> AsyncIterator[str]:
+    """A ValidatingAdmissionPolicy that denies a CREATE of the core ``resource`` in
+    ``namespace`` unless ``expression`` holds, with ``message``; yields its name and
+    deletes it (and its binding) after. The server enforces it once it has seen it:
+    callers retry until it does."""
+    name = f"deny-{resource.replace('/', '-')}-{namespace}"
+    policies = "/apis/admissionregistration.k8s.io/v1"
+    await create(http, f"{policies}/validatingadmissionpolicies", {
+        "metadata": {"name": name},
+        "spec": {"failurePolicy": "Fail",
+                 "matchConstraints": {"resourceRules": [{
+                     "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                     "resources": [resource]}]},
+                 "validations": [{"expression": expression, "message": message}]}})  # fmt: skip
+    await create(http, f"{policies}/validatingadmissionpolicybindings", {
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"],
+                 "matchResources": {"namespaceSelector": {"matchLabels": {
+                     "kubernetes.io/metadata.name": namespace}}}}})  # fmt: skip
+    try:
+        yield name
+    finally:
+        await http.delete(f"{policies}/validatingadmissionpolicybindings/{name}")
+        await http.delete(f"{policies}/validatingadmissionpolicies/{name}")

@@ -1,7 +1,9 @@
 """``watchcache bench --reference``, against a second watchcache standing in for a
 kube-apiserver (reached through a kubeconfig): a short
-run yields every scenario on both servers with ratios, the outputs are written, and the
-reference is left as it was (the bench namespace is gone)."""
+run yields every scenario on both servers with ratios, the small requests go through
+the native load generator (wrk, fetched from Debian into the cache when not on PATH) to
+the reference and to a watchcache of each ``--workers`` value, the outputs are written,
+and the reference is left as it was (the bench namespace is gone)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,14 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from lab.bench_reference import ReferenceConfig, reference_endpoint, run_reference
+from lab.bench_reference import (
+    Endpoint,
+    ReferenceConfig,
+    _seed,
+    _time,
+    reference_endpoint,
+    run_reference,
+)
 from lab.kubeconfig import write_kubeconfig
 from tests.integration.conftest import ServerFactory
 
@@ -23,14 +32,18 @@ async def _namespaces(url: str) -> list[str]:
         return [n["metadata"]["name"] for n in (await r.json())["items"]]
 
 
+# four servers, seeding, every read, wrk on each: a minute of benchmark runs
+@pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_a_short_reference_run_against_a_second_watchcache(
     server_factory: ServerFactory, tmp_path: Path
 ) -> None:
     reference = server_factory("--watch-cache=true")
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", reference.url)
     cfg = ReferenceConfig(reference="", kubeconfig=kubeconfig, reference_pid=reference.pid,
-                          pods=12, nodes=3, runs=1, warmup=0, connections=2, load_seconds=0.3,
-                          watchers=2, writes=2, out=tmp_path / "out", quiet=True)  # fmt: skip
+                          pods=12, nodes=3, runs=1, warmup=0, connections=2, load_seconds=1,
+                          load_rounds=1, workers=(1, 2), watchers=2, writes=2,
+                          out=tmp_path / "out", quiet=True)  # fmt: skip
     result = run_reference(cfg)
 
     names = {row["name"] for row in result["reads"]}
@@ -44,9 +57,19 @@ def test_a_short_reference_run_against_a_second_watchcache(
     ours, theirs = list_bytes["watchcache"]["bytes"], list_bytes["reference"]["bytes"]
     assert abs(ours - theirs) <= 0.02 * ours
     for side in ("watchcache", "reference"):
-        assert result["load"][side]["rps"] > 0
-        assert result["load"][side]["server_cpu_cores"] is not None
         assert result["fanout"][side]["events"] == 4  # 2 watchers x 2 writes, all seen
+    native = {row["name"]: row for row in result["native_load"]["scenarios"]}
+    assert set(native) == {"get_cache_c1", "get_etcd_c1", "get_cache_c2"}
+    for row in native.values():
+        servers = row["servers"]
+        assert set(servers) == {"reference", "watchcache --workers 1", "watchcache --workers 2"}
+        for figures in servers.values():
+            # every request answered 200 (wrk counts any other status as an error), and
+            # the server's CPU was found (a --workers supervisor's is its workers')
+            assert figures["requests"] > 0 and figures["errors"] == 0
+            assert figures["server_cpu_ms_per_request"] > 0
+        assert set(row["ratios"]) == {"watchcache --workers 1", "watchcache --workers 2"}
+    assert result["load"] == {}  # the Python client's load only without wrk
     memory = result["memory"]
     assert memory["reference_rss"] and memory["watchcache_rss_after_restart"]
     assert memory["cache_after_writes"]["json_bytes"] == memory["json_bytes"]  # the 12 pods
@@ -54,6 +77,7 @@ def test_a_short_reference_run_against_a_second_watchcache(
         # (the fan-out's label patches made one pod a little larger after the writes)
         assert memory[filled]["held_bytes"] > memory[filled]["json_bytes"] >= memory["json_bytes"]
     assert result["meta"]["reference_version"]["gitVersion"]
+    assert result["meta"]["etcd"].count(".") == 2  # which etcd the figures used
     for name in ("reference.json", "reference.md", "reference-reads.png"):
         assert (tmp_path / "out" / name).stat().st_size > 0
     # the reference is left as it was
@@ -74,3 +98,22 @@ def test_the_kubeconfig_gives_server_token_and_tls(tmp_path: Path) -> None:
     assert ep.headers == {"Authorization": "Bearer secret"}
     assert not isinstance(ep.ssl, bool) and not ep.ssl.check_hostname
     assert reference_endpoint("http://other:8080", path, tmp_path).url == "http://other:8080"
+
+
+def test_a_paged_read_follows_every_continue_token(server_factory: ServerFactory) -> None:
+    """table_gzip_kubectl pages as kubectl does: the timed read is every page, not the
+    first (12 pods in pages of 5: three pages, the last of 2)."""
+    server = server_factory("--watch-cache=true")
+    ep = Endpoint("watchcache", server.url)
+    asyncio.run(_seed(ep, "paged", ReferenceConfig(reference="", pods=12, nodes=3)))
+    pods = f"{server.url}/api/v1/namespaces/paged/pods?limit=5"
+
+    async def go() -> tuple[int, int]:
+        async with aiohttp.ClientSession() as s:
+            async with s.get(pods) as r:
+                first = len(await r.read())
+            _, walked = await _time(s, pods, {"Accept-Encoding": "identity"})
+        return first, walked
+
+    first, walked = asyncio.run(go())
+    assert walked > 2 * first  # 5 + 5 + 2 pods, not the first page's 5 alone

@@ -5,9 +5,11 @@ control plane's health, probed on each GET) and ``certificatesigningrequests/app
 
 from __future__ import annotations
 
+import asyncio
+
 import aiohttp
 
-from tests.integration.conftest import create, pod_body
+from tests.integration.conftest import create, denying_policy, pod_body
 
 
 async def test_discovery_lists_them(http: aiohttp.ClientSession) -> None:
@@ -33,6 +35,26 @@ async def test_a_binding_binds_the_pod_it_names(
         assert (await resp.json())["spec"]["nodeName"] == "node-1"
     async with http.get(f"/api/v1/namespaces/{namespace}/bindings") as resp:
         assert resp.status == 405
+
+
+async def test_a_binding_is_admitted_as_the_pods_binding(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    """The legacy ``bindings`` resource is the pods' binding storage: a CREATE of it goes
+    through admission as one of ``pods/binding`` (a policy on that subresource holds)."""
+    await create(http, f"/api/v1/namespaces/{namespace}/pods", pod_body("p"))
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+               "target": {"kind": "Node", "name": "held"}}  # fmt: skip
+    path = f"/api/v1/namespaces/{namespace}/bindings?dryRun=All"
+    async with denying_policy(http, namespace, "pods/binding", "object.target.name != 'held'",
+                              "node held"):  # fmt: skip
+        for _ in range(100):  # the policy is in force once the server has seen it
+            async with http.post(path, json=binding) as resp:
+                code, status = resp.status, await resp.json()
+            if code != 201:
+                break
+            await asyncio.sleep(0.1)
+        assert code == 422 and "denied request: node held" in status["message"], status
 
 
 async def test_component_statuses(http: aiohttp.ClientSession) -> None:

@@ -17,12 +17,12 @@ import pytest
 from aiohttp import web
 
 from lab.etcd import EtcdCluster
+from proxy.apimachinery.wait import Backoff
 from proxy.loopback.client import LoopbackClient, resource_path
 from proxy.loopback.config import LoopbackConfig
 from proxy.server.certs import CertKey, new_ca, sign
 from proxy.server.post_start_hooks import POST_START_HOOKS, PostStartHookContext
 from proxy.server.settings import load_settings
-from proxy.server.supervised_task import Backoff
 from tests.integration.conftest import start_server
 from tests.integration.in_process import in_process_server, wait_ready
 
@@ -184,3 +184,40 @@ def test_the_loopback_client_trusts_the_serving_certificate_whatever_its_names(
         log = proc.log()
     writes = [line for line in log.splitlines() if '"user":"system:apiserver"' in line]
     assert any('"path":"/api/v1/namespaces"' in line and '"code":201' in line for line in writes)
+
+
+async def test_a_deleted_namespace_is_emptied_through_the_loopback_client(
+    etcd: EtcdCluster, tmp_path: Path
+) -> None:
+    """The server's namespace controller empties a deleted namespace, each resource's
+    content by a deletecollection of its own as system:apiserver (audited, admitted),
+    as upstream's namespace deleter deletes through its client."""
+    (tmp_path / "policy.yaml").write_text(POLICY)
+    log = tmp_path / "audit.log"
+    with start_server(etcd.endpoints, None, f"--audit-policy-file={tmp_path / 'policy.yaml'}",
+                      f"--audit-log-path={log}") as proc:  # fmt: skip
+        async with aiohttp.ClientSession(base_url=proc.url) as http:
+            ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "emptied"}}
+            async with http.post("/api/v1/namespaces", json=ns) as resp:
+                assert resp.status == 201
+            cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "inside"}}
+            async with http.post("/api/v1/namespaces/emptied/configmaps", json=cm) as resp:
+                assert resp.status == 201
+                rv = (await resp.json())["metadata"]["resourceVersion"]
+            async with http.delete("/api/v1/namespaces/emptied") as resp:
+                assert resp.status == 200  # marked Terminating; emptied in the background
+            watch = f"/api/v1/namespaces/emptied/configmaps?watch=1&resourceVersion={rv}"
+            async with asyncio.timeout(30), http.get(watch) as resp:
+                async for line in resp.content:
+                    if json.loads(line)["type"] == "DELETED":
+                        break
+
+    def emptied(e: dict[str, Any]) -> bool:
+        ref = e.get("objectRef") or {}
+        return (e["verb"], e["stage"], ref.get("namespace"), ref.get("resource")) == (
+            "deletecollection", "ResponseComplete", "emptied", "configmaps")  # fmt: skip
+
+    [event] = _events(log, 1, emptied)
+    assert event["user"]["username"] == "system:apiserver"
+    assert event["requestURI"] == "/api/v1/namespaces/emptied/configmaps"
+    assert event["responseStatus"]["code"] == 200

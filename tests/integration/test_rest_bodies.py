@@ -131,6 +131,8 @@ async def test_body_over_3_mib_is_413(http: aiohttp.ClientSession, namespace: st
         "/api/v1/widgets",
         "/apis/apps/v1/widgets",
         "/api/v1/namespaces/x/nodes",
+        "/api/v1/namespaces/x/namespaces",  # a cluster-scoped resource has no namespaced route
+        "/api/v1/namespaces/x/namespaces/x",
         "/api/v1/namespaces/x/pods/p/logs",  # (pods/log is served: 'pods "p" not found')
         "/api/v2",
     ],

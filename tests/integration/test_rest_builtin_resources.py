@@ -14,7 +14,8 @@ from etcdclient import EtcdClient
 from lab.etcd import EtcdCluster
 from proxy.flowcontrol import bootstrap
 from proxy.kube.conversion import VIEWS
-from proxy.registry.resources import ResourceInfo, build_registry
+from proxy.kube.resources import build_registry
+from proxy.registry.resources import ResourceInfo
 from storage import codec, keys
 from storage.protobuf.serializer import get_serializer
 from tests.integration.conftest import ServerProcess, create, start_server
@@ -82,6 +83,8 @@ BOOTSTRAPPED = frozenset({
     *bootstrap.MANDATORY_FLOW_SCHEMAS, *bootstrap.SUGGESTED_FLOW_SCHEMAS,
     # the IPAddress that holds the default/kubernetes Service's ClusterIP
     "10.96.0.1",
+    # the default ServiceCIDR (start-kubernetes-service-cidr-controller)
+    "kubernetes",
 })  # fmt: skip
 
 # kube-apiserver's historic etcd paths of these resources (the group is never in the key)

@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.integration.conftest import create, pod_body
+from tests.integration.conftest import create, denying_policy, pod_body
 
 pytestmark = pytest.mark.etcd
 
@@ -203,24 +203,10 @@ async def test_eviction_in_protobuf(http: aiohttp.ClientSession, namespace: str)
 async def test_an_eviction_is_admitted(http: aiohttp.ClientSession, namespace: str) -> None:
     """A CREATE of pods/eviction goes through admission (with the Eviction as its
     object), as upstream's: a ValidatingAdmissionPolicy on it can pause evictions."""
-    name = f"no-evictions-{namespace}"
-    policies = "/apis/admissionregistration.k8s.io/v1"
-    await create(http, f"{policies}/validatingadmissionpolicies", {
-        "metadata": {"name": name},
-        "spec": {"failurePolicy": "Fail",
-                 "matchConstraints": {"resourceRules": [{
-                     "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-                     "resources": ["pods/eviction"]}]},
-                 "validations": [{"expression": "object.kind != 'Eviction'",
-                                  "message": "evictions are paused"}]}})  # fmt: skip
-    await create(http, f"{policies}/validatingadmissionpolicybindings", {
-        "metadata": {"name": name},
-        "spec": {"policyName": name, "validationActions": ["Deny"],
-                 "matchResources": {"namespaceSelector": {"matchLabels": {
-                     "kubernetes.io/metadata.name": namespace}}}}})  # fmt: skip
     pods = f"/api/v1/namespaces/{namespace}/pods"
     await running_pod(http, namespace, "web-1")
-    try:
+    async with denying_policy(http, namespace, "pods/eviction", "object.kind != 'Eviction'",
+                              "evictions are paused") as name:  # fmt: skip
         for _ in range(100):  # the policy is in force once the server has seen it
             code, status = await _call(http, "POST", f"{pods}/web-1/eviction?dryRun=All",
                                        eviction("web-1"))  # fmt: skip
@@ -231,6 +217,3 @@ async def test_an_eviction_is_admitted(http: aiohttp.ClientSession, namespace: s
         assert status["message"] == (
             f"pods \"web-1\" is forbidden: ValidatingAdmissionPolicy '{name}' with binding "
             f"'{name}' denied request: evictions are paused")  # fmt: skip
-    finally:
-        await _call(http, "DELETE", f"{policies}/validatingadmissionpolicybindings/{name}")
-        await _call(http, "DELETE", f"{policies}/validatingadmissionpolicies/{name}")

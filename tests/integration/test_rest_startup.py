@@ -84,7 +84,7 @@ async def test_one_compactor_per_client_owned_by_the_storage_context(
     from aiohttp import web
 
     from proxy.app.server import build_app
-    from proxy.registry.resources import REVIEW_GROUPS
+    from proxy.kube.resources import REVIEW_GROUPS
     from proxy.registry.storage_factory import StorageContext
     from proxy.server.context import API_CONTEXT
     from proxy.server.settings import load_settings

@@ -256,3 +256,50 @@ async def test_a_load_balancer_with_local_traffic_gets_a_health_check_node_port(
     quiet = await create(http, path, service("lb2", type="LoadBalancer",
                                              allocateLoadBalancerNodePorts=False))  # fmt: skip
     assert "nodePort" not in quiet["spec"]["ports"][0]
+
+
+async def test_an_update_to_node_port_allocates_and_a_failed_one_gives_it_back(
+    http: aiohttp.ClientSession, ns: str
+) -> None:
+    """beginUpdate: a ClusterIP Service made NodePort gets a nodePort; an update refused
+    after allocating (validation) holds none (the port is free for the next Service)."""
+    path = f"/api/v1/namespaces/{ns}/services"
+    svc = await create(http, path, service("grow"))
+    bad = {"spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30010}],
+                    "sessionAffinity": "Sometimes"}}  # fmt: skip
+    merge = {"Content-Type": "application/merge-patch+json"}
+    async with http.patch(f"{path}/grow", json=bad, headers=merge) as resp:
+        assert resp.status == 422, await resp.text()
+    await create(http, path, service("holder", type="NodePort",
+                                     ports=[{"port": 80, "nodePort": 30010}]))  # fmt: skip
+    good = {"spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30011}]}}
+    async with http.patch(f"{path}/grow", json=good, headers=merge) as resp:
+        grown = await status_of(resp)
+        assert resp.status == 200, grown
+    assert grown["spec"]["ports"][0]["nodePort"] == 30011
+    assert grown["spec"]["clusterIP"] == svc["spec"]["clusterIP"]  # kept by the update
+
+
+async def test_lifting_the_last_finalizer_and_a_delete_collection_release_addresses(
+    http: aiohttp.ClientSession, ns: str
+) -> None:
+    """afterDelete on the two other ways a Service is removed: the update that lifts
+    its last finalizer from a deleted Service, and a delete collection."""
+    path = f"/api/v1/namespaces/{ns}/services"
+    held = service("held", clusterIP="10.0.0.13")
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    await create(http, path, held)
+    async with http.delete(f"{path}/held") as resp:
+        assert resp.status == 200  # kept: being deleted
+    assert await ip_address(http, "10.0.0.13") is not None
+    merge = {"Content-Type": "application/merge-patch+json"}
+    lift = {"metadata": {"finalizers": None}}
+    async with http.patch(f"{path}/held", json=lift, headers=merge) as resp:
+        assert resp.status == 200, await resp.text()
+    assert await ip_address(http, "10.0.0.13") is None
+    await create(http, path, service("one", clusterIP="10.0.0.14"))
+    await create(http, path, service("two", clusterIP="10.0.0.15"))
+    async with http.delete(path) as resp:
+        assert resp.status == 200, await resp.text()
+    assert await ip_address(http, "10.0.0.14") is None
+    assert await ip_address(http, "10.0.0.15") is None

@@ -34,10 +34,26 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # k8s.io/apimachinery's kind-independent validation (field errors, names,
     # ObjectMeta) and quantities
     ("proxy.apimachinery",),
-    # request-scoped primitives (RequestInfo, user, audit annotations, warnings, the
-    # parsed options): the leaf every stage of the server library reads
-    ("proxy.request",),
-    ("proxy",),  # the generic server library (k8s.io/apiserver)
+    # the server library's leaves, peers: request-scoped primitives (RequestInfo, user,
+    # audit annotations, warnings, the parsed options) that every stage reads; the CEL
+    # engine (k8s.io/apiserver's cel, over apimachinery's quantities); the loopback
+    # client (client-go's rest client, over HTTP alone); the OpenAPI documents and the
+    # built-in kinds' schemas
+    ("proxy.request", "proxy.cel", "proxy.loopback", "proxy.openapi"),
+    # over them: client-go's machinery (shared informers and work queues, leader
+    # election), and, over the schemas, the Table printers, the field manager
+    # (structured-merge-diff and managedFields) and the strategic merge patch
+    (
+        "proxy.informer",
+        "proxy.leaderelection",
+        "proxy.printers",
+        "proxy.fieldmanager",
+        "proxy.patch",
+    ),
+    # the generic registry: the Store, the Strategy protocol, the REST storages'
+    # contracts, each resource's storage (never a web request: see below)
+    ("proxy.registry",),
+    ("proxy",),  # the rest of the generic server library (k8s.io/apiserver)
     # kube's built-in kinds, CRDs, aggregation: peers above the library
     ("proxy.kube", "proxy.apiextensions", "proxy.aggregator"),
     ("proxy.app", "proxy.cli"),  # the composition root and the command line
@@ -296,6 +312,16 @@ def test_the_checker_sees_what_it_must() -> None:
     }
     assert not allowed("storage.interfaces", "cacher.cacher")
     assert not allowed("proxy.request.user", "proxy.endpoints.negotiation")
+    assert not allowed("proxy.cel.library", "proxy.request.user")  # peers
+    assert not allowed("proxy.loopback.client", "proxy.server.settings")
+    assert allowed("proxy.admission.policy.validating", "proxy.cel.environment")
+    assert not allowed("proxy.informer.shared_informer", "proxy.server.settings")
+    assert allowed("proxy.leaderelection.leader_election", "proxy.loopback.client")
+    assert not allowed("proxy.openapi.documents", "proxy.registry.resources")
+    assert allowed("proxy.printers.columns", "proxy.openapi.schemas")
+    assert not allowed("proxy.fieldmanager.typed", "proxy.registry.resources")
+    assert not allowed("proxy.registry.storage_factory", "proxy.server.settings")
+    assert allowed("proxy.endpoints.handlers.rest", "proxy.registry.store")
     assert not allowed("proxy.registry.store", "proxy.kube.validation.pod")
     assert not allowed("proxy.kube.validation.pod", "proxy.apiextensions.serving")
     assert not allowed("proxy.app.server", "lab.seed")

@@ -1,4 +1,5 @@
-"""Bad values that upstream prints with Go's ``%#v`` (or ``String()``), rendered from
+"""Bad values that upstream prints with Go's ``%#v`` (or ``String()``, or ``%v``:
+:func:`go_format`), rendered from
 decoded JSON so messages read as kube-apiserver's: ``[]string{"a", "b"}``,
 ``map[string]string{"app":"web"}``, ``v1.LabelSelector{MatchLabels:...}``,
 ``core.ServicePort{...}``, a ``metav1.Time`` as ``2024-01-02 03:04:05 +0000 UTC``.
@@ -17,6 +18,7 @@ from proxy.apimachinery.validation.field import GoLiteral, go_quote, go_value
 
 __all__ = [
     "GoLiteral",
+    "go_format",
     "label_selector",
     "meta_value",
     "owner_reference",
@@ -49,6 +51,22 @@ _GO_NAMES = {
     "providerID": "ProviderID",
     "ttlSecondsAfterFinished": "TTLSecondsAfterFinished",
 }
+
+
+def go_format(value: Any) -> str:
+    """``value`` as Go's ``%v`` prints decoded JSON (for upstream-identical messages)."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    if isinstance(value, dict):
+        inner = " ".join(f"{k}:{go_format(value[k])}" for k in sorted(value))
+        return f"map[{inner}]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_format(v) for v in value) + "]"
+    return str(value)
 
 
 def go_name(json_name: str) -> str:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from proxy.endpoints.cached_document import CachedDocument
-from proxy.registry.served_resource import DiscoveredResource
+from proxy.apimachinery.api_resource import DiscoveredResource
+from proxy.openapi.cached_document import CachedDocument
 from storage.interfaces import JSONValue
 
 __all__ = [
@@ -39,7 +39,7 @@ AGGREGATED_CONTENT_TYPE = (
 )
 
 
-DiscoveryResource = DiscoveredResource  # one discovery entry (proxy.registry.served_resource)
+DiscoveryResource = DiscoveredResource  # one discovery entry (proxy.apimachinery.api_resource)
 
 
 # kube-aggregator's group priorities (higher first); unknown groups sort after, by name.

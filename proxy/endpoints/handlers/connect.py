@@ -45,6 +45,7 @@ from proxy.registry.rest import Connecter, ConnectTarget, Context
 from proxy.request.request_info import RequestInfo
 from proxy.request.user import request_user
 from proxy.server.context import API_CONTEXT
+from proxy.server.egressselector import EgressDialError
 
 __all__ = ["connect_resource"]
 
@@ -135,6 +136,8 @@ def _dial_error(target: ConnectTarget, err: BaseException, upgrade: bool) -> api
     """A target that cannot be reached: a 500 with Go's words for the dial, as
     kube-apiserver answers (``Get "URL": dial tcp ...`` for a log,
     ``error dialing backend: ...`` for an upgrade)."""
+    if isinstance(err, EgressDialError):  # the egress proxy's words, as upstream's dialer
+        return apierrors.unknown_error(str(err))
     url = urllib.parse.urlsplit(target.url)
     os_error = getattr(err, "os_error", None) or err
     refused = getattr(os_error, "errno", None) == errno.ECONNREFUSED
@@ -142,6 +145,13 @@ def _dial_error(target: ConnectTarget, err: BaseException, upgrade: bool) -> api
             else f"dial tcp {url.hostname}:{url.port}: {os_error}")  # fmt: skip
     message = f"error dialing backend: {dial}" if upgrade else f'Get "{target.url}": {dial}'
     return apierrors.unknown_error(message)
+
+
+def _connector(target: ConnectTarget) -> aiohttp.BaseConnector | None:
+    """The connector of the target's transport (None: aiohttp's own, dialling directly)."""
+    connector: aiohttp.BaseConnector | None = (
+        target.transport() if target.transport is not None else None)
+    return connector
 
 
 def _forwarded_headers(request: web.Request) -> dict[str, str]:
@@ -152,7 +162,8 @@ def _forwarded_headers(request: web.Request) -> dict[str, str]:
 async def _proxy_http(request: web.Request, target: ConnectTarget) -> web.StreamResponse:
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=_DIAL_TIMEOUT)
     body = await request.read() if request.body_exists else None
-    async with aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as session:
+    async with aiohttp.ClientSession(timeout=timeout, auto_decompress=False,
+                                     connector=_connector(target)) as session:  # fmt: skip
         try:
             upstream = await session.request(request.method, target.url, data=body,
                                              headers=_forwarded_headers(request), ssl=target.tls,
@@ -183,7 +194,7 @@ def _protocols(request: web.Request) -> list[str]:
 
 async def _relay_websocket(request: web.Request, target: ConnectTarget) -> web.StreamResponse:
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=_DIAL_TIMEOUT)
-    async with aiohttp.ClientSession(timeout=timeout) as session:
+    async with aiohttp.ClientSession(timeout=timeout, connector=_connector(target)) as session:
         try:
             backend = await session.ws_connect(
                 target.url, protocols=_protocols(request), ssl=target.tls, max_msg_size=0,

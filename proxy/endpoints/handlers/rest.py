@@ -22,22 +22,24 @@ from proxy.admission import handler as admission
 from proxy.admission.attributes import add_audit_annotation
 from proxy.authentication.filter import is_secure
 from proxy.endpoints import decoding, negotiation, responsewriters, restful_route
-from proxy.endpoints.handlers import collection, componentstatus
+from proxy.endpoints.handlers import collection, computed, managed
+from proxy.endpoints.handlers import patcher as patch
 from proxy.endpoints.handlers.connect import connect_resource
 from proxy.endpoints.handlers.delete_options import parse_delete_options
 from proxy.endpoints.handlers.scope import RequestScope
 from proxy.endpoints.media_types import AcceptedFormat
-from proxy.fieldmanager import wiring as managed
-from proxy.patch import patcher as patch
 from proxy.registry import deletion, object_meta, validation
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.rest import (
-    Connecter,
     Context,
-    Deleter,
-    Getter,
     NamedCreater,
+    ResetFields,
     Updater,
+    is_connecter,
+    is_deleter,
+    is_getter,
+    is_named_creater,
+    is_updater,
 )
 from proxy.registry.store import Store
 from proxy.registry.validation import Mode
@@ -63,8 +65,8 @@ def _resolve(ctx: APIContext, info: RequestInfo) -> ResourceInfo:
         raise path_not_found()
     if len(info.parts) > 3 and info.subresource != "proxy":
         raise path_not_found()
-    if not resource.namespaced and info.namespace and info.resource != "namespaces":
-        raise path_not_found()
+    if not resource.namespaced and info.namespace_prefix:
+        raise path_not_found()  # a cluster-scoped resource has no namespaced route
     if resource.namespaced and not info.namespace and info.verb not in ("list", "watch"):
         # only list/watch exist across all namespaces; the collection path has a GET
         raise path_not_found() if info.name else apierrors.method_not_allowed()
@@ -75,7 +77,7 @@ def _check_verb(info: RequestInfo, scope: RequestScope) -> None:
     """405 where a route serves the path but not this method, as go-restful answers: a
     subresource serves get, update and patch, or a create on the object's path where
     its storage is a named creater (``pods/NAME/binding``)."""
-    if info.verb == "create" and isinstance(scope.storage, NamedCreater):
+    if info.verb == "create" and is_named_creater(scope.storage):
         return
     if info.subresource and info.verb not in ("get", "update", "patch"):
         raise apierrors.method_not_allowed()
@@ -89,10 +91,13 @@ def _check_verb(info: RequestInfo, scope: RequestScope) -> None:
 _NAMED = frozenset({"update", "patch"})
 
 
-def _scope(ctx: APIContext, resource: ResourceInfo, subresource: str) -> RequestScope:
-    """The route's scope: a delegate's (custom resources), else the built-in one, with
-    the server's part."""
+def _scope(ctx: APIContext, resource: ResourceInfo, subresource: str) -> RequestScope | None:
+    """The route's scope: a delegate's (custom resources, kube's legacy bindings), else
+    the built-in one, with the server's part; None for a resource without storage that
+    no delegate serves (its objects are computed on each call)."""
     scope = _route_scope(ctx, resource, subresource)
+    if scope is None:
+        return None
     return dataclasses.replace(
         scope, admission=ctx.admission,
         max_request_body_bytes=ctx.settings.max_request_body_bytes,
@@ -100,11 +105,15 @@ def _scope(ctx: APIContext, resource: ResourceInfo, subresource: str) -> Request
     )  # fmt: skip
 
 
-def _route_scope(ctx: APIContext, resource: ResourceInfo, subresource: str) -> RequestScope:
+def _route_scope(
+    ctx: APIContext, resource: ResourceInfo, subresource: str
+) -> RequestScope | None:
     for delegate in ctx.delegates:
         scope = delegate.scope(resource, subresource)
         if scope is not None:
             return scope
+    if not resource.has_storage:
+        return None
     store = ctx.store(resource, subresource)
     own = None
     if subresource:
@@ -119,10 +128,10 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
     if not info.is_resource_request or info.verb == "proxy":
         raise path_not_found()  # (the deprecated /proxy/ prefix has no routes upstream)
     resource = _resolve(ctx, info)
-    scope = _scope(ctx, resource, info.subresource) if resource.has_storage else None
-    if scope is not None and isinstance(scope.storage, Connecter):
+    scope = _scope(ctx, resource, info.subresource)
+    if scope is not None and is_connecter(scope.storage):
         return await connect_resource(request, info, scope, scope.storage)
-    if scope is not None:
+    if resource.has_storage and scope is not None:
         _check_verb(info, scope)
     elif not resource.allows(info.verb):  # a virtual resource's verbs are its own
         raise apierrors.method_not_allowed()
@@ -133,32 +142,11 @@ async def handle_resource(request: web.Request) -> web.StreamResponse:
         # there are GET only
         raise apierrors.method_not_allowed()
     restful_route.check(request.method, info.verb, request.headers)  # 415/406 of go-restful
-    if scope is None:  # the legacy virtual resources of /api/v1
-        return await _handle_virtual(request, ctx, info)
+    if scope is None:  # a resource whose objects are computed on each call
+        return await computed.handle_computed(request, ctx, info, resource)
     if scope.check is not None:
         scope.check(request, info)
     return await _HANDLERS[info.verb](request, ctx, info, scope)
-
-
-async def _handle_virtual(
-    request: web.Request, ctx: APIContext, info: RequestInfo
-) -> web.StreamResponse:
-    """``bindings`` (upstream's ``LegacyBindingREST``: the pods' binding storage, the
-    pod the one the Binding names) and ``componentstatuses``."""
-    if info.resource != "bindings":
-        return await componentstatus.handle_component_statuses(request, ctx, info)
-    if info.verb != "create":
-        raise apierrors.method_not_supported("bindings", info.verb)
-    pods = ctx.registry.get("", "v1", "pods")
-    assert pods is not None
-    store = ctx.store(pods)
-    storage = ctx.subresource_storages(pods, "binding", store)
-    assert isinstance(storage, NamedCreater)
-    scope = RequestScope(
-        pods, "binding", store, storage,
-        max_request_body_bytes=ctx.settings.max_request_body_bytes,
-    )  # fmt: skip
-    return await _create_named(request, info, scope, storage)
 
 
 def _namespace(info: RequestInfo, resource: ResourceInfo) -> str:
@@ -173,7 +161,7 @@ async def get_object(
     request: web.Request, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
     storage = scope.storage
-    if not isinstance(storage, Getter):
+    if not is_getter(storage):
         raise apierrors.method_not_supported(scope.qualified, info.verb)
     media = _response_type(request, scope.kind)
     opts = GetOptions(resource_version=request.query.get("resourceVersion", ""))
@@ -199,12 +187,16 @@ def _request_admission(
     scope: RequestScope,
     dry_run: bool,
     options_kind: str,
+    name: str = "",
 ) -> admission.RequestAdmission:
+    """The admission of this request, as the route's resource and subresource (a
+    delegate's route may serve another path: legacy ``bindings`` is ``pods/binding``);
+    ``name``: the object's, where the path has none."""
     chain = scope.admission
     kind = scope.kind
     return admission.RequestAdmission(
-        request, chain, scope.resource, _namespace(info, scope.resource), info.name,
-        info.subresource, dry_run, options_kind,
+        request, chain, scope.resource, _namespace(info, scope.resource), info.name or name,
+        scope.subresource, dry_run, options_kind,
         None if kind is scope.resource else (kind.group, kind.version, kind.kind),
     )  # fmt: skip
 
@@ -212,7 +204,7 @@ def _request_admission(
 async def create_object(
     request: web.Request, info: RequestInfo, scope: RequestScope
 ) -> web.StreamResponse:
-    if isinstance(scope.storage, NamedCreater):
+    if is_named_creater(scope.storage):
         return await _create_named(request, info, scope, scope.storage)
     resource, store = scope.resource, scope.store
     media, dry_run, obj, warnings = await _write_request(request, scope, "CreateOptions")
@@ -223,7 +215,8 @@ async def create_object(
     stored = await store.create_object(
         _rest_context(request, namespace, dry_run), obj, adm.validate_create,
         managed=lambda created: managed.record_update(
-            request, resource, "", None, created, managed.sent_managed_fields(created)
+            request, resource, "", scope.reset_fields, None, created,
+            managed.sent_managed_fields(created),
         ),
     )  # fmt: skip
     return responsewriters.object_response(
@@ -250,7 +243,7 @@ async def _create_named(
     context = _rest_context(request, _namespace(info, scope.resource), dry_run)
     # the legacy ``bindings`` resource has no name in its path: the body's is the one
     name = info.name or str((obj.get("metadata") or {}).get("name") or "")
-    adm = _request_admission(request, info, scope, dry_run, "CreateOptions")
+    adm = _request_admission(request, info, scope, dry_run, "CreateOptions", name)
     obj = await adm.admit_create(obj)
     status = await storage.create_named(context, name, obj, adm.validate_create)
     return responsewriters.json_response(status, int(status.get("code") or 201))
@@ -309,6 +302,7 @@ class _UpdatedBody:
     request: web.Request
     adm: admission.RequestAdmission
     resource: ResourceInfo
+    reset: ResetFields  # the route strategy's reset fields
     new: JSONObject
     sent: object  # the managedFields the body carries
 
@@ -323,14 +317,16 @@ class _UpdatedBody:
     def managed(self, current: JSONObject, prepared: JSONObject) -> JSONObject:
         live = current or None
         sub = self.adm.subresource if current else ""
-        updated = managed.record_update(self.request, self.resource, sub, live, prepared, self.sent)
+        updated = managed.record_update(
+            self.request, self.resource, sub, self.reset, live, prepared, self.sent
+        )
         if current:
             managed.keep_times_of_noop(current, updated)
         return updated
 
 
 def _updater(info: RequestInfo, scope: RequestScope) -> Updater:
-    if not isinstance(scope.storage, Updater):
+    if not is_updater(scope.storage):
         raise apierrors.method_not_supported(scope.qualified, info.verb)
     return scope.storage
 
@@ -345,7 +341,8 @@ async def update_object(
     if resource.namespaced:
         new["metadata"]["namespace"] = namespace
     adm = _request_admission(request, info, scope, dry_run, "UpdateOptions")
-    obj_info = _UpdatedBody(request, adm, resource, new, managed.sent_managed_fields(new))
+    sent = managed.sent_managed_fields(new)
+    obj_info = _UpdatedBody(request, adm, resource, scope.reset_fields, new, sent)
     stored, created = await storage.update_object(
         _rest_context(request, namespace, dry_run), info.name, obj_info,
         adm.validate_create, adm.validate_update,
@@ -385,8 +382,8 @@ class _Patched:
         config = self.config
         if self.applying:  # server-side apply (create-on-apply when absent)
             patched = managed.apply_through(
-                self.request, self.resource, self.adm.subresource, self.kind, current or None,
-                config,
+                self.request, self.resource, self.adm.subresource, self.scope.reset_fields,
+                self.kind, current or None, config,
             )  # fmt: skip
             if not current:
                 return await self._applied_create(ctx, patched, config)
@@ -438,8 +435,9 @@ class _Patched:
             updated = managed.set_managed_fields(prepared, self.applied_fields)
         else:
             updated = managed.record_update(
-                self.request, self.resource, self.adm.subresource, current, prepared, self.sent
-            )
+                self.request, self.resource, self.adm.subresource, self.scope.reset_fields,
+                current, prepared, self.sent,
+            )  # fmt: skip
         if current:
             managed.keep_times_of_noop(current, updated)
         return updated
@@ -487,7 +485,7 @@ async def delete_object(
     the mutating phase here, without objects; the validating phase in the store, with
     the object being deleted."""
     storage = scope.storage
-    if not isinstance(storage, Deleter):
+    if not is_deleter(storage):
         raise apierrors.method_not_supported(scope.qualified, info.verb)
     media = _response_type(request, scope.kind)
     body = await decoding.read_body(request, scope.max_request_body_bytes)

@@ -23,7 +23,7 @@ from aiohttp import web
 
 from proxy.admission.chain import AdmissionChain
 from proxy.registry.resources import ResourceInfo
-from proxy.registry.rest import SubresourceStorage
+from proxy.registry.rest import ResetFields, SubresourceStorage, is_subresource_storage
 from proxy.registry.store import Store
 from proxy.request.request_info import RequestInfo
 from storage.interfaces import JSONObject
@@ -50,14 +50,14 @@ class RequestScope:
     @property
     def kind(self) -> ResourceInfo:
         storage = self.storage
-        return storage.kind if isinstance(storage, SubresourceStorage) else self.resource
+        return storage.kind if is_subresource_storage(storage) else self.resource
 
     @property
     def schema_required(self) -> bool:
         """Whether field validation checks the schema's required fields of the route's
         kind: not where the kind's own validation words those errors (a subresource's
         own kind, a Scale, has none here)."""
-        if isinstance(self.storage, SubresourceStorage):
+        if is_subresource_storage(self.storage):
             return True
         return not self.store.strategy.checks_required_fields()
 
@@ -66,15 +66,21 @@ class RequestScope:
         """Whether field validation checks the JSON types of the route's kind: not where
         the kind's validation reports them with its other errors (a custom resource:
         a type error there comes with the "rules were not checked" cause)."""
-        if isinstance(self.storage, SubresourceStorage):
+        if is_subresource_storage(self.storage):
             return True
         return not self.store.strategy.checks_types()
+
+    @property
+    def reset_fields(self) -> ResetFields:
+        """What the route's writes do not own (its strategy's reset fields): the field
+        manager leaves them out."""
+        return self.store.strategy.reset_fields()
 
     def default(self, obj: JSONObject) -> JSONObject:
         """``obj`` (decoded as the route's kind) with the kind's defaults set in place,
         as upstream's decoder defaults every body and patch result before admission. A
         subresource's own kind (a Scale, a Binding) has none here."""
-        if not isinstance(self.storage, SubresourceStorage):
+        if not is_subresource_storage(self.storage):
             self.store.strategy.default(obj)
         return obj
 

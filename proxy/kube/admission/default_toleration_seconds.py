@@ -10,6 +10,7 @@ from typing import Any
 
 from proxy.admission.attributes import CREATE, Attributes
 from proxy.admission.interfaces import Plugin
+from proxy.kube.admission.pods import is_pod
 
 __all__ = ["DEFAULT_SECONDS", "DefaultTolerationSeconds"]
 
@@ -32,7 +33,7 @@ class DefaultTolerationSeconds(Plugin):
     mutating = True
 
     async def admit(self, attrs: Attributes) -> None:
-        if not attrs.is_pod() or attrs.subresource or attrs.object is None:
+        if not is_pod(attrs) or attrs.subresource or attrs.object is None:
             return
         spec = attrs.object.setdefault("spec", {})
         tolerations: list[JSON] = spec.get("tolerations") or []

@@ -20,6 +20,7 @@ from proxy import apierrors
 from proxy.admission.attributes import CREATE, UPDATE, Attributes
 from proxy.admission.interfaces import Plugin
 from proxy.apimachinery import quantity as kq
+from proxy.kube.admission.pods import is_pod
 
 __all__ = ["LimitRanger"]
 
@@ -131,7 +132,7 @@ class LimitRanger(Plugin):
         return await self.lookup.list("", "limitranges", attrs.namespace)
 
     async def admit(self, attrs: Attributes) -> None:
-        if attrs.operation != CREATE or not attrs.is_pod():
+        if attrs.operation != CREATE or not is_pod(attrs):
             return
         ranges = await self._ranges(attrs)
         note = _apply_defaults(attrs.object or {}, _items(ranges, "Container"))
@@ -140,14 +141,14 @@ class LimitRanger(Plugin):
             meta.setdefault("annotations", {})[ANNOTATION] = note
 
     async def validate(self, attrs: Attributes) -> None:
-        if attrs.is_pod() and attrs.operation != CREATE:
+        if is_pod(attrs) and attrs.operation != CREATE:
             return
         ranges = await self._ranges(attrs)
         if not ranges:
             return
         obj = attrs.object or {}
         errors: list[str] = []
-        if attrs.is_pod():
+        if is_pod(attrs):
             spec = obj.get("spec") or {}
             containers = [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
             for item in _items(ranges, "Container"):

@@ -17,6 +17,7 @@ from typing import Any
 from proxy import apierrors
 from proxy.admission.attributes import CREATE, UPDATE, Attributes
 from proxy.admission.interfaces import Plugin
+from proxy.kube.admission.pods import is_pod
 
 __all__ = ["SYSTEM_PRIORITY_CLASSES", "Priority"]
 
@@ -42,7 +43,7 @@ class Priority(Plugin):
     validating = True
 
     async def admit(self, attrs: Attributes) -> None:
-        if attrs.operation != CREATE or not attrs.is_pod() or attrs.subresource:
+        if attrs.operation != CREATE or not is_pod(attrs) or attrs.subresource:
             return
         spec = (attrs.object or {}).setdefault("spec", {})
         name = spec.get("priorityClassName")

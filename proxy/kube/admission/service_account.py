@@ -24,6 +24,7 @@ from typing import Any
 from proxy import apierrors
 from proxy.admission.attributes import CREATE, Attributes
 from proxy.admission.interfaces import Plugin
+from proxy.kube.admission.pods import is_pod
 
 __all__ = ["MOUNT_PATH", "ServiceAccount", "token_volume"]
 
@@ -57,7 +58,7 @@ class ServiceAccount(Plugin):
         return account
 
     async def admit(self, attrs: Attributes) -> None:
-        if not attrs.is_pod() or attrs.subresource or attrs.object is None:
+        if not is_pod(attrs) or attrs.subresource or attrs.object is None:
             return
         pod = attrs.object
         if MIRROR_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {}):

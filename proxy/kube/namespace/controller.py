@@ -110,8 +110,8 @@ class NamespaceController:
             return
         if not await self._mark_terminating(name):
             return  # gone meanwhile
-        totals = await delete_all_content(name, (
-            (r, self.ctx.store(r)) for r in deletable_resources(self.ctx.registry)))  # fmt: skip
+        stores = [(r, self.ctx.store(r)) for r in deletable_resources(self.ctx.registry)]
+        totals = await delete_all_content(name, stores, self._client())
         await self._write_conditions(name, totals)
         if totals.errors:
             raise RuntimeError("; ".join(totals.errors))

@@ -13,10 +13,11 @@ does it (``pkg/controller/namespace/deletion``: ``namespacedResourcesDeleter`` a
   and messages (``kubectl describe ns`` shows them): each condition is written only
   when its status, reason or message changed.
 
-The objects are deleted through their stores, not over HTTP: a controller in this
-process needs no client round trip per object (the CRD finalizer deletes its instances
-the same way). The namespace's own writes (status, ``/finalize``) go through the
-loopback client, as upstream's controller writes through its clientset.
+The deletes go through the loopback client, as upstream's deleter deletes through its
+client: each is a ``deletecollection`` request of its own (a DELETE per object for a
+resource without it), authenticated as ``system:apiserver``, admitted, audited and
+watched like any other, never a write beside the API. What is left is counted by
+reading the stores (a read, not a write; no 3,000-object LIST over HTTP).
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
-from proxy import apierrors
+from proxy.loopback.client import APIError, LoopbackClient, resource_path
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.store import Store
-from proxy.request.delete_options import DeleteOptions
 from storage.interfaces import ListOptions
 
 __all__ = [
@@ -61,7 +62,7 @@ CONDITION_TYPES: dict[str, tuple[str, str]] = {
 # how long objects held by finalizers are given before the namespace is looked at again
 FINALIZER_ESTIMATE_SECONDS = 15
 
-_BACKGROUND = DeleteOptions(propagation_policy="Background")
+_BACKGROUND = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
 
 
 def deletable_resources(resources: Iterable[ResourceInfo]) -> list[ResourceInfo]:
@@ -92,33 +93,39 @@ class ContentTotals:
 
 
 async def delete_all_content(
-    namespace: str, stores: Iterable[tuple[ResourceInfo, Store]]
+    namespace: str, stores: Iterable[tuple[ResourceInfo, Store]], client: LoopbackClient
 ) -> ContentTotals:
-    """One pass of ``deleteAllContent`` over ``stores``."""
+    """One pass of ``deleteAllContent`` over ``stores`` (one resource at a time: N at
+    once would take N of the server's in-flight seats)."""
     totals = ContentTotals()
     for resource, store in stores:
         try:
-            await _delete_resource(namespace, resource, store, totals)
+            await _delete_resource(namespace, resource, store, client, totals)
         except Exception as e:  # one resource's failure does not stop the others
             totals.errors.append(str(e))
     return totals
 
 
 async def _delete_resource(
-    namespace: str, resource: ResourceInfo, store: Store, totals: ContentTotals
+    namespace: str,
+    resource: ResourceInfo,
+    store: Store,
+    client: LoopbackClient,
+    totals: ContentTotals,
 ) -> None:
     """``deleteAllContentForGroupVersionResource``: delete the collection, then count
     what is left and why."""
-    if "deletecollection" in resource.verbs:
-        await store.delete_collection(namespace, ListOptions(), options=_BACKGROUND)
-    else:  # one by one, as upstream's fallback for a resource without deletecollection
-        for item in (await store.list(namespace, ListOptions())).items:
-            meta = item.obj.get("metadata") or {}
-            try:
-                await store.delete(namespace, str(meta.get("name", "")), options=_BACKGROUND)
-            except apierrors.StatusError as e:
-                if e.code != 404:  # deleted meanwhile
-                    raise
+    path = resource_path(resource.group, resource.version, resource.plural, namespace)
+    try:
+        if "deletecollection" in resource.verbs:
+            await client.request("DELETE", path, _BACKGROUND)
+        else:  # one by one, as upstream's fallback for a resource without deletecollection
+            for item in (await store.list(namespace, ListOptions())).items:
+                name = str((item.obj.get("metadata") or {}).get("name", ""))
+                await client.request("DELETE", f"{path}/{quote(name, safe='')}", _BACKGROUND)
+    except APIError as e:
+        if e.code != 404:  # 404: deleted meanwhile, or a custom resource no longer served
+            raise
     left = (await store.list(namespace, ListOptions())).items
     if not left:
         return

@@ -12,7 +12,7 @@ from proxy.kube.service.alloc import Allocators
 from proxy.kube.service.ipallocator import IPAllocator
 from proxy.kube.service.node_ports import held_node_ports
 from proxy.kube.service.portallocator import NodePortAllocator, parse_port_range
-from proxy.kube.service.storage import ServiceREST, StoreIPAddresses
+from proxy.kube.service.storage import ServiceHooks, StoreIPAddresses
 from proxy.registry.resources import ResourceInfo
 from proxy.registry.store import Store
 from proxy.server.context import APIContext
@@ -24,9 +24,9 @@ CustomStores = Callable[[ResourceInfo, str, Store], Store | None]
 
 
 def service_stores(ctx: APIContext, service_cidr: str, node_ports: str) -> CustomStores:
-    """``services`` and ``services/status`` as :class:`ServiceREST` over ``ctx``'s
-    stores, allocating from ``service_cidr`` (``--service-cluster-ip-range``) and
-    ``node_ports`` (``--service-node-port-range``)."""
+    """``services`` and ``services/status`` as the generic store with
+    :class:`ServiceHooks` over ``ctx``'s stores, allocating from ``service_cidr``
+    (``--service-cluster-ip-range``) and ``node_ports`` (``--service-node-port-range``)."""
     registry = ctx.registry
     ip_resource = registry.get("networking.k8s.io", "v1", "ipaddresses")
     endpoints = registry.get("", "v1", "endpoints")
@@ -61,10 +61,8 @@ def service_stores(ctx: APIContext, service_cidr: str, node_ports: str) -> Custo
     def custom(resource: ResourceInfo, subresource: str, store: Store) -> Store | None:
         if (resource.group, resource.plural) != ("", "services"):
             return None
-        return ServiceREST(
-            store.rs, store.strategy, alloc, delete_endpoints,
-            lifecycle=store.lifecycle, allocate=subresource == "",
-        )  # fmt: skip
+        hooks = ServiceHooks(alloc, delete_endpoints, allocate=subresource == "")
+        return Store(store.rs, store.strategy, lifecycle=store.lifecycle, hooks=hooks)
 
     return custom
 

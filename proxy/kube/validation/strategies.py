@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from proxy.apimachinery.validation import names
 from proxy.kube.validation import admissionregistration, apps, batch, core, event, pod, rbac
 from proxy.registry.validation.strategy import KindStrategy
 
@@ -39,6 +40,10 @@ BUILTIN_STRATEGIES: Mapping[tuple[str, str], KindStrategy] = {
         batch.validate_job, batch.validate_job_update, prepare_create=batch.prepare_job_for_create
     ),
     ("batch", "CronJob"): KindStrategy(batch.validate_cron_job, batch.validate_cron_job_update),
+    # Role and ClusterRole: ObjectMeta alone (their rules are not validated here), with
+    # RBAC's name rule, a path segment (ValidateRBACName)
+    ("rbac.authorization.k8s.io", "Role"): KindStrategy(name_rule=names.path_segment_name),
+    ("rbac.authorization.k8s.io", "ClusterRole"): KindStrategy(name_rule=names.path_segment_name),
     ("rbac.authorization.k8s.io", "RoleBinding"): KindStrategy(
         rbac.validate_role_binding,
         rbac.validate_role_binding_update,

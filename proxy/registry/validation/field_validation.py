@@ -26,8 +26,8 @@ from typing import Any
 import yaml
 
 from proxy.apierrors import go_quote
+from proxy.apimachinery.validation.go_values import go_format
 from proxy.openapi.schemas import SchemaNode
-from proxy.patch.strategic import go_format
 from proxy.request.write_options import Mode
 
 __all__ = [

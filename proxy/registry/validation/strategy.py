@@ -2,8 +2,8 @@
 the order of kube-apiserver's ``rest.BeforeCreate`` / ``rest.BeforeUpdate``:
 
 - :func:`validate_create`: the kind's create preparation (a Job's generated selector),
-  the kind's ``strategy.Validate`` (or, for kinds without one here, ObjectMeta with
-  the kind's name rule), then ObjectMeta with ``ValidatePathSegmentName``;
+  the kind's ``strategy.Validate`` (or, for kinds without one, ObjectMeta with the
+  kind's name rule), then ObjectMeta with ``ValidatePathSegmentName``;
 - :func:`validate_update`: the common fields (ObjectMeta, path-segment name, and the
   metadata update rules), then the kind's ``strategy.ValidateUpdate`` (``/status``
   writes: the metadata update rules, and the kind's status rules where it has them),
@@ -38,11 +38,12 @@ JSON = dict[str, Any]
 
 @dataclass(frozen=True)
 class KindStrategy:
-    """A kind's validation: ``validate`` on create, ``validate_update`` on update, and
-    the mutations its REST strategy makes first (``prepare_create``/``prepare_update``)."""
+    """A kind's validation: ``validate`` on create, ``validate_update`` on update (None:
+    ObjectMeta's rules alone, with the kind's ``name_rule``), and the mutations its REST
+    strategy makes first (``prepare_create``/``prepare_update``)."""
 
-    validate: Callable[[JSON], ErrorList]
-    validate_update: Callable[[JSON, JSON], ErrorList]
+    validate: Callable[[JSON], ErrorList] | None = None
+    validate_update: Callable[[JSON, JSON], ErrorList] | None = None
     prepare_create: Callable[[JSON], None] | None = None
     prepare_update: Callable[[JSON, JSON], None] | None = None
     # the ``/status`` writes' own rules (``ValidateXStatusUpdate``), where a kind has them
@@ -50,17 +51,22 @@ class KindStrategy:
     # the strategy reports wrong JSON types itself, with its other errors (a custom
     # resource's schema validation: upstream's unstructured decoding checks no types)
     validates_types: bool = False
+    # the name rule of a kind validated by ObjectMeta's rules alone (most upstream
+    # strategies' ``ValidateObjectMeta`` with a DNS subdomain name)
+    name_rule: names.NameFunc = names.name_is_dns_subdomain
+    # ObjectMeta validated with k8s.io/kubernetes' core rules (a finalizer name needs a
+    # "/") beside apimachinery's; False for kinds served outside it (apiextensions, the
+    # aggregator: a CRD's customresourcecleanup finalizer has no "/")
+    core_meta: bool = True
+
+    @property
+    def validates_kind(self) -> bool:
+        """Whether the kind has rules of its own beyond ObjectMeta's."""
+        return self.validate is not None
 
 
-# Names of the kinds without a strategy here: RBAC names are path segments; the rest
-# DNS subdomains (the rule of most upstream strategies).
-_PATH_SEGMENT_NAMED = frozenset({"roles", "rolebindings", "clusterroles", "clusterrolebindings"})
-
-
-def _name_rule(resource: ResourceInfo) -> names.NameFunc:
-    if resource.plural in _PATH_SEGMENT_NAMED:
-        return names.path_segment_name
-    return names.name_is_dns_subdomain
+# a kind nobody gave a strategy: ObjectMeta's rules alone
+_OBJECT_META_ONLY = KindStrategy()
 
 
 def _metadata(obj: JSON) -> JSON:
@@ -77,21 +83,18 @@ def _raise_if(errs: ErrorList, resource: ResourceInfo, obj: JSON) -> None:
         raise field.to_status(resource.group_kind, _name(obj), errs)
 
 
-# API groups served outside k8s.io/kubernetes, whose object meta validation is
-# apimachinery's (no kube finalizer-name rule)
-GENERIC_META_GROUPS = frozenset({"apiextensions.k8s.io", "apiregistration.k8s.io"})
-
-
 def validate_create(obj: JSON, resource: ResourceInfo, strategy: KindStrategy | None) -> None:
     """Validate a new object (system fields already set) by the kind's ``strategy``
     (None: ObjectMeta's rules only); may mutate it as the kind's strategy does. Raises a
     422 ``StatusError`` naming every violation."""
-    if strategy is not None:
-        if strategy.prepare_create is not None:
-            strategy.prepare_create(obj)
-        errs = strategy.validate(obj)
+    rules = strategy or _OBJECT_META_ONLY
+    if rules.prepare_create is not None:
+        rules.prepare_create(obj)
+    if rules.validate is not None:
+        errs = rules.validate(obj)
     else:
-        errs = validate_object_meta(_metadata(obj), resource.namespaced, _name_rule(resource))
+        meta, namespaced = _metadata(obj), resource.namespaced
+        errs = validate_object_meta(meta, namespaced, rules.name_rule, core=rules.core_meta)
     _raise_if(errs, resource, obj)
     path_errs = validate_object_meta(
         _metadata(obj), resource.namespaced, names.path_segment_name, core=False
@@ -105,18 +108,16 @@ def validate_update(
     """Validate ``new`` replacing the stored ``old`` (after the update's system-field
     merge) by the kind's ``strategy``; may mutate ``new`` as the kind's strategy does.
     Raises a 422 StatusError."""
-    if strategy is not None and strategy.prepare_update is not None and not subresource:
-        strategy.prepare_update(new, old)
+    rules = strategy or _OBJECT_META_ONLY
+    if rules.prepare_update is not None and not subresource:
+        rules.prepare_update(new, old)
     new_meta, old_meta = _metadata(new), _metadata(old)
     errs = validate_object_meta(new_meta, resource.namespaced, names.path_segment_name, core=False)
     errs += validate_object_meta_update(new_meta, old_meta, core=False)
-    if strategy is None or subresource:
-        # kube's kinds add core's finalizer rule; apiextensions and the aggregator
-        # validate with apimachinery's (a CRD's customresourcecleanup finalizer has no /)
-        core = resource.group not in GENERIC_META_GROUPS
-        errs += validate_object_meta_update(new_meta, old_meta, core=core)
-        if subresource == "status" and strategy is not None and strategy.validate_status_update:
-            errs += strategy.validate_status_update(new, old)
+    if rules.validate_update is None or subresource:
+        errs += validate_object_meta_update(new_meta, old_meta, core=rules.core_meta)
+        if subresource == "status" and rules.validate_status_update is not None:
+            errs += rules.validate_status_update(new, old)
     else:
-        errs += strategy.validate_update(new, old)
+        errs += rules.validate_update(new, old)
     _raise_if(errs, resource, new)

@@ -1,6 +1,6 @@
 """The pure rules of the simulated control plane: a budget's scaled counts, the node
-lifecycle controller's taints and the taint eviction's tolerations, and the CSR signer's
-rules per signer."""
+lifecycle controller's taints, zone states and tainting rates, the taint eviction's
+tolerations, and the CSR signer's rules per signer."""
 
 from __future__ import annotations
 
@@ -12,6 +12,15 @@ from cryptography import x509
 from lab.sim.certificate_signer import SignerRefused, sign_request
 from lab.sim.disruption import ExpectedCountFailed, scaled
 from lab.sim.node_lifecycle import taints_for, tolerated_for
+from lab.sim.zone_eviction import (
+    FULL,
+    NORMAL,
+    PARTIAL,
+    EvictionRates,
+    TokenBucket,
+    zone_of,
+    zone_state,
+)
 from proxy.server.certs import new_ca
 from tests.csr import csr_object, new_request
 
@@ -113,3 +122,48 @@ def test_a_client_auth_only_certificate_has_no_key_usage() -> None:
         cert.extensions.get_extension_for_class(x509.KeyUsage)
     usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     assert list(usages) == [x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]
+
+
+def test_no_execute_waits_for_the_zone_limiter_and_swaps_at_once() -> None:
+    waiting = taints_for("Unknown", [], "T1", no_execute=None)
+    assert waiting == [{"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"}]
+    tainted = taints_for("Unknown", waiting, "T2")
+    assert tainted[-1] == {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute",
+                           "timeAdded": "T2"}  # fmt: skip
+    swapped = taints_for("False", tainted, "T3", no_execute=None)  # no token needed
+    assert {(t["key"], t["effect"]) for t in swapped} == {
+        ("node.kubernetes.io/not-ready", "NoSchedule"),
+        ("node.kubernetes.io/not-ready", "NoExecute")}  # fmt: skip
+    assert taints_for("False", swapped, "T4", no_execute=False) == [
+        {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]  # master disruption
+
+
+@pytest.mark.parametrize(("ready", "want"), [
+    (["True", "True", "Unknown"], NORMAL), (["Unknown"], FULL), (["False", "Unknown"], FULL),
+    (["True", "Unknown", "Unknown"], NORMAL),  # two not Ready: never partial
+    (["True", "True", "Unknown", "Unknown", "Unknown"], PARTIAL),  # 3 of 5 >= 0.55
+    (["True"] * 3 + ["Unknown"] * 3, NORMAL),  # 0.5 < 0.55
+])  # fmt: skip
+def test_zone_state(ready: list[str], want: str) -> None:
+    assert zone_state(ready, 0.55) == want
+
+
+def test_zone_rates_and_keys() -> None:
+    rates = EvictionRates()
+    assert rates.for_zone(NORMAL, 3) == rates.for_zone(FULL, 3) == 0.1
+    assert rates.for_zone(PARTIAL, 50) == 0.0  # a small zone: no eviction
+    assert rates.for_zone(PARTIAL, 51) == 0.01
+    assert zone_of({"metadata": {"labels": {"topology.kubernetes.io/zone": "a"}}}) == ":\x00:a"
+    assert zone_of({"metadata": {}}) == ""
+
+
+def test_token_bucket_burst_one_and_swap() -> None:
+    bucket = TokenBucket(0.1, now=0.0)
+    assert bucket.try_accept(0.0) and not bucket.try_accept(5.0)
+    assert bucket.try_accept(10.0)  # one token per 10 s
+    same = bucket.swap(0.1, 10.0)
+    assert same is bucket
+    stopped = bucket.swap(0.0, 10.0)
+    assert not stopped.try_accept(1000.0)  # NewFakeNeverRateLimiter
+    drained = bucket.swap(1.0, 10.0)  # the old one had no token: the new one starts empty
+    assert not drained.try_accept(10.0) and drained.try_accept(11.0)

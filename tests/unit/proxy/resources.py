@@ -1,4 +1,4 @@
-"""A served resource for the pure modules' unit tests (fits proxy.registry.served_resource's
+"""A served resource for the pure modules' unit tests (fits proxy.apimachinery.api_resource's
 Protocols, as the registry's ResourceInfo does)."""
 
 from __future__ import annotations

@@ -507,7 +507,7 @@ def test_kubectl_may_not_take_a_field_that_drifted_from_last_applied() -> None:
 
 
 def test_a_write_changing_only_managed_fields_times_keeps_the_stored_ones() -> None:
-    from proxy.fieldmanager.wiring import keep_times_of_noop
+    from proxy.endpoints.handlers.managed import keep_times_of_noop
 
     entry = {"manager": "m", "operation": "Apply", "apiVersion": "v1",
              "time": "2026-01-01T00:00:01Z", "fieldsType": "FieldsV1",

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from proxy import apierrors
+from proxy.endpoints.handlers.patcher import merge_patch
 from proxy.kube.prepare import pod_qos_class
-from proxy.patch.patcher import merge_patch
+from proxy.kube.resources import build_registry
 from proxy.registry import object_meta
-from proxy.registry.resources import build_registry
 from proxy.registry.rest import Context
 from proxy.registry.strategy import GenericStrategy, StatusStrategy
 from proxy.request.list_options import (

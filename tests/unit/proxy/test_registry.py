@@ -1,10 +1,13 @@
-"""The resource registry read from lightkube-models."""
+"""The resource registry: kube's served resources over the lightkube-models catalogue,
+and the server's, composed with the CRD's and APIService's."""
 
 from __future__ import annotations
 
 import pytest
 
-from proxy.registry.resources import SERVED, build_registry, load_catalogue
+from proxy.app.kinds import served_resources
+from proxy.kube.resources import REVIEWS, SERVED, VIRTUAL, build_registry
+from proxy.registry.catalogue import load_catalogue
 
 
 def test_every_served_resource_is_in_the_catalogue() -> None:
@@ -12,12 +15,35 @@ def test_every_served_resource_is_in_the_catalogue() -> None:
     assert len(list(registry)) == len(SERVED)
 
 
+def test_the_server_serves_kube_crds_and_apiservices_in_discovery_order() -> None:
+    registry = served_resources(secure=True)
+    assert len(list(registry)) == len(SERVED) + 2 + len(VIRTUAL) + len(REVIEWS)
+    groups = registry.groups()
+    assert groups.index("events.k8s.io") + 1 == groups.index("apiextensions.k8s.io")
+    assert groups[-3:] == ["apiregistration.k8s.io", "authentication.k8s.io",
+                           "authorization.k8s.io"]  # fmt: skip
+    crd = registry.lookup("apiextensions.k8s.io", "customresourcedefinitions")
+    assert crd is not None
+    assert (crd.short_names, crd.categories, crd.subresources) == (
+        ("crd", "crds"), ("api-extensions",), ("status",)
+    )  # fmt: skip
+    apiservice = registry.lookup("apiregistration.k8s.io", "apiservices")
+    assert apiservice is not None and apiservice.subresources == ("status",)
+    assert apiservice.has_storage and crd.has_storage
+    unstored = {r.plural for r in registry if not r.has_storage}
+    assert unstored == {plural for _, _, plural in VIRTUAL + REVIEWS}
+    assert {r.group for r in served_resources(secure=False)}.isdisjoint(
+        {"authentication.k8s.io", "authorization.k8s.io"}
+    )
+
+
 @pytest.mark.parametrize(
     ("group", "plural", "kind", "namespaced", "short", "subresources"),
     [
         ("", "pods", "Pod", True, ("po",),
          ("attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward",
-          "status")),
+          "proxy", "status")),
+        ("", "services", "Service", True, ("svc",), ("proxy", "status")),
         ("", "nodes", "Node", False, ("no",), ("proxy", "status")),
         ("", "namespaces", "Namespace", False, ("ns",), ("finalize", "status")),
         ("", "configmaps", "ConfigMap", True, ("cm",), ()),

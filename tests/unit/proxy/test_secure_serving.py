@@ -11,7 +11,7 @@ from cryptography import x509
 
 from proxy import apierrors
 from proxy.endpoints import decoding, negotiation
-from proxy.registry.resources import REVIEWS, build_registry
+from proxy.kube.resources import REVIEWS, build_registry
 from proxy.server.certs import self_signed_serving_cert
 from proxy.server.secure_serving import server_ssl_context
 from proxy.server.settings import ConfigError, load_settings

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.registry.resources import ResourceInfo, build_registry
+from proxy.kube.resources import build_registry
+from proxy.registry.resources import ResourceInfo
 from proxy.registry.store import Verb, interpret_storage_error
 from storage import errors as serr
 

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
+from proxy.apimachinery.validation.go_values import go_format
 from proxy.openapi.schemas import SchemaNode, kind_schema
 from proxy.patch.strategic import (
     StrategicMergePatchError,
     apply_strategic_merge_patch,
-    go_format,
     parse_patch_body,
 )
 

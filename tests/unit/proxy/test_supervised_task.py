@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 import pytest
 
 from cacher.clock import FakeClock as CacherFakeClock
+from proxy.apimachinery.wait import Backoff, SupervisedTask
 from proxy.informer import SharedInformerFactory
 from proxy.loopback.client import APIError, LoopbackClient, is_transient, resource_path
 from proxy.loopback.config import LoopbackConfig
 from proxy.server.post_start_hooks import PostStartHookContext, PostStartHooks
-from proxy.server.supervised_task import Backoff, SupervisedTask
 from tests.unit.proxy.informer.fakes import FakeListerWatcher
 
 

@@ -13,7 +13,7 @@ from proxy.admission.attributes import Attributes
 from proxy.admission.interfaces import PluginDeps
 from proxy.admission.webhook.dispatcher import Hook, MutatingWebhook
 from proxy.kube.defaulting import default_object
-from proxy.registry.resources import build_registry
+from proxy.kube.resources import build_registry
 
 _ADD_PORT = [{"op": "add", "path": "/spec/containers/0/ports",
               "value": [{"containerPort": 80}]}]  # fmt: skip

@@ -19,8 +19,7 @@ from proxy.aggregator.apiservice import (
     set_condition,
 )
 from proxy.aggregator.autoregister import local_apiservices
-from proxy.aggregator.validation import STRATEGY
-from proxy.registry.resources import build_registry
+from proxy.aggregator.validation import STRATEGY, apiservice_resource
 from proxy.registry.validation import validate_create
 
 JSON = dict[str, Any]
@@ -136,10 +135,7 @@ CASES: list[tuple[str, JSON, str | None]] = [
 
 @pytest.mark.parametrize(("case", "obj", "message"), CASES, ids=[c[0] for c in CASES])
 def test_validation_as_upstream(case: str, obj: JSON, message: str | None) -> None:
-    resource = build_registry([("apiregistration.k8s.io", "v1", "apiservices")]).get(
-        "apiregistration.k8s.io", "v1", "apiservices"
-    )
-    assert resource is not None
+    resource = apiservice_resource()
     if message is None:
         validate_create(obj, resource, STRATEGY)
         if "service" in obj["spec"]:

@@ -96,6 +96,23 @@ def test_get_api_request_info(request_line: str, expected: list[str]) -> None:
 
 
 @pytest.mark.parametrize(
+    ("url", "prefixed"),
+    [
+        ("/api/v1/namespaces/other", False),  # a namespace's own path
+        ("/api/v1/namespaces/other/status", False),
+        ("/api/v1/namespaces/other/finalize", False),
+        ("/api/v1/namespaces", False),
+        ("/api/v1/nodes/n", False),
+        ("/api/v1/namespaces/other/pods/foo", True),
+        ("/api/v1/namespaces/other/nodes", True),  # no such route: the handler's 404
+        ("/api/v1/namespaces/other/namespaces/x", True),
+    ],
+)
+def test_the_namespace_prefix_is_told_from_a_namespaces_own_path(url: str, prefixed: bool) -> None:
+    assert _info("GET", url).namespace_prefix is prefixed
+
+
+@pytest.mark.parametrize(
     "url",
     [
         "/",  # no resource path

@@ -1,6 +1,7 @@
 """What the pure modules (tables, OpenAPI, aggregated discovery) need to know of a served
-resource, as structural Protocols: the registry's ``ResourceInfo`` fits each, and unit
-tests pass small dataclasses. One place, so the three modules agree on the names."""
+resource (metav1's ``APIResource``), as structural Protocols: the registry's
+``ResourceInfo`` fits each, and unit tests pass small dataclasses. One place, below
+them all, so the three modules agree on the names."""
 
 from __future__ import annotations
 

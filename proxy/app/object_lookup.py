@@ -1,18 +1,17 @@
 """``ObjectLookup`` over the server's storages (what kube's plugin initializers give
-plugins as informers and clients)."""
+plugins as informers and clients): the composition root's adapter from the admission
+plugins' narrow protocol to the server's stores and loopback client."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from proxy import apierrors
 from proxy.loopback.client import APIError, LoopbackClient, resource_path
+from proxy.registry.resources import ResourceInfo
+from proxy.server.context import APIContext
 from storage.interfaces import GetOptions, ListOptions
-
-if TYPE_CHECKING:
-    from proxy.registry.resources import ResourceInfo
-    from proxy.server.context import APIContext
 
 __all__ = ["StoreLookup"]
 

@@ -1,5 +1,6 @@
-"""A background task the server owns: started once, restarted after a crash with jittered
-exponential backoff, cancelled and awaited on shutdown, and visible in ``/readyz``.
+"""A background task the server owns (after apimachinery's ``util/wait``): started once,
+restarted after a crash with jittered exponential backoff, cancelled and awaited on
+shutdown, and visible in ``/readyz``.
 
 Upstream runs its controllers as goroutines under ``wait.BackoffUntil`` with a backoff
 manager (``wait.NewExponentialBackoffManager``: initial, cap, reset duration, factor,

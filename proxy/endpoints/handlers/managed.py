@@ -23,6 +23,7 @@ from proxy.endpoints import decoding, negotiation
 from proxy.fieldmanager.field_manager import FieldManager, manager_or_user_agent
 from proxy.fieldmanager.fieldpath import PathElement, Set
 from proxy.registry.resources import ResourceInfo
+from proxy.registry.rest import ResetFields
 from proxy.request.warning import warning_header
 from proxy.request.write_options import APPLY_PATCH, check_patch_options, force_of
 from storage.interfaces import JSONObject
@@ -42,36 +43,31 @@ __all__ = [
 
 
 
-def _reset_fields(resource: ResourceInfo, subresource: str) -> Set:
-    """Upstream's reset fields: the main resource of a kind with a status subresource
-    does not own ``status``; ``/status`` does not own ``spec``."""
-    reset = Set()
-    if subresource == "status":
-        reset.insert((PathElement.field("spec"),))
-    elif resource.has_status and not subresource:
-        reset.insert((PathElement.field("status"),))
-    if (resource.group, resource.kind, subresource) == ("", "Namespace", ""):
-        # the namespace strategy sets spec.finalizers (only /finalize changes them)
-        reset.insert((PathElement.field("spec"), PathElement.field("finalizers")))
-    return reset
+def _reset_set(reset: ResetFields) -> Set:
+    """The route strategy's reset fields as a field-path set."""
+    out = Set()
+    for path in reset:
+        out.insert(tuple(PathElement.field(name) for name in path))
+    return out
 
 
 @functools.cache
-def _builtin_manager(resource: ResourceInfo, subresource: str) -> FieldManager:
-    reset = _reset_fields(resource, subresource)
-    return FieldManager(resource.group, resource.version, resource.kind, subresource, reset)
+def _builtin_manager(resource: ResourceInfo, subresource: str, reset: ResetFields) -> FieldManager:
+    return FieldManager(
+        resource.group, resource.version, resource.kind, subresource, _reset_set(reset)
+    )
 
 
-def field_manager(resource: ResourceInfo, subresource: str) -> FieldManager:
+def field_manager(resource: ResourceInfo, subresource: str, reset: ResetFields) -> FieldManager:
     """The field manager of ``resource`` as written through ``subresource`` ("" for the
-    object itself): a built-in kind's is made once; a custom kind's is made with its
-    served version's type each time (cheap), so a CRD's new schema applies at once."""
+    object itself), owning nothing of ``reset`` (the route strategy's reset fields): a
+    built-in kind's is made once; a custom kind's is made with its served version's type
+    each time (cheap), so a CRD's new schema applies at once."""
     custom = resource.kind_schema
     if custom is None:
-        return _builtin_manager(resource, subresource)
-    reset = _reset_fields(resource, subresource)
+        return _builtin_manager(resource, subresource, reset)
     return FieldManager(
-        resource.group, resource.version, resource.kind, subresource, reset,
+        resource.group, resource.version, resource.kind, subresource, _reset_set(reset),
         atom=custom.apply_type,
     )  # fmt: skip
 
@@ -87,14 +83,16 @@ def record_update(
     request: web.Request,
     resource: ResourceInfo,
     subresource: str,
+    reset: ResetFields,
     live: JSONObject | None,
     obj: JSONObject,
     sent: Any,
 ) -> JSONObject:
     """``obj`` (as it will be stored) with the managedFields of this write: ``live``
     is the stored object (None for a create), ``sent`` the managedFields the request
-    carried (``metadata.managedFields`` of its body, before any server change)."""
-    fm = field_manager(resource, subresource)
+    carried (``metadata.managedFields`` of its body, before any server change);
+    ``reset``: the route strategy's reset fields."""
+    fm = field_manager(resource, subresource, reset)
     return set_managed_fields(obj, fm.update(live, obj, manager_of(request), sent))
 
 
@@ -166,12 +164,13 @@ def apply(
     request: web.Request,
     resource: ResourceInfo,
     subresource: str,
+    reset: ResetFields,
     live: JSONObject | None,
     config: JSONObject,
 ) -> JSONObject:
     """The object after the request's manager applies ``config`` onto ``live`` (None:
     create-on-apply), with its managedFields; Status errors as upstream (409 conflicts)."""
-    fm = field_manager(resource, subresource)
+    fm = field_manager(resource, subresource, reset)
     return fm.apply(live, config, request.query.get("fieldManager", ""), force_of(request.query))
 
 
@@ -179,6 +178,7 @@ def apply_through(
     request: web.Request,
     resource: ResourceInfo,
     subresource: str,
+    reset: ResetFields,
     kind: ResourceInfo,
     live: JSONObject | None,
     config: JSONObject,
@@ -189,7 +189,7 @@ def apply_through(
     managedFields, which the scale storage hands over on the live Scale; the answer is
     the new Scale carrying the parent's new managedFields)."""
     if (kind.group, kind.kind) != ("autoscaling", "Scale") or live is None:
-        return apply(request, resource, subresource, live, config)
+        return apply(request, resource, subresource, reset, live, config)
     meta = dict(live.get("metadata") or {})
     parent: JSONObject = {
         "apiVersion": resource.api_version,
@@ -199,7 +199,7 @@ def apply_through(
     spec = live.get("spec")
     if isinstance(spec, dict) and "replicas" in spec:
         parent["spec"] = {"replicas": spec["replicas"]}
-    applied = apply(request, resource, subresource, parent, scale_config(config, parent))
+    applied = apply(request, resource, subresource, reset, parent, scale_config(config, parent))
     meta.pop("managedFields", None)
     entries = sent_managed_fields(applied)
     if entries:
