@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 
 from cacher.cache_watcher import CloseReason
@@ -47,6 +48,10 @@ from storage.interfaces import Change, ListerWatcher
 log = logging.getLogger(__name__)
 
 PAGE_SIZE = 10_000
+# how long the reflector applies a watch batch before it gives the event loop a turn
+# (a listed page is a slice already: storage.etcd3.lister_watcher.DECODE_SLICE): a
+# batch of 150 pod updates, each indexed and dispatched, took one 21-34 ms step
+STEP_SECONDS = 0.005
 BACKOFF_INITIAL = 0.1
 BACKOFF_MAX = 2.0
 
@@ -141,10 +146,13 @@ class Reflector:
         stream = self._store.watch_changes(self.prefix, rev + 1)
         try:
             async for batch in stream:
+                step = time.perf_counter() + STEP_SECONDS
                 for change in batch.changes:
-                    if self._apply(change):
-                        # a watcher is full: let its client drain before the next event
+                    # a watcher is full (let its client drain before the next event),
+                    # or this step has run long enough: others get the loop
+                    if self._apply(change) or time.perf_counter() > step:
                         await asyncio.sleep(0)
+                        step = time.perf_counter() + STEP_SECONDS
                 if batch.progress:
                     self._cache.update_resource_version(batch.progress)
         finally:

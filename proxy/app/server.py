@@ -71,7 +71,7 @@ from proxy.kube.componentstatus import ComponentStatuses
 from proxy.kube.conversion import VIEWS
 from proxy.kube.defaulting import default_object
 from proxy.kube.legacy_binding import LegacyBindings
-from proxy.kube.namespace_deleter import NamespaceContentDeleter
+from proxy.kube.namespace import controller as namespace_controller
 from proxy.kube.service import service_stores
 from proxy.kube.strategy import KubeStrategyDeps, strategy_for
 from proxy.kube.subresources import subresource_storages
@@ -204,9 +204,6 @@ def build_app(
     kube_deps = KubeStrategyDeps(
         kind_rules=kind_rules(),
         escalation=auth.check_escalation if auth is not None else None,
-        delete_namespace_contents=None
-        if settings.lifecycle_controllers
-        else NamespaceContentDeleter(registry, lambda: hooks.loopback),
         defaulter=default_object,
         deletion_rules=deletion_rules(),
     )
@@ -277,6 +274,8 @@ def build_app(
     aggregator.add_post_start_hooks(hooks)
     # the chain, its Warning headers, its configurations, its hooks
     admission.install(app, ctx, admission_plugins(), hooks)
+    if not settings.lifecycle_controllers:  # else a controller manager empties them
+        namespace_controller.add_hook(hooks, ctx)
     if settings.system_namespaces:
         hooks.add(SYSTEM_NAMESPACES_HOOK, ensure_system_namespaces)
         bootstrap_controllers.add_hooks(hooks, ctx)

@@ -17,6 +17,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import functools
+import math
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -40,6 +41,7 @@ from storage.interfaces import JSONObject
 
 __all__ = [
     "DECODERS",
+    "HEAVY_YAML_NODES",
     "HUGE_BODY",
     "LARGE_BODY",
     "LARGE_YAML_BODY",
@@ -53,6 +55,7 @@ __all__ = [
     "decode_structured",
     "decoded_kind",
     "decoded_object",
+    "is_heavy",
     "is_large",
     "off_loop",
     "read_body",
@@ -62,7 +65,7 @@ __all__ = [
 MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's limit for a request body
 # bodies decoded in the pool: JSON and protobuf past 64 KiB (orjson reads ~50 MB/s of
 # small values, and the depth walk and field validation that follow cost more), YAML
-# past a few lines (the pure-Python parser: ~60 µs a node, a pod ~100 ms)
+# past a few lines (~7 µs a node with libyaml's parser, ~60 µs with the pure-Python one)
 LARGE_BODY = 64 * 1024
 LARGE_YAML_BODY = 512
 DECODERS = 2  # threads per pool: each holds the GIL only between the loop's turns
@@ -72,6 +75,11 @@ DECODERS = 2  # threads per pool: each holds the GIL only between the loop's tur
 # the fuzz suite); one thread, so that they hold the GIL against the loop only one at
 # a time (four decoding at once delayed a 10 ms ticker by up to 1 s)
 HUGE_BODY = 256 * 1024
+# a YAML body under HUGE_BODY may still hold ~100,000 nodes (~1 s of a decoder): one
+# whose separators say it may have more than this many nodes (~70 ms) is decoded in the
+# huge bodies' pool, so that ordinary YAML bodies never queue behind such ones
+HEAVY_YAML_NODES = 10_000
+_YAML_SEPARATORS = b",\n:-[{"
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -89,6 +97,17 @@ def _decoders(huge: bool) -> concurrent.futures.ThreadPoolExecutor:
     return found
 
 
+def is_heavy(body: bytes, media_type: str) -> bool:
+    """Whether ``body`` is decoded in the huge bodies' pool: over ``HUGE_BODY`` bytes, or
+    a YAML body that may have more than ``HEAVY_YAML_NODES`` nodes (each node but the
+    first follows one of the separators counted here: an upper bound, one C pass)."""
+    if len(body) > HUGE_BODY:
+        return True
+    if not media_type.endswith("yaml") or len(body) <= HEAVY_YAML_NODES:
+        return False
+    return len(body) - len(body.translate(None, _YAML_SEPARATORS)) > HEAVY_YAML_NODES
+
+
 def is_large(body: bytes, media_type: str) -> bool:
     """Whether decoding ``body`` may cost the loop more than a few milliseconds."""
     limit = LARGE_YAML_BODY if media_type.endswith("yaml") else LARGE_BODY
@@ -100,13 +119,13 @@ async def off_loop(
 ) -> T:
     """``fn(*args, **kwargs)``: here for a small ``body``, else in a decoder pool
     (``DECODERS`` threads; the others wait in its queue, and a request cancelled while
-    waiting never starts; bodies over ``HUGE_BODY`` in a pool of their own). ``fn``
+    waiting never starts; heavy bodies, :func:`is_heavy`, in a pool of their own). ``fn``
     must only read shared state: it runs beside the loop.
     Its exceptions (Status errors) come out here as they were raised."""
     if not is_large(body, media_type):
         return fn(*args, **kwargs)
     call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-    pool = _decoders(len(body) > HUGE_BODY)
+    pool = _decoders(is_heavy(body, media_type))
     return await asyncio.get_running_loop().run_in_executor(pool, call)
 
 
@@ -224,48 +243,141 @@ def _decode_structured(body: bytes, media_type: str) -> Any:
         raise ValueError(f"json parse error: {e}") from None
 
 
-# the most nodes a YAML body may have as written (before aliases are expanded): the
-# pure-Python parser costs ~60 µs a node, so a 3 MiB flow sequence of zeros (1.5 M
-# nodes) would hold a decoder thread for ~90 s; 100,000 (a large CRD has ~40,000) is
-# ~6 s. Go's decoder has no such limit (it is ~100x faster): docs/security.md.
+# the most nodes a YAML body may have as written (before aliases are expanded). libyaml's
+# C parser does the scanning and composing; what remains per node is PyYAML's resolver
+# and constructor (~10 µs a node, ~60 µs with the pure-Python parser), so a 3 MiB flow
+# sequence of zeros (1.5 M nodes) would hold a decoder thread for ~15 s; 100,000 (a
+# large CRD has ~40,000) is ~1 s. Go's decoder has no such limit: docs/security.md.
 MAX_YAML_BODY_NODES = 100_000
+
+# libyaml's scanner and parser when PyYAML was built with it (the same resolver and
+# constructor as the pure-Python SafeLoader: the same values; the errors worded as
+# go-yaml, a port of libyaml, words them), else the pure-Python one
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _TooManyNodes(ValueError):
     """More than ``MAX_YAML_BODY_NODES`` nodes."""
 
 
-class _CountingLoader(yaml.SafeLoader):
-    """The safe loader, stopping once the document has composed too many nodes (the
-    parser runs only as far as composing asks: the cost stops with it)."""
+class _CountingLoader(_SafeLoader):  # type: ignore[misc,valid-type]
+    """The safe loader, stopping once the document has composed too many nodes: every
+    node but an alias is resolved once, as it is composed (by C or Python), and the
+    parser runs only as far as composing asks, so the cost stops with it."""
 
     def __init__(self, stream: bytes) -> None:
         super().__init__(stream)
         self.nodes = 0
+        # (scalar, implicit) -> tag: the resolver tries its regular expressions on
+        # every plain scalar, the costliest step left; documents repeat their scalars
+        self.tags: dict[tuple[Any, Any], str] = {}
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
         self.nodes += 1
         if self.nodes > MAX_YAML_BODY_NODES:
             raise _TooManyNodes
-        return super().compose_node(parent, index)
+        if kind is not yaml.ScalarNode:
+            return super().resolve(kind, value, implicit)
+        tag = self.tags.get((value, implicit))
+        if tag is None:
+            tag = self.tags[(value, implicit)] = super().resolve(kind, value, implicit)
+        return tag
+
+    # What sigs.k8s.io/yaml's YAMLToJSON makes of values JSON has no place for (a
+    # Python value no JSON encoder takes was a 500 further on):
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[str, Any]:
+        """Keys as JSON's strings: ``true``/``false``, ``1``, ``1.5``
+        (``convertToJSONableObject``); a null or collection key is 400, as there."""
+        self.flatten_mapping(node)  # merge keys, as SafeConstructor's
+        mapping: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            # converted before it is a key: true and 1 are one Python key, two Go keys
+            key = _json_key(self.construct_object(key_node, deep=deep))
+            mapping[key] = self.construct_object(value_node, deep=deep)
+        return mapping
+
+    def construct_yaml_timestamp(self, node: Any) -> str:
+        """go-yaml decodes a timestamp into an untyped value as the string it was."""
+        return str(self.construct_scalar(node))
+
+    def construct_yaml_binary(self, node: Any) -> str:
+        """``!!binary`` is the decoded bytes as a string (invalid UTF-8 as U+FFFD, as
+        Go's JSON encoder writes it)."""
+        return str(super().construct_yaml_binary(node).decode("utf-8", "replace"))
+
+    def construct_yaml_float(self, node: Any) -> float:
+        value = float(super().construct_yaml_float(node))
+        if math.isinf(value) or math.isnan(value):  # JSON has neither
+            word = "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
+            raise ValueError(f"json: unsupported value: {word}")
+        return value
+
+
+# '=' and '<<' as values are strings to go-yaml ('<<' as a key still merges)
+_CountingLoader.add_constructor("tag:yaml.org,2002:value", _SafeLoader.construct_yaml_str)
+_CountingLoader.add_constructor("tag:yaml.org,2002:merge", _SafeLoader.construct_yaml_str)
+_CountingLoader.add_constructor(
+    "tag:yaml.org,2002:timestamp", _CountingLoader.construct_yaml_timestamp
+)
+_CountingLoader.add_constructor("tag:yaml.org,2002:binary", _CountingLoader.construct_yaml_binary)
+_CountingLoader.add_constructor("tag:yaml.org,2002:float", _CountingLoader.construct_yaml_float)
+
+
+def _json_key(key: Any) -> str:
+    """A YAML key as ``convertToJSONableObject`` writes it."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, int):
+        return str(key)
+    if isinstance(key, float):
+        return str(int(key)) if key.is_integer() else repr(key)
+    kind = "<nil>" if key is None else type(key).__name__
+    raise ValueError(f"unsupported map key of type: {kind}, key: {key!r}")
+
+
+def _go_yaml_error(e: yaml.YAMLError) -> str:
+    """The message go-yaml gives for a syntax error (its parser's ``fail``): the
+    problem, after ``line N:`` where the problem's line (0-based; 1-based for the
+    scanner's errors) is not 0, else the context's."""
+    problem = getattr(e, "problem", None) or getattr(e, "reason", None) or str(e)
+    mark = getattr(e, "problem_mark", None)
+    line = 0
+    if mark is not None and mark.line:
+        line = mark.line + (1 if isinstance(e, yaml.scanner.ScannerError) else 0)
+    elif getattr(e, "context_mark", None) is not None:
+        line = e.context_mark.line  # type: ignore[attr-defined]
+    return f"yaml: line {line}: {problem}" if line else f"yaml: {problem}"
 
 
 def _decode_yaml(body: bytes) -> Any:
     """YAML to Python values; ValueError worded as Go's yaml decoder words it
-    (``yaml: line 1: ...``, ``yaml: anchor 'a' value contains itself``)."""
+    (``yaml: line 1: did not find expected ',' or ']'``, ``yaml: anchor 'a' value
+    contains itself``)."""
+    loader = _CountingLoader(body)
     try:
-        value = yaml.load(body, Loader=_CountingLoader)  # a SafeLoader
+        # the first document, as go-yaml's Unmarshal reads (what follows is not read)
+        value = loader.get_data() if loader.check_data() else None
     except _TooManyNodes:
         raise ValueError(
             f"yaml: document contains too many nodes (more than {MAX_YAML_BODY_NODES})"
         ) from None
-    except yaml.MarkedYAMLError as e:
-        where = f"line {e.problem_mark.line + 1}: " if e.problem_mark is not None else ""
-        raise ValueError(f"yaml: {where}{e.problem or e}") from None
+    except yaml.composer.ComposerError as e:
+        if str(e.problem).startswith("found undefined alias"):
+            name = _undefined_alias(body)
+            raise ValueError(f"yaml: unknown anchor '{name}' referenced") from None
+        raise ValueError(_go_yaml_error(e)) from None
+    except (yaml.MarkedYAMLError, yaml.reader.ReaderError) as e:
+        raise ValueError(_go_yaml_error(e)) from None
     except yaml.YAMLError as e:
         raise ValueError(f"yaml: {e}") from None
     except RecursionError:
         raise ValueError("yaml: exceeded max depth") from None
+    finally:
+        loader.dispose()
+    if b"*" not in body:  # no alias: nothing shared, nothing contains itself
+        return value
     try:
         size = _expanded_size(value)
     except _SelfContaining:
@@ -276,11 +388,23 @@ def _decode_yaml(body: bytes) -> Any:
     return value
 
 
+def _undefined_alias(body: bytes) -> str:
+    """The first alias of an anchor not defined before it."""
+    defined: set[str] = set()
+    for event in yaml.parse(body, Loader=_SafeLoader):
+        if isinstance(event, yaml.NodeEvent) and not isinstance(event, yaml.AliasEvent):
+            if event.anchor is not None:
+                defined.add(event.anchor)
+        elif isinstance(event, yaml.AliasEvent) and event.anchor not in defined:
+            return str(event.anchor)
+    return ""
+
+
 def _self_containing_anchor(body: bytes) -> str:
     """The first anchor aliased inside its own value (the document parses: its events
     are walked again, keeping the anchors of the collections still open)."""
     open_anchors: list[str | None] = []
-    for event in yaml.parse(body, Loader=yaml.SafeLoader):
+    for event in yaml.parse(body, Loader=_SafeLoader):
         if isinstance(event, yaml.CollectionStartEvent):
             open_anchors.append(event.anchor)
         elif isinstance(event, yaml.CollectionEndEvent):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -76,11 +76,8 @@ class RBACStrategy(GenericStrategy):
 @dataclass(frozen=True)
 class NamespaceStrategy(GenericStrategy):
     """A Namespace: its deletion checks the options' preconditions first (404 for an
-    absent one), then, where no namespace controller runs (``delete_contents`` set),
-    deletes what is in it before the namespace itself, so a client that waits for the
-    namespace to be gone (``kubectl delete ns``) sees what it sees against upstream."""
-
-    delete_contents: Callable[[str], Awaitable[int]] | None = None
+    absent one); the DELETE then only marks it Terminating (``DeletionRules``) and the
+    namespace controller empties it (``proxy.kube.namespace``)."""
 
     def reset_fields(self) -> ResetFields:
         # spec.finalizers are the namespace strategy's (only /finalize changes them)
@@ -97,8 +94,6 @@ class NamespaceStrategy(GenericStrategy):
         if current is None:
             raise apierrors.not_found(self.resource.qualified, name)
         before_delete.check_preconditions(self.resource, options.preconditions, current)
-        if not ctx.dry_run and self.delete_contents is not None:
-            await self.delete_contents(name)
 
 
 @dataclass(frozen=True)
@@ -233,11 +228,9 @@ class NamespaceFinalizeStrategy(GenericStrategy):
 class KubeStrategyDeps:
     """What the built-in kinds' strategies need from the server, given by the
     composition root. ``escalation``: the RBAC kinds' check (None: authorization is not
-    RBAC, nothing to escalate). ``delete_namespace_contents``: None where the namespace
-    controller empties deleted namespaces (``--lifecycle-controllers``)."""
+    RBAC, nothing to escalate)."""
 
     escalation: EscalationCheck | None = None
-    delete_namespace_contents: Callable[[str], Awaitable[int]] | None = None
     # (group, kind) -> the kind's validation: kube's built-in kinds' and those of the
     # other kinds the server serves through the same handlers (APIService, the CRD)
     kind_rules: Mapping[tuple[str, str], KindStrategy] = field(default_factory=dict)
@@ -321,9 +314,7 @@ def _kind_strategy(
     if resource.group == _RBAC_GROUP and deps.escalation is not None:
         return RBACStrategy(resource, subresource, rules, escalation=deps.escalation)
     if route == ("", "namespaces", ""):
-        return NamespaceStrategy(
-            resource, subresource, rules, delete_contents=deps.delete_namespace_contents
-        )
+        return NamespaceStrategy(resource, subresource, rules)
     if (resource.group, resource.plural) == ("", "secrets"):
         return SecretStrategy(resource, subresource, rules)
     if route == ("", "pods", "ephemeralcontainers"):

@@ -185,10 +185,14 @@ class LoopbackClient:
             raise
         return True
 
-    async def update(self, path: str, mutate: Mutate) -> JSON | None:
-        """Read ``path``, apply ``mutate`` to a copy and PUT it back, again on a Conflict
-        (``RetryOnConflict``). The written object; the current one when ``mutate`` returns
-        None (nothing to change); None when the object does not exist."""
+    async def update(
+        self, path: str, mutate: Mutate, *, write_path: str | None = None
+    ) -> JSON | None:
+        """Read ``path``, apply ``mutate`` to a copy and PUT it back (to ``write_path``
+        if given: a subresource that cannot be read, such as a namespace's
+        ``/finalize``), again on a Conflict (``RetryOnConflict``). The written object;
+        the current one when ``mutate`` returns None (nothing to change); None when the
+        object does not exist."""
         for attempt in range(self.retry.steps):
             current = await self.get(path)
             if current is None:
@@ -197,7 +201,7 @@ class LoopbackClient:
             if wanted is None:
                 return current
             try:
-                return await self.request("PUT", path, wanted)
+                return await self.request("PUT", write_path or path, wanted)
             except APIError as e:
                 if e.code != 409 or e.reason != "Conflict" or attempt + 1 == self.retry.steps:
                     raise

@@ -439,8 +439,9 @@ _FLAG_HELP: dict[str, str] = {
     "namespaces and the local APIServices at start-up (false: write nothing until asked)",
     "lifecycle_controllers": "kubelets, a garbage collector and a namespace controller run "
     "against this server (as in `watchcache lab`): bound pods are deleted gracefully, "
-    "propagationPolicy Foreground/Orphan adds its finalizer, a deleted namespace goes "
-    "Terminating; false (default): deletes are immediate",
+    "propagationPolicy Foreground/Orphan adds its finalizer, and the server's own namespace "
+    "controller does not run; false (default): deletes are immediate, and the server empties "
+    "deleted (Terminating) namespaces itself",
     "service_node_port_range": "the ports NodePort Services get theirs from (a-b)",
     "log_level": "debug, info, warning or error",
     "workers": "serving processes on the same ports (SO_REUSEPORT), each with its own "

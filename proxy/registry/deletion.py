@@ -14,9 +14,9 @@
   seconds ahead, ``deletionGracePeriodSeconds`` to the period, and the object stays
   until it is deleted again with ``gracePeriodSeconds=0``; a second DELETE may only
   shorten the period;
-- a kind that **terminates** (a Namespace, with ``--lifecycle-controllers``) goes
-  ``status.phase: Terminating`` and stays while ``spec.finalizers`` is set: a
-  controller empties it, then lifts those finalizers;
+- a kind that **terminates** (a Namespace) goes ``status.phase: Terminating`` and stays
+  while ``spec.finalizers`` is set: a controller empties it, then lifts those
+  finalizers (the server's own namespace controller, or a controller manager's);
 - a kind's own **finalizers** (a CRD's cleanup finalizer) are added on every DELETE;
 - otherwise the object is removed at once.
 
@@ -64,9 +64,9 @@ class DeletionRules:
     ``grace_period``: upstream's ``CheckGracefulDelete`` (the seconds an object gets
     before removal, given the request's options; 0: none now), None for a kind without
     graceful deletion. ``finalizers``: added on every DELETE (a CRD's own Delete adds
-    its cleanup finalizer). ``terminates``: with ``--lifecycle-controllers``, the object
-    goes ``status.phase: Terminating`` and stays while ``spec.finalizers`` is set (a
-    Namespace's own Delete). ``bumps_generation``: a tracked generation is bumped when
+    its cleanup finalizer). ``terminates``: the object goes ``status.phase:
+    Terminating`` and stays while ``spec.finalizers`` is set (a Namespace's own
+    Delete). ``bumps_generation``: a tracked generation is bumped when
     the deletion is recorded (not for a CRD, whose strategy keeps it)."""
 
     grace_period: Callable[[JSONObject, DeleteOptions], int] | None = None
@@ -132,7 +132,7 @@ def mark(
         finalizers = _finalizers(finalizers, _policy(opts))
     finalizers += [f for f in rules.finalizers if f not in finalizers]
     waits_for_controller = False
-    if lifecycle and rules.terminates:
+    if rules.terminates:
         # a controller empties it, then lifts spec.finalizers (a namespace's kubernetes)
         waits_for_controller = bool((current.get("spec") or {}).get("finalizers"))
         current.setdefault("status", {})["phase"] = "Terminating"

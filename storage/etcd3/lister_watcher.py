@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 
 from etcdclient import EtcdClient, prefix_end
 from etcdclient import errors as etcd_errors
@@ -112,7 +113,7 @@ class ChangeStream:
         try:
             async for batch in self._watch:
                 if batch.events:
-                    yield ChangeBatch(tuple(_change(ev) for ev in batch.events))
+                    yield ChangeBatch(await _changes(batch.events))
                 elif batch.progress_notify:
                     yield ChangeBatch(progress=batch.revision)
         except etcd_errors.Compacted:
@@ -122,6 +123,24 @@ class ChangeStream:
 
     async def stop(self) -> None:
         await self._watch.cancel()
+
+
+# how long a watch response's values are decoded before the event loop gets a turn (a
+# response of 150 pod updates decoded in one step took 23-36 ms of CPU in the benchmark)
+DECODE_STEP_SECONDS = 0.005
+
+
+async def _changes(events: Sequence[Event]) -> tuple[Change, ...]:
+    """The events of one watch response as changes, decoded in steps of at most
+    ``DECODE_STEP_SECONDS`` (the batch stays one batch: the cache applies it whole)."""
+    changes = []
+    step = time.perf_counter() + DECODE_STEP_SECONDS
+    for ev in events:
+        changes.append(_change(ev))
+        if time.perf_counter() > step:
+            await asyncio.sleep(0)
+            step = time.perf_counter() + DECODE_STEP_SECONDS
+    return tuple(changes)
 
 
 def _change(ev: Event) -> Change:

@@ -155,3 +155,35 @@ async def test_an_ordinary_yaml_body_never_queues_behind_hostile_ones(
             task.cancel()
         await asyncio.gather(*attacks, return_exceptions=True)
     assert status == 201 and took < 2.0, (status, took)
+
+
+async def test_an_ordinary_yaml_body_never_queues_behind_hostile_small_ones(
+    served: ServerProcess,
+) -> None:
+    """A 200 KiB YAML body of tiny mappings is under ``HUGE_BODY`` yet ~84,000 nodes
+    (~1 s of a decoder thread): five of them filled the ordinary pool's two threads and
+    its queue, and a 2 kB YAML ConfigMap sent after them was decoded only once the
+    first four were done. Bodies whose separators say they may be that heavy now go to
+    the heavy bodies' pool (one thread): the ordinary one is answered while at least
+    three of them are still in flight (no clock is asserted)."""
+    hostile = b"metadata: {name: h}\nspec: {x: [" + b"{a: 1}," * 28_000 + b"{}]}\n"
+    assert len(hostile) < 256 * 1024
+    ordinary = (b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ordinary-small}\n"
+                b"data:\n" + b"".join(b"  k%d: v\n" % i for i in range(200)))  # fmt: skip
+    assert 512 < len(ordinary) < 4096  # decoded in a pool, not on the loop
+    yaml_type = {"Content-Type": "application/yaml"}
+    async with aiohttp.ClientSession(base_url=served.url) as http:
+
+        async def post(body: bytes) -> int:
+            async with http.post(CM, data=body, headers=yaml_type) as resp:
+                await resp.read()
+                return resp.status
+
+        attacks = [asyncio.create_task(post(hostile)) for _ in range(5)]
+        await asyncio.sleep(0.5)  # sent: the server is decoding or queueing them
+        status = await post(ordinary)
+        in_flight = sum(not task.done() for task in attacks)
+        answers = await asyncio.gather(*attacks)  # each answered (201, then 409s)
+        assert (await _probe(http)) < 1.0
+    assert status == 201
+    assert in_flight >= 3, (in_flight, answers)

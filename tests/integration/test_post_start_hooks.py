@@ -189,9 +189,9 @@ def test_the_loopback_client_trusts_the_serving_certificate_whatever_its_names(
 async def test_a_deleted_namespace_is_emptied_through_the_loopback_client(
     etcd: EtcdCluster, tmp_path: Path
 ) -> None:
-    """Without a namespace controller the DELETE empties the namespace first, each
-    resource's content by a deletecollection of its own as system:apiserver (audited,
-    admitted), as upstream's namespace deleter deletes through its client."""
+    """The server's namespace controller empties a deleted namespace, each resource's
+    content by a deletecollection of its own as system:apiserver (audited, admitted),
+    as upstream's namespace deleter deletes through its client."""
     (tmp_path / "policy.yaml").write_text(POLICY)
     log = tmp_path / "audit.log"
     with start_server(etcd.endpoints, None, f"--audit-policy-file={tmp_path / 'policy.yaml'}",
@@ -203,10 +203,14 @@ async def test_a_deleted_namespace_is_emptied_through_the_loopback_client(
             cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "inside"}}
             async with http.post("/api/v1/namespaces/emptied/configmaps", json=cm) as resp:
                 assert resp.status == 201
+                rv = (await resp.json())["metadata"]["resourceVersion"]
             async with http.delete("/api/v1/namespaces/emptied") as resp:
-                assert resp.status == 200
-            async with http.get("/api/v1/namespaces/emptied/configmaps/inside") as resp:
-                assert resp.status == 404
+                assert resp.status == 200  # marked Terminating; emptied in the background
+            watch = f"/api/v1/namespaces/emptied/configmaps?watch=1&resourceVersion={rv}"
+            async with asyncio.timeout(30), http.get(watch) as resp:
+                async for line in resp.content:
+                    if json.loads(line)["type"] == "DELETED":
+                        break
 
     def emptied(e: dict[str, Any]) -> bool:
         ref = e.get("objectRef") or {}

@@ -39,6 +39,25 @@ async def test_yaml_body_and_yaml_response(http: aiohttp.ClientSession, namespac
         assert "name: y1" in await resp.text()
 
 
+async def test_yaml_values_json_cannot_hold_are_converted_as_upstream(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    """Keys that YAML resolves to booleans or numbers, ``!!binary``, a timestamp: as
+    sigs.k8s.io/yaml's YAMLToJSON writes them (here they were Python values no JSON
+    encoder takes: a 500); ``.inf`` is refused as there (here it was written null)."""
+    cms = f"/api/v1/namespaces/{namespace}/configmaps"
+    body = (b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: y-keys}\n"
+            b"data: {on: a, 1: b, c: !!binary aGVsbG8=, d: 2001-12-14t21:59:43.10-05:00}\n")
+    code, obj = await post_raw(http, cms, body, "application/yaml")
+    assert code == 201, obj
+    assert obj["data"] == {"true": "a", "1": "b", "c": "hello",
+                           "d": "2001-12-14t21:59:43.10-05:00"}  # fmt: skip
+    body = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: y-inf}\ndata: {a: .inf}\n"
+    code, status = await post_raw(http, cms, body, "application/yaml")
+    assert code == 400 and status["reason"] == "BadRequest", status
+    assert "json: unsupported value: +Inf" in status["message"]
+
+
 async def test_unsupported_media_type_is_415(http: aiohttp.ClientSession, namespace: str) -> None:
     code, status = await post_raw(http, pods(namespace), b"<pod/>", "application/xml")
     assert code == 415

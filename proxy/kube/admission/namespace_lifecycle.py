@@ -5,13 +5,9 @@ controller make it look to a client:
   ``namespaces "default" is forbidden: this namespace may not be deleted``;
 - creating in a namespace that is being deleted is 403 Forbidden ``unable to create new
   content in namespace NS because it is being terminated``;
-- with ``--lifecycle-controllers`` (a namespace controller runs, as in the lab) a
-  deleted namespace goes Terminating and the controller empties it in the background
-  (proxy/registry/deletion.py), as upstream; without (a standalone ``watchcache
-  serve``, where nothing would ever finish it) deleting a namespace deletes what is in
-  it (every namespaced resource this server serves: ``proxy.kube.namespace_deleter``),
-  then the namespace, before the DELETE answers, so a client that waits for the
-  namespace to be gone (``kubectl delete ns``) sees the same.
+- a deleted namespace goes Terminating and the namespace controller empties it in the
+  background (proxy/registry/deletion.py, proxy/kube/namespace), as upstream: the
+  server's own, or with ``--lifecycle-controllers`` the controller manager's.
 """
 
 from __future__ import annotations
