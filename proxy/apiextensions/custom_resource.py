@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.apiextensions import schema_hooks
+from proxy.apimachinery.api_resource import SubresourceInfo
 from proxy.apimachinery.validation import names
 from proxy.apimachinery.validation.field import ErrorList
 from proxy.apimachinery.validation.object_meta import (
@@ -33,6 +34,7 @@ from proxy.openapi import schemas
 from proxy.printers.columns import NAME, Column, TablePrinter
 from proxy.printers.duration import since
 from proxy.registry.resources import ResourceInfo
+from proxy.registry.scale import SCALE
 from proxy.registry.validation.strategy import KindStrategy
 from storage.interfaces import AttrsFunc
 
@@ -52,6 +54,9 @@ __all__ = [
 JSON = Any
 
 CR_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+# a CR's scale subresource answers autoscaling/v1 Scale (status: the CR's own kind)
+_SCALE_FACTS = (("scale", SubresourceInfo((SCALE.group, SCALE.version, SCALE.kind))),)
 
 
 @dataclass(frozen=True)
@@ -150,6 +155,7 @@ def served_versions(crd: JSON) -> list[tuple[ResourceInfo, CustomResourceVersion
             namespaced=spec.get("scope") == "Namespaced",
             verbs=CR_VERBS,
             subresources=subresources,
+            subresource_facts=_SCALE_FACTS if "scale" in subresources else (),
             short_names=tuple(names_.get("shortNames") or ()),
             categories=tuple(names_.get("categories") or ()),
             singular_name=str(names_.get("singular") or ""),

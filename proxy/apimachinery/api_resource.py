@@ -6,9 +6,23 @@ them all, so the three modules agree on the names."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["DiscoveredResource", "NamedResource", "ServedResource"]
+__all__ = ["DiscoveredResource", "NamedResource", "ServedResource", "SubresourceInfo"]
+
+# the verbs of a subresource that declares none (status: get, patch, update)
+DEFAULT_SUBRESOURCE_VERBS = ("get", "patch", "update")
+
+
+@dataclass(frozen=True)
+class SubresourceInfo:
+    """What discovery says of one subresource, declared by whoever serves it (upstream
+    reads it from the subresource's storage: the kind its ``New()`` returns, its
+    ``GroupVersionKindProvider``, and the verbs its REST interfaces implement)."""
+
+    kind: tuple[str, str, str] | None = None  # (group, version, kind); None: the parent's
+    verbs: tuple[str, ...] = DEFAULT_SUBRESOURCE_VERBS
 
 
 class NamedResource(Protocol):
@@ -42,3 +56,4 @@ class DiscoveredResource(ServedResource, Protocol):
     def short_names(self) -> Sequence[str]: ...
     @property
     def categories(self) -> Sequence[str]: ...
+    def subresource_info(self, name: str) -> SubresourceInfo: ...

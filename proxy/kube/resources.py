@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
+from proxy.apimachinery.api_resource import DEFAULT_SUBRESOURCE_VERBS, SubresourceInfo
 from proxy.registry.catalogue import catalogued
 from proxy.registry.resources import Registry, ResourceInfo
 
@@ -128,6 +129,42 @@ CONNECT_SUBRESOURCES: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "services"): ("proxy",),
 }
 
+# What discovery says of kube's subresources whose kind or verbs are not "the parent's
+# kind; get, patch, update" (upstream: each subresource storage's New() and the REST
+# interfaces it implements). (plural, subresource) first, then the subresource alone.
+_SUB_KIND: dict[str, tuple[str, str, str]] = {
+    "scale": ("autoscaling", "v1", "Scale"),
+    "eviction": ("policy", "v1", "Eviction"),
+    "binding": ("", "v1", "Binding"),
+    "exec": ("", "v1", "PodExecOptions"),
+    "attach": ("", "v1", "PodAttachOptions"),
+    "portforward": ("", "v1", "PodPortForwardOptions"),
+    "proxy": ("", "v1", "PodProxyOptions"),
+    "token": ("authentication.k8s.io", "v1", "TokenRequest"),
+}
+_OWN_SUB_KIND: dict[tuple[str, str], tuple[str, str, str]] = {
+    ("nodes", "proxy"): ("", "v1", "NodeProxyOptions"),
+    ("services", "proxy"): ("", "v1", "ServiceProxyOptions"),
+}
+_SUB_VERBS: dict[str, tuple[str, ...]] = {
+    "eviction": ("create",),
+    "binding": ("create",),
+    "finalize": ("update",),
+    "log": ("get",),
+    "exec": ("create", "get"),
+    "attach": ("create", "get"),
+    "portforward": ("create", "get"),
+    "proxy": ("create", "delete", "get", "patch", "update"),
+    "token": ("create",),
+}
+
+
+def subresource_facts(plural: str, sub: str) -> SubresourceInfo:
+    """What discovery says of kube's ``plural``/``sub``."""
+    kind = _OWN_SUB_KIND.get((plural, sub)) or _SUB_KIND.get(sub)
+    return SubresourceInfo(kind, _SUB_VERBS.get(sub, DEFAULT_SUBRESOURCE_VERBS))
+
+
 # Resources served without storage of their own (kube-apiserver's legacy REST storages):
 # POST /api/v1/namespaces/NS/bindings binds the pod the Binding names
 # (``proxy.kube.binding``); componentstatuses probe the control plane
@@ -209,9 +246,11 @@ def declared(
     key = (info.group, info.version, info.plural)
     every = (*info.subresources, *CONNECT_SUBRESOURCES.get((info.group, info.plural), ()))
     virtual = key in VIRTUAL
+    served = tuple(sorted(s for s in every if s in subresources))
     return dataclasses.replace(
         info,
-        subresources=tuple(sorted(s for s in every if s in subresources)),
+        subresources=served,
+        subresource_facts=tuple((s, subresource_facts(info.plural, s)) for s in served),
         verbs=_VIRTUAL_VERBS.get(info.plural, info.verbs) if virtual else info.verbs,
         short_names=SHORT_NAMES.get(info.plural, ()),
         categories=CATEGORIES.get(info.plural, ()),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from proxy.apimachinery.api_resource import SubresourceInfo
 from proxy.openapi import schemas
 from proxy.openapi.schemas import SchemaNode
 from proxy.registry.kind_schema import KindSchema
@@ -42,6 +43,11 @@ class ResourceInfo:
     # built-in kind, whose come from the built-in OpenAPI and printers. Not part of the
     # resource's identity (equality, hashing): the same resource with a changed schema.
     kind_schema: KindSchema | None = field(default=None, compare=False, repr=False)
+    # what discovery says of each subresource, as its server declares it (none listed:
+    # the parent's kind; get, patch, update)
+    subresource_facts: tuple[tuple[str, SubresourceInfo], ...] = field(
+        default=(), compare=False, repr=False
+    )
 
     @property
     def singular(self) -> str:
@@ -72,6 +78,10 @@ class ResourceInfo:
 
     def allows(self, verb: str) -> bool:
         return verb in self.verbs
+
+    def subresource_info(self, name: str) -> SubresourceInfo:
+        return next((info for sub, info in self.subresource_facts if sub == name),
+                    SubresourceInfo())  # fmt: skip
 
     def request_schema(self) -> SchemaNode | None:
         """The schema request bodies and patches are checked against: a custom kind's

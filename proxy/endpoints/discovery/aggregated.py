@@ -69,46 +69,6 @@ GROUP_PRIORITY = {
     "storagemigration.k8s.io": 15800,
 }
 
-# Subresources whose response kind or verbs are not "the parent kind; get, patch, update".
-SUBRESOURCE_KINDS: dict[str, tuple[str, str, str]] = {
-    "scale": ("autoscaling", "v1", "Scale"),
-    "eviction": ("policy", "v1", "Eviction"),
-    "binding": ("", "v1", "Binding"),
-    "exec": ("", "v1", "PodExecOptions"),
-    "attach": ("", "v1", "PodAttachOptions"),
-    "portforward": ("", "v1", "PodPortForwardOptions"),
-    "proxy": ("", "v1", "PodProxyOptions"),
-}
-# where a resource's subresource of that name answers another kind than the table says
-_OWN_SUBRESOURCE_KINDS: dict[tuple[str, str], tuple[str, str, str]] = {
-    ("nodes", "proxy"): ("", "v1", "NodeProxyOptions"),
-    ("services", "proxy"): ("", "v1", "ServiceProxyOptions"),
-}
-
-
-def subresource_kind(plural: str, name: str) -> tuple[str, str, str] | None:
-    """(group, version, kind) of ``plural``'s subresource ``name`` when it is not the
-    parent's kind (None: the parent's)."""
-    return _OWN_SUBRESOURCE_KINDS.get((plural, name)) or SUBRESOURCE_KINDS.get(name)
-
-
-SUBRESOURCE_VERBS: dict[str, list[str]] = {
-    "status": ["get", "patch", "update"],
-    "scale": ["get", "patch", "update"],
-    "ephemeralcontainers": ["get", "patch", "update"],
-    "resize": ["get", "patch", "update"],
-    "eviction": ["create"],
-    "binding": ["create"],
-    "finalize": ["update"],
-    "approval": ["get", "patch", "update"],
-    "log": ["get"],
-    "exec": ["create", "get"],
-    "attach": ["create", "get"],
-    "portforward": ["create", "get"],
-    "proxy": ["create", "delete", "get", "patch", "update"],
-    "token": ["create"],
-}
-
 _VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 
 
@@ -131,12 +91,9 @@ def _gvk(group: str, version: str, kind: str) -> dict[str, str]:
 
 
 def _subresource(res: DiscoveryResource, name: str) -> dict[str, JSONValue]:
-    kind = subresource_kind(res.plural, name) or (res.group, res.version, res.kind)
-    return {
-        "subresource": name,
-        "responseKind": _gvk(*kind),
-        "verbs": SUBRESOURCE_VERBS.get(name, ["get"]),
-    }
+    facts = res.subresource_info(name)  # as the subresource's server declared it
+    kind = facts.kind or (res.group, res.version, res.kind)
+    return {"subresource": name, "responseKind": _gvk(*kind), "verbs": list(facts.verbs)}
 
 
 def _resource(res: DiscoveryResource) -> dict[str, JSONValue]:

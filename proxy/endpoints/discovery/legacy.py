@@ -90,14 +90,15 @@ def _resource_entry(resource: ResourceInfo) -> JSONObject:
 
 
 def _subresource_entry(resource: ResourceInfo, sub: str) -> JSONObject:
+    facts = resource.subresource_info(sub)  # as the subresource's server declared it
     entry: JSONObject = {
         "name": f"{resource.plural}/{sub}",
         "singularName": "",
         "namespaced": resource.namespaced,
         "kind": resource.kind,
-        "verbs": discovery_aggregated.SUBRESOURCE_VERBS.get(sub, ["get", "patch", "update"]),
+        "verbs": list(facts.verbs),
     }
-    own = discovery_aggregated.subresource_kind(resource.plural, sub)
+    own = facts.kind
     if own is not None:  # scale: autoscaling/v1 Scale
         group, version, kind = own
         entry["kind"] = kind

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import orjson
 import pytest
 
+from proxy.apimachinery.api_resource import SubresourceInfo
 from proxy.endpoints.discovery.aggregated import (
     AGGREGATED_CONTENT_TYPE,
     build_aggregated,
@@ -23,11 +24,16 @@ from tests.unit.proxy import resources
 class Res(resources.Res):
     verbs: tuple[str, ...] = ("create", "delete", "get", "list", "patch", "update", "watch")
     subresources: tuple[str, ...] = ()
+    facts: tuple[tuple[str, SubresourceInfo], ...] = ()
+
+    def subresource_info(self, name: str) -> SubresourceInfo:
+        return dict(self.facts).get(name, SubresourceInfo())
 
 
+SCALE = SubresourceInfo(("autoscaling", "v1", "Scale"))
 RESOURCES = [
     Res("apps", "v1", "Deployment", "deployments", short_names=("deploy",),
-        categories=("all",), subresources=("status", "scale")),
+        categories=("all",), subresources=("status", "scale"), facts=(("scale", SCALE),)),
     Res("", "v1", "Pod", "pods", short_names=("po",), categories=("all",),
         subresources=("status",)),
     Res("", "v1", "Node", "nodes", namespaced=False, short_names=("no",)),

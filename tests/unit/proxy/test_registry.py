@@ -97,3 +97,34 @@ def test_catalogue_covers_more_than_served() -> None:
 def test_unknown_served_resource_is_an_error() -> None:
     with pytest.raises(LookupError):
         build_registry([("", "v1", "widgets")])
+
+
+@pytest.mark.parametrize(
+    ("plural", "sub", "kind", "verbs"),
+    [
+        # as kube-apiserver 1.32's /api/v1 and /apis/apps/v1 list them
+        ("pods", "exec", ("", "v1", "PodExecOptions"), ("create", "get")),
+        ("pods", "proxy", ("", "v1", "PodProxyOptions"),
+         ("create", "delete", "get", "patch", "update")),
+        ("nodes", "proxy", ("", "v1", "NodeProxyOptions"),
+         ("create", "delete", "get", "patch", "update")),
+        ("services", "proxy", ("", "v1", "ServiceProxyOptions"),
+         ("create", "delete", "get", "patch", "update")),
+        ("pods", "eviction", ("policy", "v1", "Eviction"), ("create",)),
+        ("pods", "log", None, ("get",)),
+        ("pods", "status", None, ("get", "patch", "update")),
+        ("namespaces", "finalize", None, ("update",)),
+        ("deployments", "scale", ("autoscaling", "v1", "Scale"), ("get", "patch", "update")),
+        ("serviceaccounts", "token", ("authentication.k8s.io", "v1", "TokenRequest"),
+         ("create",)),
+    ],
+)  # fmt: skip
+def test_kube_declares_what_discovery_says_of_its_subresources(
+    plural: str, sub: str, kind: tuple[str, str, str] | None, verbs: tuple[str, ...]
+) -> None:
+    """The generic discovery names no subresource kind: kube's catalogue declares each
+    (upstream: the subresource storage's New() and the REST interfaces it implements)."""
+    (info,) = [r for r in served_resources(secure=True) if r.plural == plural]
+    assert sub in info.subresources
+    facts = info.subresource_info(sub)
+    assert (facts.kind, facts.verbs) == (kind, verbs)
