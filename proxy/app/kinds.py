@@ -17,6 +17,7 @@ from proxy.kube.admission.plugins import (
 )
 from proxy.kube.printers import register_builtin_printers
 from proxy.kube.resources import REVIEWS, SERVED, VIRTUAL, kube_resources
+from proxy.kube.scheme import register_kube_scheme
 from proxy.kube.validation.strategies import BUILTIN_STRATEGIES
 from proxy.printers.handlers import register_printers
 from proxy.registry.deletion import DeletionRules
@@ -69,10 +70,12 @@ def deletion_rules() -> dict[tuple[str, str], DeletionRules]:
 
 
 def register_kinds() -> None:
-    """Printers of the built-in kinds and APIService (idempotent: every server built in
-    one process registers the same objects)."""
+    """Printers of the built-in kinds and APIService, kube's groups in the request
+    decoder's scheme (idempotent: every server built in one process registers the same
+    objects)."""
     register_builtin_printers()
     register_printers(APISERVICE_GROUP, apiservice_printers.HANDLERS)
+    register_kube_scheme()
 
 
 def admission_plugins() -> Plugins:

@@ -21,13 +21,14 @@ A missing kind or apiVersion is filled in from the endpoint (Go's ``gvkWithDefau
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any
 
 from proxy import apierrors
 from proxy.registry.catalogue import load_catalogue
 from proxy.registry.resources import ResourceInfo
 
-__all__ = ["check_kind"]
+__all__ = ["check_kind", "register_scheme"]
 
 JSON = dict[str, Any]
 
@@ -66,28 +67,24 @@ _UNVERSIONED_KINDS = frozenset(
 )
 
 
-# Versions kube-apiserver's scheme still decodes though it no longer serves them (its
-# pkg/apis/<group>/install); the catalogue knows only the served ones. A kind of the
-# group is taken to exist at each of them.
-_UNSERVED_VERSIONS: dict[str, tuple[str, ...]] = {
-    "apps": ("v1beta1", "v1beta2"),
-    "autoscaling": ("v2beta1", "v2beta2"),
-    "batch": ("v1beta1",),
-    "policy": ("v1beta1",),
-    "networking.k8s.io": ("v1beta1", "v1alpha1"),
-    "rbac.authorization.k8s.io": ("v1beta1", "v1alpha1"),
-    "storage.k8s.io": ("v1beta1", "v1alpha1"),
-    "scheduling.k8s.io": ("v1beta1", "v1alpha1"),
-    "node.k8s.io": ("v1beta1", "v1alpha1"),
-    "coordination.k8s.io": ("v1beta1",),
-    "discovery.k8s.io": ("v1beta1",),
-    "certificates.k8s.io": ("v1beta1",),
-    "admissionregistration.k8s.io": ("v1beta1", "v1alpha1"),
-    "flowcontrol.apiserver.k8s.io": ("v1beta1", "v1beta2", "v1beta3"),
-    "events.k8s.io": ("v1beta1",),
-}
-# kinds of one group decoded into another group's internal type
-_SHARED_INTERNAL = {("events.k8s.io", "Event"): ("", "Event")}
+# What the served kinds' owners add to the scheme (``register_scheme``; kube's: the
+# versions its scheme still decodes but no longer serves, and kinds decoded into another
+# group's internal type). The catalogue knows only the served versions.
+_UNSERVED_VERSIONS: dict[str, tuple[str, ...]] = {}
+_SHARED_INTERNAL: dict[tuple[str, str], tuple[str, str]] = {}
+
+
+def register_scheme(
+    unserved_versions: Mapping[str, tuple[str, ...]],
+    shared_internal: Mapping[tuple[str, str], tuple[str, str]],
+) -> None:
+    """Add ``unserved_versions`` (group -> versions a kind of the group is taken to exist
+    at) and ``shared_internal`` ((group, kind) -> the (group, kind) it decodes into) to the
+    scheme (idempotent; the composition root calls it, as upstream's install packages
+    add their groups to legacyscheme)."""
+    _UNSERVED_VERSIONS.update(unserved_versions)
+    _SHARED_INTERNAL.update(shared_internal)
+    _scheme_kinds.cache_clear()
 
 
 @functools.cache
