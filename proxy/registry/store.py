@@ -364,8 +364,17 @@ class Store:
         if not deletion.should_delete_during_update(self.strategy.deletion, stored.obj):
             return stored
         uid = (stored.obj.get("metadata") or {}).get("uid")
-        with self._interpret("delete", name):
-            return await writer.delete(key, Preconditions(uid=uid))
+        try:
+            with self._interpret("delete", name):
+                return await writer.delete(key, Preconditions(uid=uid))
+        except apierrors.StatusError as e:
+            # Deletion is racy (upstream's deleteWithoutFinalizers): another request that
+            # emptied the finalizers, or a controller deleting the object now that none
+            # holds it (the namespace controller's next look, a CRD's finalizer), may
+            # have removed it first. The update succeeded: answer with it, not a 404.
+            if e.code != 404:
+                raise
+            return stored
 
     async def delete(
         self,
