@@ -18,6 +18,7 @@ import sys
 import tomllib
 import urllib.error
 import urllib.request
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -212,8 +213,6 @@ def test_the_installed_package_holds_every_file_the_image_needs(tmp_path: Path) 
     )  # fmt: skip
     assert built.returncode == 0, built.stderr
     (wheel,) = tmp_path.glob("watchcache-*.whl")
-    import zipfile
-
     names = set(zipfile.ZipFile(wheel).namelist())
     needed = [
         str(p.relative_to(ROOT))
