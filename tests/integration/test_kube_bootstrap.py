@@ -14,9 +14,12 @@ import aiohttp
 import pytest
 
 from etcdclient import EtcdClient
-from proxy.kube.bootstrap.cluster_authentication import authentication_data
+from proxy.kube.bootstrap.cluster_authentication import ClusterAuthentication, authentication_data
 from proxy.kube.bootstrap.kubernetes_service import advertise_address, first_service_ip
 from proxy.kube.bootstrap.master_leases import MasterLeases
+from proxy.kube.bootstrap.writer import BootstrapWriter
+from proxy.loopback.client import LoopbackClient
+from proxy.loopback.config import LoopbackConfig
 from proxy.options.settings import ConfigError, Settings, load_settings
 from tests.integration.conftest import JSON, ServerFactory
 
@@ -58,6 +61,30 @@ async def test_the_kubernetes_service_and_its_endpoints(server_factory: ServerFa
             http, "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication"
         )
         assert cm.get("data", {}) == {}  # no client CA, no front proxy: nothing to trust
+
+
+async def test_republishing_unchanged_authentication_data_writes_nothing(
+    server_factory: ServerFactory,
+) -> None:
+    """The controller publishes again every minute, on every server: with nothing to
+    trust (``data`` empty, which storage omits) that must be no write. It was one per
+    server per minute, for ever: etcd's revision moving on an idle cluster, and every
+    consistent read after it paying for a progress request."""
+    proc = server_factory()
+    path = "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication"
+    async with aiohttp.ClientSession(base_url=proc.url) as http:
+        before = await _eventually(http, path)
+        await asyncio.sleep(1.1)  # a write now would carry a new managedFields time
+        loopback = LoopbackClient(LoopbackConfig(proc.url, token="unused-on-the-plain-port"))
+        try:
+            writer = BootstrapWriter(loopback)
+            published = ClusterAuthentication(authentication_data(Settings()))
+            assert await published.publish_once(writer)
+        finally:
+            await loopback.close()
+        async with http.get(path) as resp:
+            after = await resp.json()
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 
 
 async def test_a_second_server_with_no_endpoint_reconciler_leaves_them_alone(

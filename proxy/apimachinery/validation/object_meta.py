@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from proxy.apimachinery.equality import semantic_equal
 from proxy.apimachinery.validation import field, go_values
 from proxy.apimachinery.validation.field import ErrorList
 from proxy.apimachinery.validation.names import (
@@ -79,18 +80,9 @@ def validate_immutable(new: object, old: object, path: str, shown: object = None
     Equal as upstream's ``apiequality.Semantic.DeepEqual`` compares typed objects: a
     field that is null, ``{}`` or ``[]`` equals an absent one (Go's zero values; the JSON
     view of a protobuf value carries ``resources: {}`` where a request body has none)."""
-    if new == old or _without_zero(new) == _without_zero(old):
+    if semantic_equal(new, old):
         return []
     return [field.invalid(path, new if shown is None else shown, FIELD_IMMUTABLE)]
-
-
-def _without_zero(value: object) -> object:
-    if isinstance(value, dict):
-        kept = {k: _without_zero(v) for k, v in value.items()}
-        return {k: v for k, v in kept.items() if v not in (None, {}, [])}
-    if isinstance(value, list):
-        return [_without_zero(v) for v in value]
-    return value
 
 
 def validate_qualified_name(value: str, path: str) -> ErrorList:

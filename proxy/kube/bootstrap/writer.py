@@ -10,6 +10,7 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from proxy.apimachinery.equality import semantic_equal
 from proxy.loopback.client import LoopbackClient, resource_path
 from storage.interfaces import JSONObject
 
@@ -27,11 +28,14 @@ class BootstrapWriter:
         self, group: str, version: str, plural: str, namespace: str, desired: Desired
     ) -> JSONObject:
         """Make the object ``desired(stored)``: created when absent, updated when it
-        differs, left unwritten when not. Loopback errors come out (the caller retries)."""
+        differs, left unwritten when not: compared as upstream's ``Semantic.DeepEqual``
+        (a ``data: {}`` wanted where storage omits the empty map is no change; with ``==``
+        every server rewrote an empty ConfigMap every minute, for ever). Loopback errors
+        come out (the caller retries)."""
         collection = resource_path(group, version, plural, namespace)
 
         def reconcile(current: JSONObject) -> JSONObject | None:
             wanted = desired(copy.deepcopy(current))
-            return None if wanted == current else wanted
+            return None if semantic_equal(wanted, current) else wanted
 
         return await self.loopback.ensure(collection, desired({}), reconcile)
