@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import gzip
+import itertools
 import random
 import sys
 import time
@@ -231,11 +233,12 @@ async def _paginate(session: aiohttp.ClientSession, sc: Scenario, parse: bool) -
     return s
 
 
-async def touch(session: aiohttp.ClientSession, url: str, rnd: int) -> None:
-    """Label the pod at ``url`` with the round, and wait until the cache has it. The
+async def touch(session: aiohttp.ClientSession, url: str, serial: int) -> None:
+    """Label the pod at ``url`` with ``serial`` (a new one each time: an unchanged
+    label would write nothing), and wait until the cache has it. The
     value has a fixed width, so that once the bench labelled it in its preparation
     (``lab.bench``), no round changes the size of a LIST (the floor serves its bytes)."""
-    body = orjson.dumps({"metadata": {"labels": {"bench-touch": f"{rnd:08d}"}}})
+    body = orjson.dumps({"metadata": {"labels": {"bench-touch": f"{serial:08d}"}}})
     headers = {"Content-Type": "application/merge-patch+json"}
     async with session.patch(url, data=body, headers=headers) as r:
         rv = orjson.loads(await r.read())["metadata"]["resourceVersion"]
@@ -268,6 +271,10 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
     ):
         idle = await _idle_lag(session, scenarios, float(spec.get("idle_seconds", 5)))
         start = acct.cpu()
+        # every touch a new value (the preparation wrote 0): a patch that changes nothing
+        # writes nothing, and the cache would then be behind whatever moved etcd's
+        # revision since (another scenario's churn, another touch)
+        touches = itertools.count(1)
         for rnd in range(warmup + runs):
             # A fresh (seeded) order each round: no scenario always follows the same one,
             # so leftover work of an expensive request (GC of a 40 MB response) is not
@@ -276,18 +283,26 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
                 if sc.churn:
                     await etcd.put(CHURN_KEY, str(rnd).encode())
                 if sc.touch:
-                    await touch(session, sc.touch, rnd)
+                    await touch(session, sc.touch, next(touches))
                 # Metrics around every request, outside timing and CPU: the loop lag
                 # each time, the objects counters on the parsed round.
                 metered = sc.kind != "etcd_range"
                 m0 = await _scrape(session, sc.target) if metered else None
+                # The client's own garbage collection out of the timing: parsing a
+                # paged list's pages made this process pause up to ~50 ms between
+                # two pages, which the scenario was charged for.
+                gc.collect()
+                gc.disable()
                 before = acct.cpu()
-                if sc.kind == "http":
-                    s = await _probed(session, sc, parse=rnd == 0)
-                elif sc.kind == "paginate":
-                    s = await _paginate(session, sc, parse=rnd == 0)
-                else:
-                    s = await _etcd_range(etcd, sc)
+                try:
+                    if sc.kind == "http":
+                        s = await _probed(session, sc, parse=rnd == 0)
+                    elif sc.kind == "paginate":
+                        s = await _paginate(session, sc, parse=rnd == 0)
+                    else:
+                        s = await _etcd_range(etcd, sc)
+                finally:
+                    gc.enable()
                 after = acct.cpu()
                 s.cpu = {p: after[p] - before[p] for p in after}
                 m1 = await _scrape(session, sc.target) if m0 is not None else None
