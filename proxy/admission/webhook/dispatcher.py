@@ -97,6 +97,7 @@ class _WebhookPlugin(Plugin):
         assert deps.sources is not None, "built without the configuration source"
         self.source = deps.sources
         self.default = deps.default
+        self.cluster = deps.cluster
 
     async def _namespace(self, attrs: Attributes) -> JSON | None:
         if not attrs.namespace:
@@ -139,7 +140,7 @@ class _WebhookPlugin(Plugin):
         uid = review["request"]["uid"]
         try:
             target = await client.resolve(hook.spec.get("clientConfig") or {}, self.lookup)
-            answer = await client.call(target, review, hook.timeout)
+            answer = await client.call(target, review, hook.timeout, self.cluster)
         except client.WebhookCallError as e:
             raise CallFailed(f"failed to call webhook: {e}") from None
         try:
