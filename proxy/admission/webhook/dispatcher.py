@@ -106,6 +106,8 @@ class _WebhookPlugin(Plugin):
         return ns or await self.lookup.get("", "namespaces", "", attrs.namespace, fresh=True)
 
     async def matching_hooks(self, attrs: Attributes) -> list[Hook]:
+        if rules.is_exempt_admission_configuration(attrs):
+            return []
         if not self.source.synced.is_set():
             async with asyncio.timeout(SYNC_WAIT_SECONDS):
                 await self.source.synced.wait()
