@@ -155,7 +155,8 @@ class KonnectivityServer:
             return
         ip, port = target
         if target in kubelet_endpoints(self.nodes()):
-            await _splice(f"{ip}:{port}", asyncio.open_connection(ip, port), reader, writer)
+            await _splice(f"{ip}:{port}", asyncio.open_connection(ip, port), reader, writer,
+                          "the kubelet")  # fmt: skip
             return
         pod = self._pod_at(ip)
         container = declared_container(pod, port) if pod is not None else None
@@ -165,7 +166,8 @@ class KonnectivityServer:
             return
         served = await self._agnhost(pod, container, port)
         if served is not None:
-            await _splice(f"{ip}:{port}", asyncio.open_unix_connection(served), reader, writer)
+            await _splice(f"{ip}:{port}", asyncio.open_unix_connection(served), reader, writer,
+                          f"the agnhost server of container {container}")  # fmt: skip
             return
         writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         self.tunnels += 1
@@ -178,10 +180,10 @@ class KonnectivityServer:
 async def _splice(
     where: str,
     dial: Coroutine[Any, Any, tuple[asyncio.StreamReader, asyncio.StreamWriter]],
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, what: str,
 ) -> None:  # fmt: skip
-    """The tunnel to ``where`` (a simulated kubelet, or a simulated agnhost server),
-    connected by ``dial``: both ways until either side ends."""
+    """The tunnel to ``what`` at ``where`` (a simulated kubelet, or a simulated agnhost
+    server), connected by ``dial``: both ways until either side ends."""
     try:
         async with asyncio.timeout(_DIAL_TIMEOUT):
             up_reader, up_writer = await dial
@@ -189,7 +191,7 @@ async def _splice(
         writer.write(f"HTTP/1.1 503 dial tcp {where}: {e}\r\n\r\n".encode())
         return
     writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-    log.info("konnectivity: a tunnel to %s", where)
+    log.info("konnectivity: a tunnel to %s at %s", what, where)
     try:
         await asyncio.gather(_copy(reader, up_writer), _copy(up_reader, writer))
     finally:

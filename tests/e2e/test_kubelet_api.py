@@ -600,7 +600,7 @@ def _webhook_manifests(ca: CertKey, cert: CertKey) -> str:
     selector = {"matchLabels": {"webhook-test": "yes"}}
 
     def hook(kind: str, path: str) -> JSON:
-        return {"name": f"{path.strip('/')}.k8s.io", "sideEffects": "None",
+        return {"name": f"{path.strip('/').replace('/', '-')}.k8s.io", "sideEffects": "None",
                 "admissionReviewVersions": ["v1", "v1beta1"], "objectSelector": selector,
                 "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""],
                            "apiVersions": ["v1"], "resources": ["configmaps"]}],
@@ -633,6 +633,15 @@ def _webhook_manifests(ca: CertKey, cert: CertKey) -> str:
         {"apiVersion": "admissionregistration.k8s.io/v1",
          "kind": "MutatingWebhookConfiguration", "metadata": {"name": "agnhost-mutate"},
          "webhooks": [hook("mutating", "/mutating-configmaps")]},
+        # a CONNECT's object is its options (PodAttachOptions): no labels to select by
+        {"apiVersion": "admissionregistration.k8s.io/v1",
+         "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "agnhost-attach"},
+         "webhooks": [{**hook("validating", "/pods/attach"), "objectSelector": {},
+                       "rules": [{"operations": ["CONNECT"], "apiGroups": [""],
+                                  "apiVersions": ["v1"], "resources": ["pods/attach"]}]}]},
+        {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": "to-be-attached-pod", "namespace": "default"},
+         "spec": {"containers": [{"name": "container1", "image": "busybox:1.36"}]}},
     ]  # fmt: skip
     return "\n---\n".join(orjson.dumps(d).decode() for d in docs)
 
@@ -666,6 +675,13 @@ def test_webhook_pods_are_called_through_the_egress(cluster: Cluster) -> None:
         cluster.kubectl("create", "-f", "-", stdin=orjson.dumps(cm).decode())
         data = cluster.json("get", "configmap", "mutated")["data"]
         assert data == {"mutation-start": "yes", "mutation-stage-1": "yes"}
+        # a CONNECT is admitted too (upstream's ConnectResource): the attach refused
+        cluster.kubectl("wait", "--for=condition=Ready", "pod/to-be-attached-pod",
+                        "--timeout=30s", timeout=40)  # fmt: skip
+        r = cluster.run("attach", "to-be-attached-pod", "-i", "-c", "container1", stdin="",
+                        timeout=20)  # fmt: skip
+        assert r.returncode != 0
+        assert "attaching to pod 'to-be-attached-pod' is not allowed" in r.stderr.decode()
     finally:
         cluster.run("delete", "--ignore-not-found", "-f", "-", stdin=manifests)
         cluster.run("delete", "--ignore-not-found", "configmap", "mutated", "denied")
