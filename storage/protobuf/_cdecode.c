@@ -24,7 +24,8 @@
 /* storage.protobuf.plans' kinds */
 enum { K_STRING, K_BYTES, K_BOOL, K_INT32, K_INT64, K_MESSAGE, K_MAP, K_DOUBLE };
 /* message modes (native.py) */
-enum { M_NORMAL, M_TIME, M_MICROTIME, M_QUANTITY, M_INTORSTRING, M_RAW, M_CALLBACK };
+enum { M_NORMAL, M_TIME, M_MICROTIME, M_QUANTITY, M_INTORSTRING, M_RAW, M_CALLBACK,
+       M_SCHEMA_OR_BOOL, M_SCHEMA_OR_ARRAY, M_SCHEMA_OR_STRINGS };
 /* field flags */
 enum { F_REPEATED = 1, F_POINTER = 2, F_OMITEMPTY = 4, F_INLINE = 8 };
 /* how a map's values decode (codegen's map_ss, map_sq, map_msg, ref_map) */
@@ -43,6 +44,7 @@ typedef struct {
 
 typedef struct {
     int mode;
+    int32_t schema; /* the JSONSchemaProps of apiextensions' unions (M_SCHEMA_OR_*) */
     PyObject *name;   /* full proto name: the key of the Python decoders' table */
     PyObject *hashed; /* "<name>#": unknown fields are reported as "<name>#<number>" */
     FieldT *fields;
@@ -91,6 +93,7 @@ typedef struct {
     PyObject *unknown; /* report.unknown_fields, owned */
     Py_ssize_t unknown0;
     int depth;
+    int strict; /* > 0: under converter.decode's semantics (see dec_reference) */
     Occ occ_local[LOCAL]; /* last: ctx_init clears what comes before */
     FState fs_local[LOCAL];
 } Ctx;
@@ -298,9 +301,10 @@ static int report_unknown(Ctx *c, MsgT *m, uint64_t number) {
     return rc;
 }
 
-/* The message's Python decoder on these bytes (it appends to the same report). */
+/* The message's Python decoder on these bytes (it appends to the same report); under
+ * the interpreter's semantics (strict) there is none to call: deferred. */
 static PyObject *callback(Ctx *c, MsgT *m, const uint8_t *p, size_t n) {
-    if (unknown_list(c) == NULL) return NULL;
+    if (c->strict || unknown_list(c) == NULL) return NULL;
     PyObject *fn = PyObject_GetItem(c->d->decoders, m->name);
     if (fn == NULL) return NULL;
     PyObject *data = PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
@@ -323,12 +327,13 @@ static PyObject *dec_time(Ctx *c, MsgT *m, const uint8_t *p, size_t n) {
     /* codegen._time reads the seconds of "08 <seconds> ..." and ignores the rest;
      * MicroTime (converter) is taken here only as exactly "08 <s> [10 <nanos>]" */
     if (p[0] != 0x08 || rd_varint(p, n, &pos, &sec) < 0) return callback(c, m, p, n);
-    if (micro && pos < n) {
+    /* MicroTime, and Time under the interpreter, which reads every field: the exact shape */
+    int exact = micro || c->strict;
+    if (exact && pos < n) {
         if (p[pos] != 0x10) return callback(c, m, p, n);
         pos++;
         if (rd_varint(p, n, &pos, &nanos) < 0 || pos != n) return callback(c, m, p, n);
-    } else if (micro && pos != n) {
-        return callback(c, m, p, n);
+        if (!micro) nanos = 0;
     }
     int64_t seconds = (int64_t)sec;
     if (seconds == ZERO_TIME && (!micro || nanos == 0)) Py_RETURN_NONE;
@@ -371,6 +376,7 @@ static PyObject *dec_intorstring(Ctx *c, MsgT *m, const uint8_t *p, size_t n) {
 
 /* FieldsV1, RawExtension: "0a <len> <JSON>" parsed by orjson (codegen._raw). */
 static PyObject *dec_raw(Ctx *c, MsgT *m, const uint8_t *p, size_t n) {
+    if (n == 0) Py_RETURN_NONE; /* no raw field: null (an absent value RawExtension) */
     size_t pos = 1;
     uint64_t size;
     if (n > 2 && p[0] == 0x0A && rd_varint(p, n, &pos, &size) == 0 && size == n - pos) {
@@ -388,6 +394,64 @@ static PyObject *dec_raw(Ctx *c, MsgT *m, const uint8_t *p, size_t n) {
 /* ------------------------------------------------------------------ messages */
 
 static PyObject *dec_msg(Ctx *c, int32_t mi, const uint8_t *p, size_t n);
+
+/* apiextensions' JSONSchemaPropsOr{Bool,Array,StringArray} as codegen._union_decoder:
+ * OrBool {allows = 1, schema = 2}: the schema if there is one, else allows; the others
+ * {schema = 1, items = 2}: the items if any (schemas, or strings), else the schema or
+ * null. Only length-delimited fields are taken here (OrBool: and allows' varint). */
+static PyObject *dec_union(Ctx *c, MsgT *m, const uint8_t *p, size_t n) {
+    if (c->strict) {
+        /* the interpreter (converter._decode_union) reports other fields and merges a
+         * repeated schema, where codegen ignores them and keeps the last: deferred */
+        size_t pos = 0;
+        int ones = 0, twos = 0;
+        while (pos < n) {
+            uint64_t tag;
+            if (rd_varint(p, n, &pos, &tag) < 0 || skip_value(p, n, &pos, tag & 7) < 0)
+                return NULL;
+            ones += tag >> 3 == 1;
+            twos += tag >> 3 == 2;
+            if ((tag >> 3 != 1 && tag >> 3 != 2) || ones > 1 ||
+                (m->mode == M_SCHEMA_OR_BOOL && twos > 1))
+                return NULL;
+        }
+    }
+    if (m->mode == M_SCHEMA_OR_BOOL) {
+        Flat f;
+        if (flat_fields(p, n, &f) < 0 || f.kind[2] == 1 || (!f.kind[2] && f.kind[1] == 2))
+            return callback(c, m, p, n);
+        if (f.kind[2]) return dec_msg(c, m->schema, p + f.start[2], f.len[2]);
+        return PyBool_FromLong(f.val[1] != 0);
+    }
+    size_t pos = 0, start1 = 0, len1 = 0;
+    int has1 = 0;
+    PyObject *items = NULL;
+    while (pos < n) {
+        uint64_t tag, v;
+        if (rd_varint(p, n, &pos, &tag) < 0 || (tag & 7) != 2 ||
+            rd_varint(p, n, &pos, &v) < 0 || v > n - pos) {
+            Py_XDECREF(items);
+            return callback(c, m, p, n);
+        }
+        if (tag >> 3 == 1) {
+            has1 = 1; start1 = pos; len1 = (size_t)v;
+        } else if (tag >> 3 == 2) {
+            if (items == NULL && (items = PyList_New(0)) == NULL) return NULL;
+            PyObject *x = m->mode == M_SCHEMA_OR_STRINGS ? text(p + pos, (size_t)v)
+                                                         : dec_msg(c, m->schema, p + pos, (size_t)v);
+            if (x == NULL || PyList_Append(items, x) < 0) {
+                Py_XDECREF(x);
+                Py_DECREF(items);
+                return NULL;
+            }
+            Py_DECREF(x);
+        }
+        pos += (size_t)v;
+    }
+    if (items != NULL) return items;
+    if (has1) return dec_msg(c, m->schema, p + start1, len1);
+    Py_RETURN_NONE;
+}
 static int dec_normal(Ctx *c, MsgT *m, const uint8_t *p, size_t n, PyObject *out);
 
 /* Collects the occurrences of m's fields into c->fs[fs0..] (as codegen's parse loop);
@@ -409,7 +473,8 @@ static int parse(Ctx *c, MsgT *m, const uint8_t *p, size_t n, size_t fs0) {
         Occ o = {0, 0, 0, -1, 0};
         if (wt != f->wire) {
             /* packed repeated ints (Go accepts them); doubles defer (codegen fails) */
-            if (!(wt == 2 && (f->flags & F_REPEATED) && f->kind != K_DOUBLE &&
+            if (c->strict || /* the interpreter keeps an empty run, codegen does not */
+                !(wt == 2 && (f->flags & F_REPEATED) && f->kind != K_DOUBLE &&
                   (f->kind == K_BOOL || f->kind == K_INT32 || f->kind == K_INT64)))
                 return -1;
             packed = 1;
@@ -489,7 +554,7 @@ typedef struct {
     uint64_t ival;
 } Entry;
 
-static int entry(const uint8_t *p, size_t n, int scalar, Entry *e) {
+static int entry(const uint8_t *p, size_t n, int scalar, int strict, Entry *e) {
     size_t pos = 0;
     memset(e, 0, sizeof *e);
     e->key = e->val = p;
@@ -497,6 +562,7 @@ static int entry(const uint8_t *p, size_t n, int scalar, Entry *e) {
         uint64_t tag, v;
         if (rd_varint(p, n, &pos, &tag) < 0) return -1;
         uint64_t num = tag >> 3;
+        if (strict && num != 1 && num != 2) return -1; /* where codegen and converter differ */
         if ((tag & 7) == 2) {
             if (rd_varint(p, n, &pos, &v) < 0 || v > n - pos) return -1;
             if (num == 1) { e->key = p + pos; e->klen = (size_t)v; }
@@ -528,7 +594,14 @@ static PyObject *map_value(Ctx *c, FieldT *f, Entry *e) {
         return scalar_varint(f->mapkind, e->has_val ? e->ival : 0);
     case MV_REFERENCE: { /* converter._decode_map: the interpreter's special decoding */
         if (e->has_val && e->val_is_int) return NULL;
-        if (unknown_list(c) == NULL) return NULL;
+        MsgT *sub = &c->d->msgs[f->sub];
+        if (sub->mode >= M_SCHEMA_OR_BOOL) { /* apiextensions' unions: walked here */
+            c->strict++;
+            PyObject *out = dec_msg(c, f->sub, e->val, e->has_val ? e->vlen : 0);
+            c->strict--;
+            return out;
+        }
+        if (c->strict || unknown_list(c) == NULL) return NULL;
         PyObject *plan = PyObject_GetItem(c->d->plans, c->d->msgs[f->sub].name);
         if (plan == NULL) return NULL;
         PyObject *data = PyBytes_FromStringAndSize((const char *)e->val,
@@ -551,7 +624,8 @@ static PyObject *map(Ctx *c, FieldT *f, int32_t oi) {
         Occ o = c->occ[oi];
         oi = o.next;
         Entry e;
-        if (entry(c->buf + o.start, o.len, f->mapmode >= MV_SCALAR, &e) < 0) goto fail;
+        if (entry(c->buf + o.start, o.len, f->mapmode >= MV_SCALAR, c->strict, &e) < 0)
+            goto fail;
         PyObject *k = text(e.key, e.klen);
         if (k == NULL) goto fail;
         PyObject *v = map_value(c, f, &e);
@@ -682,6 +756,9 @@ static PyObject *dec_msg(Ctx *c, int32_t mi, const uint8_t *p, size_t n) {
     case M_QUANTITY: out = dec_quantity(c, m, p, n); break;
     case M_INTORSTRING: out = dec_intorstring(c, m, p, n); break;
     case M_RAW: out = dec_raw(c, m, p, n); break;
+    case M_SCHEMA_OR_BOOL:
+    case M_SCHEMA_OR_ARRAY:
+    case M_SCHEMA_OR_STRINGS: out = dec_union(c, m, p, n); break;
     default: out = callback(c, m, p, n); break;
     }
     c->depth--;
@@ -861,12 +938,19 @@ static void free_tables(Decoder *d) {
     d->nmsgs = 0;
 }
 
-/* messages: [(name, mode, ((number, kind, wire, flags, sub, mapmode, mapkind, json), ...))] */
+/* messages: [(name, mode, schema, ((number, kind, wire, flags, sub, mapmode, mapkind,
+ * json), ...))] */
 static int load_message(Decoder *d, MsgT *m, PyObject *spec) {
     PyObject *name, *fields;
-    int mode;
-    if (!PyArg_ParseTuple(spec, "UiO!", &name, &mode, &PyTuple_Type, &fields)) return -1;
+    int mode, schema;
+    if (!PyArg_ParseTuple(spec, "UiiO!", &name, &mode, &schema, &PyTuple_Type, &fields))
+        return -1;
+    if (mode >= M_SCHEMA_OR_BOOL && (schema < 0 || schema >= d->nmsgs)) {
+        PyErr_SetString(PyExc_ValueError, "a union without its schema");
+        return -1;
+    }
     m->mode = mode;
+    m->schema = schema;
     m->name = Py_NewRef(name);
     m->hashed = PyUnicode_FromFormat("%U#", name);
     if (m->hashed == NULL) return -1;

@@ -41,6 +41,7 @@ _ENV = "WATCHCACHE_PROTOBUF_DECODER"
 # modes and flags as _cdecode.c numbers them
 _MODES = {None: 0, "time": 1, "microtime": 2, "quantity": 3, "intorstring": 4, "raw": 5}
 _CALLBACK = 6
+_UNIONS = {"schema_or_bool": 7, "schema_or_array": 8, "schema_or_strings": 9}
 _REPEATED, _POINTER, _OMITEMPTY, _INLINE = 1, 2, 4, 8
 _MV_STRING, _MV_QUANTITY, _MV_MESSAGE, _MV_SCALAR, _MV_REFERENCE = range(5)
 
@@ -59,11 +60,11 @@ class NativeDecoder(Protocol):
 
 
 def status() -> str:
-    """``"C"`` when the extension serves, else why the Python decoder does."""
+    """``"C"`` when the extension serves, else ``"Python: <why>"``."""
     if os.environ.get(_ENV) == "python":
-        return f"python ({_ENV}=python)"
+        return f"Python: {_ENV}=python"
     if _cdecode is None:
-        return f"python (the C extension storage.protobuf._cdecode is missing: {_IMPORT_ERROR})"
+        return f"Python: the C extension storage.protobuf._cdecode is missing ({_IMPORT_ERROR})"
     return "C"
 
 
@@ -86,7 +87,7 @@ def build(
     decoder of enveloped values (``decode_or_fallback``)."""
     index = {name: i for i, name in enumerate(messages)}
     if status() != "C":
-        log.warning("protobuf: decoding in Python, %s", status())
+        log.warning("protobuf values are decoded by the Python decoder, %s", status())
         return None, index
     table = [_message(msg, index) for msg in messages.values()]
     by_key: dict[bytes, tuple[int, str, str]] = {}
@@ -98,8 +99,11 @@ def build(
     return decoder, index
 
 
-def _message(msg: Message, index: dict[str, int]) -> tuple[str, int, tuple[Any, ...]]:
-    mode = _MODES.get(msg.special, _CALLBACK)
+def _message(msg: Message, index: dict[str, int]) -> tuple[str, int, int, tuple[Any, ...]]:
+    mode = _MODES.get(msg.special, _UNIONS.get(msg.special or "", _CALLBACK))
+    schema = -1  # a union's JSONSchemaProps: OrBool's field 2, the others' field 1
+    if msg.special in _UNIONS:
+        schema = index[msg.by_number[2 if msg.special == "schema_or_bool" else 1].type_name]
     fields: list[tuple[Any, ...]] = []
     for f in msg.fields:
         flags = ((_REPEATED if f.repeated else 0) | (_POINTER if f.pointer else 0)
@@ -110,7 +114,7 @@ def _message(msg: Message, index: dict[str, int]) -> tuple[str, int, tuple[Any, 
             if map_mode < 0:  # a map whose values only Python decodes
                 mode, map_mode = _CALLBACK, _MV_STRING
         fields.append((f.number, f.kind, f.wire_type, flags, sub, map_mode, map_kind, f.json))
-    return msg.name, mode, tuple(fields)
+    return msg.name, mode, schema, tuple(fields)
 
 
 def _map_value(value: Any, index: dict[str, int]) -> tuple[int, int, int]:
