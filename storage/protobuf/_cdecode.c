@@ -418,25 +418,35 @@ static PyObject *dec_union(Ctx *c, MsgT *m, const uint8_t *p, size_t n) {
     }
     if (m->mode == M_SCHEMA_OR_BOOL) {
         Flat f;
-        if (flat_fields(p, n, &f) < 0 || f.kind[2] == 1 || (!f.kind[2] && f.kind[1] == 2))
+        /* codegen ignores allows when there is a schema; the interpreter checks its type */
+        if (flat_fields(p, n, &f) < 0 || f.kind[2] == 1 ||
+            ((!f.kind[2] || c->strict) && f.kind[1] == 2))
             return callback(c, m, p, n);
         if (f.kind[2]) return dec_msg(c, m->schema, p + f.start[2], f.len[2]);
         return PyBool_FromLong(f.val[1] != 0);
     }
+    /* first the shape (length-delimited fields only), before any item is decoded: a
+     * callback after items that reported unknown fields would report them twice */
     size_t pos = 0, start1 = 0, len1 = 0;
-    int has1 = 0;
-    PyObject *items = NULL;
+    int has1 = 0, has2 = 0;
     while (pos < n) {
         uint64_t tag, v;
         if (rd_varint(p, n, &pos, &tag) < 0 || (tag & 7) != 2 ||
-            rd_varint(p, n, &pos, &v) < 0 || v > n - pos) {
-            Py_XDECREF(items);
+            rd_varint(p, n, &pos, &v) < 0 || v > n - pos)
             return callback(c, m, p, n);
+        if (tag >> 3 == 1) { has1 = 1; start1 = pos; len1 = (size_t)v; }
+        has2 |= tag >> 3 == 2;
+        pos += (size_t)v;
+    }
+    PyObject *items = has2 ? PyList_New(0) : NULL;
+    if (has2 && items == NULL) return NULL;
+    for (pos = 0; has2 && pos < n;) {
+        uint64_t tag, v;
+        if (rd_varint(p, n, &pos, &tag) < 0 || rd_varint(p, n, &pos, &v) < 0) { /* checked */
+            Py_DECREF(items);
+            return NULL;
         }
-        if (tag >> 3 == 1) {
-            has1 = 1; start1 = pos; len1 = (size_t)v;
-        } else if (tag >> 3 == 2) {
-            if (items == NULL && (items = PyList_New(0)) == NULL) return NULL;
+        if (tag >> 3 == 2) {
             PyObject *x = m->mode == M_SCHEMA_OR_STRINGS ? text(p + pos, (size_t)v)
                                                          : dec_msg(c, m->schema, p + pos, (size_t)v);
             if (x == NULL || PyList_Append(items, x) < 0) {
@@ -452,6 +462,7 @@ static PyObject *dec_union(Ctx *c, MsgT *m, const uint8_t *p, size_t n) {
     if (has1) return dec_msg(c, m->schema, p + start1, len1);
     Py_RETURN_NONE;
 }
+
 static int dec_normal(Ctx *c, MsgT *m, const uint8_t *p, size_t n, PyObject *out);
 
 /* Collects the occurrences of m's fields into c->fs[fs0..] (as codegen's parse loop);
@@ -487,11 +498,13 @@ static int parse(Ctx *c, MsgT *m, const uint8_t *p, size_t n, size_t fs0) {
             o.start = (uint32_t)(base + pos);
             o.len = (uint32_t)v;
             pos += (size_t)v;
-        } else { /* 1: a double */
+        } else if (wt == 1) { /* a double */
             if (8 > n - pos) return -1;
             o.start = (uint32_t)(base + pos);
             o.len = 8;
             pos += 8;
+        } else {
+            return -1;
         }
         o.packed = packed;
         if (grow((void **)&c->occ, &c->capocc, c->nocc + 1, sizeof(Occ), c->occ_local) < 0)
@@ -674,7 +687,8 @@ static int emit(Ctx *c, FieldT *f, FState s, PyObject *out) {
         if (f->flags & F_INLINE) {
             MsgT *sub = &c->d->msgs[f->sub];
             if (sub->mode == M_NORMAL) {
-                if (++c->depth > MAX_DEPTH) return -1;
+                if (c->depth >= MAX_DEPTH) return -1;
+                c->depth++;
                 int rc = dec_normal(c, sub, q, len, out);
                 c->depth--;
                 return rc;
@@ -744,7 +758,8 @@ static int dec_normal(Ctx *c, MsgT *m, const uint8_t *p, size_t n, PyObject *out
 
 static PyObject *dec_msg(Ctx *c, int32_t mi, const uint8_t *p, size_t n) {
     MsgT *m = &c->d->msgs[mi];
-    if (++c->depth > MAX_DEPTH) return NULL;
+    if (c->depth >= MAX_DEPTH) return NULL; /* deeper: Python's (it may run out itself) */
+    c->depth++;
     PyObject *out = NULL;
     switch (m->mode) {
     case M_NORMAL:
