@@ -97,12 +97,17 @@ def test_the_c_decoder_is_built_and_in_use(pb: Serializer) -> None:
 def test_without_the_extension_the_python_decoder_serves(
     pb: Serializer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    pod = bench_decode.values()["pod"]
     monkeypatch.setenv("WATCHCACHE_PROTOBUF_DECODER", "python")
     assert native.status() == "Python: WATCHCACHE_PROTOBUF_DECODER=python"
     alone = Serializer(pb.raw)
-    assert alone.native is None
-    pod = bench_decode.values()["pod"]
-    assert alone.decode(pb.encode(pod)) == pod
+    assert alone.native is None and alone.decode(pb.encode(pod)) == pod
+    monkeypatch.delenv("WATCHCACHE_PROTOBUF_DECODER")
+    monkeypatch.setattr(native, "_cdecode", None)  # as a build without a compiler
+    monkeypatch.setattr(native, "_IMPORT_ERROR", "No module named '_cdecode'")
+    assert native.status().startswith("Python: the C extension storage.protobuf._cdecode")
+    alone = Serializer(pb.raw)
+    assert alone.native is None and alone.decode(pb.encode(pod)) == pod
 
 
 FIXTURES = [(name, make) for name, make in OBJECTS] + [
