@@ -8,8 +8,10 @@
  * C side does not reproduce bit for bit — malformed or truncated data, over-long varints,
  * a singular message repeated (merged by concatenation), a wrong wire type, nesting deeper
  * than MAX_DEPTH, any Python error — defers, and only canonical, well-formed data takes
- * the fast path. Rare special messages (Duration, list wrappers, apiextensions' unions,
- * non-canonical Times and Quantities) call the message's Python decoder from here.
+ * the fast path. Rare special messages (Duration, the list wrappers, non-canonical Times
+ * and Quantities) call the message's Python decoder from here. Map values that codegen
+ * leaves to the interpreter (converter.decode: apiextensions' unions in `dependencies`)
+ * are walked under its rules ("strict": where the two differ, deferred).
  *
  * Every read is bounds-checked against the end of the enclosing message; lengths are
  * compared as unsigned 64-bit integers with the bytes left, never added to a pointer.

@@ -8,8 +8,8 @@ answer or the error. The C side takes only canonical, well-formed data; anything
 malformed, hostile, or merely unusual — goes to Python (see the C file's header).
 
 When the extension is not importable (a build without a compiler), the Python decoder
-serves alone and ``status()`` says why; the server logs it once and ``/debug/protobuf``
-shows it.
+serves alone and ``status()`` says why; the server logs it once and
+``/debug/watchcache`` shows it (``protobufDecoder``).
 """
 
 from __future__ import annotations
