@@ -251,6 +251,10 @@ class Serializer:
             # well-formed wire data holding what JSON cannot: a string field that is not
             # UTF-8 (UnicodeDecodeError), a Time out of range
             raise ConversionError(f"invalid value: {err}") from None
+        except RecursionError:
+            # messages nested past the interpreter's stack (a JSONSchemaProps in itself,
+            # thousands deep): a bad body, as encoding/json's "exceeded max depth"
+            raise ConversionError("invalid value: messages nested too deeply") from None
         return {"apiVersion": api_version, "kind": kind, **body}
 
 

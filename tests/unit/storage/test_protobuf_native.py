@@ -17,7 +17,7 @@ import pytest
 
 from lab import bench_decode
 from storage.protobuf import native
-from storage.protobuf.converter import Report
+from storage.protobuf.converter import ConversionError, Report
 from storage.protobuf.plans import (
     BOOL,
     BYTES,
@@ -321,6 +321,9 @@ def test_deep_nesting_is_answered_or_deferred_never_a_crash(pb: Serializer, dept
         assert answered
     if depth >= 400:
         assert not answered
+    if depth >= 3000:  # past Python's stack too: a conversion error (a 400), not a crash
+        with pytest.raises(ConversionError, match="nested too deeply"):
+            pb.decode(data)
 
 
 def test_hostile_lengths_and_garbage(pb: Serializer) -> None:
