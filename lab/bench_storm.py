@@ -27,7 +27,8 @@ Fairness classifies them as kubelets, flow schema ``system-nodes``, priority lev
 Before each round an unrelated key is written to etcd (as a live cluster's Lease
 renewals move its revision), so the consistent round's cache must prove it caught up.
 
-Per round: the time from the first request sent until the last answered, the answers
+Per round: the time from the first request sent until the last answered (and until
+the last 200: no agent retries a 429, as a kubelet would after its Retry-After), the answers
 by status (200, 429 from APF, 504 from the request timeout, 0 = the connection
 failed; with APF's own count of the kubelets' flow dispatched and rejected), where
 each 200 was served from (``X-Watchcache-Served-From``) and the objects fetched and
@@ -35,8 +36,9 @@ returned (the ``X-Watchcache-Objects-*`` headers), the bytes etcd sent to
 its gRPC clients (etcd's own ``etcd_network_client_grpc_sent_bytes_total``: all of
 them, the servers' idle watches and the light client included, which is noise next to
 a storm's ranges), the server's and etcd's CPU seconds, the server's peak CPU (cores,
-over 250 ms windows) and RSS, and a light client's small requests meanwhile (the
-namespace ``default``'s configmaps, one after another on its own connection; as
+over 250 ms windows) and RSS (before and at its peak: the rounds share a server), and
+a light client's small requests meanwhile (the namespace ``default``'s configmaps, one
+after another on its own connection; as
 ``system:masters`` it is exempt from APF, so its latency is the server's load, not
 queueing).
 """
@@ -67,7 +69,7 @@ from lab.etcd import free_port
 from lab.metrics import Scrape, scrape
 from lab.observe import FETCHED, RETURNED, SERVED_FROM
 
-__all__ = ["ROUNDS", "describe", "measure", "nodes_for", "storm_path"]
+__all__ = ["ETCD_SENT", "ROUNDS", "describe", "measure", "nodes_for", "relist_all", "storm_path"]
 
 # (round, the server it runs on, the query after the field selector, where it should be
 # served from: the consistent round's own answer depends on etcd, see measure)
@@ -132,10 +134,17 @@ async def _fire(base: str, query: str, agents: int, nodes: int, within: float,
                                      headers=headers) as session:  # fmt: skip
         print("ready", flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
-        t0 = time.perf_counter()
-        answers = await asyncio.gather(*(_agent(session, base, n, query) for n in names))
-        elapsed = time.perf_counter() - t0
+        elapsed, answers = await relist_all(session, base, names, query)
     return {"elapsed": elapsed, "answers": answers}
+
+
+async def relist_all(session: aiohttp.ClientSession, base: str, names: list[str],
+                     query: str) -> tuple[float, list[list[Any]]]:  # fmt: skip
+    """Every node's relist at once: the seconds until the last answered, and per agent
+    [status, seconds, served_from, fetched, returned, bytes]."""
+    t0 = time.perf_counter()
+    answers = await asyncio.gather(*(_agent(session, base, n, query) for n in names))
+    return time.perf_counter() - t0, answers
 
 
 def fire_main(argv: list[str]) -> int:
@@ -217,7 +226,8 @@ async def _round(srv: StormServer, query: str, agents: int, nodes: int, etcd_pid
     done = asyncio.Event()
     light: list[float] = []
     light_codes: Counter[int] = Counter()
-    peak = {"rss": float(rss(server)), "cores": 0.0}
+    rss_before = rss(server)
+    peak = {"rss": float(rss_before), "cores": 0.0}
     side = [asyncio.create_task(light_client(url, done, light, light_codes)),
             asyncio.create_task(_sample(server, done, peak))]  # fmt: skip
     await asyncio.sleep(0.5)  # the light client's pace before the storm
@@ -240,12 +250,14 @@ async def _round(srv: StormServer, query: str, agents: int, nodes: int, etcd_pid
         "fetched": sum(a[3] for a in ok), "returned": sum(a[4] for a in ok),
         "apf": _apf(after, before),
         "slowest": max((a[1] for a in answers), default=0.0),
+        "last_ok": max((a[1] for a in ok), default=None),
         "p50": percentile([a[1] for a in ok], 50) if ok else None,
         "etcd_sent_bytes": _since(etcd_after, etcd_before, ETCD_SENT),
         "storage_fetched": _since(after, before, STORAGE_FETCHED, resource="pods"),
         "cache_fetched": _since(after, before, CACHE_FETCHED, resource="pods"),
         "server_cpu": cpu1[0] - cpu0[0], "etcd_cpu": cpu1[1] - cpu0[1],
-        "server_cores_peak": peak["cores"], "rss_peak": int(peak["rss"]),
+        "server_cores_peak": peak["cores"], "rss_before": rss_before,
+        "rss_peak": int(peak["rss"]),
         "light_requests": len(light),
         "light_codes": {str(k): v for k, v in sorted(light_codes.items())},
         "light_p50": percentile(light, 50) if light else None,

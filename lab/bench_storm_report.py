@@ -10,13 +10,16 @@ __all__ = ["chart", "markdown"]
 
 MIB = 2**20
 COLUMNS = (
-    "| K | round | all served s | 200 | 429 | 504 | failed | served from | objects fetched "
-    "| etcd sent MiB | server CPU s | peak cores | peak RSS MiB | etcd CPU s "
+    "| K | round | all answered s | last 200 s | 200 | 429 | 504 | failed | served from "
+    "| objects fetched | etcd sent MiB | server CPU s | peak cores | RSS MiB before → peak "
+    "| etcd CPU s "
     "| light p50 / p99 / max ms |"
 )
+SEPARATOR = "|---:|---|" + "---:|" * 6 + "---|" + "---:|" * 4 + "---|---:|---|"
 # (title, unit, the value of a round); the plot's panels
 PANELS: tuple[tuple[str, str, str], ...] = (
     ("until all K are answered", "s", "elapsed"),
+    ("answered 200 (the rest 429/504)", "agents", "ok"),
     ("bytes etcd sent", "MiB", "etcd_mib"),
     ("server CPU over the round", "CPU s", "server_cpu"),
     ("a light client's p99 meanwhile", "ms", "light_p99_ms"),
@@ -36,10 +39,12 @@ def _row(r: dict[str, Any]) -> str:
     failed = sum(v for k, v in codes.items() if k not in ("200", "429", "504"))
     sent = None if r["etcd_sent_bytes"] is None else r["etcd_sent_bytes"] / MIB
     froms = ", ".join(f"{k} {v}" for k, v in sorted(r["served_from"].items())) or "-"
-    return (f"| {r['agents']} | {r['round']} | {r['elapsed']:.1f} | {codes.get('200', 0)} | "
+    return (f"| {r['agents']} | {r['round']} | {r['elapsed']:.1f} | {_num(r['last_ok'])} | "
+            f"{codes.get('200', 0)} | "
             f"{codes.get('429', 0)} | {codes.get('504', 0)} | {failed} | {froms} | "
             f"{r['fetched']} | {_num(sent)} | {r['server_cpu']:.1f} | "
-            f"{r['server_cores_peak']:.1f} | {r['rss_peak'] / MIB:.0f} | {r['etcd_cpu']:.1f} | "
+            f"{r['server_cores_peak']:.1f} | {r['rss_before'] / MIB:.0f} → "
+            f"{r['rss_peak'] / MIB:.0f} | {r['etcd_cpu']:.1f} | "
             f"{_ms(r['light_p50'])} / {_ms(r['light_p99'])} / {_ms(r['light_max'])} |")  # fmt: skip
 
 
@@ -51,7 +56,7 @@ def markdown(storm: dict[str, Any], tag: int) -> list[str]:
              "`unset`: RV unset, etcd; `rv0`: RV=0, the cache's spec.nodeName index; "
              "`consistent`: RV unset with ConsistentListFromCache. etcd sent: etcd's "
              "etcd_network_client_grpc_sent_bytes_total over the round.", "",
-             COLUMNS, "|---:|---|" + "---:|" * 5 + "---|" + "---:|" * 7]  # fmt: skip
+             COLUMNS, SEPARATOR]  # fmt: skip
     for r in storm["rounds"]:
         lines.append(_row(r))
     return [*lines, "", f"![relist storm](storm-{tag}.png)", ""]
@@ -60,6 +65,8 @@ def markdown(storm: dict[str, Any], tag: int) -> list[str]:
 def _value(r: dict[str, Any], key: str) -> float:
     if key == "etcd_mib":
         return (r["etcd_sent_bytes"] or 0) / MIB
+    if key == "ok":
+        return float(r["codes"].get("200", 0))
     if key == "light_p99_ms":
         return (r["light_p99"] or 0) * 1000
     return float(r[key])
@@ -76,7 +83,7 @@ def chart(storm: dict[str, Any], out: Path, tag: int) -> Path:
     names = list(dict.fromkeys(r["round"] for r in rounds))
     ks = list(dict.fromkeys(r["agents"] for r in rounds))
     colors = ("#b2182b", "#2166ac", "#1b7837")
-    fig, axes = plt.subplots(1, len(PANELS), figsize=(16, 4))
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(20, 4))
     width = 0.8 / max(len(names), 1)
     for ax, (title, unit, key) in zip(axes, PANELS, strict=True):
         for j, name in enumerate(names):
