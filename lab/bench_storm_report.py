@@ -91,7 +91,7 @@ def chart(storm: dict[str, Any], out: Path, tag: int) -> Path:
             xs = [i + (j - (len(names) - 1) / 2) * width for i in range(len(ks))]
             bars = ax.bar(xs, [by_k.get(k, 0.0) for k in ks], width, label=name,
                           color=colors[j % len(colors)])  # fmt: skip
-            ax.bar_label(bars, fmt="%.3g", fontsize=7, padding=1)
+            ax.bar_label(bars, fmt="%.4g", fontsize=7, padding=1)
         ax.set_xticks(range(len(ks)), [f"K={k}" for k in ks])
         ax.set_ylabel(unit)
         ax.set_title(title, fontsize=10)
