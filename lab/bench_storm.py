@@ -69,7 +69,10 @@ from lab.etcd import free_port
 from lab.metrics import Scrape, scrape
 from lab.observe import FETCHED, RETURNED, SERVED_FROM
 
-__all__ = ["ETCD_SENT", "ROUNDS", "describe", "measure", "nodes_for", "relist_all", "storm_path"]
+__all__ = [
+    "CACHE_FETCHED", "CONSISTENT_FLAG", "ETCD_SENT", "ROUNDS", "STORAGE_FETCHED", "describe",
+    "measure", "nodes_for", "relist_all", "storm_path",
+]  # fmt: skip
 
 # (round, the server it runs on, the query after the field selector, where it should be
 # served from: the consistent round's own answer depends on etcd, see measure)

@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from lab.apiserver import APIServer
-from lab.bench_storm import ETCD_SENT, relist_all
+from lab.bench_storm import (
+    CACHE_FETCHED,
+    CONSISTENT_FLAG,
+    ETCD_SENT,
+    STORAGE_FETCHED,
+    relist_all,
+)
 from lab.metrics import Scrape, scrape
 from storage.etcd3.feature import progress_requests_supported
 
@@ -29,9 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["relist_storm"]
 
 MOST_AGENTS = 200  # a lab-sized storm: one agent per node, at most this many
-STORAGE_FETCHED = "apiserver_storage_list_fetched_objects_total"
-CACHE_FETCHED = "apiserver_cache_list_fetched_objects_total"
-CONSISTENT_FLAG = "--feature-gates=ConsistentListFromCache=true"
 
 
 async def _etcd_sent(session: aiohttp.ClientSession, endpoints: list[str]) -> float | None:
