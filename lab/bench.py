@@ -456,7 +456,10 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
                     conc = asyncio.run(bench_concurrency.measure(topo.main, pids, cfg.lists))
                     runs[-1]["concurrency"] = conc
                     topo.notes.append(f"At {n} pods: {bench_concurrency.describe(conc)}")
-                if cfg.server is None and (not cfg.scenarios or "relist_storm" in cfg.scenarios):
+                if cfg.server is not None and "relist_storm" in cfg.scenarios:
+                    topo.notes.append("relist_storm: not measured — it starts servers of its "
+                                      "own on the bench's etcd (no --server).")
+                elif cfg.server is None and (not cfg.scenarios or "relist_storm" in cfg.scenarios):
                     storm = bench_storm.measure(topo.etcd_endpoints, topo.processes["etcd"],
                                                 cfg.storm, cfg.nodes, workdir)
                     runs[-1]["relist_storm"] = storm

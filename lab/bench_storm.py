@@ -1,8 +1,7 @@
 """Issue 25 §6, measured: the relist storm ("if infrastructure services start or restart
 at scale, they can blow up the control plane"). Part of ``watchcache bench`` (scenario
 ``relist_storm``: a note per round, ``relist_storm`` in results.json, the plot
-``storm-N.png``); against any server: ``watchcache bench --server URL --scenarios
-relist_storm --storm 1000``.
+``storm-N.png``): ``watchcache bench --scenarios relist_storm --storm 1000,5000``.
 
 The storm runs on two servers of its own over the bench's etcd and data (HTTPS, a
 static token allowed to impersonate, ``--authorization-mode=AlwaysAllow``: watchcache
