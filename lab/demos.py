@@ -25,6 +25,7 @@ from lab import (
     demos_auth,
     demos_crds,
     demos_ssa,
+    demos_storm,
     seed,
 )
 from lab.apiserver import APIServer
@@ -515,6 +516,7 @@ DEMOS: dict[str, tuple[DemoFn, str]] = {
     "pod-security": (demos_admission.pod_security, "a privileged Pod warned, then rejected"),
     "apf": (demos_apf_audit.apf, "one flow floods: 429s for it alone, queueing shown"),
     "audit": (demos_apf_audit.audit, "the audit trail of one request, stage by stage"),
+    "relist-storm": (demos_storm.relist_storm, "every kubelet relists at once: etcd vs cache"),
     "etcd-down": (etcd_down, "etcd stopped: RV=0 still served, quorum reads fail"),
 }
 
