@@ -26,6 +26,7 @@ from lab.bench_storm import (
     STORAGE_FETCHED,
     relist_all,
 )
+from lab.demo_context import warm
 from lab.metrics import Scrape, scrape
 from storage.etcd3.feature import progress_requests_supported
 
@@ -135,14 +136,12 @@ def _version(v: str) -> tuple[int, int, int]:
 
 async def _consistent_round(ctx: DemoContext, names: list[str]) -> None:
     from etcdclient import EtcdClient
-    from lab.demos import _warm
-
     t = ctx.t
     async with EtcdClient(ctx.state.etcd_endpoints) as etcd:
         version = (await etcd.status()).version
     gated = await _consistent_server(ctx)
     try:
-        await _warm(ctx, gated.url, "/api/v1/pods")
+        await warm(ctx, gated.url, "/api/v1/pods")
         t.say(f"  (a second server with ConsistentListFromCache on, etcd {version})")
         cons = await _storm(ctx, gated.url, names, "")
         _show(ctx, "consistent", cons)
