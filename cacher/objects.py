@@ -170,7 +170,8 @@ class AttrsCache:
         if not m:
             return _EMPTY
         _check(m)
-        flat = tuple(s for k, v in m.items() for s in (self._str(k, k), self._str(k, v)))
+        # label keys and field names under one attribute, "": they repeat, their values may not
+        flat = tuple(s for k, v in m.items() for s in (self._str("", k), self._str(k, v)))
         shared = self._label_sets.get(flat)
         if shared is None:
             shared = dict(zip(flat[::2], flat[1::2], strict=True))
@@ -186,7 +187,7 @@ class AttrsCache:
         layout = self._layouts.get(names)
         if layout is None:
             layout = self._layouts.setdefault(
-                names, FieldLayout(tuple(self._str(n, n) for n in names))
+                names, FieldLayout(tuple(self._str("", n) for n in names))
             )
         name = key[key.rfind("/") + 1 :]
         values = tuple(None if v == name else self._str(f, v) for f, v in m.items())
