@@ -512,7 +512,8 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
                     topo.notes.append(f"At {n} pods: {bench_snapshots.describe(snaps)}")
                 if not cfg.scenarios or "concurrent_lists" in cfg.scenarios:
                     pids = topo.processes.get("server", [])
-                    conc = asyncio.run(bench_concurrency.measure(topo.main, pids, cfg.lists))
+                    conc = asyncio.run(bench_concurrency.measure(
+                        topo.main, pids, cfg.lists, within=max(120.0, n / 200)))
                     runs[-1]["concurrency"] = conc
                     topo.notes.append(f"At {n} pods: {bench_concurrency.describe(conc)}")
                 if cfg.managed_fields and (not cfg.scenarios or "managed_fields" in cfg.scenarios):
