@@ -145,14 +145,14 @@ class AttrsCache:
         decode. CorruptObject when the object's labels or selectable fields are not what
         its type says (``labels: {"a": 1}``): kube-apiserver could not decode it either,
         and a cache must not hold what its selectors cannot read."""
-        if stored._obj is not None or not isinstance(stored._encodings, tuple | None):
+        if stored._obj is not None or isinstance(stored._encodings, StoredObject):
             # never keep the dict (memory ≈ JSON size), nor a copy sharing another
             # version's encodings (pinning that one)
             obj = stored._obj
             fresh = StoredObject(stored.key, stored.data, stored.resource_version)
             # but keep the protobuf value it was read from (protobuf answers start
             # there) and whatever else the version has (the same bytes)
-            fresh._encodings = stored.kept() or None
+            fresh._set(stored.kept())
             stored = fresh
         if self._attrs is None:
             return CachedObject(stored, _EMPTY)
@@ -265,7 +265,9 @@ def held_bytes(obj: CachedObject) -> tuple[int, int]:
     stored = obj.stored
     size = sys.getsizeof(obj) + sys.getsizeof(stored) + sys.getsizeof(stored.data)
     size += sys.getsizeof(stored.key) + sys.getsizeof(stored.resource_version)
-    size += _size(stored.kept()) + _unshared(obj.labels) + _unshared(obj._values)
+    kept = stored._encodings  # a cached version's own (it never shares another's)
+    size += 0 if isinstance(kept, StoredObject) else _size(kept)
+    size += _unshared(obj.labels) + _unshared(obj._values)
     return len(stored.data), size
 
 

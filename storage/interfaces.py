@@ -29,6 +29,10 @@ JSONObject = dict[str, Any]
 JSONValue = Any
 _T = TypeVar("_T")
 
+# the name a version remembers the protobuf value it was read from under
+# (``storage.media_types.STORED_PROTOBUF``)
+STORED_VALUE = "application/vnd.kubernetes.protobuf;stored"
+
 
 class StoredObject:
     """One object version. ``data`` is its JSON with ``metadata.resourceVersion`` set.
@@ -48,8 +52,10 @@ class StoredObject:
         self._obj = obj
         # what ``remember`` and ``derived`` keep: (name, value, name, value, ...) — a
         # watch cache holds one per version, and a tuple of one pair is 56 bytes where
-        # a dict was ~200 — or the version whose encodings this copy shares
-        self._encodings: tuple[Any, ...] | StoredObject | None = None
+        # a dict was ~200 —, the storage value alone (``STORED_VALUE``: what most cached
+        # versions keep, then no tuple at all), or the version whose encodings this
+        # copy shares
+        self._encodings: tuple[Any, ...] | bytes | StoredObject | None = None
 
     def encoded(self, media_type: str, encode: Callable[[StoredObject], bytes]) -> bytes:
         """This version in another encoding (protobuf), made by ``encode`` at most once
@@ -82,9 +88,9 @@ class StoredObject:
         kept = owner._kept()
         for i in range(0, len(kept), 2):
             if kept[i] == name:
-                owner._encodings = (*kept[:i], name, data, *kept[i + 2 :])
+                owner._set((*kept[:i], name, data, *kept[i + 2 :]))
                 return
-        owner._encodings = (*kept, name, data)
+        owner._set((*kept, name, data))
 
     def remembered(self, name: str) -> Any | None:
         kept = self._owner()._kept()
@@ -98,7 +104,7 @@ class StoredObject:
         kept = owner._kept()
         for i in range(0, len(kept), 2):
             if kept[i] == name:
-                owner._encodings = (*kept[:i], *kept[i + 2 :]) or None
+                owner._set((*kept[:i], *kept[i + 2 :]))
                 return
 
     def share_encodings(self, other: StoredObject) -> None:
@@ -117,7 +123,15 @@ class StoredObject:
 
     def _kept(self) -> tuple[Any, ...]:
         enc = self._encodings
+        if isinstance(enc, bytes):
+            return (STORED_VALUE, enc)
         return enc if isinstance(enc, tuple) else ()
+
+    def _set(self, kept: tuple[Any, ...]) -> None:
+        if len(kept) == 2 and kept[0] == STORED_VALUE and isinstance(kept[1], bytes):
+            self._encodings = kept[1]
+        else:
+            self._encodings = kept or None
 
     @property
     def obj(self) -> JSONObject:
