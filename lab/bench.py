@@ -20,6 +20,8 @@ scenario reports the server's event-loop lag while it ran
 how long a concurrent ``/readyz`` waited. ``concurrent_lists``
 (:mod:`lab.bench_concurrency`, issue 23 §8) runs ``--lists`` LISTs of every pod at once
 beside a light client and reports its latency, the loop lag and the RSS.
+``relist_storm`` (:mod:`lab.bench_storm`, issue 25 §6) has ``--storm`` K node agents
+relist their node's pods at once, RV unset, RV=0 and consistent from the cache.
 ``--reference`` instead runs the same reads side by side with any kube-apiserver
 (:mod:`lab.bench_reference`).
 """
@@ -51,6 +53,7 @@ from lab import (
     bench_managed_fields,
     bench_memory,
     bench_snapshots,
+    bench_storm,
     seed,
 )
 from lab import bench_report as report
@@ -95,6 +98,7 @@ class BenchConfig:
     pod_size: str = "default"  # seed.POD_SIZES: ~4 KB or ~2 KB pods (issue 25 item 4)
     seed_via: str = "api"  # or "etcd": pods written straight into etcd (100,000 pods)
     restart: bool = True  # restart the main server at the end: memory and time to ready
+    storm: list[int] = field(default_factory=lambda: [1000, 5000])  # relist_storm's K
 
 
 def source_revision(root: Path | None = None) -> str:
@@ -516,6 +520,14 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
                         topo.main, pids, cfg.lists, within=max(120.0, n / 200)))
                     runs[-1]["concurrency"] = conc
                     topo.notes.append(f"At {n} pods: {bench_concurrency.describe(conc)}")
+                if cfg.server is not None and "relist_storm" in cfg.scenarios:
+                    topo.notes.append("relist_storm: not measured — it starts servers of its "
+                                      "own on the bench's etcd (no --server).")
+                elif cfg.server is None and (not cfg.scenarios or "relist_storm" in cfg.scenarios):
+                    storm = bench_storm.measure(topo.etcd_endpoints, topo.processes["etcd"],
+                                                cfg.storm, cfg.nodes, workdir)
+                    runs[-1]["relist_storm"] = storm
+                    topo.notes.append(f"At {n} pods: {bench_storm.describe(storm)}")
                 if cfg.managed_fields and (not cfg.scenarios or "managed_fields" in cfg.scenarios):
                     few = max(10, min(50, n // 20))
                     mf = asyncio.run(bench_managed_fields.measure(topo.main, few, rounds=2))
@@ -600,6 +612,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--restart", action=argparse.BooleanOptionalAction, default=True,
                    help="restart the main server at the end: its time to ready and its "
                    "memory per pod primed by a LIST (default: on)")  # fmt: skip
+    p.add_argument("--storm", default=None, metavar="K[,K...]",
+                   help="relist_storm: node agents relisting at once, one round set per K "
+                   "(default 1000,5000; quick 20); with --scenarios relist_storm and no "
+                   "--nodes, max(K) nodes are seeded so each agent has a node of its own")
     p.add_argument("--machine", default="", help="label for the report (default: detected)")
     p.add_argument("--quiet", action="store_true")
     ref = p.add_argument_group("side by side with a kube-apiserver (lab.bench_reference)")
@@ -654,8 +670,12 @@ def main(argv: list[str]) -> int:
     quick = a.quick
     if a.reference is not None or a.reference_binary is not None:
         return _run_reference(a, quick)
+    storm = [int(k) for k in (a.storm or ("20" if quick else "1000,5000")).split(",") if k]
+    nodes = a.nodes or (10 if quick else 100)
+    if a.nodes is None and "relist_storm" in a.scenarios.split(","):
+        nodes = max(nodes, *storm)  # a node of its own for each agent (bench_storm)
     cfg = BenchConfig(
-        pods=a.pods or (300 if quick else 10_000), nodes=a.nodes or (10 if quick else 100),
+        pods=a.pods or (300 if quick else 10_000), nodes=nodes, storm=storm,
         namespaces=a.namespaces, runs=a.runs or (3 if quick else 10), out=a.out,
         server=a.server, machine=a.machine, quiet=a.quiet, managed_fields=not quick,
         custom_resources=a.custom_resources,

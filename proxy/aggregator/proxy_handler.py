@@ -26,8 +26,8 @@ from typing import Protocol
 import aiohttp
 from aiohttp import web
 
+from proxy.admission.webhook.service_resolver import Resolved, ResolveError
 from proxy.aggregator.apiservice import APIServiceRef
-from proxy.aggregator.service_resolver import Resolved, ResolveError
 from proxy.aggregator.transport import Transport, auth_proxy_headers
 from proxy.endpoints.filters.authentication import PLAIN_PORT_USER
 from proxy.endpoints.responsewriter import end_started_response, response_started
