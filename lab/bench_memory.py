@@ -8,8 +8,8 @@ ready again (issue 25 items 4 and 5).
   pod, nothing else), each divided by the pods and compared with their JSON bytes
   (``/debug/watchcache?memory=1``: what the cache keeps per pod, too);
 - **restart**: the main server stopped and started again on the same etcd and flags,
-  timed until it listens (``/livez``) and until ``/readyz`` (every watch cache primed:
-  the pods cache's LIST of all of them included).
+  timed until it listens (``/livez``), until its pods cache is primed (its LIST of
+  every pod, ``/debug/watchcache``) and until ``/readyz`` (every watch cache primed).
 """
 
 from __future__ import annotations
@@ -64,6 +64,20 @@ def restart(server: APIServer, timeout: float = 1800.0) -> tuple[APIServer, dict
     t0 = time.monotonic()
     again.start(timeout, ready=False)
     listening = time.monotonic() - t0
+    while not _pods_ready(again.url) and time.monotonic() - t0 < timeout:
+        time.sleep(0.1)
+    primed = time.monotonic() - t0
     again.wait_ready(timeout)
     ready = time.monotonic() - t0
-    return again, {"listening_s": listening, "ready_s": ready, "rss_ready": rss(again.pid)}
+    return again, {"listening_s": listening, "pods_primed_s": primed, "ready_s": ready,
+                   "rss_ready": rss(again.pid)}  # fmt: skip
+
+
+def _pods_ready(url: str) -> bool:
+    """Whether the pods cache is primed (``/debug/watchcache``: its state, no walk)."""
+    try:
+        with urllib.request.urlopen(f"{url}/debug/watchcache", timeout=10) as r:
+            caches = orjson.loads(r.read())["caches"]
+    except (OSError, ValueError, KeyError):
+        return False
+    return any(c["resource"].split(".")[0] == "pods" and c["ready"] for c in caches)

@@ -387,8 +387,11 @@ def _memory_markdown(run: dict[str, Any]) -> list[str]:
                 f"{g['history']} | {g['snapshots']} |")  # fmt: skip
     r = mem.get("restart")
     if r:
+        primed = r.get("pods_primed_s")
+        pods = "" if primed is None else f"the pods cache primed after {primed:.1f} s, "
         lines += ["", f"Restart on the same etcd: listening after {r['listening_s']:.1f} s, "
-                      f"`/readyz` 200 (every watch cache primed) after {r['ready_s']:.1f} s."]
+                      f"{pods}`/readyz` 200 (every watch cache primed) after "
+                      f"{r['ready_s']:.1f} s."]  # fmt: skip
     return lines
 
 
