@@ -19,7 +19,6 @@ objects were in), without a reason, as kube-apiserver answers.
 from __future__ import annotations
 
 import base64
-import errno
 import ssl
 import uuid
 from typing import Any
@@ -126,12 +125,8 @@ class WebhookConverter:
         try:
             raw, status = await client.post(target, url, orjson.dumps(review), TIMEOUT_SECONDS,
                                             self._cluster, self._ssl)  # fmt: skip
-        except aiohttp.ClientConnectorError as e:
-            host = f"{e.host}:{e.port}"
-            why = "connection refused" if e.os_error.errno == errno.ECONNREFUSED else str(e)
-            raise ConversionError(f'Post "{self.url}": dial tcp {host}: connect: {why}') from None
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
-            raise ConversionError(f'Post "{self.url}": {e or type(e).__name__}') from None
+            raise ConversionError(f'Post "{self.url}": {client.go_error(target, e)}') from None
         if status != 200:
             raise ConversionError(f"conversion webhook responded with status {status}")
         try:

@@ -682,6 +682,22 @@ def test_webhook_pods_are_called_through_the_egress(cluster: Cluster) -> None:
                         timeout=20)  # fmt: skip
         assert r.returncode != 0
         assert "attaching to pod 'to-be-attached-pod' is not allowed" in r.stderr.decode()
+        # no caBundle: the tunnelled TLS fails as Go words it (the fail-closed spec)
+        no_ca: JSON = orjson.loads(manifests.split("\n---\n")[3])
+        no_ca["metadata"]["name"] = "agnhost-no-ca"
+        hook = no_ca["webhooks"][0]
+        hook["name"], hook["objectSelector"] = "no-ca.k8s.io", {"matchLabels": {"no-ca": "yes"}}
+        del hook["clientConfig"]["caBundle"]
+        cluster.kubectl("create", "-f", "-", stdin=orjson.dumps(no_ca).decode())
+        cm["metadata"]["name"], cm["metadata"]["labels"] = "no-ca", {"no-ca": "yes"}
+        r = cluster.run("create", "-f", "-", stdin=orjson.dumps(cm).decode())
+        assert r.returncode != 0
+        assert ('failed calling webhook "no-ca.k8s.io": failed to call webhook: Post '
+                '"https://e2e-test-webhook.default.svc:8443/configmaps?timeout=10s": tls: failed '
+                "to verify certificate: x509: certificate signed by unknown authority"
+                ) in r.stderr.decode()  # fmt: skip
     finally:
+        cluster.run("delete", "--ignore-not-found", "validatingwebhookconfiguration",
+                    "agnhost-no-ca")  # fmt: skip
         cluster.run("delete", "--ignore-not-found", "-f", "-", stdin=manifests)
         cluster.run("delete", "--ignore-not-found", "configmap", "mutated", "denied")

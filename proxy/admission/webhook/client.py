@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import errno
 import functools
 import ssl
 from dataclasses import dataclass
@@ -34,8 +33,9 @@ from yarl import URL
 
 from proxy.admission.interfaces import ClusterTransport, ObjectLookup
 from proxy.admission.webhook import service_resolver
+from proxy.admission.webhook.dial_errors import go_dial_error
 
-__all__ = ["Target", "WebhookCallError", "call", "post", "resolve"]
+__all__ = ["Target", "WebhookCallError", "call", "go_error", "post", "resolve"]
 
 JSON = dict[str, Any]
 
@@ -99,18 +99,13 @@ async def _service_address(
     return "127.0.0.1", target_port, False  # the lab fallback (docs/admission.md)
 
 
-def _go_error(target: Target, e: BaseException) -> str:
-    """Go's words for a failed POST."""
-    where = f"{target.connect_host}:{target.connect_port}"
-    if isinstance(e, aiohttp.ClientConnectorCertificateError):
-        reason = getattr(e.certificate_error, "reason", e)
-        return f"tls: failed to verify certificate: x509: {reason}"
-    if isinstance(e, aiohttp.ClientConnectorError):
-        if e.os_error.errno == errno.ECONNREFUSED:
-            return f"dial tcp {where}: connect: connection refused"
-        return f"dial tcp {where}: {e.os_error.strerror or e.os_error}"
+def go_error(target: Target, e: BaseException) -> str:
+    """Go's words for a failed POST (a tunnel through the egress raises the TLS error
+    itself, a direct connection wraps it: both read the same)."""
     if isinstance(e, TimeoutError):
         return "context deadline exceeded"
+    if isinstance(e, aiohttp.ClientOSError | ssl.SSLError | ConnectionError):
+        return go_dial_error(target.connect_host, target.connect_port, e)
     return str(e) or type(e).__name__
 
 
@@ -182,4 +177,4 @@ async def _post(
     try:
         return await post(target, url, body, timeout_seconds, cluster, context)
     except (aiohttp.ClientError, TimeoutError, OSError) as e:
-        raise WebhookCallError(f'Post "{shown}": {_go_error(target, e)}') from None
+        raise WebhookCallError(f'Post "{shown}": {go_error(target, e)}') from None
