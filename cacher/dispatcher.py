@@ -124,8 +124,8 @@ class Dispatcher:
 
     def _indexed_targets(self, event: WatchCacheEvent) -> list[CacheWatcher]:
         assert self.index_field is not None
-        new = event.object.fields.get(self.index_field)
-        old = event.prev.fields.get(self.index_field) if event.prev is not None else None
+        new = event.object.field(self.index_field)
+        old = event.prev.field(self.index_field) if event.prev is not None else None
         a = self._by_value.get(new, ()) if new is not None else ()
         b = self._by_value.get(old, ()) if old is not None and old != new else ()
         return list(a) + list(b) if b else list(a)

@@ -149,7 +149,7 @@ class WatchCache:
             last = with_resource_version(prev.stored, resource_version)
             event = WatchCacheEvent(
                 "DELETED",
-                CachedObject(last, prev.labels, prev.fields),
+                prev.with_stored(last),
                 prev,
                 resource_version,
                 self._clock.now(),
@@ -302,7 +302,7 @@ class WatchCache:
 
     def _index_remove(self, obj: CachedObject) -> None:
         for f, idx in self._indexes.items():
-            value = obj.fields.get(f)
+            value = obj.field(f)
             if value is None:
                 continue
             bucket = idx.get(value)
@@ -314,7 +314,7 @@ class WatchCache:
 
 def _index_add(indexes: dict[str, dict[str, dict[str, CachedObject]]], obj: CachedObject) -> None:
     for f, idx in indexes.items():
-        value = obj.fields.get(f)
+        value = obj.field(f)
         if value is not None:
             idx.setdefault(value, {})[obj.key] = obj
 

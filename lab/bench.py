@@ -51,6 +51,7 @@ from lab import (
     bench_concurrency,
     bench_crd,
     bench_managed_fields,
+    bench_memory,
     bench_snapshots,
     bench_storm,
     seed,
@@ -94,6 +95,9 @@ class BenchConfig:
     managed_fields: bool = True  # also measure what managedFields cost (not in --quick)
     custom_resources: bool = True  # the LISTs on as many widgets (lab.bench_crd) too
     lists: int = 20  # concurrent_lists: how many LISTs of every pod at once (issue 23 §8)
+    pod_size: str = "default"  # seed.POD_SIZES: ~4 KB or ~2 KB pods (issue 25 item 4)
+    seed_via: str = "api"  # or "etcd": pods written straight into etcd (100,000 pods)
+    restart: bool = True  # restart the main server at the end: memory and time to ready
     storm: list[int] = field(default_factory=lambda: [1000, 5000])  # relist_storm's K
 
 
@@ -159,6 +163,7 @@ class Topology:
     notes: list[str] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)
     stoppers: list[Any] = field(default_factory=list)
+    servers: dict[str, APIServer] = field(default_factory=dict)
     etcd_version: str = "?"
     etcd_binary: str = "?"
     etcd_members: int = 0
@@ -196,6 +201,7 @@ def _start_own(cfg: BenchConfig, workdir: Path) -> Topology:
             srv.start()
             topo.stoppers.append(srv.stop)
             topo.processes[key] = [srv.pid]
+            topo.servers[key] = srv
             url = srv.url
             if key == "server":
                 topo.main = url
@@ -273,24 +279,27 @@ async def _prepare(topo: Topology, cfg: BenchConfig, pods: int, pods_from: int) 
     """Seed pods [pods_from, pods); wait until every server's cache has them; return
     facts the scenarios need (a pod's name, the cached LIST body for the floor)."""
     # Namespaces and nodes are POSTed again at each sweep step: 409s, counted, harmless.
-    plan = seed.Plan(pods, cfg.nodes, cfg.namespaces, 0, pods_from=pods_from)
-    res = await seed.seed_with_progress(topo.main, plan, quiet=cfg.quiet)
+    plan = seed.Plan(pods, cfg.nodes, cfg.namespaces, 0, pods_from=pods_from,
+                     pod_size=cfg.pod_size)  # fmt: skip
+    direct = cfg.seed_via == "etcd"
+    res = await seed.seed_with_progress(
+        topo.main, plan.without_pods() if direct else plan, quiet=cfg.quiet)
     if not res.ok:
         raise RuntimeError(f"seeding failed: {res.summary()}; {res.errors}")
-    pod = seed.pod(0, cfg.nodes, cfg.namespaces)
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as s:
+    if direct:
+        await seed.seed_etcd(topo.etcd_endpoints, plan)
+    pod = seed.pod(0, cfg.nodes, cfg.namespaces, cfg.pod_size)
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=1800)) as s:
         # the touched scenarios label this pod every round: labelled once before the
         # floor's bytes are taken, no round changes the LIST's size
         await bench_client.touch(s, topo.main + _pod_path(pod), 0)
         # The newest pod's revision, not etcd's: other writes (a compactor's key) move
         # etcd past it, and a pods cache on an etcd without progress notifications
         # never reaches a revision no pod event carried.
-        status, body = await _get(s, topo.main + "/api/v1/pods")
-        items = orjson.loads(body)["items"]
-        rv = str(max(int(i["metadata"]["resourceVersion"]) for i in items))
+        rv = await _newest_pod_revision(topo, s)
         for url in (topo.main, topo.consistent, topo.noindex):
             if url:
-                await _caught_up(s, url, rv)
+                await _caught_up(s, url, rv, within=max(120.0, pods / 100))
         status, cached = await _get(s, topo.main + "/api/v1/pods?resourceVersion=0")
         if status != 200:
             raise RuntimeError(f"cached LIST failed: {status}")
@@ -298,6 +307,58 @@ async def _prepare(topo: Topology, cfg: BenchConfig, pods: int, pods_from: int) 
                          headers={"Accept": PROTOBUF}) as r:  # fmt: skip
             cached_pb = await r.read() if r.status == 200 else b""
     return {"cached_body": cached, "cached_protobuf_body": cached_pb, "pod": pod}
+
+
+async def _newest_pod_revision(topo: Topology, s: aiohttp.ClientSession) -> str:
+    """The newest pod's mod revision: from etcd's keys (no values: 100,000 pods' JSON
+    decoded in the client took GBs), else from a LIST through the server."""
+    if topo.etcd_endpoints:
+        from etcdclient import EtcdClient
+
+        async with EtcdClient(topo.etcd_endpoints, request_timeout=120) as c:
+            rng = await c.list_prefix(b"/registry/pods/", keys_only=True)
+            return str(max(kv.mod_revision for kv in rng.kvs))
+    _, body = await _get(s, topo.main + "/api/v1/pods")
+    items = orjson.loads(body)["items"]
+    return str(max(int(i["metadata"]["resourceVersion"]) for i in items))
+
+
+def _memory_start(topo: Topology, cfg: BenchConfig) -> dict[str, Any]:
+    """The main server's RSS before any pod (empty without the bench's own server)."""
+    srv = topo.servers.get("server")
+    if srv is None:
+        return {}
+    return {"empty_rss": bench_memory.rss(srv.pid), "pod_size": cfg.pod_size,
+            "seed_via": cfg.seed_via}  # fmt: skip
+
+
+def _memory_after_writes(topo: Topology, memory: dict[str, Any]) -> None:
+    srv = topo.servers.get("server")
+    if srv is not None and memory:
+        cache = bench_memory.pods_cache(topo.main)
+        memory["after_writes"] = bench_memory.growth(
+            memory["empty_rss"], bench_memory.rss(srv.pid), cache)
+
+
+def _memory_after_restart(topo: Topology, cfg: BenchConfig, memory: dict[str, Any],
+                          console: Any) -> None:  # fmt: skip
+    """Restart the main server (the last thing measured: its URL stays, its PID does
+    not), time it to ready, and take its RSS once the priming's garbage settled."""
+    srv = topo.servers.get("server")
+    if srv is None or not cfg.restart:
+        return
+    console.print("restarting the main server ...")
+    again, memory["restart"] = bench_memory.restart(srv)
+    topo.stoppers.append(again.stop)
+    topo.servers["server"] = again
+    time.sleep(RESTART_SETTLE)
+    memory["after_restart"] = bench_memory.growth(
+        memory["empty_rss"], bench_memory.rss(again.pid), bench_memory.pods_cache(topo.main))
+
+
+# seconds between a restarted server's /readyz and its RSS: the priming LIST's pages
+# and decoded values are garbage by then
+RESTART_SETTLE = 5.0
 
 
 def _pod_path(pod: dict[str, Any]) -> str:
@@ -426,9 +487,11 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
                 topo.etcd_version = asyncio.run(_etcd_version(cfg.etcd_servers))
             runs: list[dict[str, Any]] = []
             done = 0
+            memory = _memory_start(topo, cfg)
             for n in sizes:
                 console.print(f"seeding pods {done}..{n} ...")
                 facts = asyncio.run(_prepare(topo, cfg, n, done))
+                _memory_after_writes(topo, memory)
                 if cfg.custom_resources:
                     console.print(f"seeding widgets {done}..{n} ...")
                     caches = [u for u in (topo.main, topo.noindex) if u]
@@ -453,7 +516,8 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
                     topo.notes.append(f"At {n} pods: {bench_snapshots.describe(snaps)}")
                 if not cfg.scenarios or "concurrent_lists" in cfg.scenarios:
                     pids = topo.processes.get("server", [])
-                    conc = asyncio.run(bench_concurrency.measure(topo.main, pids, cfg.lists))
+                    conc = asyncio.run(bench_concurrency.measure(
+                        topo.main, pids, cfg.lists, within=max(120.0, n / 200)))
                     runs[-1]["concurrency"] = conc
                     topo.notes.append(f"At {n} pods: {bench_concurrency.describe(conc)}")
                 if cfg.server is not None and "relist_storm" in cfg.scenarios:
@@ -469,6 +533,9 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
                     mf = asyncio.run(bench_managed_fields.measure(topo.main, few, rounds=2))
                     runs[-1]["managed_fields"] = mf
                     topo.notes.append(f"At {n} pods: {bench_managed_fields.describe(mf)}")
+            if memory:
+                _memory_after_restart(topo, cfg, memory, console)
+                runs[-1]["memory"] = memory
             pod_bytes = asyncio.run(_pod_bytes(topo.etcd_endpoints)) if topo.etcd_endpoints else 0
         finally:
             topo.stop()
@@ -537,6 +604,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run the LISTs on as many custom resources (default: on)")
     p.add_argument("--lists", type=int, default=None,
                    help="concurrent_lists: LISTs of every pod at once (default 20; quick 4)")
+    p.add_argument("--pod-size", choices=seed.POD_SIZES, default="default",
+                   help="the seeded pods: default (~4 KB stored) or small (~2 KB)")
+    p.add_argument("--seed-via", choices=("api", "etcd"), default="api",
+                   help="pods through the API (default) or written straight into etcd "
+                   "as the server stores them (fast: for --pods 100000)")  # fmt: skip
+    p.add_argument("--restart", action=argparse.BooleanOptionalAction, default=True,
+                   help="restart the main server at the end: its time to ready and its "
+                   "memory per pod primed by a LIST (default: on)")  # fmt: skip
     p.add_argument("--storm", default=None, metavar="K[,K...]",
                    help="relist_storm: node agents relisting at once, one round set per K "
                    "(default 1000,5000; quick 20); with --scenarios relist_storm and no "
@@ -606,7 +681,8 @@ def main(argv: list[str]) -> int:
         custom_resources=a.custom_resources,
         etcd_servers=[u for u in a.etcd_servers.split(",") if u],
         sweep=[int(x) for x in a.sweep.split(",") if x.strip()],
-        lists=a.lists or (4 if quick else 20),
+        lists=a.lists or (4 if quick else 20), pod_size=a.pod_size, seed_via=a.seed_via,
+        restart=a.restart,
         scenarios=[x.strip() for x in a.scenarios.split(",") if x.strip()],
     )  # fmt: skip
     if cfg.pods < 1 or cfg.nodes < 1 or cfg.runs < 1:

@@ -349,6 +349,7 @@ def _run_markdown(run: dict[str, Any]) -> list[str]:
         )
     lines += _metrics_markdown(run)
     lines += _lag_markdown(run)
+    lines += _memory_markdown(run)
     raw = run.get("raw") or {}
     if raw.get("peak_rss"):
         lines += ["", "### Processes (whole measurement)", "",
@@ -361,6 +362,36 @@ def _run_markdown(run: dict[str, Any]) -> list[str]:
         lines += bench_storm_report.markdown(run["relist_storm"], tag)
     lines += ["", f"![latency](latency-{tag}.png) ![fetched vs returned](objects-{tag}.png) "
               f"![cpu](cpu-{tag}.png)", ""]  # fmt: skip
+    return lines
+
+
+def _memory_markdown(run: dict[str, Any]) -> list[str]:
+    """Memory per pod (issue 25 item 4) and the time to ready after a restart (item 5)."""
+    mem = run.get("memory")
+    if not mem:
+        return []
+    lines = ["", "### Memory per pod and restart", "",
+             f"Pods of the `{mem.get('pod_size', 'default')}` size, seeded through "
+             f"{mem.get('seed_via', 'api')}; the main server's RSS at its start (no pods): "
+             f"{mem['empty_rss'] / 2**20:.0f} MiB.", "",
+             "| when | RSS | growth | per pod | JSON per pod | growth / JSON | "
+             "cache's count / JSON | history events | snapshots |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for when in ("after_writes", "after_restart"):
+        g = mem.get(when)
+        if g:
+            lines.append(
+                f"| {when.replace('_', ' ')} | {g['rss'] / 2**20:.0f} MiB | "
+                f"{g['grown'] / 2**20:.0f} MiB | {g['per_pod']:.0f} B | "
+                f"{g['json_per_pod']:.0f} B | {g['ratio']:.2f}x | {g['held_ratio']:.2f}x | "
+                f"{g['history']} | {g['snapshots']} |")  # fmt: skip
+    r = mem.get("restart")
+    if r:
+        primed = r.get("pods_primed_s")
+        pods = "" if primed is None else f"the pods cache primed after {primed:.1f} s, "
+        lines += ["", f"Restart on the same etcd: listening after {r['listening_s']:.1f} s, "
+                      f"{pods}`/readyz` 200 (every watch cache primed) after "
+                      f"{r['ready_s']:.1f} s."]  # fmt: skip
     return lines
 
 

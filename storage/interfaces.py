@@ -29,6 +29,10 @@ JSONObject = dict[str, Any]
 JSONValue = Any
 _T = TypeVar("_T")
 
+# the name a version remembers the protobuf value it was read from under
+# (``storage.media_types.STORED_PROTOBUF``)
+STORED_VALUE = "application/vnd.kubernetes.protobuf;stored"
+
 
 class StoredObject:
     """One object version. ``data`` is its JSON with ``metadata.resourceVersion`` set.
@@ -46,7 +50,12 @@ class StoredObject:
         self.data = data
         self.resource_version = resource_version
         self._obj = obj
-        self._encodings: dict[str, Any] | None = None  # bytes, or what ``derived`` made
+        # what ``remember`` and ``derived`` keep: (name, value, name, value, ...) — a
+        # watch cache holds one per version, and a tuple of one pair is 56 bytes where
+        # a dict was ~200 —, the storage value alone (``STORED_VALUE``: what most cached
+        # versions keep, then no tuple at all), or the version whose encodings this
+        # copy shares
+        self._encodings: tuple[Any, ...] | bytes | StoredObject | None = None
 
     def encoded(self, media_type: str, encode: Callable[[StoredObject], bytes]) -> bytes:
         """This version in another encoding (protobuf), made by ``encode`` at most once
@@ -57,12 +66,10 @@ class StoredObject:
     def derived(self, name: str, make: Callable[[StoredObject], _T]) -> _T:
         """What ``make`` derives from this version (a Table row's cells), made at most
         once and kept with the version, as ``encoded`` keeps other encodings."""
-        encodings = self._encodings
-        if encodings is None:
-            encodings = self._encodings = {}
-        found: _T | None = encodings.get(name)
+        found: _T | None = self.remembered(name)
         if found is None:
-            found = encodings[name] = make(self)
+            found = make(self)
+            self.remember(name, found)
         return found
 
     def decoded(self) -> JSONObject:
@@ -74,19 +81,57 @@ class StoredObject:
         decoded: JSONObject = orjson.loads(self.data)
         return decoded
 
-    def remember(self, name: str, data: bytes) -> None:
+    def remember(self, name: str, data: Any) -> None:
         """Keep ``data`` with this version (the storage value it was read from, so that
         an encoder can start from it instead of from ``data``); see ``remembered``."""
-        if self._encodings is None:
-            self._encodings = {}
-        self._encodings[name] = data
+        owner = self._owner()
+        kept = owner._kept()
+        for i in range(0, len(kept), 2):
+            if kept[i] == name:
+                owner._set((*kept[:i], name, data, *kept[i + 2 :]))
+                return
+        owner._set((*kept, name, data))
 
-    def remembered(self, name: str) -> bytes | None:
-        return self._encodings.get(name) if self._encodings is not None else None
+    def remembered(self, name: str) -> Any | None:
+        kept = self._owner()._kept()
+        for i in range(0, len(kept), 2):
+            if kept[i] == name:
+                return kept[i + 1]
+        return None
 
     def forget(self, name: str) -> None:
-        if self._encodings is not None:
-            self._encodings.pop(name, None)
+        owner = self._owner()
+        kept = owner._kept()
+        for i in range(0, len(kept), 2):
+            if kept[i] == name:
+                owner._set((*kept[:i], *kept[i + 2 :]))
+                return
+
+    def share_encodings(self, other: StoredObject) -> None:
+        """From now on keep and find encodings in ``other``'s (the same version: what
+        either derives, both have)."""
+        self._encodings = other._owner()
+
+    def kept(self) -> tuple[Any, ...]:
+        """What this version keeps, as (name, value, ...) pairs (immutable: a new tuple
+        replaces it at each change)."""
+        return self._owner()._kept()
+
+    def _owner(self) -> StoredObject:
+        enc = self._encodings
+        return enc if isinstance(enc, StoredObject) else self
+
+    def _kept(self) -> tuple[Any, ...]:
+        enc = self._encodings
+        if isinstance(enc, bytes):
+            return (STORED_VALUE, enc)
+        return enc if isinstance(enc, tuple) else ()
+
+    def _set(self, kept: tuple[Any, ...]) -> None:
+        if len(kept) == 2 and kept[0] == STORED_VALUE and isinstance(kept[1], bytes):
+            self._encodings = kept[1]
+        else:
+            self._encodings = kept or None
 
     @property
     def obj(self) -> JSONObject:
@@ -122,9 +167,7 @@ class SelectionPredicate:
 
     @property
     def empty(self) -> bool:
-        return (self.label is None or self.label.empty) and (
-            self.field is None or self.field.empty
-        )
+        return (self.label is None or self.label.empty) and (self.field is None or self.field.empty)
 
     def matches(self, obj: JSONObject) -> bool:
         if self.empty:
@@ -195,8 +238,7 @@ class Preconditions:
         uid, rv = str(meta.get("uid", "")), str(meta.get("resourceVersion", ""))
         if self.uid is not None and self.uid != uid:
             raise PreconditionFailed(
-                f"Precondition failed: UID in precondition: {self.uid}, "
-                f"UID in object meta: {uid}",
+                f"Precondition failed: UID in precondition: {self.uid}, UID in object meta: {uid}",
                 key,
             )
         if self.resource_version is not None and self.resource_version != rv:

@@ -64,8 +64,6 @@ def find(key: str, resource_version: int) -> StoredObject | None:
     cached = lookup(key, resource_version)
     if cached is None:
         return None
-    if cached._encodings is None:
-        cached._encodings = {}  # shared from now on: what either side derives, both keep
     copy = StoredObject(key, cached.data, resource_version)
-    copy._encodings = cached._encodings
+    copy.share_encodings(cached)  # what either side derives, both keep
     return copy

@@ -26,7 +26,7 @@ import yaml
 
 from storage import known_versions
 from storage.errors import CorruptObject
-from storage.interfaces import JSONObject
+from storage.interfaces import STORED_VALUE, JSONObject
 from storage.protobuf.converter import ConversionError, Report
 from storage.protobuf.errors import SchemaUnavailable
 from storage.protobuf.serializer import MAGIC, NotRegistered, Serializer, get_serializer
@@ -36,7 +36,7 @@ YAML = "application/yaml"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 MEDIA_TYPES = (JSON, YAML, PROTOBUF)
 # the name under which a StoredObject read from a protobuf value keeps that value
-STORED_PROTOBUF = PROTOBUF + ";stored"
+STORED_PROTOBUF = STORED_VALUE  # PROTOBUF + ";stored"
 __all__ = ["MAGIC", "MEDIA_TYPES", "PROTOBUF", "STORED_PROTOBUF", "Encoder", "canonical_json",
            "decode_yaml", "encoder"]  # fmt: skip
 _DROPPED_META = ("resourceVersion", "selfLink")

@@ -162,3 +162,20 @@ def test_custom_resource_lists_are_reported(results: tuple[Path, dict[str, Any]]
     assert s["cr_table_cache"]["nbytes"] < s["cr_list_cache"]["nbytes"]
     report = (out / "report.md").read_text()
     assert all(f"| {n} |" in report for n in bench_crd.SCENARIOS)
+
+
+def test_memory_per_pod_and_restart_are_reported(results: tuple[Path, dict[str, Any]]) -> None:
+    """Issue 25 items 4 and 5: the main server's growth per pod against the pods' JSON,
+    filled by the writes and primed after a restart, and the restart's time to ready."""
+    out, res = results
+    mem = res["runs"][0]["memory"]
+    assert mem["pod_size"] == "default" and mem["seed_via"] == "api" and mem["empty_rss"] > 0
+    for when in ("after_writes", "after_restart"):
+        g = mem[when]
+        assert g["objects"] == PODS and g["json_per_pod"] > 1000
+        assert g["ratio"] == pytest.approx(g["grown"] / g["json_bytes"])
+        assert g["held_ratio"] > 1  # the JSON and more
+    assert mem["after_restart"]["history"] == 0  # primed by a LIST: no events yet
+    r = mem["restart"]
+    assert r["ready_s"] >= r["pods_primed_s"] >= r["listening_s"] > 0
+    assert "### Memory per pod and restart" in (out / "report.md").read_text()

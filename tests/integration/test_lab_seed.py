@@ -141,3 +141,14 @@ def test_metrics_scrape_sums_matching_series() -> None:
     assert after.since(before, name, resource="pods") == 7
     assert after.since(before, name, resource="pods", index="spec.nodeName") == 3
     assert after.value(name, resource="nodes") == 0 and after.has(name)
+
+
+def test_small_pods_are_half_the_default_and_deterministic() -> None:
+    small = [seed.pod(i, nodes=5, namespaces=3, size="small") for i in range(30)]
+    sizes = [len(orjson.dumps(p)) for p in small]
+    default = [len(orjson.dumps(seed.pod(i, 5, 3))) for i in range(30)]
+    assert all(s < d / 2 for s, d in zip(sizes, default, strict=True)), (sizes, default)
+    assert small[4] == seed.pod(4, 5, 3, "small")
+    assert {p["spec"]["nodeName"] for p in small} == {seed.node_name(i) for i in range(5)}
+    plan = seed.Plan(pods=4, nodes=2, namespaces=1, pod_size="small")
+    assert [i.body for i in plan.pod_items()] == [seed.pod(i, 2, 1, "small") for i in range(4)]
