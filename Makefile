@@ -13,7 +13,8 @@ PYTEST_ARGS ?=
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# setup.py builds the C protobuf decoder (storage/protobuf/_cdecode.c): rebuilt when it changes
+$(STAMP): pyproject.toml setup.py storage/protobuf/_cdecode.c
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (Python >= 3.11)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip

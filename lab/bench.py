@@ -20,6 +20,8 @@ scenario reports the server's event-loop lag while it ran
 how long a concurrent ``/readyz`` waited. ``concurrent_lists``
 (:mod:`lab.bench_concurrency`, issue 23 §8) runs ``--lists`` LISTs of every pod at once
 beside a light client and reports its latency, the loop lag and the RSS.
+``relist_storm`` (:mod:`lab.bench_storm`, issue 25 §6) has ``--storm`` K node agents
+relist their node's pods at once, RV unset, RV=0 and consistent from the cache.
 ``--reference`` instead runs the same reads side by side with any kube-apiserver
 (:mod:`lab.bench_reference`).
 """
@@ -50,6 +52,7 @@ from lab import (
     bench_crd,
     bench_managed_fields,
     bench_snapshots,
+    bench_storm,
     seed,
 )
 from lab import bench_report as report
@@ -91,6 +94,7 @@ class BenchConfig:
     managed_fields: bool = True  # also measure what managedFields cost (not in --quick)
     custom_resources: bool = True  # the LISTs on as many widgets (lab.bench_crd) too
     lists: int = 20  # concurrent_lists: how many LISTs of every pod at once (issue 23 §8)
+    storm: list[int] = field(default_factory=lambda: [1000, 5000])  # relist_storm's K
 
 
 def source_revision(root: Path | None = None) -> str:
@@ -452,6 +456,14 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
                     conc = asyncio.run(bench_concurrency.measure(topo.main, pids, cfg.lists))
                     runs[-1]["concurrency"] = conc
                     topo.notes.append(f"At {n} pods: {bench_concurrency.describe(conc)}")
+                if cfg.server is not None and "relist_storm" in cfg.scenarios:
+                    topo.notes.append("relist_storm: not measured — it starts servers of its "
+                                      "own on the bench's etcd (no --server).")
+                elif cfg.server is None and (not cfg.scenarios or "relist_storm" in cfg.scenarios):
+                    storm = bench_storm.measure(topo.etcd_endpoints, topo.processes["etcd"],
+                                                cfg.storm, cfg.nodes, workdir)
+                    runs[-1]["relist_storm"] = storm
+                    topo.notes.append(f"At {n} pods: {bench_storm.describe(storm)}")
                 if cfg.managed_fields and (not cfg.scenarios or "managed_fields" in cfg.scenarios):
                     few = max(10, min(50, n // 20))
                     mf = asyncio.run(bench_managed_fields.measure(topo.main, few, rounds=2))
@@ -525,6 +537,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run the LISTs on as many custom resources (default: on)")
     p.add_argument("--lists", type=int, default=None,
                    help="concurrent_lists: LISTs of every pod at once (default 20; quick 4)")
+    p.add_argument("--storm", default=None, metavar="K[,K...]",
+                   help="relist_storm: node agents relisting at once, one round set per K "
+                   "(default 1000,5000; quick 20); with --scenarios relist_storm and no "
+                   "--nodes, max(K) nodes are seeded so each agent has a node of its own")
     p.add_argument("--machine", default="", help="label for the report (default: detected)")
     p.add_argument("--quiet", action="store_true")
     ref = p.add_argument_group("side by side with a kube-apiserver (lab.bench_reference)")
@@ -579,8 +595,12 @@ def main(argv: list[str]) -> int:
     quick = a.quick
     if a.reference is not None or a.reference_binary is not None:
         return _run_reference(a, quick)
+    storm = [int(k) for k in (a.storm or ("20" if quick else "1000,5000")).split(",") if k]
+    nodes = a.nodes or (10 if quick else 100)
+    if a.nodes is None and "relist_storm" in a.scenarios.split(","):
+        nodes = max(nodes, *storm)  # a node of its own for each agent (bench_storm)
     cfg = BenchConfig(
-        pods=a.pods or (300 if quick else 10_000), nodes=a.nodes or (10 if quick else 100),
+        pods=a.pods or (300 if quick else 10_000), nodes=nodes, storm=storm,
         namespaces=a.namespaces, runs=a.runs or (3 if quick else 10), out=a.out,
         server=a.server, machine=a.machine, quiet=a.quiet, managed_fields=not quick,
         custom_resources=a.custom_resources,

@@ -27,7 +27,7 @@ from lab.bench_report import bucket_max, bucket_quantile, percentile
 from lab.bench_snapshots import rss
 from lab.metrics import scrape
 
-__all__ = ["describe", "measure"]
+__all__ = ["describe", "light_client", "measure"]
 
 LIGHT_PATH = "/api/v1/namespaces/default/configmaps"
 
@@ -64,7 +64,9 @@ async def _large(url: str, within: float) -> tuple[int, float, int]:
         return 0, time.perf_counter() - t0, 0
 
 
-async def _light(url: str, done: asyncio.Event, out: list[float], codes: Counter[int]) -> None:
+async def light_client(url: str, done: asyncio.Event, out: list[float],
+                       codes: Counter[int]) -> None:  # fmt: skip
+    """Small LISTs on a connection of its own until ``done``: latencies into ``out``."""
     async with aiohttp.ClientSession() as s:
         while not done.is_set():
             t0 = time.perf_counter()
@@ -90,7 +92,7 @@ async def measure(url: str, pids: list[int], lists: int, within: float = 120) ->
     light: list[float] = []
     light_codes: Counter[int] = Counter()
     peak = [rss_before]
-    side = [asyncio.create_task(_light(url, done, light, light_codes)),
+    side = [asyncio.create_task(light_client(url, done, light, light_codes)),
             asyncio.create_task(_sample_rss(pids, done, peak))]  # fmt: skip
     await asyncio.sleep(0.5)  # the light client's pace before the load
     started = time.perf_counter()

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lab import bench_crd
+from lab import bench_crd, bench_storm_report
 
 __all__ = [
     "SCENARIOS", "ScenarioStats", "Target", "bucket_max", "bucket_quantile", "charts",
@@ -357,6 +357,8 @@ def _run_markdown(run: dict[str, Any]) -> list[str]:
             cpu = raw.get("cpu_total", {}).get(proc, math.nan)
             lines.append(f"| {proc} | {cpu:.2f} | {rss / 2**20:.0f} MiB |")
     tag = run["pods"]
+    if run.get("relist_storm"):
+        lines += bench_storm_report.markdown(run["relist_storm"], tag)
     lines += ["", f"![latency](latency-{tag}.png) ![fetched vs returned](objects-{tag}.png) "
               f"![cpu](cpu-{tag}.png)", ""]  # fmt: skip
     return lines
@@ -468,6 +470,8 @@ def charts(results: dict[str, Any], out: Path) -> list[Path]:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
         fig.tight_layout()
         written.append(_save(fig, out / f"cpu-{tag}.png"))
+        if run.get("relist_storm"):
+            written.append(bench_storm_report.chart(run["relist_storm"], out, tag))
 
     if results.get("sweep"):
         fig, ax = plt.subplots(figsize=(11, 6))

@@ -15,7 +15,7 @@ from lab.metrics import Scrape, scrape
 from lab.observe import Observation, Transcript, request
 from lab.state import LabState
 
-__all__ = ["DemoContext"]
+__all__ = ["DemoContext", "warm"]
 
 
 @dataclass
@@ -56,3 +56,15 @@ class DemoContext:
         for (name, labels, want), got in zip(counters, moved, strict=True):
             sel = ",".join(f'{k}="{v}"' for k, v in labels.items())
             self.t.check(f"metric {name}{{{sel}}} +{want}", got == want, f"+{got}")
+
+
+async def warm(ctx: DemoContext, base: str, path: str) -> None:
+    """Wait (up to 15 s) until ``base`` serves ``path`` with RV=0 from its watch cache:
+    a fresh server builds and primes a resource's cache on first use."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        o = await ctx.get(f"{path}?resourceVersion=0&limit=1", base=base, show=False)
+        if o.status == 200 and o.served_from == "cache":
+            return
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"{base}{path} not served from the cache after 15 s")

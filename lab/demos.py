@@ -25,11 +25,12 @@ from lab import (
     demos_auth,
     demos_crds,
     demos_ssa,
+    demos_storm,
     seed,
 )
 from lab.apiserver import APIServer
 from lab.control import etcd_start, etcd_stop
-from lab.demo_context import DemoContext
+from lab.demo_context import DemoContext, warm
 from lab.observe import Observation, Transcript, WatchStream, event_line, request, watch
 from lab.state import LabState
 
@@ -63,18 +64,6 @@ def _etcd_supports_consistent_read(version: str) -> bool:
 def _log(state: LabState, demo: str) -> Path:
     """Where a demo's own server logs: next to the lab's files."""
     return Path(state.kubeconfig).parent / f"{demo}-server.log"
-
-
-async def _warm(ctx: DemoContext, base: str, path: str) -> None:
-    """Wait (up to 15 s) until ``base`` serves ``path`` with RV=0 from its watch cache:
-    a fresh server builds and primes a resource's cache on first use."""
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        o = await ctx.get(f"{path}?resourceVersion=0&limit=1", base=base, show=False)
-        if o.status == 200 and o.served_from == "cache":
-            return
-        await asyncio.sleep(0.05)
-    raise TimeoutError(f"{base}{path} not served from the cache after 15 s")
 
 
 async def _touch_pod(ctx: DemoContext, ns: str, name: str, note: str) -> Observation:
@@ -320,7 +309,7 @@ async def too_old(ctx: DemoContext) -> None:
                       log_path=_log(st, "too-old"))  # fmt: skip
     await asyncio.to_thread(small.start)
     try:
-        await _warm(ctx, small.url, "/api/v1/configmaps")
+        await warm(ctx, small.url, "/api/v1/configmaps")
         t.say(f"  started a second server with --default-watch-cache-size=20 at {small.url}")
         start = await ctx.get("/api/v1/configmaps?limit=1")
         old_rv = start.resource_version or 0
@@ -450,7 +439,7 @@ async def consistent_read(ctx: DemoContext) -> None:
                       log_path=_log(st, "consistent-read"))  # fmt: skip
     await asyncio.to_thread(gated.start)
     try:
-        await _warm(ctx, gated.url, "/api/v1/configmaps")
+        await warm(ctx, gated.url, "/api/v1/configmaps")
         t.say(f"  etcd {version}; second server with the gate on at {gated.url}")
         ns = seed.namespace_name(0)
         name = f"lab-consistent-{int(time.time() * 1000)}"
@@ -515,6 +504,7 @@ DEMOS: dict[str, tuple[DemoFn, str]] = {
     "pod-security": (demos_admission.pod_security, "a privileged Pod warned, then rejected"),
     "apf": (demos_apf_audit.apf, "one flow floods: 429s for it alone, queueing shown"),
     "audit": (demos_apf_audit.audit, "the audit trail of one request, stage by stage"),
+    "relist-storm": (demos_storm.relist_storm, "every kubelet relists at once: etcd vs cache"),
     "etcd-down": (etcd_down, "etcd stopped: RV=0 still served, quorum reads fail"),
 }
 

@@ -17,8 +17,10 @@ this server reaches the cluster's network — the kubelets (``pods/log``, ``exec
 mode), whose 200 leaves a byte stream to the target; any other answer is the dial's
 error. The lab's simulated cluster serves such a proxy (docs/lab.md). Not served: the
 ``GRPC`` protocol, TLS to the proxy, and a non-``Direct`` ``controlplane`` or ``etcd``
-selection (a ConfigError that says so). Webhooks and aggregated API servers, which
-upstream also sends through the ``cluster`` egress, are dialled directly.
+selection (a ConfigError that says so). Admission and conversion webhooks whose
+``service`` resolves to a pod's address go through the ``cluster`` egress, as upstream's;
+aggregated API servers (which upstream also sends through it) and ``url`` webhooks are
+dialled directly.
 """
 
 from __future__ import annotations
@@ -118,8 +120,9 @@ class _TunnelConnector(aiohttp.BaseConnector):
         sock = await asyncio.wait_for(self._dialer.dial(host.strip("[]"), port),
                                       timeout.sock_connect)  # fmt: skip
         tls = _client_tls(req.ssl) if req.url.scheme == "https" else None
+        name = req.server_hostname or host  # a webhook's <svc>.<ns>.svc, else the host
         _, proto = await self._loop.create_connection(
-            self._factory, sock=sock, ssl=tls, server_hostname=host if tls else None
+            self._factory, sock=sock, ssl=tls, server_hostname=name if tls else None
         )
         return proto
 

@@ -37,9 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lab.sim.agnhost import AgnhostServers
 from lab.sim.certificate_signer import CSRSigningController
 from lab.sim.churn import Churn
 from lab.sim.client import Client
+from lab.sim.containers import Runtime
 from lab.sim.deployment import DeploymentController
 from lab.sim.disruption import DisruptionController
 from lab.sim.endpointslice import EndpointSliceController
@@ -120,8 +122,11 @@ class Simulation:
                                  status_seconds=self.status_seconds)  # fmt: skip
         self.churner = Churn(self.agents, self.churn)
         # handlers first, then the informers: every controller sees every first ADDED
+        # the agnhost webhook servers upstream's e2e suite deploys read their certificate
+        # from the pod's mounted Secret, as the node runtime builds a container's files
+        agnhost = AgnhostServers(Runtime(informers).filesystem)
         self.konnectivity = (KonnectivityServer(self.konnectivity_uds, self.pods.items,
-                                                self.nodes.items)
+                                                self.nodes.items, agnhost)
                              if self.konnectivity_uds else None)  # fmt: skip
         egress = [self.konnectivity.run()] if self.konnectivity else []
         runs = [events.run(), self.agents.run(), *self._control_plane(), *egress,

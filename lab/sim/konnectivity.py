@@ -10,6 +10,10 @@ On a UNIX socket it answers ``CONNECT IP:PORT HTTP/1.1``:
   tunnel is that container's tiny HTTP responder (the one ``kubectl port-forward``
   reaches, :mod:`lab.sim.portforward`): one answer naming the pod, container and port
   and echoing the request line, then the connection closes;
+- a container of the agnhost test image run as ``webhook`` or ``crd-conversion-webhook``
+  (what upstream's e2e suite deploys for its admission and conversion webhooks), on
+  the port its ``--port`` names: the bytes are spliced to that container's simulated
+  server (:mod:`lab.sim.agnhost`), which speaks TLS with the pod's mounted certificate;
 - a node's kubelet (an address in a Node's ``status.addresses`` and its
   ``daemonEndpoints.kubeletEndpoint.Port``): ``200``, and the bytes are spliced to that
   simulated kubelet's socket, so the server's ``pods/log``, ``exec``, ``port-forward``
@@ -25,9 +29,11 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
+from lab.sim.agnhost import AgnhostServers
 from lab.sim.client import JSON
 from lab.sim.portforward import declared_container, http_response
 
@@ -78,11 +84,12 @@ class KonnectivityServer:
 
     def __init__(
         self, path: str, pods: Callable[[], list[JSON]],
-        nodes: Callable[[], list[JSON]] = list,
+        nodes: Callable[[], list[JSON]] = list, agnhost: AgnhostServers | None = None,
     ) -> None:  # fmt: skip
         self.path = path
         self.pods = pods
         self.nodes = nodes
+        self.agnhost = agnhost
         self.tunnels = 0
         self._server: asyncio.Server | None = None
 
@@ -106,6 +113,8 @@ class KonnectivityServer:
                 await self._server.wait_closed()
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
+        if self.agnhost is not None:
+            await self.agnhost.close()
 
     def _pod_at(self, ip: str) -> JSON | None:
         for pod in self.pods():
@@ -114,6 +123,14 @@ class KonnectivityServer:
             if ip in ips and status.get("phase") == "Running":
                 return pod
         return None
+
+    async def _agnhost(self, pod: JSON, container: str, port: int) -> str | None:
+        """The socket of the simulated agnhost server that container runs on ``port``."""
+        if self.agnhost is None:
+            return None
+        live = {str((p.get("metadata") or {}).get("uid")) for p in self.pods()}
+        await self.agnhost.prune(live)
+        return await self.agnhost.socket_for(pod, container, port)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -138,13 +155,19 @@ class KonnectivityServer:
             return
         ip, port = target
         if target in kubelet_endpoints(self.nodes()):
-            await _splice(ip, port, reader, writer)
+            await _splice(f"{ip}:{port}", asyncio.open_connection(ip, port), reader, writer,
+                          "the kubelet")  # fmt: skip
             return
         pod = self._pod_at(ip)
         container = declared_container(pod, port) if pod is not None else None
         if pod is None or container is None:
             writer.write(f"HTTP/1.1 503 dial tcp {ip}:{port}: connect: connection refused"
                          "\r\n\r\n".encode())  # fmt: skip
+            return
+        served = await self._agnhost(pod, container, port)
+        if served is not None:
+            await _splice(f"{ip}:{port}", asyncio.open_unix_connection(served), reader, writer,
+                          f"the agnhost server of container {container}")  # fmt: skip
             return
         writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         self.tunnels += 1
@@ -155,17 +178,20 @@ class KonnectivityServer:
 
 
 async def _splice(
-    host: str, port: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-) -> None:
-    """The tunnel to a simulated kubelet: both ways until either side ends."""
+    where: str,
+    dial: Coroutine[Any, Any, tuple[asyncio.StreamReader, asyncio.StreamWriter]],
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, what: str,
+) -> None:  # fmt: skip
+    """The tunnel to ``what`` at ``where`` (a simulated kubelet, or a simulated agnhost
+    server), connected by ``dial``: both ways until either side ends."""
     try:
         async with asyncio.timeout(_DIAL_TIMEOUT):
-            up_reader, up_writer = await asyncio.open_connection(host, port)
+            up_reader, up_writer = await dial
     except (OSError, TimeoutError) as e:
-        writer.write(f"HTTP/1.1 503 dial tcp {host}:{port}: {e}\r\n\r\n".encode())
+        writer.write(f"HTTP/1.1 503 dial tcp {where}: {e}\r\n\r\n".encode())
         return
     writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-    log.info("konnectivity: a tunnel to the kubelet at %s:%d", host, port)
+    log.info("konnectivity: a tunnel to %s at %s", what, where)
     try:
         await asyncio.gather(_copy(reader, up_writer), _copy(up_reader, writer))
     finally:

@@ -12,13 +12,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
+import aiohttp
+
 from proxy.admission.attributes import CONNECT, CREATE, DELETE, UPDATE, Attributes
 from proxy.admission.configuration import ConfigurationSource
 from proxy.authorization.authorizer import Authorizer
 
-__all__ = ["ALL_OPERATIONS", "JSON", "ObjectLookup", "Plugin", "PluginDeps"]
+__all__ = ["ALL_OPERATIONS", "JSON", "ClusterTransport", "ObjectLookup", "Plugin", "PluginDeps"]
 
 JSON = dict[str, Any]
+# a connector whose connections reach the cluster's network: the egress selector's
+# ``cluster`` (upstream's ``egressselector.Cluster`` dialer of the webhook client)
+ClusterTransport = Callable[[], aiohttp.BaseConnector]
 
 ALL_OPERATIONS = frozenset({CREATE, UPDATE, DELETE, CONNECT})
 
@@ -59,6 +64,8 @@ class PluginDeps:
     # the server's authorizer, for plugins that ask it (CertificateApproval); None where
     # nothing is authorized (the plain port)
     authorizer: Authorizer | None = None
+    # how webhooks reach a pod's address (None: dialled directly)
+    cluster: ClusterTransport | None = None
 
 
 class Plugin:

@@ -5,8 +5,9 @@
 - ``autoregister``: keeps those local APIServices stored (kube-apiserver's
   ``autoregister`` controller);
 - ``lister``: the APIServices in memory, from the watch cache (list, then watch);
-- ``service_resolver``: where a ``spec.service`` reference lands (endpoints with
-  ``--enable-aggregator-routing``, else the Service's cluster IP or external name);
+- ``proxy.admission.webhook.service_resolver`` (shared with the webhooks): where a
+  ``spec.service`` reference lands (endpoints with ``--enable-aggregator-routing``, else
+  the Service's cluster IP or external name);
 - ``availability``: the ``Available`` condition from health checks of the backends;
 - ``proxy_handler``: ``/apis/<group>/<version>/...`` proxied to the extension server
   with the front-proxy client certificate and the ``X-Remote-*`` identity headers;

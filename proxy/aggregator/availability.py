@@ -36,6 +36,8 @@ from typing import Any, Protocol
 
 import aiohttp
 
+from proxy.admission.webhook.dial_errors import go_dial_error
+from proxy.admission.webhook.service_resolver import ResolveError
 from proxy.aggregator import metrics
 from proxy.aggregator.apiservice import (
     GROUP,
@@ -46,8 +48,7 @@ from proxy.aggregator.apiservice import (
     set_condition,
 )
 from proxy.aggregator.lister import APIServiceLister
-from proxy.aggregator.proxy_handler import Backends, go_dial_error
-from proxy.aggregator.service_resolver import ResolveError
+from proxy.aggregator.proxy_handler import Backends
 from proxy.aggregator.transport import REMOTE_GROUP, REMOTE_USER
 from proxy.informer import WorkQueue, run_workers
 from proxy.loopback.client import LoopbackClient, resource_path

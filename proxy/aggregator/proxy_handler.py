@@ -17,17 +17,16 @@ upstream's aggregator chain does).
 
 from __future__ import annotations
 
-import errno
 import logging
-import re
 import ssl
 from typing import Protocol
 
 import aiohttp
 from aiohttp import web
 
+from proxy.admission.webhook.dial_errors import go_dial_error
+from proxy.admission.webhook.service_resolver import Resolved, ResolveError
 from proxy.aggregator.apiservice import APIServiceRef
-from proxy.aggregator.service_resolver import Resolved, ResolveError
 from proxy.aggregator.transport import Transport, auth_proxy_headers
 from proxy.endpoints.filters.authentication import PLAIN_PORT_USER
 from proxy.endpoints.responsewriter import end_started_response, response_started
@@ -45,7 +44,6 @@ _HOP_BY_HOP = frozenset(
 )  # fmt: skip
 
 
-_DIALLED = re.compile(r"\('([^']+)', (\d+)")
 
 
 def plain_error(text: str, status: int) -> web.Response:
@@ -59,34 +57,6 @@ def plain_error(text: str, status: int) -> web.Response:
     )
 
 
-# OpenSSL's verify codes with Go's crypto/x509 words for them
-_UNKNOWN_AUTHORITY = frozenset({2, 18, 19, 20, 21})  # no issuer / self-signed / untrusted
-
-
-def _x509_words(err: ssl.SSLCertVerificationError) -> str:
-    if err.verify_code in _UNKNOWN_AUTHORITY:
-        return "x509: certificate signed by unknown authority"
-    if err.verify_code == 10:
-        return "x509: certificate has expired or is not yet valid"
-    return f"x509: {err.verify_message}"
-
-
-def go_dial_error(host: str, port: int, err: BaseException) -> str:
-    """The words Go's dialer and TLS client use for the common failures (the body
-    upstream's proxy answers with)."""
-    os_error = getattr(err, "os_error", None) or err.__cause__ or err
-    if isinstance(os_error, ssl.SSLCertVerificationError):
-        return f"tls: failed to verify certificate: {_x509_words(os_error)}"
-    if isinstance(err, aiohttp.ClientSSLError | ssl.SSLError):
-        return f"remote error: tls: {os_error}"
-    # asyncio names the address it dialled ("Connect call failed ('127.0.0.1', 443)"):
-    # Go's message names the resolved address too
-    dialled = _DIALLED.search(str(os_error))
-    if dialled is not None:
-        host, port = dialled[1], int(dialled[2])
-    if getattr(os_error, "errno", None) == errno.ECONNREFUSED:
-        return f"dial tcp {host}:{port}: connect: connection refused"
-    return f"dial tcp {host}:{port}: {getattr(os_error, 'strerror', None) or os_error}"
 
 
 class Backends(Protocol):

@@ -25,13 +25,13 @@ import orjson
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from proxy.admission.webhook.service_resolver import Resolved, ResolveError, resolve
 from proxy.aggregator import discovery
 from proxy.aggregator.apiservice import GROUP, APIServiceRef
 from proxy.aggregator.autoregister import AutoRegister
 from proxy.aggregator.availability import AvailabilityController
 from proxy.aggregator.lister import APIServiceLister
 from proxy.aggregator.proxy_handler import proxy_request
-from proxy.aggregator.service_resolver import Resolved, ResolveError, resolve
 from proxy.aggregator.transport import Transport
 from proxy.informer import SharedInformerFactory
 from proxy.openapi.cached_document import CachedDocument

@@ -116,7 +116,7 @@ class CustomResources:
         resources = cr_mod.served_versions(crd)
         keep: set[tuple[str, str, str]] = set()
         if resources:
-            converter = _converter(crd, resources[0][1].kind)
+            converter = _converter(crd, resources[0][1].kind, self.ctx)
             new = self._build(resources, fingerprint, converter)
             self._by_crd[name] = new
             keep = {_key(info) for info, _ in resources} | {_key(new.base)}
@@ -205,10 +205,11 @@ class CustomResources:
         self.ctx.openapi = None
 
 
-def _converter(crd: JSON, kind: str) -> Converter:
+def _converter(crd: JSON, kind: str, ctx: APIContext) -> Converter:
     conversion = (crd.get("spec") or {}).get("conversion") or {}
     if conversion.get("strategy") == "Webhook":
-        return WebhookConverter(kind, conversion.get("webhook") or {})
+        webhook = conversion.get("webhook") or {}
+        return WebhookConverter(kind, webhook, ctx.object_lookup, ctx.cluster_transport)
     return NoneConverter()
 
 

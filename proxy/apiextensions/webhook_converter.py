@@ -3,7 +3,10 @@
 ``ConversionReview`` (``apiextensions.k8s.io/v1``) over HTTPS to the CRD's
 ``conversion.webhook.clientConfig`` — its ``url``, or its ``service`` as
 ``https://<name>.<namespace>.svc:<port><path>`` — trusting the ``caBundle`` (else the
-system's roots), with upstream's 30 s timeout (``?timeout=30s`` in the URL).
+system's roots), with upstream's 30 s timeout (``?timeout=30s`` in the URL). A
+``service`` is reached as an admission webhook's (``proxy.admission.webhook.client``):
+at an address of its Endpoints, through the egress selector's cluster network when one
+is configured, the certificate verified for ``<name>.<namespace>.svc``.
 
 The answer is checked as upstream checks it: the uid is the request's, ``result.status``
 is ``Success`` (else its message is the error), one converted object per object sent,
@@ -16,14 +19,17 @@ objects were in), without a reason, as kube-apiserver answers.
 from __future__ import annotations
 
 import base64
-import errno
 import ssl
 import uuid
 from typing import Any
 
 import aiohttp
+import orjson
+from yarl import URL
 
 from proxy import apierrors
+from proxy.admission.interfaces import ClusterTransport, ObjectLookup
+from proxy.admission.webhook import client
 
 __all__ = ["WebhookConverter"]
 
@@ -71,12 +77,16 @@ class WebhookConverter:
     """Converts a CRD's objects through its conversion webhook (one HTTP session, closed
     by ``close``)."""
 
-    def __init__(self, kind: str, webhook: JSON) -> None:
+    def __init__(
+        self, kind: str, webhook: JSON, lookup: ObjectLookup | None = None,
+        cluster: ClusterTransport | None = None,
+    ) -> None:  # fmt: skip
         self.kind = kind
-        client_config = webhook.get("clientConfig") or {}
-        self.url = _url(client_config)
-        self._ssl = _ssl_context(client_config)
-        self._session: aiohttp.ClientSession | None = None
+        self._client_config = webhook.get("clientConfig") or {}
+        self.url = _url(self._client_config)
+        self._ssl = _ssl_context(self._client_config)
+        self._lookup = lookup
+        self._cluster = cluster
 
     async def convert(self, objects: list[JSON], api_version: str) -> list[JSON]:
         """``objects`` in ``api_version`` (those already in it are left alone)."""
@@ -95,23 +105,37 @@ class WebhookConverter:
             out[i] = _restore_metadata(objects[i], obj)
         return out
 
+    async def _target(self) -> client.Target:
+        """Where to connect: a service's endpoint (resolved on each call, as the
+        Endpoints change), else the URL's host."""
+        parsed = URL(self.url)
+        if self._client_config.get("service") and self._lookup is not None:
+            try:
+                return await client.resolve(self._client_config, self._lookup)
+            except client.WebhookCallError as e:
+                raise ConversionError(f'Post "{self.url}": {e}') from None
+        host = parsed.host or ""
+        return client.Target(self.url, host, parsed.port or 443, host, "")
+
     async def _post(self, review: JSON) -> JSON:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=TIMEOUT_SECONDS)
-            )
+        target = await self._target()
+        parsed = URL(self.url)
+        url = URL.build(scheme="https", host=target.connect_host, port=target.connect_port,
+                        path=parsed.path or "/", query_string=parsed.query_string)  # fmt: skip
         try:
-            async with self._session.post(self.url, json=review, ssl=self._ssl) as resp:
-                if resp.status != 200:
-                    raise ConversionError(f"conversion webhook responded with status {resp.status}")
-                body: JSON = await resp.json(content_type=None)
-                return body
-        except aiohttp.ClientConnectorError as e:
-            host = f"{e.host}:{e.port}"
-            why = "connection refused" if e.os_error.errno == errno.ECONNREFUSED else str(e)
-            raise ConversionError(f'Post "{self.url}": dial tcp {host}: connect: {why}') from None
-        except (aiohttp.ClientError, TimeoutError, ValueError) as e:
-            raise ConversionError(f'Post "{self.url}": {e or type(e).__name__}') from None
+            raw, status = await client.post(target, url, orjson.dumps(review), TIMEOUT_SECONDS,
+                                            self._cluster, self._ssl)  # fmt: skip
+        except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            raise ConversionError(f'Post "{self.url}": {client.go_error(target, e)}') from None
+        if status != 200:
+            raise ConversionError(f"conversion webhook responded with status {status}")
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError as e:
+            raise ConversionError(f'Post "{self.url}": {e}') from None
+        if not isinstance(body, dict):
+            raise ConversionError("no response provided")
+        return body
 
     async def _review(self, objects: list[JSON], api_version: str) -> list[JSON]:
         uid = str(uuid.uuid4())
@@ -143,6 +167,5 @@ class WebhookConverter:
         return converted
 
     async def close(self) -> None:
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        """Nothing held between calls (each call opens its connection, as the egress
+        tunnels are one per connection)."""

@@ -38,7 +38,9 @@ def install(
     # the quota status written during admission goes through the loopback client too
     lookup = StoreLookup(ctx, lambda: hooks.loopback)
     authorizer = ctx.authorizer
-    deps = PluginDeps(lookup, source, default=ctx.defaulter, authorizer=authorizer)
+    deps = PluginDeps(lookup, source, default=ctx.defaulter, authorizer=authorizer,
+                      cluster=ctx.cluster_transport)  # fmt: skip
+    ctx.object_lookup = lookup
     ctx.admission = AdmissionChain.build(names, deps, plugins)
     app.on_response_prepare.append(handler.on_response_prepare)
 

@@ -231,6 +231,7 @@ def build_app(
         informers=informers,
         authorizer=auth.authorizer if auth is not None else None,
         defaulter=default_object,
+        cluster_transport=cluster,
     )
     ctx.custom_stores = service_stores(
         ctx, settings.service_cluster_ip_range, settings.service_node_port_range

@@ -13,6 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.admission.chain import AdmissionChain
+from proxy.admission.interfaces import ClusterTransport, ObjectLookup
 from proxy.authorization.modes import Union
 from proxy.endpoints.discovery.aggregation import Aggregation
 from proxy.endpoints.handlers.scope import ResourceDelegate
@@ -86,6 +87,12 @@ class APIContext:
     # the built-in kinds' defaulting, for what is decoded outside a route's strategy
     # (a mutating webhook's answer); None: objects are stored as decoded
     defaulter: ObjectDefaulter | None = None
+    # how webhooks reach a pod's address: the egress selector's cluster network (None:
+    # dialled directly), given by the composition root
+    cluster_transport: ClusterTransport | None = None
+    # reads of Services and Endpoints for a conversion webhook's service reference (the
+    # admission chain's lookup); set with the admission chain
+    object_lookup: ObjectLookup | None = None
     # ``store``'s per-route stores: (group, version, plural, subresource) -> (resource,
     # its storage, custom_stores, the store) they were built from
     _stores: dict[tuple[str, str, str, str], tuple[ResourceInfo, ResourceStorage, object, Store]

@@ -183,24 +183,40 @@ def _take_finalizers(merged: JSONObject, new: JSONObject) -> None:
         spec.pop("finalizers", None)
 
 
-# kinds whose upstream status strategy resets only the spec (namespaceStatusStrategy,
-# serviceStatusStrategy, nodeStatusStrategy, resourcequotaStatusStrategy, ...): a
-# /status write also changes labels, annotations, finalizers and owner references
-_STATUS_WITH_METADATA = frozenset({
-    ("", "namespaces"), ("", "services"), ("", "nodes"), ("", "resourcequotas"),
-    ("", "replicationcontrollers"), ("", "persistentvolumeclaims"), ("batch", "jobs"),
-})  # fmt: skip
 _USER_METADATA = ("labels", "annotations", "finalizers", "ownerReferences")
+# kinds whose upstream status strategy resets only the spec (namespaceStatusStrategy,
+# deploymentStatusStrategy, podStatusStrategy, ...: most built-in kinds): a /status write
+# also changes the object's own metadata, but what the strategy keeps as stored
+# (deployments their labels, pods their owner references); every other /status write
+# changes the status alone (ResetObjectMetaForStatus: ServiceCIDR,
+# ValidatingAdmissionPolicy; FlowSchema; the CRD, APIService and custom resources).
+# kube-controller-manager's deployment controller writes the revision annotation it
+# keeps with a /status update: reset, no Deployment ever showed its revision.
+_STATUS_WITH_METADATA: dict[tuple[str, str], tuple[str, ...]] = {
+    **dict.fromkeys([
+        ("", "namespaces"), ("", "services"), ("", "nodes"), ("", "resourcequotas"),
+        ("", "replicationcontrollers"), ("", "persistentvolumeclaims"),
+        ("", "persistentvolumes"), ("batch", "jobs"), ("batch", "cronjobs"),
+        ("apps", "replicasets"), ("apps", "statefulsets"), ("apps", "daemonsets"),
+        ("autoscaling", "horizontalpodautoscalers"), ("policy", "poddisruptionbudgets"),
+        ("networking.k8s.io", "ingresses"),
+    ], _USER_METADATA),
+    ("apps", "deployments"): ("annotations", "finalizers", "ownerReferences"),
+    ("", "pods"): ("labels", "annotations", "finalizers"),
+}  # fmt: skip
 
 
-def _take_status_and_metadata(merged: JSONObject, new: JSONObject) -> None:
-    object_meta.take_status(merged, new)
-    new_meta, meta = new.get("metadata") or {}, merged.setdefault("metadata", {})
-    for key in _USER_METADATA:
-        if key in new_meta:
-            meta[key] = copy.deepcopy(new_meta[key])
-        else:
-            meta.pop(key, None)
+def _take_status_and_metadata(keys: tuple[str, ...]) -> Callable[[JSONObject, JSONObject], None]:
+    def take(merged: JSONObject, new: JSONObject) -> None:
+        object_meta.take_status(merged, new)
+        new_meta, meta = new.get("metadata") or {}, merged.setdefault("metadata", {})
+        for key in keys:
+            if key in new_meta:
+                meta[key] = copy.deepcopy(new_meta[key])
+            else:
+                meta.pop(key, None)
+
+    return take
 
 
 @dataclass(frozen=True)
@@ -209,8 +225,16 @@ class MetadataStatusStrategy(StatusStrategy):
     stored spec: the status and the object's own metadata change (the conformance
     spec 'should apply changes to a namespace status' patches an annotation there)."""
 
+    def reset_fields(self) -> ResetFields:
+        """``spec``, and the metadata the kind keeps as stored (upstream's status
+        strategy's GetResetFields: ``metadata.labels`` of a Deployment, ...)."""
+        keys = _STATUS_WITH_METADATA.get((self.resource.group, self.resource.plural), ())
+        kept = [("metadata", k) for k in _USER_METADATA if k not in keys]
+        return (*super().reset_fields(), *kept)
+
     def prepare_for_update(self, ctx: Context, new: JSONObject, old: JSONObject) -> JSONObject:
-        merged = object_meta.with_parts_of(new, old, _take_status_and_metadata)
+        keys = _STATUS_WITH_METADATA.get((self.resource.group, self.resource.plural), ())
+        merged = object_meta.with_parts_of(new, old, _take_status_and_metadata(keys))
         return object_meta.prepare_for_update(merged, old, tracked=self.tracks_generation)
 
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from storage.errors import StorageError
 from storage.interfaces import (
     GetOptions,
     Interface,
@@ -29,6 +30,7 @@ from storage.interfaces import (
     ListOptions,
     ListResult,
     Preconditions,
+    SelectionPredicate,
     StoredObject,
     UpdateFunc,
     ValidateDeletion,
@@ -70,17 +72,55 @@ def _already_in(data: bytes, api_version: str) -> bool:
     return total > 0 and data.count(b'"apiVersion":"' + api_version.encode() + b'"') == total
 
 
+def _object_key(obj: JSONObject) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
 class _ConvertingWatcher:
-    def __init__(self, inner: Watcher, storage: VersionedStorage) -> None:
+    """The events of ``inner`` in the view's version; with ``selection`` (a field
+    selector that must see converted objects), filtered after conversion as a
+    cacher of that version filters: an object that comes into the selection is ADDED,
+    one that leaves it DELETED (upstream's cacheWatcher transitions)."""
+
+    def __init__(
+        self, inner: Watcher, storage: VersionedStorage, selection: SelectionPredicate | None,
+        selected: set[tuple[str, str]] | None = None,
+    ) -> None:  # fmt: skip
         self._inner = inner
         self._storage = storage
+        self._selection = selection
+        # the objects in the selection at the watch's start (its first events add more)
+        self._selected = selected or set()
 
     async def __aiter__(self) -> AsyncIterator[WatchEvent]:
         async for event in self._inner:
-            if event.type in _OBJECT_EVENTS and self._storage.needs_work(event.data):
+            if event.type not in _OBJECT_EVENTS:
+                yield event
+                continue
+            obj: JSONObject | None = None
+            if self._storage.needs_work(event.data):
                 [obj] = await self._storage.present([orjson.loads(event.data)])
                 event = dataclasses.replace(event, data=orjson.dumps(obj))
-            yield event
+            if self._selection is None:
+                yield event
+                continue
+            selected = self._select(event, obj if obj is not None else orjson.loads(event.data))
+            if selected is not None:
+                yield selected
+
+    def _select(self, event: WatchEvent, obj: JSONObject) -> WatchEvent | None:
+        assert self._selection is not None
+        key, was = _object_key(obj), _object_key(obj) in self._selected
+        now = event.type != "DELETED" and self._selection.matches(obj)
+        if now:
+            self._selected.add(key)
+            return event if was or event.type == "ADDED" else dataclasses.replace(
+                event, type="ADDED")  # fmt: skip
+        self._selected.discard(key)
+        if not was:
+            return None
+        return event if event.type == "DELETED" else dataclasses.replace(event, type="DELETED")
 
     async def stop(self) -> None:
         await self._inner.stop()
@@ -107,6 +147,18 @@ class VersionedStorage:
         self.converter: Converter = converter or NoneConverter()
         self.read_defaults = read_defaults
         self.cacher = getattr(inner, "cacher", None)  # for /debug, as the inner store's
+
+    def _selection(self, opts: ListOptions) -> tuple[ListOptions, SelectionPredicate | None]:
+        """The options for the inner storage, and the selection to apply after
+        conversion: a field selector of another version than the stored one names that
+        version's fields (selectableFields such as ``.host`` where the storage version
+        has ``.hostPort``), so it is evaluated on converted objects, as upstream's cacher
+        of each version does. Labels do not change with the version: they stay inside."""
+        pred = opts.predicate
+        if self.api_version == self.storage_api_version or pred.field is None or pred.field.empty:
+            return opts, None
+        inner = dataclasses.replace(opts, predicate=dataclasses.replace(pred, field=None))
+        return inner, dataclasses.replace(pred, label=None)
 
     def needs_work(self, data: bytes) -> bool:
         """Whether an object read must be changed before it is served."""
@@ -142,7 +194,8 @@ class VersionedStorage:
         return await self._out(await self.inner.get(key, opts))
 
     async def get_list(self, key: str, opts: ListOptions) -> ListResult:
-        listed = await self.inner.get_list(key, opts)
+        inner_opts, selection = self._selection(opts)
+        listed = await self.inner.get_list(key, inner_opts)
         items = list(listed.items)
         todo = [i for i, item in enumerate(items) if self.needs_work(item.data)]
         if todo:  # one conversion (one webhook call) for the whole list, as upstream
@@ -150,6 +203,8 @@ class VersionedStorage:
             for i, obj in zip(todo, objs, strict=True):
                 old = items[i]
                 items[i] = StoredObject(old.key, orjson.dumps(obj), old.resource_version, obj)
+        if selection is not None:  # a page may come out shorter than the limit
+            items = [item for item in items if selection.matches(item.obj)]
         return dataclasses.replace(listed, items=items)
 
     async def guaranteed_update(
@@ -186,8 +241,27 @@ class VersionedStorage:
         return await self._out(stored)
 
     async def watch(self, key: str, opts: ListOptions) -> Watcher:
-        watcher = await self.inner.watch(key, opts)
-        return _ConvertingWatcher(watcher, self)
+        inner_opts, selection = self._selection(opts)
+        selected = await self._selected_at(key, opts) if selection is not None else None
+        watcher = await self.inner.watch(key, inner_opts)
+        return _ConvertingWatcher(watcher, self, selection, selected)
+
+    async def _selected_at(self, key: str, opts: ListOptions) -> set[tuple[str, str]]:
+        """What a selection held at a watch's start revision (its events carry no
+        previous object: an object leaving the selection must be known to have been in
+        it). RV unset or 0: the initial events say it; else the state at that revision,
+        from the cache's snapshot or etcd (nothing known when it is gone)."""
+        if opts.resource_version in ("", "0"):
+            return set()
+        at = ListOptions(resource_version=opts.resource_version, resource_version_match="Exact",
+                         predicate=dataclasses.replace(opts.predicate, limit=0,
+                                                       continue_token=""),
+                         recursive=opts.recursive)  # fmt: skip
+        try:
+            listed = await self.get_list(key, at)
+        except StorageError:
+            return set()
+        return {_object_key(item.obj) for item in listed.items}
 
     async def current_resource_version(self) -> int:
         return await self.inner.current_resource_version()

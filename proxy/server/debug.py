@@ -10,6 +10,9 @@
   500 are kept): verb, path, code, ms, userAgent, and for LISTs where they were served
   from and the objects fetched/returned.
 
+``/debug/watchcache`` also says which protobuf decoder serves (``protobufDecoder``: "C",
+or why the Python one does: ``storage.protobuf.native.status()``).
+
 kube-apiserver keeps its own introspection under ``/debug`` (pprof, flags) too; these
 are this server's, read-only and cheap (no etcd read but one revision query).
 """
@@ -26,6 +29,7 @@ from cacher.objects import held_bytes
 from proxy.endpoints import responsewriters
 from proxy.endpoints.context import API_CONTEXT
 from proxy.endpoints.metrics import RECENT_REQUESTS, RecentRequests
+from storage.protobuf import native
 
 __all__ = ["setup_debug_routes"]
 
@@ -92,6 +96,7 @@ async def _watchcache(request: web.Request) -> web.Response:
     except Exception:  # etcd down: the page shows the caches without it
         revision = None
     return responsewriters.json_response({"etcdRevision": revision,
+                                      "protobufDecoder": native.status(),
                                       "caches": sorted(caches, key=lambda c: c["resource"])})
 
 

@@ -18,6 +18,7 @@ import struct
 import threading
 from typing import Any
 
+from storage.protobuf import native
 from storage.protobuf.codegen import Compiler
 from storage.protobuf.converter import ConversionError, Report
 from storage.protobuf.plans import Message, compile_plans
@@ -166,6 +167,14 @@ class Serializer:
             # a kind's Go struct inlines TypeMeta, which protobuf leaves out (the envelope
             # carries it): apiVersion/kind members, e.g. of list items, are not lost data
             msg.json_names = msg.json_names | {"apiVersion", "kind"}
+        # the C decoder answers what it can, exactly as the Python one would (native.py)
+        self.native, self._index = native.build(
+            self.messages, self._kinds, self.compiler.decoders, self.decode_python
+        )
+        # the C method itself when there is one: no Python frame on the fast path
+        self.decode: native.Fallback = (
+            self.decode_python if self.native is None else self.native.decode_or_fallback
+        )
 
     def _encode(self, msg: Message, obj: dict[str, Any], report: Report) -> bytes:
         return self.compiler.encoder(msg)(obj, report, "", False)
@@ -205,21 +214,32 @@ class Serializer:
         """The bytes of message ``name`` (a full proto name) for ``obj``, no envelope."""
         return self._encode(self.messages[name], obj, Report())
 
-    def decode(self, data: bytes, report: Report | None = None) -> dict[str, Any]:
+    def decode_python(self, data: bytes, report: Report | None = None) -> dict[str, Any]:
         """The JSON object of an enveloped value (apiVersion and kind first).
-        ConversionError (bad magic, malformed), NotRegistered."""
+        ConversionError (bad magic, malformed), NotRegistered. By the Python decoder
+        alone (the reference of the C one); ``decode(data, report=None)`` is the same
+        function, by the C decoder when it is built."""
         unknown = unwrap(data)
         if unknown.content_encoding or unknown.content_type not in ("", MEDIA_TYPE):
             raise ConversionError(
                 f"unsupported envelope content {unknown.content_type!r}"
                 f"/{unknown.content_encoding!r}"
             )
-        return self.decode_raw(unknown.api_version, unknown.kind, unknown.raw, report)
+        return self._decode_raw(self.message(unknown.api_version, unknown.kind),
+                                unknown.api_version, unknown.kind, unknown.raw, report)
 
     def decode_raw(self, api_version: str, kind: str, raw: bytes,
                    report: Report | None = None) -> dict[str, Any]:  # fmt: skip
         """The JSON object of ``raw``, a message of ``kind`` (no envelope)."""
         msg = self.message(api_version, kind)
+        if self.native is not None and type(raw) is bytes:
+            obj = self.native.decode_raw(self._index[msg.name], api_version, kind, raw, report)
+            if obj is not None:
+                return obj
+        return self._decode_raw(msg, api_version, kind, raw, report)
+
+    def _decode_raw(self, msg: Message, api_version: str, kind: str, raw: bytes,
+                    report: Report | None) -> dict[str, Any]:  # fmt: skip
         report = report if report is not None else Report()
         try:
             body = self.compiler.decoder(msg)(raw, report)
@@ -231,6 +251,10 @@ class Serializer:
             # well-formed wire data holding what JSON cannot: a string field that is not
             # UTF-8 (UnicodeDecodeError), a Time out of range
             raise ConversionError(f"invalid value: {err}") from None
+        except RecursionError:
+            # messages nested past the interpreter's stack (a JSONSchemaProps in itself,
+            # thousands deep): a bad body, as encoding/json's "exceeded max depth"
+            raise ConversionError("invalid value: messages nested too deeply") from None
         return {"apiVersion": api_version, "kind": kind, **body}
 
 

@@ -294,3 +294,38 @@ def test_match_conditions_choose_the_calls(api: client.ApiClient, webhook: Webho
     assert _message(e).startswith(
         'Internal error occurred: failed calling webhook "condbroken.webhooks.test": failed to '
         "evaluate match conditions: broken: ")
+
+
+def test_webhook_configurations_are_never_sent_to_webhooks(
+    api: client.ApiClient, webhook: Webhook
+) -> None:
+    """Upstream's IsExemptAdmissionConfigurationResource (the conformance spec 'should
+    not be able to mutate or prevent deletion of webhook configuration objects'): a
+    webhook that denies every write of every resource cannot block the creation or the
+    deletion of webhook configurations, so it can always be removed."""
+    hook: Any = {"name": "deny-all.webhooks.test", "clientConfig": _url(webhook, "/deny"),
+            "rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"],
+                       "resources": ["*/*"]}],
+            "sideEffects": "None", "admissionReviewVersions": ["v1"], "timeoutSeconds": 2,
+            "objectSelector": {"matchLabels": {"hook": "deny-all"}}}  # fmt: skip
+    group = client.AdmissionregistrationV1Api(api)
+    deny_all: Any = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "deny-all"}, "webhooks": [hook]}  # fmt: skip
+    group.create_validating_webhook_configuration(deny_all)
+    try:
+        denied = _create_fails(api, "guarded", "deny-all")  # live: it denies a ConfigMap
+        assert "denied the request" in _message(denied)
+        labelled = {"name": "guarded", "labels": {"hook": "deny-all"}}
+        for kind in ("Validating", "Mutating"):
+            body: Any = {"apiVersion": "admissionregistration.k8s.io/v1",
+                         "kind": f"{kind}WebhookConfiguration", "metadata": labelled,
+                         "webhooks": [{**hook, "name": "other.webhooks.test"}]}  # fmt: skip
+            if kind == "Mutating":
+                group.create_mutating_webhook_configuration(body)
+                group.delete_mutating_webhook_configuration("guarded")
+            else:
+                group.create_validating_webhook_configuration(body)
+                group.delete_validating_webhook_configuration("guarded")
+    finally:
+        group.delete_validating_webhook_configuration("deny-all")

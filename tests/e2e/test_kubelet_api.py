@@ -12,6 +12,7 @@ One server (``--kubelet-client-certificate`` from a CA of the test's own,
 from __future__ import annotations
 
 import asyncio
+import base64
 import http.client
 import os
 import pty
@@ -35,7 +36,7 @@ from lab.kubeconfig import write_kubeconfig
 from lab.pki import KUBELET_CLIENT, kubelet_client_flags
 from lab.process import stop_process
 from lab.sim.konnectivity import egress_selector_config
-from proxy.server.certs import new_ca, sign
+from proxy.server.certs import CertKey, new_ca, sign
 from tests.e2e.conftest import wait_until as _wait
 from tests.integration.conftest import JSON, KUBECTL, ServerProcess, start_server
 
@@ -583,3 +584,120 @@ spec: {nodeName: ghost, containers: [{name: c, image: busybox, ports: [{containe
                     orjson.dumps(status).decode())  # fmt: skip
     r = _raw(cluster, "pods/local:22/proxy/")
     assert "Error from server (BadRequest): address not allowed" in r.stderr.decode()
+
+
+def _webhook_manifests(ca: CertKey, cert: CertKey) -> str:
+    """What upstream's e2e suite deploys for its admission-webhook specs (webhook.go's
+    deployWebhookAndService): agnhost ``webhook`` with its certificate from a Secret,
+    behind a Service whose port differs from the container's; and two configurations
+    calling it, scoped to labelled ConfigMaps (the module's other tests make some)."""
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    flags = ["webhook", "--tls-cert-file=/webhook.local.config/certificates/tls.crt",
+             "--tls-private-key-file=/webhook.local.config/certificates/tls.key",
+             "--alsologtostderr", "-v=4", "--port=8444"]  # fmt: skip
+    selector = {"matchLabels": {"webhook-test": "yes"}}
+
+    def hook(kind: str, path: str) -> JSON:
+        return {"name": f"{path.strip('/').replace('/', '-')}.k8s.io", "sideEffects": "None",
+                "admissionReviewVersions": ["v1", "v1beta1"], "objectSelector": selector,
+                "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""],
+                           "apiVersions": ["v1"], "resources": ["configmaps"]}],
+                "clientConfig": {"caBundle": b64(ca.cert_pem), "service": {
+                    "namespace": "default", "name": "e2e-test-webhook", "path": path,
+                    "port": 8443}}}  # fmt: skip
+
+    docs: list[JSON] = [
+        {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+         "metadata": {"name": "sample-webhook-secret", "namespace": "default"},
+         "data": {"tls.crt": b64(cert.cert_pem), "tls.key": b64(cert.key_pem)}},
+        {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": "sample-webhook", "namespace": "default",
+                      "labels": {"app": "sample-webhook", "webhook": "true"}},
+         "spec": {"volumes": [{"name": "webhook-certs",
+                               "secret": {"secretName": "sample-webhook-secret"}}],
+                  "containers": [{"name": "sample-webhook",
+                                  "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+                                  "args": flags, "ports": [{"containerPort": 8444}],
+                                  "volumeMounts": [{"name": "webhook-certs", "readOnly": True,
+                                                    "mountPath": "/webhook.local.config/"
+                                                                 "certificates"}]}]}},
+        {"apiVersion": "v1", "kind": "Service",
+         "metadata": {"name": "e2e-test-webhook", "namespace": "default"},
+         "spec": {"selector": {"webhook": "true"},
+                  "ports": [{"protocol": "TCP", "port": 8443, "targetPort": 8444}]}},
+        {"apiVersion": "admissionregistration.k8s.io/v1",
+         "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "agnhost-deny"},
+         "webhooks": [hook("validating", "/configmaps")]},
+        {"apiVersion": "admissionregistration.k8s.io/v1",
+         "kind": "MutatingWebhookConfiguration", "metadata": {"name": "agnhost-mutate"},
+         "webhooks": [hook("mutating", "/mutating-configmaps")]},
+        # a CONNECT's object is its options (PodAttachOptions): no labels to select by
+        {"apiVersion": "admissionregistration.k8s.io/v1",
+         "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "agnhost-attach"},
+         "webhooks": [{**hook("validating", "/pods/attach"), "objectSelector": {},
+                       "rules": [{"operations": ["CONNECT"], "apiGroups": [""],
+                                  "apiVersions": ["v1"], "resources": ["pods/attach"]}]}]},
+        {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": "to-be-attached-pod", "namespace": "default"},
+         "spec": {"containers": [{"name": "container1", "image": "busybox:1.36"}]}},
+    ]  # fmt: skip
+    return "\n---\n".join(orjson.dumps(d).decode() for d in docs)
+
+
+def test_webhook_pods_are_called_through_the_egress(cluster: Cluster) -> None:
+    """Upstream's e2e admission-webhook pod (the agnhost image, simulated by the lab's
+    kubelets) answers the API server at its pod IP, through the cluster egress: a
+    validating webhook denies, a mutating one patches, both verified by their
+    certificate for ``e2e-test-webhook.default.svc``."""
+    ca = new_ca("e2e-server-cert-ca")
+    cert = sign(ca, "e2e-test-webhook.default.svc", server=True,
+                dns_names=["e2e-test-webhook.default.svc"])  # fmt: skip
+    manifests = _webhook_manifests(ca, cert)
+    cluster.kubectl("apply", "-f", "-", stdin=manifests)
+    try:
+        cluster.kubectl("wait", "--for=condition=Ready", "pod/sample-webhook",
+                        "--timeout=30s", timeout=40)  # fmt: skip
+        _wait("the webhook Service has a ready endpoint", lambda: any(
+            e.get("conditions", {}).get("ready") for s in cluster.json(
+                "get", "endpointslices", "-l", "kubernetes.io/service-name=e2e-test-webhook"
+            )["items"] for e in s.get("endpoints") or []))  # fmt: skip
+        cm: JSON = {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "denied", "namespace": "default",
+                                 "labels": {"webhook-test": "yes"}},
+                    "data": {"webhook-e2e-test": "webhook-disallow"}}  # fmt: skip
+        r = cluster.run("create", "-f", "-", stdin=orjson.dumps(cm).decode())
+        assert r.returncode != 0
+        assert ('admission webhook "configmaps.k8s.io" denied the request: the configmap '
+                "contains unwanted key and value") in r.stderr.decode()
+        cm["metadata"]["name"], cm["data"] = "mutated", {"mutation-start": "yes"}
+        cluster.kubectl("create", "-f", "-", stdin=orjson.dumps(cm).decode())
+        data = cluster.json("get", "configmap", "mutated")["data"]
+        assert data == {"mutation-start": "yes", "mutation-stage-1": "yes"}
+        # a CONNECT is admitted too (upstream's ConnectResource): the attach refused
+        cluster.kubectl("wait", "--for=condition=Ready", "pod/to-be-attached-pod",
+                        "--timeout=30s", timeout=40)  # fmt: skip
+        r = cluster.run("attach", "to-be-attached-pod", "-i", "-c", "container1", stdin="",
+                        timeout=20)  # fmt: skip
+        assert r.returncode != 0
+        assert "attaching to pod 'to-be-attached-pod' is not allowed" in r.stderr.decode()
+        # no caBundle: the tunnelled TLS fails as Go words it (the fail-closed spec)
+        no_ca: JSON = orjson.loads(manifests.split("\n---\n")[3])
+        no_ca["metadata"]["name"] = "agnhost-no-ca"
+        hook = no_ca["webhooks"][0]
+        hook["name"], hook["objectSelector"] = "no-ca.k8s.io", {"matchLabels": {"no-ca": "yes"}}
+        del hook["clientConfig"]["caBundle"]
+        cluster.kubectl("create", "-f", "-", stdin=orjson.dumps(no_ca).decode())
+        cm["metadata"]["name"], cm["metadata"]["labels"] = "no-ca", {"no-ca": "yes"}
+        r = cluster.run("create", "-f", "-", stdin=orjson.dumps(cm).decode())
+        assert r.returncode != 0
+        assert ('failed calling webhook "no-ca.k8s.io": failed to call webhook: Post '
+                '"https://e2e-test-webhook.default.svc:8443/configmaps?timeout=10s": tls: failed '
+                "to verify certificate: x509: certificate signed by unknown authority"
+                ) in r.stderr.decode()  # fmt: skip
+    finally:
+        cluster.run("delete", "--ignore-not-found", "validatingwebhookconfiguration",
+                    "agnhost-no-ca")  # fmt: skip
+        cluster.run("delete", "--ignore-not-found", "-f", "-", stdin=manifests)
+        cluster.run("delete", "--ignore-not-found", "configmap", "mutated", "denied")

@@ -672,6 +672,45 @@ async def test_webhook_conversion(
     }
 
 
+async def test_selectable_fields_of_a_converted_version(
+    api: aiohttp.ClientSession, group: str, conversion_webhook: tuple[str, str]
+) -> None:
+    """The conformance spec 'CustomResourceFieldSelectors MUST list and watch custom
+    resources matching the field selector': a field selector of v2 names v2's field
+    (``spec.colour``) while the objects are stored in v1 (``spec.color``); it is
+    evaluated on the converted objects, as upstream's cacher of v2 holds them. A watch
+    sees an object that comes into the selection as ADDED, one that leaves it as
+    DELETED."""
+    url, ca_bundle = conversion_webhook
+    crd = webhook_crd(group, url, ca_bundle)
+    crd["spec"]["versions"][1]["selectableFields"] = [{"jsonPath": ".spec.colour"}]
+    await install_crd(api, crd)
+    for name, colour in (("r1", "red"), ("b1", "blue"), ("r2", "red")):
+        body = {"apiVersion": f"{group}/v2", "kind": "Widget", "metadata": {"name": name},
+                "spec": {"colour": colour}}  # fmt: skip
+        async with api.post(widgets(group, version="v2"), json=body) as resp:
+            created = await _json(resp)
+            assert resp.status == 201, created
+    red = {"fieldSelector": "spec.colour=red"}
+    for rv in ("", "0"):  # from etcd and from the cache
+        params = {**red, **({"resourceVersion": rv} if rv else {})}
+        async with api.get(widgets(group, version="v2"), params=params) as resp:
+            listed = await _json(resp)
+            assert resp.status == 200, listed
+        assert sorted(i["metadata"]["name"] for i in listed["items"]) == ["r1", "r2"], rv
+    watch = {**red, "watch": "1", "resourceVersion": listed["metadata"]["resourceVersion"],
+             "timeoutSeconds": "5"}  # fmt: skip
+    async with api.get(widgets(group, version="v2"), params=watch) as w:
+        for name, colour in (("b1", "red"), ("r1", "blue")):
+            patch = orjson.dumps({"spec": {"color": colour}})
+            async with api.patch(widgets(group, name), data=patch, headers=MERGE) as resp:
+                assert resp.status == 200
+        events = [orjson.loads(line) for line in [await w.content.readline() for _ in range(2)]
+                  if line]  # fmt: skip
+    assert [(e["type"], e["object"]["metadata"]["name"], e["object"]["spec"]) for e in events] == [
+        ("ADDED", "b1", {"colour": "red"}), ("DELETED", "r1", {"colour": "blue"})]
+
+
 async def test_defaults_and_validation_rules_on_write(
     api: aiohttp.ClientSession, group: str
 ) -> None:

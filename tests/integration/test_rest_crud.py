@@ -226,14 +226,18 @@ async def test_status_subresource_splits_status_and_spec(
     obj["metadata"]["labels"] = {"x": "y"}
     _, main = await _put(http, pods(namespace, "st"), obj)
     assert main["status"]["phase"] == "Pending" and main["metadata"]["labels"] == {"x": "y"}
-    # /status takes only the status
+    # /status takes the status and the metadata podStatusStrategy lets through (labels,
+    # annotations), never the spec nor the owner references
     main["status"] = {"phase": "Running"}
-    main["metadata"]["labels"] = {"ignored": "yes"}
+    main["metadata"]["labels"] = {"x": "z"}
+    main["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap",
+                                            "name": "ignored", "uid": "u-1"}]  # fmt: skip
     main["spec"]["containers"][0]["image"] = "ignored"
     code, st = await _put(http, pods(namespace, "st") + "/status", main)
     assert code == 200
     assert st["status"] == {"phase": "Running"}
-    assert st["metadata"]["labels"] == {"x": "y"}
+    assert st["metadata"]["labels"] == {"x": "z"}
+    assert "ownerReferences" not in st["metadata"]
     assert st["spec"]["containers"][0]["image"] == "busybox"
     async with http.get(pods(namespace, "st") + "/status") as resp:
         assert (await _json(resp))["status"] == {"phase": "Running"}
@@ -512,3 +516,29 @@ async def test_should_apply_changes_to_a_namespace_status(
     async with http.get(f"/api/v1/namespaces/{namespace}") as resp:
         stored = await resp.json()
     assert stored["metadata"]["annotations"]["e2e-patched-ns-status"] == namespace
+
+
+async def test_a_deployment_status_write_carries_annotations_not_labels(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    """deploymentStatusStrategy resets the spec and the labels only: kube-controller-
+    manager's deployment controller writes ``deployment.kubernetes.io/revision`` with
+    an UpdateStatus, and upstream's e2e suite waits for that annotation on every
+    Deployment it makes. A ConfigMap-like reset of all metadata lost it."""
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    template = {"metadata": {"labels": {"app": "d"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}  # fmt: skip
+    body = {"metadata": {"name": "d", "labels": {"team": "a"}},
+            "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": template}}  # fmt: skip
+    async with http.post(path, json=body) as resp:
+        created: dict[str, Any] = await resp.json()
+        assert resp.status == 201, created
+    created["metadata"]["annotations"] = {"deployment.kubernetes.io/revision": "1"}
+    created["metadata"]["labels"] = {"team": "b"}
+    created["status"] = {"observedGeneration": 1}
+    async with http.put(f"{path}/d/status", json=created) as resp:
+        updated: dict[str, Any] = await resp.json()
+        assert resp.status == 200, updated
+    assert updated["metadata"]["annotations"] == {"deployment.kubernetes.io/revision": "1"}
+    assert updated["metadata"]["labels"] == {"team": "a"}  # kept as stored
+    assert updated["status"]["observedGeneration"] == 1

@@ -276,6 +276,7 @@ async def test_debug_endpoints_describe_caches_and_recent_requests(
         async with http.get("/debug/watchcache") as resp:
             state = await resp.json()
     assert state["etcdRevision"] > 0
+    assert state["protobufDecoder"] == "C"  # the extension is built and serves
     (pods,) = [c for c in state["caches"] if c["resource"] == "pods"]
     assert pods["index"] == "spec.nodeName" and pods["resourceVersion"] <= state["etcdRevision"]
     assert {"oldest", "size", "capacity"} <= set(pods["history"])

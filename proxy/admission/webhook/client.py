@@ -3,9 +3,14 @@
 trust (``caBundle``, else the system's), bounded by ``timeoutSeconds``.
 
 A ``service`` reference is resolved as kube-apiserver does without a service network:
-the Service's Endpoints (the first ready address and the port of the Service port
-asked for). Lab fallback: a Service with no ready address is reached on 127.0.0.1 at its
-``targetPort`` (the lab's webhooks run on the lab machine). TLS is verified against
+a ready address of the Service's EndpointSlices, else of its Endpoints, with the port
+of the Service port asked for (``service_resolver.resolve_endpoint``). That address is
+a pod's, so it is dialled through the egress selector's
+``cluster`` network when one is configured (``--egress-selector-config-file``), as
+upstream's webhook client dials through its ``Cluster`` egress: the lab's simulated
+cluster reaches its pods that way (docs/lab.md). Lab fallback: a Service with no ready
+address is reached on 127.0.0.1 at its ``targetPort`` (the lab's own webhooks run on the
+lab machine), directly, as is a ``url`` webhook. TLS is verified against
 ``<name>.<namespace>.svc`` either way, as upstream's ServerName.
 
 ``WebhookCallError`` carries upstream's ``failed to call webhook: ...`` reason: Go's
@@ -17,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import errno
 import functools
 import ssl
 from dataclasses import dataclass
@@ -27,9 +31,11 @@ import aiohttp
 import orjson
 from yarl import URL
 
-from proxy.admission.interfaces import ObjectLookup
+from proxy.admission.interfaces import ClusterTransport, ObjectLookup
+from proxy.admission.webhook import service_resolver
+from proxy.admission.webhook.dial_errors import go_dial_error
 
-__all__ = ["Target", "WebhookCallError", "call", "resolve"]
+__all__ = ["Target", "WebhookCallError", "call", "go_error", "post", "resolve"]
 
 JSON = dict[str, Any]
 
@@ -45,6 +51,7 @@ class Target:
     connect_port: int
     server_name: str
     ca_bundle: str
+    in_cluster: bool = False  # a pod's address (an Endpoints address): the cluster egress
 
 
 @functools.lru_cache(maxsize=64)
@@ -67,11 +74,13 @@ async def resolve(client_config: JSON, lookup: ObjectLookup) -> Target:
     port = int(service.get("port") or 443)
     path = str(service.get("path") or "")
     dns = f"{name}.{ns}.svc"
-    host, target_port = await _service_address(lookup, ns, name, port)
-    return Target(f"https://{dns}:{port}{path}", host, target_port, dns, ca)
+    host, target_port, in_cluster = await _service_address(lookup, ns, name, port)
+    return Target(f"https://{dns}:{port}{path}", host, target_port, dns, ca, in_cluster)
 
 
-async def _service_address(lookup: ObjectLookup, ns: str, name: str, port: int) -> tuple[str, int]:
+async def _service_address(
+    lookup: ObjectLookup, ns: str, name: str, port: int
+) -> tuple[str, int, bool]:
     svc = await lookup.get("", "services", ns, name)
     if svc is None:
         raise WebhookCallError(f'service "{name}" not found')
@@ -81,34 +90,30 @@ async def _service_address(lookup: ObjectLookup, ns: str, name: str, port: int) 
         raise WebhookCallError(f'unable to find service port {port} of service "{ns}/{name}"')
     target = chosen.get("targetPort", port)
     target_port = int(target) if str(target).isdigit() else port
-    endpoints = await lookup.get("", "endpoints", ns, name)
-    for subset in (endpoints or {}).get("subsets") or ():
-        addresses: list[JSON] = subset.get("addresses") or []
-        ports: list[JSON] = subset.get("ports") or []
-        match = next((p for p in ports if p.get("name") == chosen.get("name")), None)
-        if addresses and (match or ports):
-            return str(addresses[0]["ip"]), int((match or ports[0])["port"])
-    return "127.0.0.1", target_port  # the lab fallback (docs/admission.md)
+    try:  # a ready address of its EndpointSlices, else of its Endpoints
+        found = await service_resolver.resolve_endpoint(lookup.get, lookup.list, ns, name, port)
+    except service_resolver.ResolveError:
+        found = None
+    if found is not None:
+        return found.host, found.port, True
+    return "127.0.0.1", target_port, False  # the lab fallback (docs/admission.md)
 
 
-def _go_error(target: Target, e: BaseException) -> str:
-    """Go's words for a failed POST."""
-    where = f"{target.connect_host}:{target.connect_port}"
-    if isinstance(e, aiohttp.ClientConnectorCertificateError):
-        reason = getattr(e.certificate_error, "reason", e)
-        return f"tls: failed to verify certificate: x509: {reason}"
-    if isinstance(e, aiohttp.ClientConnectorError):
-        if e.os_error.errno == errno.ECONNREFUSED:
-            return f"dial tcp {where}: connect: connection refused"
-        return f"dial tcp {where}: {e.os_error.strerror or e.os_error}"
+def go_error(target: Target, e: BaseException) -> str:
+    """Go's words for a failed POST (a tunnel through the egress raises the TLS error
+    itself, a direct connection wraps it: both read the same)."""
     if isinstance(e, TimeoutError):
         return "context deadline exceeded"
+    if isinstance(e, aiohttp.ClientOSError | ssl.SSLError | ConnectionError):
+        return go_dial_error(target.connect_host, target.connect_port, e)
     return str(e) or type(e).__name__
 
 
-async def call(target: Target, review: JSON, timeout_seconds: float) -> JSON:
+async def call(
+    target: Target, review: JSON, timeout_seconds: float, cluster: ClusterTransport | None = None
+) -> JSON:
     """POST ``review`` and decode the answer; ``WebhookCallError`` on any failure,
-    never later than ``timeout_seconds``."""
+    never later than ``timeout_seconds``. ``cluster``: the egress to pod addresses."""
     sep = "&" if "?" in target.url else "?"
     shown = f"{target.url}{sep}timeout={int(timeout_seconds)}s"
     try:
@@ -123,21 +128,8 @@ async def call(target: Target, review: JSON, timeout_seconds: float) -> JSON:
         raise WebhookCallError(
             "unable to load root certificates: unable to parse bytes as PEM block"
         ) from None
-    connector = aiohttp.TCPConnector(ssl=context, force_close=True)
     body = orjson.dumps(review)
-    try:
-        async with (
-            asyncio.timeout(timeout_seconds),
-            aiohttp.ClientSession(connector=connector) as session,
-            session.post(
-                url, data=body, server_hostname=target.server_name,
-                headers={"Content-Type": "application/json", "Accept": "application/json"},
-            ) as resp,
-        ):
-            raw = await resp.read()
-            status = resp.status
-    except (aiohttp.ClientError, TimeoutError, OSError) as e:
-        raise WebhookCallError(f'Post "{shown}": {_go_error(target, e)}') from None
+    raw, status = await _post(target, url, shown, body, context, timeout_seconds, cluster)
     if status < 200 or status >= 300:
         raise WebhookCallError(
             f"an error on the server ({raw[:200].decode(errors='replace')}) has prevented "
@@ -155,3 +147,34 @@ async def call(target: Target, review: JSON, timeout_seconds: float) -> JSON:
             f"{type(decoded).__name__} into Go value of type struct"
         )
     return decoded
+
+
+async def post(
+    target: Target, url: URL, body: bytes, timeout_seconds: float,
+    cluster: ClusterTransport | None = None, context: ssl.SSLContext | None = None,
+) -> tuple[bytes, int]:  # fmt: skip
+    """One POST of ``body`` to the webhook (through ``cluster`` for a pod's address):
+    the answer's bytes and status. aiohttp's errors come out."""
+    if context is None:
+        context = _ssl_context(target.ca_bundle)
+    tunnel = target.in_cluster and cluster is not None
+    connector = cluster() if tunnel and cluster else aiohttp.TCPConnector(force_close=True)
+    async with (
+        asyncio.timeout(timeout_seconds),
+        aiohttp.ClientSession(connector=connector) as session,
+        session.post(
+            url, data=body, server_hostname=target.server_name, ssl=context,
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        ) as resp,
+    ):  # fmt: skip
+        return await resp.read(), resp.status
+
+
+async def _post(
+    target: Target, url: URL, shown: str, body: bytes, context: ssl.SSLContext,
+    timeout_seconds: float, cluster: ClusterTransport | None,
+) -> tuple[bytes, int]:  # fmt: skip
+    try:
+        return await post(target, url, body, timeout_seconds, cluster, context)
+    except (aiohttp.ClientError, TimeoutError, OSError) as e:
+        raise WebhookCallError(f'Post "{shown}": {go_error(target, e)}') from None

@@ -97,6 +97,7 @@ class _WebhookPlugin(Plugin):
         assert deps.sources is not None, "built without the configuration source"
         self.source = deps.sources
         self.default = deps.default
+        self.cluster = deps.cluster
 
     async def _namespace(self, attrs: Attributes) -> JSON | None:
         if not attrs.namespace:
@@ -105,6 +106,8 @@ class _WebhookPlugin(Plugin):
         return ns or await self.lookup.get("", "namespaces", "", attrs.namespace, fresh=True)
 
     async def matching_hooks(self, attrs: Attributes) -> list[Hook]:
+        if rules.is_exempt_admission_configuration(attrs):
+            return []
         if not self.source.synced.is_set():
             async with asyncio.timeout(SYNC_WAIT_SECONDS):
                 await self.source.synced.wait()
@@ -139,7 +142,7 @@ class _WebhookPlugin(Plugin):
         uid = review["request"]["uid"]
         try:
             target = await client.resolve(hook.spec.get("clientConfig") or {}, self.lookup)
-            answer = await client.call(target, review, hook.timeout)
+            answer = await client.call(target, review, hook.timeout, self.cluster)
         except client.WebhookCallError as e:
             raise CallFailed(f"failed to call webhook: {e}") from None
         try:

@@ -45,6 +45,21 @@ def _scope_matches(scope: str, attrs: Attributes) -> bool:
     return (scope == "Namespaced") == namespaced
 
 
+# Kinds never sent to a webhook (upstream's IsExemptAdmissionConfigurationResource): a
+# webhook must not be able to block or change the objects that configure admission,
+# else one broken webhook could never be removed.
+_EXEMPT_KINDS = frozenset({
+    "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration",
+    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+    "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
+})  # fmt: skip
+
+
+def is_exempt_admission_configuration(attrs: Attributes) -> bool:
+    group, _, kind = attrs.kind
+    return group == "admissionregistration.k8s.io" and kind in _EXEMPT_KINDS
+
+
 def rules_match(rules: Any, attrs: Attributes, match_policy: str) -> bool:
     """Whether any rule covers the request."""
     for rule in rules or ():

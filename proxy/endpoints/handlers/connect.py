@@ -32,11 +32,14 @@ import errno
 import logging
 import urllib.parse
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import aiohttp
 from aiohttp import web
 
 from proxy import apierrors
+from proxy.admission import handler as admission
+from proxy.admission.attributes import CONNECT
 from proxy.authorization.authorizer import Decision, attributes_for
 from proxy.authorization.decision import authorize, forbidden
 from proxy.egressselector import EgressDialError
@@ -47,7 +50,9 @@ from proxy.registry.rest import Connecter, ConnectTarget, Context
 from proxy.request.request_info import RequestInfo
 from proxy.request.user import request_user
 
-__all__ = ["connect_resource"]
+__all__ = ["connect_options", "connect_resource"]
+
+JSON = dict[str, Any]
 
 log = logging.getLogger("watchcache.connect")
 
@@ -86,7 +91,9 @@ async def connect_resource(
     upgrade = _upgrade(request)
     if upgrade == "websocket" and info.verb == "get" and info.subresource in _CREATE_ON_UPGRADE:
         _authorize_create(request, info)
-    target = await storage.connect(context, info.name, _query(request), path)
+    query = _query(request)
+    await _admit(request, info, scope, context.namespace, path, query)
+    target = await storage.connect(context, info.name, query, path)
     if upgrade == "websocket":
         return await _relay_websocket(request, target)
     if upgrade:
@@ -97,6 +104,64 @@ async def connect_resource(
     if target.upgrade_required:
         raise apierrors.bad_request("Upgrade request required")
     return await _proxy_http(request, target)
+
+
+# the options object of each connect subresource (what admission sees as the CONNECT's
+# object, upstream's NewConnectOptions), from its query: (kind, bools, strings, lists)
+_OPTIONS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
+    "attach": ("PodAttachOptions", ("stdin", "stdout", "stderr", "tty"), ("container",), ()),
+    "exec": ("PodExecOptions", ("stdin", "stdout", "stderr", "tty"), ("container",),
+             ("command",)),
+    "portforward": ("PodPortForwardOptions", (), (), ("ports",)),
+}  # fmt: skip
+_PROXY_OPTIONS = {"pods": "PodProxyOptions", "nodes": "NodeProxyOptions",
+                  "services": "ServiceProxyOptions"}  # fmt: skip
+
+
+def connect_options(
+    plural: str, subresource: str, query: Mapping[str, Sequence[str]], path: str
+) -> JSON | None:
+    """The CONNECT's options object (``kind``, ``apiVersion`` v1 and the fields the
+    query sets, as Go's JSON omits empty ones); None for a subresource that is not a
+    connect one upstream (``pods/log`` is a read)."""
+    if subresource == "proxy":
+        kind = _PROXY_OPTIONS.get(plural)
+        if kind is None:
+            return None
+        return {"kind": kind, "apiVersion": "v1", **({"path": "/" + path} if path else {})}
+    spec = _OPTIONS.get(subresource)
+    if spec is None:
+        return None
+    kind, bools, strings, lists = spec
+    out: JSON = {"kind": kind, "apiVersion": "v1"}
+    for name in bools:
+        if (query.get(name) or [""])[-1] in ("true", "1"):
+            out[name] = True
+    for name in strings:
+        if (query.get(name) or [""])[-1]:
+            out[name] = query[name][-1]
+    for name in lists:
+        values = [int(v) if name == "ports" and v.isdigit() else v for v in query.get(name) or []]
+        if values:
+            out[name] = values
+    return out
+
+
+async def _admit(
+    request: web.Request, info: RequestInfo, scope: RequestScope, namespace: str, path: str,
+    query: Mapping[str, Sequence[str]],
+) -> None:  # fmt: skip
+    """Upstream's ConnectResource: the mutating then the validating admission of a
+    CONNECT, its object the connect options (a webhook may refuse ``kubectl attach``)."""
+    chain = request.app[API_CONTEXT].admission
+    options = connect_options(scope.resource.plural, info.subresource, query, path)
+    if chain is None or options is None:
+        return
+    attrs = admission.attributes(request, scope.resource, CONNECT, namespace, info.name,
+                                 obj=options, subresource=info.subresource)  # fmt: skip
+    attrs.kind_override = ("", "v1", str(options["kind"]))
+    await chain.admit(attrs)
+    await chain.validate(attrs)
 
 
 def _authorize_create(request: web.Request, info: RequestInfo) -> None:

@@ -22,7 +22,10 @@ def _reset(group: str, plural: str, subresource: str) -> ResetFields:
     ("group", "plural", "subresource", "reset"),
     [
         ("apps", "deployments", "", (("status",),)),
-        ("apps", "deployments", "status", (("spec",),)),
+        # deploymentStatusStrategy.GetResetFields: spec and metadata.labels
+        ("apps", "deployments", "status", (("spec",), ("metadata", "labels"))),
+        # podStatusStrategy's: spec and metadata.ownerReferences
+        ("", "pods", "status", (("spec",), ("metadata", "ownerReferences"))),
         ("apps", "deployments", "scale", ()),
         ("", "configmaps", "", ()),
         ("", "namespaces", "", (("status",), ("spec", "finalizers"))),

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from cryptography import x509
 
+from proxy.admission.webhook.service_resolver import ResolveError, resolve
 from proxy.aggregator import discovery
 from proxy.aggregator.apiservice import APIServiceRef
-from proxy.aggregator.service_resolver import ResolveError, resolve
 from proxy.aggregator.transport import auth_proxy_headers
 from proxy.authentication.request_header import (
     RequestHeaderAuthenticator,

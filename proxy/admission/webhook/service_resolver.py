@@ -1,4 +1,7 @@
-"""Where an APIService's ``spec.service`` lands (kube-aggregator's ``ServiceResolver``).
+"""Where a ``service`` reference lands (kube-aggregator's ``ServiceResolver``, which
+kube-apiserver also gives its admission and conversion webhooks): an APIService's
+``spec.service`` and a webhook's ``clientConfig.service``. It lives with the webhooks,
+the lower of its two users (the aggregator imports it from here).
 
 Two resolvers, as upstream, chosen by ``--enable-aggregator-routing``:
 
