@@ -50,7 +50,7 @@ from proxy.audit.server import Audit
 from proxy.authentication.loopback import LoopbackToken
 from proxy.authorization.rbac.informer import RBACInformer
 from proxy.egressselector import load_egress_selector
-from proxy.endpoints import responsewriter, responsewriters
+from proxy.endpoints import responsewriter, responsewriters, yaml_worker
 from proxy.endpoints.compression import COMPRESSION_ENABLED
 from proxy.endpoints.context import API_CONTEXT, APIContext
 from proxy.endpoints.discovery.aggregation import AGGREGATION
@@ -151,6 +151,10 @@ def _stop_gc_timing(stop: Callable[[], None]) -> Callable[[web.Application], Awa
         stop()
 
     return cleanup
+
+
+async def _stop_yaml_worker(app: web.Application) -> None:
+    await yaml_worker.close()  # the child that writes large YAML lists, if it started
 
 
 def build_app(
@@ -268,6 +272,7 @@ def build_app(
 
     app.cleanup_ctx.append(loop_lag_context())
     app.on_cleanup.append(_stop_gc_timing(gc_pauses.install()))
+    app.on_cleanup.append(_stop_yaml_worker)
     app.cleanup_ctx.append(_storages_and_compactor(ctx))
     setup_apiextensions(app, ctx, hooks)
     app[AGGREGATION] = ctx.aggregator = aggregator

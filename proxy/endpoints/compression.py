@@ -31,11 +31,10 @@ are produced, at upstream's level 1, each written piece flushed.
 
 from __future__ import annotations
 
-import itertools
 import struct
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
@@ -174,30 +173,38 @@ def gzip_joined_list(
     yield b"".join(buffer)
 
 
-def gzip_chunks(chunks: Iterable[bytes]) -> Iterator[bytes]:
+async def gzip_chunks(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
     """``chunks`` as one gzip stream, each chunk compressed (level 1) and flushed as it
     comes."""
     c = zlib.compressobj(STREAM_LEVEL, zlib.DEFLATED, 31)
-    for chunk in chunks:
+    async for chunk in chunks:
         out = c.compress(chunk) + c.flush(zlib.Z_SYNC_FLUSH)
         if out:
             yield out
     yield c.flush(zlib.Z_FINISH)
 
 
-def compress_if_large(chunks: Iterable[bytes]) -> tuple[bool, Iterator[bytes]]:
+async def compress_if_large(
+    chunks: AsyncIterator[bytes],
+) -> tuple[bool, AsyncIterator[bytes]]:
     """Whether a body of ``chunks`` goes compressed (more than the threshold), and the
     body to send: the chunks are read until the threshold is passed or they end (a
     body that ends below it goes as it is, as upstream's deferred writer does)."""
-    it = iter(chunks)
     first: list[bytes] = []
     size = 0
-    for chunk in it:
+    async for chunk in chunks:
         first.append(chunk)
         size += len(chunk)
         if size > GZIP_THRESHOLD:
-            return True, gzip_chunks(itertools.chain(first, it))
-    return False, iter(first)
+            return True, gzip_chunks(_chain(first, chunks))
+    return False, _chain(first, chunks)
+
+
+async def _chain(first: list[bytes], rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    for chunk in first:
+        yield chunk
+    async for chunk in rest:
+        yield chunk
 
 
 @web.middleware

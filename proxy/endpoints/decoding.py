@@ -449,23 +449,22 @@ def decode_object(
             f"({_summarize(body)})"
         )
     check_kind(obj, resource)
-    _check_metadata(obj, resource)
+    _check_metadata(obj, resource.kind, resource.version)
     return obj
 
 
 _GO_JSON_TYPES = {str: "string", int: "number", float: "number", bool: "bool", list: "array"}
 
 
-def _check_metadata(obj: JSONObject, resource: ResourceInfo) -> None:
+def _check_metadata(obj: JSONObject, kind: str, version: str) -> None:
     """400 as Go's decoder when ``metadata`` is not an object (null is no metadata)."""
     meta = obj.get("metadata")
     if meta is None or isinstance(meta, dict):
         return
     go_type = _GO_JSON_TYPES.get(type(meta), "value")
     raise apierrors.bad_request(
-        f'{resource.kind} in version "{resource.version}" cannot be handled as a '
-        f"{resource.kind}: json: cannot unmarshal {go_type} into Go struct field "
-        f"{resource.kind}.metadata of type v1.ObjectMeta"
+        f'{kind} in version "{version}" cannot be handled as a {kind}: json: cannot '
+        f"unmarshal {go_type} into Go struct field {kind}.metadata of type v1.ObjectMeta"
     )
 
 
@@ -487,6 +486,7 @@ def decode_kind(body: bytes, media_type: str, api_version: str, kind: str) -> JS
             raise apierrors.bad_request(str(e)) from None
         if not isinstance(obj, dict):
             raise apierrors.bad_request(f"the body of a {kind} must be an object")
+        _check_metadata(obj, kind, api_version.rpartition("/")[2])
     obj.setdefault("apiVersion", api_version)
     obj.setdefault("kind", kind)
     return obj

@@ -22,7 +22,9 @@ comes). The budget the project holds: no loop step over ~20 ms at 10,000 pods.
   Each item is dumped as a one-element block sequence, which is exactly the text of
   that item inside the whole document's last key (block sequences under a mapping key
   are not indented; an item's own lines are). Objects decoded from JSON share no
-  nodes, so no anchors or aliases can depend on the other items.
+  nodes, so no anchors or aliases can depend on the other items. Each item is also
+  given as JSON (``json_item``): a large list's items are written by a child process
+  from those bytes (:mod:`proxy.endpoints.yaml_worker`), the same text off the loop.
 - Protobuf (the resource's List, a PartialObjectMetadataList): a
   :class:`ProtobufListEncoder`. The envelope carries the length of the whole body, so
   every item's message is made first, in bounded steps (:func:`encode_items`; an
@@ -43,9 +45,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import orjson
-import yaml
 
 from proxy.endpoints import protobuf
+from proxy.endpoints.yaml_encoding import dump_yaml
 from proxy.printers.row_template import metadata_json
 from proxy.printers.table import (
     TableConvertor,
@@ -77,27 +79,6 @@ T = TypeVar("T")
 CHUNK_BYTES = 256 * 1024  # bytes per write: peak memory is the storage result + one chunk
 STEP_SECONDS = 0.005  # work per loop step, well inside the ~20 ms budget
 
-# libyaml's emitter is ~5x faster than PyYAML's; both give the same text for the
-# objects an API server stores (they differ only in how they wrap long escaped strings)
-_EMITTER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-class _Dumper(_EMITTER):  # type: ignore[misc]
-    """Never anchors and aliases: a value shared by two places (a Table's rows reuse
-    their printers' constants) is written in full at each, as Go's YAML encoder does,
-    and an item's text never depends on the other items. Safe for API documents,
-    which are trees (decoded from JSON, or built from them)."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def dump_yaml(obj: Any) -> bytes:
-    """``obj`` as a YAML document (block style, keys in the object's order, no
-    aliases)."""
-    text: str = yaml.dump(obj, Dumper=_Dumper, sort_keys=False)
-    return text.encode()
-
 
 @dataclass(frozen=True)
 class ListEncoder:
@@ -105,6 +86,8 @@ class ListEncoder:
 
     ``item`` turns one item (its stored version) into its piece of the body; ``empty``
     is the whole body of a list without items, when that is not ``head + tail``.
+    ``json_item``, for YAML: the item as JSON, whose ``yaml_encoding.dump_items`` is
+    ``item``'s piece (so the piece can be made off the loop, from bytes).
     """
 
     head: bytes
@@ -113,6 +96,7 @@ class ListEncoder:
     separator: bytes = b","
     empty: bytes | None = None
     joins_stored: bool = False  # ``item`` is the stored bytes: pieces may be kept per version
+    json_item: Callable[[StoredObject], bytes] | None = None
 
 
 def list_chunks(
@@ -178,7 +162,7 @@ def table_list(
 
     header = convertor.header(metadata)
     if yaml_media:
-        return _yaml_document(header, "rows", row)
+        return _yaml_document(header, "rows", row, convertor.row_json)
     return ListEncoder(_open(header, "rows"), convertor.row_json, b"]}")
 
 
@@ -192,13 +176,13 @@ def partial_object_metadata_list(
         return as_partial_object_metadata(stored.decoded(), version)
 
     header = partial_object_metadata_list_header(metadata, version)
-    if yaml_media:
-        return _yaml_document(header, "items", item)
     head = b'{"kind":"PartialObjectMetadata","apiVersion":"' + header["apiVersion"].encode()
 
     def sliced(stored: StoredObject) -> bytes:  # the stored metadata, found once a version
         return b"".join((head, b'","metadata":', metadata_json(stored), b"}"))
 
+    if yaml_media:
+        return _yaml_document(header, "items", item, sliced)
     return ListEncoder(_open(header, "items"), sliced, b"]}")
 
 
@@ -222,20 +206,24 @@ def yaml_list(list_kind: str, api_version: str, metadata: dict[str, Any]) -> Lis
     """The resource's own List as one YAML document, as ``dump_yaml`` of the whole list
     would write it."""
     head = {"kind": list_kind, "apiVersion": api_version, "metadata": metadata}
-    return _yaml_document(head, "items", StoredObject.decoded)
+    return _yaml_document(head, "items", StoredObject.decoded, _as_is)
 
 
 def _yaml_document(
-    head: dict[str, Any], key: str, item: Callable[[StoredObject], Any]
+    head: dict[str, Any],
+    key: str,
+    item: Callable[[StoredObject], Any],
+    json_item: Callable[[StoredObject], bytes],
 ) -> ListEncoder:
     """``head`` with a last key ``key`` listing ``item`` of each item, as ``dump_yaml``
-    of the whole document would write it."""
+    of the whole document would write it; ``json_item`` is the same item as JSON."""
 
     def piece(stored: StoredObject) -> bytes:
         return dump_yaml([item(stored)])
 
     empty = dump_yaml({**head, key: []})
-    return ListEncoder(dump_yaml(head) + key.encode() + b":\n", piece, b"", b"", empty)
+    start = dump_yaml(head) + key.encode() + b":\n"
+    return ListEncoder(start, piece, b"", b"", empty, json_item=json_item)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ bodies from valid objects through mutated ones to random bytes) or raw bytes wri
 to the socket (``raw``: malformed request lines and headers, truncated bodies, and
 well-formed requests whose header values carry bytes that are not UTF-8 or control
 characters, which aiohttp's client would not send). Bodies include field names with
-control characters and, rarely, large hostile bodies (a 0.5-3 MB flow sequence).
+control characters and, rarely, large hostile bodies (a 0.5-3 MB flow sequence in JSON
+or YAML, a protobuf ConfigMap of 50,000-300,000 map entries).
 """
 
 from __future__ import annotations
@@ -268,9 +269,36 @@ HOSTILE_HEADERS = ("User-Agent", "Audit-ID", "X-Forwarded-For", "X-Real-Ip", "Ac
                    "Accept-Encoding")  # fmt: skip
 
 
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _large_protobuf(entries: int) -> bytes:
+    """A ConfigMap in kube's protobuf envelope (``k8s\\0`` + runtime.Unknown) whose
+    ``data`` map has ``entries`` tiny entries: ~10 bytes an entry to decode one by one."""
+    data = b"".join(_field(2, _field(1, b"k%d" % i) + _field(2, b"v")) for i in range(entries))
+    configmap = _field(1, _field(1, b"big")) + data
+    type_meta = _field(1, b"v1") + _field(2, b"ConfigMap")
+    return b"k8s\x00" + _field(1, type_meta) + _field(2, configmap)
+
+
 def _large_body(rng: random.Random, content_type: str) -> bytes:
-    """The costliest body per byte for its decoder: a long flow sequence of zeros."""
-    zeros = b",".join([b"0"] * (rng.choice((250_000, 750_000, 1_500_000)) - 100))
+    """The costliest body per byte for its decoder: a long flow sequence of zeros (a
+    protobuf ConfigMap of a hundred thousand map entries and more)."""
+    count = rng.choice((250_000, 750_000, 1_500_000))
+    if "protobuf" in content_type:
+        return _large_protobuf(count // 5)
+    zeros = b",".join([b"0"] * (count - 100))
     if "yaml" in content_type:
         return b"metadata: {name: big}\nspec: {x: [" + zeros + b"]}"
     if "json-patch" in content_type:

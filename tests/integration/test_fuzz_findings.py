@@ -221,3 +221,29 @@ async def test_a_namespace_without_a_name_is_422(server: ServerProcess) -> None:
     assert resp.status == 422, status
     assert status["details"]["causes"][0]["field"] == "metadata.name"
     assert "name or generateName is required" in status["message"]
+
+
+@pytest.mark.parametrize("metadata", ["[1]", '"x"', "7", "true"])
+async def test_a_named_create_whose_metadata_is_no_object_is_400(
+    http: aiohttp.ClientSession, namespace: str, metadata: str
+) -> None:
+    """A subresource create with a kind of its own (an Eviction, a Binding) whose
+    ``metadata`` was an array reached admission as it was: 500 AttributeError (FUZZ_SEED
+    1796199856). Go's decoder refuses it while unmarshalling into the kind."""
+    pod = {"metadata": {"name": "p0"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    await create(http, f"/api/v1/namespaces/{namespace}/pods", pod)
+    cases = (
+        ("pods/p0/eviction", "Eviction", "policy/v1"),
+        ("pods/p0/binding", "Binding", "v1"),
+    )
+    for path, kind, api_version in cases:
+        body = f'{{"apiVersion": "{api_version}", "kind": "{kind}", "metadata": {metadata}}}'
+        url = f"/api/v1/namespaces/{namespace}/{path}"
+        async with http.post(url, data=body.encode(), headers=JSON_TYPE) as resp:
+            status = await resp.json()
+            assert resp.status == 400, status
+        go_type = {"[1]": "array", '"x"': "string", "7": "number", "true": "bool"}[metadata]
+        assert status["message"] == (
+            f'{kind} in version "v1" cannot be handled as a {kind}: json: cannot unmarshal '
+            f"{go_type} into Go struct field {kind}.metadata of type v1.ObjectMeta"
+        )

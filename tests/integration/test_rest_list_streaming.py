@@ -10,11 +10,13 @@ from typing import Any
 
 import aiohttp
 import orjson
+import psutil  # type: ignore[import-untyped]
 import pytest
 import yaml
 
 from lab.metrics import parse
 from proxy.endpoints import protobuf
+from proxy.endpoints.yaml_encoding import dump_yaml
 from tests.integration.conftest import ServerProcess, create, pod_body
 
 pytestmark = pytest.mark.etcd
@@ -91,10 +93,12 @@ async def _get(http: aiohttp.ClientSession, path: str, accept: str) -> tuple[str
 
 
 async def test_streamed_conversions_equal_the_whole_list_converted(
-    http: aiohttp.ClientSession, namespace: str
+    server: ServerProcess, http: aiohttp.ClientSession, namespace: str
 ) -> None:
     """Each format's streamed body decodes to the same document as the JSON list's items
-    converted whole (kube's Table cells, PartialObjectMetadata, the List as YAML)."""
+    converted whole (kube's Table cells, PartialObjectMetadata, the List as YAML); the
+    YAML list, written by the server's child process, is byte for byte the whole list
+    dumped at once."""
     await _seed(http, namespace, 120, 3, 10)
     path = f"/api/v1/namespaces/{namespace}/pods"
     _, raw = await _get(http, path + "?includeObject=Object", "application/json")
@@ -103,7 +107,9 @@ async def test_streamed_conversions_equal_the_whole_list_converted(
     at_rv = f"{path}?resourceVersion={rv}&resourceVersionMatch=Exact"
 
     _, yaml_body = await _get(http, at_rv, "application/yaml")
-    assert yaml.safe_load(yaml_body) == listing
+    assert yaml_body == dump_yaml(listing)
+    children = psutil.Process(server.pid).children()
+    assert any("proxy.endpoints.yaml_encoding" in c.cmdline() for c in children)
 
     ctype, meta_body = await _get(http, at_rv, METADATA_LIST)
     assert ctype == METADATA_LIST

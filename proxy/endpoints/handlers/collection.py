@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -42,6 +42,7 @@ from proxy.endpoints import (
     negotiation,
     protobuf,
     responsewriters,
+    yaml_worker,
 )
 from proxy.endpoints.context import APIContext
 from proxy.endpoints.handlers.delete_options import parse_delete_options
@@ -115,6 +116,10 @@ async def write_list(
         # members protobuf cannot carry: the list goes as JSON, as one object would
         fallback = encoders.list_chunks(encoder.fallback, items)
         return await _stream(request, headers, negotiation.JSON_TYPE, fallback)
+    if encoder.json_item is not None and len(items) >= yaml_worker.MIN_ITEMS:
+        # a large YAML list: its items are written by a child process, off the loop
+        yaml_chunks = yaml_worker.list_chunks(encoder, items)
+        return await _stream(request, headers, fmt.content_type, yaml_chunks)
     chunks = encoders.list_chunks(encoder, items)
     return await _stream(request, headers, fmt.content_type, chunks)
 
@@ -139,7 +144,7 @@ async def _stream(
     request: web.Request,
     headers: dict[str, str],
     content_type: str,
-    chunks: Iterable[bytes],
+    chunks: Iterable[bytes] | AsyncIterator[bytes],
     compressed: bool = False,
     length: int | None = None,
 ) -> web.StreamResponse:
@@ -148,8 +153,9 @@ async def _stream(
     accepts it and the body is over the threshold (``compressed``: ``chunks`` already
     are); otherwise of Content-Length ``length`` when known (a protobuf List), chunked
     when not."""
+    body = chunks if isinstance(chunks, AsyncIterator) else _steps(chunks)
     if not compressed and compression.accepts_gzip(request):
-        compressed, chunks = compression.compress_if_large(chunks)
+        compressed, body = await compression.compress_if_large(body)
     response = web.StreamResponse(status=200, headers=headers)
     response.headers["Content-Type"] = content_type
     if compressed:
@@ -160,13 +166,19 @@ async def _stream(
         response.content_length = length
     await response.prepare(request)
     audited = request.get(RESPONSE_CHUNKS)  # the audit's responseObject (RequestResponse)
-    for chunk in chunks:
+    async for chunk in body:
         if audited is not None:
             audited.append(chunk)
         await response.write(chunk)
         await asyncio.sleep(0)  # a bounded step is done: let other requests run
     await response.write_eof()
     return response
+
+
+async def _steps(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:
+    """``chunks`` (each produced in a bounded step) as an async iterator."""
+    for chunk in chunks:
+        yield chunk
 
 
 def _list_options(request: web.Request, info: RequestInfo, store: Store) -> ListOptions:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
@@ -108,10 +109,19 @@ def test_the_gzip_token_as_upstream_reads_it(header: str, accepted: bool) -> Non
     assert compression.accepts_gzip(request) is False
 
 
-def test_a_body_below_the_threshold_goes_as_it_is() -> None:
+async def _chunks(chunks: list[bytes]) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        yield chunk
+
+
+async def _joined(chunks: AsyncIterator[bytes]) -> bytes:
+    return b"".join([chunk async for chunk in chunks])
+
+
+async def test_a_body_below_the_threshold_goes_as_it_is() -> None:
     small = [b"x" * 1000] * 10
-    compressed, body = compression.compress_if_large(small)
-    assert not compressed and b"".join(body) == b"".join(small)
+    compressed, body = await compression.compress_if_large(_chunks(small))
+    assert not compressed and await _joined(body) == b"".join(small)
     big = [bytes(range(256)) * 100] * 10
-    compressed, body = compression.compress_if_large(big)
-    assert compressed and gzip.decompress(b"".join(body)) == b"".join(big)
+    compressed, body = await compression.compress_if_large(_chunks(big))
+    assert compressed and gzip.decompress(await _joined(body)) == b"".join(big)

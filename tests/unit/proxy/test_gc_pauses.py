@@ -4,6 +4,7 @@ timing is installed."""
 from __future__ import annotations
 
 import gc
+import weakref
 
 from proxy.server.gc_pauses import GC_PAUSE, install
 
@@ -26,3 +27,41 @@ def test_collections_are_timed_while_installed() -> None:
         stop()
     gc.collect()
     assert _count("2") == before + 1
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.other: _Node | None = None
+
+
+def test_many_survivors_of_a_full_collection_are_frozen_and_garbage_is_not() -> None:
+    gc.collect()
+    frozen_before = gc.get_freeze_count()
+    stop = install(freeze_survivors=1_000)
+    try:
+        kept = [[i] for i in range(5_000)]  # long-lived tracked objects, as a cache's
+        a, b = _Node(), _Node()
+        a.other, b.other = b, a  # a cycle: only the collector can free it
+        dead = weakref.ref(a)
+        del a, b
+        gc.collect()
+        assert dead() is None  # collected first: what is frozen is what was alive
+        assert gc.get_freeze_count() >= frozen_before + len(kept)
+        assert not any(o is kept for o in gc.get_objects(2))  # out of later passes
+        assert len(gc.get_objects(2)) < 1_000
+    finally:
+        stop()
+        gc.unfreeze()
+
+
+def test_few_survivors_are_left_to_the_collector() -> None:
+    gc.collect()
+    frozen_before = gc.get_freeze_count()
+    stop = install(freeze_survivors=10**9)
+    try:
+        kept = [[i] for i in range(5_000)]
+        gc.collect()
+        assert gc.get_freeze_count() == frozen_before
+        assert any(o is kept for o in gc.get_objects(2))
+    finally:
+        stop()
