@@ -189,8 +189,13 @@ async def _scrape_or_none(session: aiohttp.ClientSession, base: str) -> Scrape |
 
 
 def _since(after: Scrape | None, before: Scrape | None, name: str, **labels: str) -> float | None:
-    if after is None or before is None or not after.has(name):
+    """The counter's change over the round; None only when a scrape failed. A labelled
+    counter appears at its first increment: a server that never read pods from etcd
+    has no ``apiserver_storage_list_fetched_objects_total`` series yet, which is 0."""
+    if after is None or before is None:
         return None
+    if not after.has(name):
+        return 0.0
     return after.since(before, name, **labels)
 
 
