@@ -10,7 +10,8 @@ for one of ``SLOTS`` slots before it reads anything, and holds it until its resp
 written: the loop then interleaves at most ``SLOTS`` heavy tasks with the light ones,
 and at most ``SLOTS`` large results are in memory. Waiting is bounded by the request's
 deadline (a 504 past it, as any slow request) and counted in
-``watchcache_large_lists_waiting``. The slots are FIFO, so no large LIST starves.
+``watchcache_large_lists_waiting`` (now) and ``watchcache_large_lists_waited_total``
+(every one that found the slots taken). The slots are FIFO, so no large LIST starves.
 
 What a LIST reads is estimated before it runs, from the watch cache (the objects under
 its key prefix, O(log n), times their average size); a paged LIST (``limit`` ≤ 500)
@@ -25,7 +26,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from prometheus_client import Gauge
+from prometheus_client import Counter, Gauge
 
 from proxy.registry.storage_factory import ResourceStorage
 from storage.interfaces import ListOptions
@@ -40,6 +41,11 @@ WAITING = Gauge(
     "watchcache_large_lists_waiting",
     "LISTs expected to read more than 1 MiB waiting for one of the few that run at once "
     "(watchcache's metric: its single event loop interleaves them with every request).",
+)
+
+WAITED = Counter(
+    "watchcache_large_lists_waited",
+    "LISTs expected to read more than 1 MiB that found every slot taken and waited.",
 )
 
 _slots: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
@@ -72,6 +78,8 @@ async def large_list_slot(expected: int) -> AsyncIterator[None]:
         yield
         return
     slots = _semaphore()
+    if slots.locked():
+        WAITED.inc()
     WAITING.inc()
     try:
         await slots.acquire()
