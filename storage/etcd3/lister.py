@@ -27,8 +27,12 @@ revision the caller asked for, is Expired as for a compacted single read.
 etcd limits a Range by keys, not bytes, so the page size follows the values seen so
 far: ``FIRST_PAGE`` keys, then as many as make ~``PAGE_BYTES`` at the average value
 size, never more than ``page_size`` (injectable, ``PAGE_SIZE`` by default). A filtered
-list's growing batches obey the same byte bound. Values are decoded in slices of
-``DECODE_SLICE`` with a yield to the event loop between slices.
+list's growing batches obey the same byte bound. Values are decoded and matched in
+slices of at most ``STEP_SECONDS`` with a yield to the event loop between slices (a
+count of values bounded nothing: 500 pods cost 4 ms unfiltered and 10-27 ms with a
+selector). A selector is matched against the attributes the watch cache computed for
+the version read (``known_versions.held``) when it holds that version; only other
+versions are decoded to be matched.
 
 Corrupt values (kube-apiserver 1.37 with AllowUnsafeMalformedObjectDeletion, the
 default): the walk goes on, collecting up to ``StoreReadError.MAX_CORRUPT`` of them, and
@@ -39,6 +43,7 @@ it with ``InternalStorageError``.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 
 from etcdclient import EtcdClient, prefix_end
@@ -68,8 +73,10 @@ MAX_LIMIT = 10_000
 PAGE_SIZE = 10_000
 FIRST_PAGE = 500
 PAGE_BYTES = 1024 * 1024
-# Values decoded between two yields to the event loop.
-DECODE_SLICE = 500
+# The longest stretch of decoding and matching between two yields to the event loop,
+# checked every CHECK_EVERY values (a clock read costs ~50 ns, a value 2-20 µs).
+STEP_SECONDS = 0.002
+CHECK_EVERY = 16
 
 
 @dataclass(slots=True)
@@ -294,17 +301,20 @@ def _compacted(plan: _Plan) -> Expired:
 
 async def _take(page: _Page, resp: RangeResult, pred: SelectionPredicate) -> None:
     """Decode and filter one batch into the page, stopping when the page is full (or
-    holds the most corrupt values a list reports), yielding every DECODE_SLICE values."""
+    holds the most corrupt values a list reports), yielding to the event loop after
+    every STEP_SECONDS of work."""
     page.fetched += len(resp.kvs)
     page.has_more = resp.more
+    slice_end = time.perf_counter() + STEP_SECONDS
     for n, kv in enumerate(resp.kvs):
         if (pred.limit > 0 and len(page.items) >= pred.limit) or len(
             page.corrupt
         ) >= StoreReadError.MAX_CORRUPT:
             page.has_more = True
             break
-        if n and n % DECODE_SLICE == 0:
+        if n % CHECK_EVERY == 0 and n and time.perf_counter() > slice_end:
             await asyncio.sleep(0)  # let requests run between slices
+            slice_end = time.perf_counter() + STEP_SECONDS
         page.last_key = kv.key
         page.evaluated += 1
         try:
@@ -321,12 +331,16 @@ def _take_one(page: _Page, key: str, value: bytes, rev: int, pred: SelectionPred
     if pred.empty:
         page.items.append(codec.decode(key, value, rev))
         return
-    # Parse once to match; only a match pays for its final bytes (none if cached).
-    known = known_versions.find(key, rev)
-    obj = known.obj if known is not None else codec.decode_object(key, value, rev)
+    held = known_versions.held(key, rev)
+    if held is not None:  # the cache's attributes of this very version: nothing to decode
+        if held.matches(pred):
+            page.items.append(known_versions.share(held.stored))
+        return
+    # Parse once to match; only a match pays for its final bytes.
+    obj = codec.decode_object(key, value, rev)
     try:
         matched = pred.matches(obj)
     except (TypeError, AttributeError, ValueError) as err:  # labels/fields of the wrong type
         raise CorruptObject(key, f"unreadable attributes: {err}", rev) from err
     if matched:
-        page.items.append(known or codec.from_parsed(key, value, rev, obj))
+        page.items.append(codec.from_parsed(key, value, rev, obj))
