@@ -505,6 +505,32 @@ async def test_a_selector_list_matches_held_versions_by_their_cached_attributes(
         assert item.kept() == cached.stored.kept()
 
 
+class _Counted(CachedObject):
+    """A held version that records each match asked of it in ``log``."""
+
+    __slots__ = ("log",)
+
+    def __init__(self, cached: CachedObject, log: list[str]) -> None:
+        super().__init__(cached.stored, cached.labels)
+        self.log = log
+
+    def matches(self, pred: SelectionPredicate) -> bool:
+        self.log.append(self.key)
+        return super().matches(pred)
+
+
+async def _hold_counted(
+    store: Etcd3Store, key_prefix: str, held: dict[str, CachedObject], n: int
+) -> list[str]:
+    """Create ``n`` pods labelled app=web, held as a cache would hold them; returns the
+    log of the matches asked of them."""
+    attrs, log = AttrsCache(attrs_func("pods")), list[str]()
+    for i in range(n):
+        made = await create(store, key_prefix, pod(f"p{i:03d}", labels={"app": "web"}))
+        held[made.key] = _Counted(attrs.cached(made), log)
+    return log
+
+
 async def test_a_selector_list_yields_to_the_loop_in_bounded_steps(
     store: Etcd3Store, key_prefix: str, held_versions: dict[str, CachedObject],
     monkeypatch: pytest.MonkeyPatch,
@@ -512,26 +538,12 @@ async def test_a_selector_list_yields_to_the_loop_in_bounded_steps(
     """The values of one etcd page are matched in slices with a yield to the event
     loop between them, not in one step: with no time allowed per slice, another task
     runs after every CHECK_EVERY values (once, 500 pods were matched in one step)."""
-    attrs = AttrsCache(attrs_func("pods"))
-    matched = 0
-
-    class Counting(CachedObject):
-        __slots__ = ()
-
-        def matches(self, pred: SelectionPredicate) -> bool:
-            nonlocal matched
-            matched += 1
-            return super().matches(pred)
-
-    for i in range(80):
-        made = await create(store, key_prefix, pod(f"p{i:02d}", labels={"app": "web"}))
-        c = attrs.cached(made)
-        held_versions[made.key] = Counting(c.stored, c.labels)
+    matched = await _hold_counted(store, key_prefix, held_versions, 80)
     seen: list[int] = []
 
     async def ticker() -> None:
         while True:
-            seen.append(matched)
+            seen.append(len(matched))
             await asyncio.sleep(0)
 
     monkeypatch.setattr(lister, "STEP_SECONDS", 0.0)
@@ -540,10 +552,44 @@ async def test_a_selector_list_yields_to_the_loop_in_bounded_steps(
         result = await store.get_list(key_prefix, list_opts(label="app=web"))
     finally:
         task.cancel()
-    assert len(result.items) == matched == 80
-    seen.append(matched)
+    assert len(result.items) == len(matched) == 80
+    seen.append(len(matched))
     jumps = [b - a for a, b in itertools.pairwise(seen)]
     assert max(jumps) == lister.CHECK_EVERY and sum(jumps) == 80
+
+
+async def test_the_next_page_is_asked_for_before_the_last_is_decoded(
+    etcd_under_test: EtcdCluster, key_prefix: str, held_versions: dict[str, CachedObject],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """etcd reads page N+1 while the loop decodes page N: the Range of the next page is
+    sent once the last one arrived, not after its values were decoded and matched."""
+    async with _PagedClient(etcd_under_test.endpoints) as client:
+        store = Etcd3Store(client, request_timeout=5.0, list_page_size=40)
+        try:
+            log = await _hold_counted(store, key_prefix, held_versions, 100)
+            asked: list[int] = []  # Ranges asked for when each value was matched
+            monkeypatch.setattr(_Counted, "matches", _asking(_Counted.matches, client, asked))
+            monkeypatch.setattr(lister, "STEP_SECONDS", 0.0)  # a yield every CHECK_EVERY
+            result = await store.get_list(key_prefix, list_opts(label="app=web"))
+        finally:
+            await store.close()
+    assert len(result.items) == len(log) == 100 and client.returned == [40, 40, 20]
+    assert {rev for _, rev in client.ranges[1:]} == {result.resource_version}
+    first_page = asked[:40]
+    assert first_page[0] == 1 and first_page[-1] == 2  # page 2 asked for amid page 1
+    assert asked[40:80][-1] == 3 and asked[80:] == [3] * 20
+
+
+def _asking(
+    matches: Callable[[_Counted, SelectionPredicate], bool],
+    client: _PagedClient, asked: list[int],
+) -> Callable[[_Counted, SelectionPredicate], bool]:  # fmt: skip
+    def recorded(self: _Counted, pred: SelectionPredicate) -> bool:
+        asked.append(len(client.ranges))
+        return matches(self, pred)
+
+    return recorded
 
 
 async def test_each_store_writes_its_own_codec(client: EtcdClient, key_prefix: str) -> None:
