@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import logging
 from collections.abc import Coroutine, Iterable, Iterator, Sequence
@@ -47,6 +48,7 @@ from storage.interfaces import (
     WatchEvent,
 )
 from storage.resource_version import parse_resource_version as parse_rv
+from storage.steps import Steps
 from storage.watch_errors import expired_event
 
 log = logging.getLogger(__name__)
@@ -299,11 +301,14 @@ class Cacher:
         pred = opts.predicate
         limit = pred.limit if pred.limit > 0 and opts.resource_version != "0" else 0
         if exact:
-            res = self.cache.list_at(key, pred, resource_version, start=start, limit=limit)
+            res = self.cache.list_at(
+                key, pred, resource_version, start=start, limit=limit, later=True
+            )
         else:
             res = self.cache.list_objects(
-                key, pred, recursive=opts.recursive, start=start, limit=limit
+                key, pred, recursive=opts.recursive, start=start, limit=limit, later=True
             )
+        res = await _selected(res)
         self._count_list(res)
         token, remaining = "", None
         if res.last_key:
@@ -434,3 +439,18 @@ def _added_then(items: list[CachedObject], last: WatchEvent | None) -> Iterator[
 
 
 __all__ = ["Cacher", "StorageError", "parse_resource_version"]
+
+
+async def _selected(res: CacheList) -> CacheList:
+    """``res`` with its pending selection applied in bounded steps: the candidates are
+    the state at the list's revision (the versions they hold never change), so the
+    writes that land between steps are not in it, as they would not be in one step."""
+    if res.selecting is None:
+        return res
+    pred, steps = res.selecting, Steps()
+    items: list[CachedObject] = []
+    for obj in res.items:
+        if obj.matches(pred):
+            items.append(obj)
+        await steps.tick()
+    return dataclasses.replace(res, items=items, selecting=None)
