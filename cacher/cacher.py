@@ -448,6 +448,7 @@ async def _selected(res: CacheList) -> CacheList:
     if res.selecting is None:
         return res
     pred, steps = res.selecting, Steps()
+    await steps.split(len(res.items))
     items: list[CachedObject] = []
     for obj in res.items:
         if obj.matches(pred):

@@ -221,6 +221,7 @@ class VersionedStorage:
         # every item is checked (and converted, selected) in bounded steps: a LIST of
         # the whole cache is thousands of items, one step would hold the loop for all
         steps = Steps()
+        await steps.split(len(items))
         todo: list[int] = []
         for i, item in enumerate(items):
             if self.needs_work(item.data):
