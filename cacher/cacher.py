@@ -43,6 +43,7 @@ from storage.interfaces import (
     ListerWatcher,
     ListOptions,
     ListResult,
+    SelectionPredicate,
     StoredObject,
     Watcher,
     WatchEvent,
@@ -375,12 +376,15 @@ class Cacher:
         """The state at ``rv`` as ADDED events. The snapshot is taken now (eagerly), in
         the same step as the watcher's registration, so state and live events meet
         exactly at ``rv``; only the conversion to events is lazy."""
-        items = self.cache.list_objects(key, opts.predicate, recursive=opts.recursive).items
+        # the candidates now, their selection as the events are read (a selector
+        # without an index matched over the whole cache was one long step)
+        state = self.cache.list_objects(key, opts.predicate, recursive=opts.recursive,
+                                        later=True)  # fmt: skip
         end = None
         if end_bookmark and opts.allow_watch_bookmarks:
             data = bookmark_bytes(self.kind, self.api_version, rv, initial_events_end=True)
             end = WatchEvent("BOOKMARK", data, rv)
-        return _added_then(items, end)
+        return _added_then(state.items, state.selecting, end)
 
     def _register(
         self, key: str, opts: ListOptions, start_rv: int, initial: Iterator[WatchEvent]
@@ -431,9 +435,12 @@ def scope_key(key: str, recursive: bool) -> str:
     return key if not recursive or key.endswith("/") else key + "/"
 
 
-def _added_then(items: list[CachedObject], last: WatchEvent | None) -> Iterator[WatchEvent]:
+def _added_then(
+    items: list[CachedObject], selecting: SelectionPredicate | None, last: WatchEvent | None
+) -> Iterator[WatchEvent]:
     for obj in items:
-        yield WatchEvent("ADDED", obj.stored.data, obj.resource_version)
+        if selecting is None or obj.matches(selecting):
+            yield WatchEvent("ADDED", obj.stored.data, obj.resource_version)
     if last is not None:
         yield last
 

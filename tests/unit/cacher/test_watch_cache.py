@@ -7,7 +7,7 @@ import asyncio
 import orjson
 import pytest
 
-from cacher.cacher import _selected
+from cacher.cacher import _added_then, _selected
 from cacher.clock import FakeClock
 from storage.errors import TooLargeResourceVersion
 from tests.unit.cacher.helpers import PREFIX, new_cache, pod, predicate, rv_of
@@ -157,3 +157,19 @@ async def test_a_scan_selects_in_bounded_steps_at_the_lists_state(
     assert [o.stored for o in res.items] == [o.stored for o in whole.items]
     assert (res.evaluated, res.fetched, res.selecting) == (40, 40, None)
     assert len(whole.items) == 30 and len(c.list_objects(PREFIX, scan).items) == 29  # p0 left
+
+
+def test_a_watchs_initial_state_is_selected_as_its_events_are_read() -> None:
+    """A watch from RV 0 takes the candidates at registration and selects them as its
+    ADDED events are read: the versions it was registered at, only the matching ones."""
+    c = new_cache(FakeClock())
+    c.replace([pod(f"p{i}", i + 2, node=f"n{i % 4}") for i in range(8)], 100)
+    scan = predicate(field="spec.nodeName!=n1")
+    state = c.list_objects(PREFIX, scan, later=True)
+    events = _added_then(state.items, state.selecting, None)
+    first = next(events)
+    c.process(f"{PREFIX}default/p7", pod("p7", 101, node="n1"), 101)  # leaves the selection
+    rest = list(events)
+    names = [orjson.loads(e.data)["metadata"]["name"] for e in [first, *rest]]
+    assert names == ["p0", "p2", "p3", "p4", "p6", "p7"]
+    assert {e.type for e in rest} == {"ADDED"} and rest[-1].resource_version == 9
