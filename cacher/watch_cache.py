@@ -234,13 +234,14 @@ class WatchCache:
         """Every object held now (an immutable map: safe to read across awaits)."""
         return self._store.values()
 
-    def version_at(self, key: str, resource_version: int) -> StoredObject | None:
+    def version_at(self, key: str, resource_version: int) -> CachedObject | None:
         """The version of ``key`` held now if its resourceVersion is
-        ``resource_version`` (``storage.known_versions``' lookup)."""
+        ``resource_version``, with its selector attributes (``storage.known_versions``'
+        lookup)."""
         obj: CachedObject | None = self._store.get(key)
         if obj is None or obj.resource_version != resource_version:
             return None
-        return obj.stored
+        return obj
 
     def list_objects(
         self,

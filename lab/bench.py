@@ -657,7 +657,7 @@ def _run_reference(a: argparse.Namespace, quick: bool) -> int:
         wrk=a.wrk, native_load=a.load_generator == "wrk",
         load_rounds=1 if quick else a.load_rounds,
         pods=a.pods or (100 if quick else 2000), nodes=a.nodes or (5 if quick else 20),
-        runs=a.runs or (2 if quick else 5), connections=a.connections,
+        seed_via=a.seed_via, runs=a.runs or (2 if quick else 5), connections=a.connections,
         load_seconds=1.0 if quick else a.load_seconds, watchers=a.watchers, writes=a.writes,
         out=a.out, quiet=a.quiet,
     ))  # fmt: skip

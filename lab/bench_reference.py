@@ -80,6 +80,10 @@ class ReferenceConfig:
     reference_pid: int | None = None
     pods: int = 2000
     nodes: int = 20
+    # "etcd": the pods are put straight into each server's etcd as kube-apiserver stores
+    # them (lab.seed.put_pods), for 100,000 pods; needs an etcd the bench owns on both
+    # sides (--reference-binary). "api": created through each server's API
+    seed_via: str = "api"
     runs: int = 5
     warmup: int = 1
     connections: int = 16
@@ -169,7 +173,11 @@ def _pod(i: int, ns: str, nodes: int) -> dict[str, Any]:
     return body
 
 
-async def _seed(ep: Endpoint, ns: str, cfg: ReferenceConfig) -> None:
+async def _seed(ep: Endpoint, ns: str, cfg: ReferenceConfig, etcd: list[str] | None,
+                prefix: str = "/registry") -> None:  # fmt: skip
+    """The namespace and its ``default`` ServiceAccount through the API, then the pods:
+    through the API, or straight into ``etcd`` (the server's own, under its ``prefix``)
+    when it is given (``seed_via=etcd``)."""
     async with ep.session() as s:
         for path, body in (("/api/v1/namespaces", {"metadata": {"name": ns}}),
                            (f"/api/v1/namespaces/{ns}/serviceaccounts",
@@ -177,11 +185,34 @@ async def _seed(ep: Endpoint, ns: str, cfg: ReferenceConfig) -> None:
             async with s.post(ep.url + path, json=body) as r:
                 if r.status not in (201, 409):
                     raise RuntimeError(f"{ep.name}: POST {path}: {r.status} {await r.text()}")
+        if etcd is not None:
+            await seed.put_pods(etcd, (_pod(i, ns, cfg.nodes) for i in range(cfg.pods)),
+                                prefix=prefix)  # fmt: skip
+            await _wait_for_pods(s, ep, ns, cfg)
+            return
         items = (seed.Item("pods", f"/api/v1/namespaces/{ns}/pods", _pod(i, ns, cfg.nodes))
                  for i in range(cfg.pods))  # fmt: skip
         result = await seed.create_items(s, ep.url, items, concurrency=16)
         if not result.ok:
             raise RuntimeError(f"{ep.name}: seeding failed: {result.summary()} {result.errors}")
+
+
+async def _wait_for_pods(s: aiohttp.ClientSession, ep: Endpoint, ns: str, cfg: ReferenceConfig
+                         ) -> None:  # fmt: skip
+    """Until the server's watch cache has taken in every pod put into its etcd: etcd's
+    revision from a ``limit=1`` LIST (read from etcd), then a GET at that
+    resourceVersion, which the cache answers once it has seen it (504 until then)."""
+    pods = f"{ep.url}/api/v1/namespaces/{ns}/pods"
+    async with s.get(f"{pods}?limit=1") as r:
+        rv = (await r.json())["metadata"]["resourceVersion"]
+    name = _pod(0, ns, cfg.nodes)["metadata"]["name"]
+    for _ in range(120):
+        async with s.get(f"{pods}/{name}?resourceVersion={rv}") as r:
+            await r.read()
+            if r.status == 200:
+                return
+        await asyncio.sleep(1)
+    raise RuntimeError(f"{ep.name}: its cache did not reach resourceVersion {rv} in 120 s")
 
 
 async def _cleanup(ep: Endpoint, ns: str) -> None:
@@ -422,6 +453,9 @@ def run_reference(cfg: ReferenceConfig) -> dict[str, Any]:
 
     from lab import bench_reference_report as report
 
+    if cfg.seed_via == "etcd" and cfg.reference_binary is None:
+        raise SystemExit("--seed-via etcd needs --reference-binary: the bench writes into "
+                         "the reference's etcd, which it owns only when it starts it")
     console = Console(highlight=False, quiet=cfg.quiet)
     cfg.out.mkdir(parents=True, exist_ok=True)
     ns = f"watchcache-bench-{uuid.uuid4().hex[:6]}"
@@ -447,8 +481,9 @@ def run_reference(cfg: ReferenceConfig) -> dict[str, Any]:
             version = asyncio.run(_version(ref))
             console.print(f"reference {ref.url}: {version.get('gitVersion')}; namespace {ns}; "
                           f"seeding {cfg.pods} pods on each ...")  # fmt: skip
-            asyncio.run(_seed(own, ns, cfg))
-            asyncio.run(_seed(ref, ns, cfg))
+            direct = cfg.seed_via == "etcd"
+            asyncio.run(_seed(own, ns, cfg, cluster.endpoints if direct else None))
+            asyncio.run(_seed(ref, ns, cfg, servers.clusters[0].endpoints if direct else None))
             filled = _filled_by_writes(servers.watchcaches[0], own, ns)
             result = asyncio.run(_measure(cfg, [own, ref], ns, console, python_load=wrk is None))
             if wrk is not None:
@@ -467,7 +502,8 @@ def run_reference(cfg: ReferenceConfig) -> dict[str, Any]:
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "reference_url": ref.url, "reference_version": version, "namespace": ns,
         "reference_binary": str(cfg.reference_binary) if cfg.reference_binary else None,
-        "pods": cfg.pods, "nodes": cfg.nodes, "runs": cfg.runs, "warmup": cfg.warmup,
+        "pods": cfg.pods, "nodes": cfg.nodes, "seed_via": cfg.seed_via, "runs": cfg.runs,
+        "warmup": cfg.warmup,
         "workers": list(cfg.workers), "cpus": os.cpu_count(),
         # each server's own etcd (the reference's when the bench started it); gates:
         # the servers' defaults (neither is given --feature-gates)

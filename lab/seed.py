@@ -605,23 +605,33 @@ async def seed_etcd(endpoints: list[str], plan: Plan, *, concurrency: int = 64) 
     ``concurrency`` puts in flight: the 100,000-pod bench seeds in about a minute
     instead of 200,000 API writes. The namespaces and nodes go through the API
     (``seed``). Returns the pods written."""
+    return await put_pods(endpoints, (item.body for item in plan.pod_items()),
+                          concurrency=concurrency)  # fmt: skip
+
+
+async def put_pods(endpoints: list[str], pods: Iterable[JSONObject], *,
+                   prefix: str = "/registry", concurrency: int = 64) -> int:  # fmt: skip
+    """Put ``pods`` (each with its namespace) under ``<prefix>/pods/`` of the etcd at
+    ``endpoints`` in kube-apiserver's protobuf storage encoding, with what its create
+    would have added: any kube-apiserver reading that etcd (watchcache, or a reference
+    the bench started on an etcd of its own) serves them as its own."""
     from etcdclient import EtcdClient
     from storage.codec import codec_for
     from storage.media_types import PROTOBUF
 
     codec = codec_for(PROTOBUF)
-    items = plan.pod_items()
+    bodies = iter(pods)
     written = 0
 
     async def worker(c: EtcdClient) -> None:
         nonlocal written
-        for item in items:
-            meta = item.body["metadata"]
+        for body in bodies:
+            meta = body["metadata"]
             meta["uid"] = _uid("pod", meta["namespace"], meta["name"])
             meta["creationTimestamp"] = CREATED
             meta["managedFields"] = _managed_fields(meta["labels"]["app"])
-            key = f"/registry/pods/{meta['namespace']}/{meta['name']}"
-            await c.put(key.encode(), codec.encode(item.body))
+            key = f"{prefix}/pods/{meta['namespace']}/{meta['name']}"
+            await c.put(key.encode(), codec.encode(body))
             written += 1
 
     async with EtcdClient(endpoints, request_timeout=60) as c, asyncio.TaskGroup() as tg:

@@ -9,6 +9,12 @@ returns a new StoredObject sharing that version's final bytes and its kept encod
 value costs ~100 µs to decode in Python). Its parsed dict is never shared: ``obj`` on
 the copy decodes for the caller alone, so nothing pins a dict in the cache.
 
+A filtered read (a label or field selector) asks ``held`` instead: the cache computed
+each version's selector attributes when it took the version in, so matching needs no
+decode at all (parsing a pod's JSON to read its labels was ~15 µs an item, and the
+dicts it made fed the collector: an unset-RV LIST with a selector over 10,000 pods held
+the loop 10-60 ms a page).
+
 A cacher registers its resource's key prefix when it starts and removes it when it
 closes. While a prefix is registered, decoded protobuf values under it are not kept in
 ``media_types``' decoded-values cache either: the watch cache holds those versions
@@ -18,12 +24,24 @@ already, and memory should not depend on which path filled it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
-from storage.interfaces import StoredObject
+from storage.interfaces import SelectionPredicate, StoredObject
 
-__all__ = ["Lookup", "find", "holds_prefix", "register", "unregister"]
+__all__ = ["Held", "Lookup", "find", "held", "holds_prefix", "register", "share", "unregister"]
 
-Lookup = Callable[[str, int], StoredObject | None]
+
+class Held(Protocol):
+    """A version as a watch cache holds it: its bytes and the selector attributes the
+    cache computed when it took the version in (``cacher.objects.CachedObject``)."""
+
+    @property
+    def stored(self) -> StoredObject: ...
+
+    def matches(self, pred: SelectionPredicate) -> bool: ...
+
+
+Lookup = Callable[[str, int], Held | None]
 """(key, resourceVersion) -> the version the cache holds, or None."""
 
 _sources: dict[str, Lookup] = {}  # resource key prefix ("/registry/pods/") -> lookup
@@ -34,7 +52,8 @@ def register(prefix: str, lookup: Lookup) -> None:
 
 
 def unregister(prefix: str, lookup: Lookup) -> None:
-    if _sources.get(prefix) is lookup:
+    # ==, not is: a bound method (``cache.version_at``) is a new object at each access
+    if _sources.get(prefix) == lookup:
         del _sources[prefix]
 
 
@@ -55,15 +74,22 @@ def holds_prefix(key: str) -> bool:
     return _source(key) is not None
 
 
+def held(key: str, resource_version: int) -> Held | None:
+    """The cache's own entry for ``key`` at ``resource_version``, or None: read its
+    ``matches``, never change it; ``share`` its ``stored`` for a result."""
+    lookup = _source(key)
+    return None if lookup is None else lookup(key, resource_version)
+
+
 def find(key: str, resource_version: int) -> StoredObject | None:
     """A copy of the cached version of ``key`` at ``resource_version`` (sharing its
     bytes and kept encodings, not its dict), or None."""
-    lookup = _source(key)
-    if lookup is None:
-        return None
-    cached = lookup(key, resource_version)
-    if cached is None:
-        return None
-    copy = StoredObject(key, cached.data, resource_version)
+    found = held(key, resource_version)
+    return None if found is None else share(found.stored)
+
+
+def share(cached: StoredObject) -> StoredObject:
+    """A new StoredObject for a held version: its bytes and kept encodings, not its dict."""
+    copy = StoredObject(cached.key, cached.data, cached.resource_version)
     copy.share_encodings(cached)  # what either side derives, both keep
     return copy

