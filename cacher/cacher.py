@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import logging
 from collections.abc import Coroutine, Iterable, Iterator, Sequence
@@ -42,11 +43,13 @@ from storage.interfaces import (
     ListerWatcher,
     ListOptions,
     ListResult,
+    SelectionPredicate,
     StoredObject,
     Watcher,
     WatchEvent,
 )
 from storage.resource_version import parse_resource_version as parse_rv
+from storage.steps import Steps
 from storage.watch_errors import expired_event
 
 log = logging.getLogger(__name__)
@@ -299,11 +302,14 @@ class Cacher:
         pred = opts.predicate
         limit = pred.limit if pred.limit > 0 and opts.resource_version != "0" else 0
         if exact:
-            res = self.cache.list_at(key, pred, resource_version, start=start, limit=limit)
+            res = self.cache.list_at(
+                key, pred, resource_version, start=start, limit=limit, later=True
+            )
         else:
             res = self.cache.list_objects(
-                key, pred, recursive=opts.recursive, start=start, limit=limit
+                key, pred, recursive=opts.recursive, start=start, limit=limit, later=True
             )
+        res = await _selected(res)
         self._count_list(res)
         token, remaining = "", None
         if res.last_key:
@@ -370,12 +376,15 @@ class Cacher:
         """The state at ``rv`` as ADDED events. The snapshot is taken now (eagerly), in
         the same step as the watcher's registration, so state and live events meet
         exactly at ``rv``; only the conversion to events is lazy."""
-        items = self.cache.list_objects(key, opts.predicate, recursive=opts.recursive).items
+        # the candidates now, their selection as the events are read (a selector
+        # without an index matched over the whole cache was one long step)
+        state = self.cache.list_objects(key, opts.predicate, recursive=opts.recursive,
+                                        later=True)  # fmt: skip
         end = None
         if end_bookmark and opts.allow_watch_bookmarks:
             data = bookmark_bytes(self.kind, self.api_version, rv, initial_events_end=True)
             end = WatchEvent("BOOKMARK", data, rv)
-        return _added_then(items, end)
+        return _added_then(state.items, state.selecting, end)
 
     def _register(
         self, key: str, opts: ListOptions, start_rv: int, initial: Iterator[WatchEvent]
@@ -426,11 +435,30 @@ def scope_key(key: str, recursive: bool) -> str:
     return key if not recursive or key.endswith("/") else key + "/"
 
 
-def _added_then(items: list[CachedObject], last: WatchEvent | None) -> Iterator[WatchEvent]:
+def _added_then(
+    items: list[CachedObject], selecting: SelectionPredicate | None, last: WatchEvent | None
+) -> Iterator[WatchEvent]:
     for obj in items:
-        yield WatchEvent("ADDED", obj.stored.data, obj.resource_version)
+        if selecting is None or obj.matches(selecting):
+            yield WatchEvent("ADDED", obj.stored.data, obj.resource_version)
     if last is not None:
         yield last
 
 
 __all__ = ["Cacher", "StorageError", "parse_resource_version"]
+
+
+async def _selected(res: CacheList) -> CacheList:
+    """``res`` with its pending selection applied in bounded steps: the candidates are
+    the state at the list's revision (the versions they hold never change), so the
+    writes that land between steps are not in it, as they would not be in one step."""
+    if res.selecting is None:
+        return res
+    pred, steps = res.selecting, Steps()
+    await steps.split(len(res.items))
+    items: list[CachedObject] = []
+    for obj in res.items:
+        if obj.matches(pred):
+            items.append(obj)
+        await steps.tick()
+    return dataclasses.replace(res, items=items, selecting=None)

@@ -47,6 +47,10 @@ class CacheList:
     # how many keys follow it in the range (remainingItemCount; -1 with a selector)
     last_key: str = ""
     remaining: int = 0
+    # asked with ``later``: the selector still to apply to ``items`` (the candidates),
+    # which the cacher applies in bounded steps (thousands of candidates are tens of
+    # milliseconds of matching)
+    selecting: SelectionPredicate | None = None
 
 
 Store = BTreeMap[CachedObject]
@@ -247,11 +251,13 @@ class WatchCache:
         recursive: bool = True,
         start: str = "",
         limit: int = 0,
+        later: bool = False,
     ) -> CacheList:
         """Objects under prefix ``key`` (or the one object ``key``) matching ``pred``, as
         they are now; from key ``start`` on (a continue key) and at most ``limit`` of
         them (0: all) when given. An index serves an exact field match unless the list
-        continues (upstream passes no index with a continue key)."""
+        continues (upstream passes no index with a continue key). With ``later``, a
+        whole list's candidates come unselected (see ``CacheList.selecting``)."""
         rv = self.resource_version
         if not recursive:
             one = self._store.get(key)
@@ -262,12 +268,12 @@ class WatchCache:
             candidates = [bucket[k] for k in sorted(bucket) if k.startswith(key)]
             if limit:
                 return _page(iter(candidates), len(candidates), pred, limit, rv, index)
-            return _filtered(candidates, len(bucket), pred, rv, index)
-        return _range(self._store, key, start, pred, limit, rv)
+            return _filtered(candidates, len(bucket), pred, rv, index, later)
+        return _range(self._store, key, start, pred, limit, rv, later)
 
     def list_at(
         self, key: str, pred: SelectionPredicate, resource_version: int, *, start: str = "",
-        limit: int = 0,
+        limit: int = 0, later: bool = False,
     ) -> CacheList:  # fmt: skip
         """``list_objects`` of the state at ``resource_version``, from the snapshots
         (upstream's ``listExactRV``): Expired "too old resource version: N" when that
@@ -277,7 +283,7 @@ class WatchCache:
         )  # fmt: skip
         if snapshot is None:
             raise Expired(f"too old resource version: {resource_version}")
-        return _range(snapshot, key, start, pred, limit, resource_version)
+        return _range(snapshot, key, start, pred, limit, resource_version, later)
 
     def holds(self, resource_version: int) -> bool:
         """Whether the state at ``resource_version`` is held (upstream CanServeExactRV)."""
@@ -321,22 +327,26 @@ def _index_add(indexes: dict[str, dict[str, dict[str, CachedObject]]], obj: Cach
 
 
 def _range(
-    store: Store, key: str, start: str, pred: SelectionPredicate, limit: int, rv: int
-) -> CacheList:
+    store: Store, key: str, start: str, pred: SelectionPredicate, limit: int, rv: int,
+    later: bool = False,
+) -> CacheList:  # fmt: skip
     """The objects of ``store`` under prefix ``key`` from ``start`` on, paged."""
     lo, hi = max(start, key), prefix_end(key)
     if limit:
         total = store.count(lo, hi) if pred.empty else None
         return _page(store.values(lo, hi), total, pred, limit, rv, "")
     candidates = store.value_list(lo, hi)
-    return _filtered(candidates, len(candidates), pred, rv, "")
+    return _filtered(candidates, len(candidates), pred, rv, "", later)
 
 
 def _filtered(
-    candidates: list[CachedObject], fetched: int, pred: SelectionPredicate, rv: int, index: str
-) -> CacheList:
+    candidates: list[CachedObject], fetched: int, pred: SelectionPredicate, rv: int, index: str,
+    later: bool = False,
+) -> CacheList:  # fmt: skip
     if pred.empty:
         return CacheList(candidates, rv, fetched, 0, index)
+    if later:
+        return CacheList(candidates, rv, fetched, len(candidates), index, selecting=pred)
     items = [o for o in candidates if o.matches(pred)]
     return CacheList(items, rv, fetched, len(candidates), index)
 

@@ -25,7 +25,8 @@ from pathlib import Path
 from lab.etcd import free_port
 from lab.process import stop_process
 
-__all__ = ["APIServer", "PortTaken", "ServerNotReady", "cli_command", "serve_command"]
+__all__ = ["EVENT_LOOP_ENV", "APIServer", "PortTaken", "ServerNotReady", "cli_command",
+           "serve_command", "with_event_loop"]
 
 # The server runs from the checkout this module belongs to, so ``python -m proxy.cli``
 # imports the same packages as its caller (a worktree's, not an installed copy's).
@@ -36,6 +37,9 @@ REPO = Path(__file__).resolve().parent.parent
 # (proxy.app.server's constants; literals here so the launcher does not import the server).
 INSTANCE_HEADER = "X-Watchcache-Instance"
 INSTANCE_ID_ENV = "WATCHCACHE_INSTANCE_ID"
+# Every launched server on this event loop (``--event-loop=``) unless its flags name one:
+# how a whole suite runs on uvloop before uvloop can become a default (docs/performance.md)
+EVENT_LOOP_ENV = "WATCHCACHE_EVENT_LOOP"
 EXIT_PORT_IN_USE = 3
 
 
@@ -77,6 +81,15 @@ def serve_command(
         *extra_args,
         python=python,
     )
+
+
+def with_event_loop(flags: Sequence[str]) -> tuple[str, ...]:
+    """``flags``, with ``--event-loop=$WATCHCACHE_EVENT_LOOP`` added when that is set
+    and the flags name no loop themselves."""
+    loop = os.environ.get(EVENT_LOOP_ENV, "")
+    if not loop or any(f.startswith("--event-loop") for f in flags):
+        return tuple(flags)
+    return (*flags, f"--event-loop={loop}")
 
 
 @dataclass
@@ -141,10 +154,10 @@ class APIServer:
 
     def command(self) -> list[str]:
         if self.argv is not None:
-            return cli_command("serve", *self.argv, python=self.python)
+            return cli_command("serve", *with_event_loop(self.argv), python=self.python)
         return serve_command(
-            self.etcd_servers, self.port, prefix=self.prefix, extra_args=self.extra_args,
-            python=self.python,
+            self.etcd_servers, self.port, prefix=self.prefix,
+            extra_args=with_event_loop(self.extra_args), python=self.python,
         )  # fmt: skip
 
     def start(self, timeout: float = 60.0, *, ready: bool = True) -> APIServer:

@@ -632,6 +632,9 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--workers", default="1", metavar="N[,N...]",
                      help="one watchcache per value, each `serve --workers N`; the native "
                      "load measures each (default 1)")
+    ref.add_argument("--event-loop", choices=("asyncio", "uvloop"), default=None,
+                     help="the watchcaches' --event-loop (default: uvloop, as the image "
+                     "serves, when it is installed; else asyncio)")
     ref.add_argument("--wrk", default=None, metavar="PATH",
                      help="the native load generator (default: wrk on PATH, or Debian's "
                      "fetched into the cache)")
@@ -648,13 +651,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run_reference(a: argparse.Namespace, quick: bool) -> int:
-    from lab.bench_reference import ReferenceConfig, run_reference
+    from lab.bench_reference import ReferenceConfig, run_reference, shipped_event_loop
 
     run_reference(ReferenceConfig(
         reference=a.reference or "", kubeconfig=a.kubeconfig, reference_pid=a.reference_pid,
         reference_binary=a.reference_binary,
         workers=tuple(int(n) for n in a.workers.split(",") if n.strip()) or (1,),
         wrk=a.wrk, native_load=a.load_generator == "wrk",
+        event_loop=a.event_loop or shipped_event_loop(),
         load_rounds=1 if quick else a.load_rounds,
         pods=a.pods or (100 if quick else 2000), nodes=a.nodes or (5 if quick else 20),
         seed_via=a.seed_via, runs=a.runs or (2 if quick else 5), connections=a.connections,

@@ -30,6 +30,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import gzip
+import importlib.util
 import os
 import random
 import secrets
@@ -64,6 +65,12 @@ TABLE = ("application/json;as=Table;v=v1;g=meta.k8s.io,"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
+def shipped_event_loop() -> str:
+    """The loop the image serves on (deploy/Dockerfile: ``--event-loop=uvloop``), when
+    this machine has uvloop; asyncio's otherwise (docs/performance.md, round two)."""
+    return "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
+
+
 @dataclass
 class ReferenceConfig:
     reference: str  # URL ("" = the kubeconfig's server); unused with reference_binary
@@ -74,6 +81,8 @@ class ReferenceConfig:
     # one watchcache per value, each `--workers N`: reads, fan-out and memory use the
     # first; the native load measures all of them
     workers: tuple[int, ...] = (1,)
+    # the watchcaches' --event-loop: uvloop, as the image ships it, when it is installed
+    event_loop: str = field(default_factory=shipped_event_loop)
     wrk: str | None = None  # wrk's path (None: found or fetched, lab.wrk)
     native_load: bool = True  # small requests through wrk (False: the Python client)
     load_rounds: int = 3
@@ -398,14 +407,15 @@ async def _json_bytes(ep: Endpoint, ns: str) -> int:
 
 
 def _watchcache(endpoints: list[str], work: Path, token: Path, workers: int, name: str,
-                *, first: bool) -> APIServer:  # fmt: skip
+                *, first: bool, event_loop: str = "asyncio") -> APIServer:  # fmt: skip
     """A watchcache as the reference is served: HTTPS with the same static token and
     RBAC. Only the first one keeps the ``kubernetes`` Service's endpoints (another on
     the same etcd would rewrite them and move etcd's revision past every watch cache)."""
     port = free_port()
     args: tuple[str, ...] = (
         f"--secure-port={port}", f"--cert-dir={work / name}", f"--token-auth-file={token}",
-        "--authorization-mode=RBAC", f"--workers={workers}", "--log-level=warning")  # fmt: skip
+        "--authorization-mode=RBAC", f"--workers={workers}", "--log-level=warning",
+        f"--event-loop={event_loop}")  # fmt: skip
     if not first:
         args += ("--endpoint-reconciler-type=none",)
     return APIServer(endpoints, extra_args=args, log_path=work / f"{name}.log").start()
@@ -472,7 +482,8 @@ def run_reference(cfg: ReferenceConfig) -> dict[str, Any]:
             for i, n in enumerate(cfg.workers):
                 servers.watchcaches.append(_watchcache(
                     cluster.endpoints, work, work / "tokens.csv", n,
-                    "watchcache" if i == 0 else f"watchcache-w{n}", first=i == 0))  # fmt: skip
+                    "watchcache" if i == 0 else f"watchcache-w{n}", first=i == 0,
+                    event_loop=cfg.event_loop))  # fmt: skip
             # the native load names each watchcache by its workers; the rest compares the
             # first one, "watchcache", with the reference
             loaded = [_endpoint(f"watchcache --workers {n}", server, token)
@@ -504,7 +515,7 @@ def run_reference(cfg: ReferenceConfig) -> dict[str, Any]:
         "reference_binary": str(cfg.reference_binary) if cfg.reference_binary else None,
         "pods": cfg.pods, "nodes": cfg.nodes, "seed_via": cfg.seed_via, "runs": cfg.runs,
         "warmup": cfg.warmup,
-        "workers": list(cfg.workers), "cpus": os.cpu_count(),
+        "workers": list(cfg.workers), "event_loop": cfg.event_loop, "cpus": os.cpu_count(),
         # each server's own etcd (the reference's when the bench started it); gates:
         # the servers' defaults (neither is given --feature-gates)
         "etcd": servers.clusters[-1].version_string if servers.clusters else None,
@@ -578,7 +589,7 @@ def _memory(cfg: ReferenceConfig, servers: _Servers, cluster: EtcdCluster, own: 
     after_reads = asyncio.run(cache_memory(own))
     servers.watchcaches[0].stop()
     fresh = _watchcache(cluster.endpoints, work, work / "tokens.csv", cfg.workers[0],
-                        "watchcache-restarted", first=True)  # fmt: skip
+                        "watchcache-restarted", first=True, event_loop=cfg.event_loop)  # fmt: skip
     servers.watchcaches[0] = fresh
     own.url, own.pid = fresh.secure_url, fresh.pid
     asyncio.run(_json_bytes(own, ns))  # the cache is primed; a LIST answered from it

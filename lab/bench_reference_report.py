@@ -38,6 +38,7 @@ def markdown(result: dict[str, Any]) -> str:
            f"{meta['loadavg_end'][0]:.1f} at the end" if "loadavg_start" in meta else "")
         + (f"; watchcache `--workers` {', '.join(map(str, meta['workers']))}"
            if "workers" in meta else "")
+        + (f" on the {meta['event_loop']} event loop" if "event_loop" in meta else "")
         + (f"; each server on its own etcd {meta['etcd']}, feature gates at their defaults"
            if meta.get("etcd") else "") + ".",
         "",

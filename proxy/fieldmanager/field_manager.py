@@ -295,11 +295,16 @@ class FieldManager:
         owned_by_any = Set()
         for vs in managed.fields.values():
             owned_by_any = owned_by_any.union(vs.set)
-        merged_set = tv.ensure_named_fields_are_members(tv.to_field_set(merged, atom), atom)
         last_set = tv.ensure_named_fields_are_members(last, atom)
         keep = tv.ensure_named_fields_are_members(owned_by_any, atom)
-        remove = merged_set.intersection(last_set).difference(keep)
-        pruned = tv.remove_items(merged, remove, atom)
+        # (merged ∩ last) - keep is merged ∩ (last - keep): a re-apply that still sends
+        # all it sent before leaves nothing to remove, and the merged object's own set
+        # (a walk of the whole object) is not needed
+        candidates = last_set.difference(keep)
+        if candidates.empty():
+            return merged
+        merged_set = tv.ensure_named_fields_are_members(tv.to_field_set(merged, atom), atom)
+        pruned = tv.remove_items(merged, merged_set.intersection(candidates), atom)
         return pruned if isinstance(pruned, dict) else merged
 
     def _check_config(self, config: JSONObject) -> None:

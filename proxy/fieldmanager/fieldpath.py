@@ -18,6 +18,7 @@ Contract:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
@@ -130,8 +131,15 @@ def path_string(path: Path) -> str:
     return "".join(str(pe) for pe in path)
 
 
+@functools.lru_cache(maxsize=8192)
+def _order(pe: PathElement) -> tuple[Any, ...]:
+    """:meth:`PathElement.order`, remembered: every encode sorts the same keys and
+    values again, and a key's or value's order parses its JSON."""
+    return pe.order()
+
+
 def _sorted(elements: Iterator[PathElement] | set[PathElement]) -> list[PathElement]:
-    return sorted(elements, key=PathElement.order)
+    return sorted(elements, key=_order)
 
 
 class Set:
@@ -156,7 +164,10 @@ class Set:
             return
         node = self
         for pe in path[:-1]:
-            node = node.children.setdefault(pe, Set())
+            child = node.children.get(pe)
+            if child is None:  # no throwaway Set per level: inserts are the hot path
+                child = node.children[pe] = Set()
+            node = child
         node.members.add(path[-1])
 
     def has(self, path: Path) -> bool:

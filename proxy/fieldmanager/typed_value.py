@@ -99,7 +99,8 @@ def to_field_set(value: Any, atom: Atom, strict: bool = False) -> Set:
     duplicate listed as upstream's validation lists its errors."""
     out = Set()
     duplicates: list[str] = []
-    _fields(value, atom, (), out, strict, duplicates)
+    if _shape(atom, value) != "leaf":  # a leaf root is the empty path: never a member
+        _fields(value, atom, (), out, strict, duplicates)
     if len(duplicates) == 1:
         raise TypedError(duplicates[0])
     if duplicates:
@@ -116,12 +117,12 @@ def _key_text(element: PathElement) -> str:
 
 
 def _fields(
-    value: Any, atom: Atom, path: Path, out: Set, strict: bool, duplicates: list[str]
+    value: Any, atom: Atom, path: Path, node: Set, strict: bool, duplicates: list[str]
 ) -> None:
-    shape = _shape(atom, value)
-    if shape == "leaf":
-        out.insert(path)
-    elif shape == "list":
+    """The fields below ``value`` (a list or map at ``path``) into ``node``, the set's
+    subtree at ``path``: built level by level, not by inserting each whole path from
+    the root (an apply walks every field of the object two or three times)."""
+    if _shape(atom, value) == "list":
         elem = atom.elem() or DEDUCED
         seen: set[PathElement] = set()
         for i, item in enumerate(value or ()):
@@ -133,16 +134,32 @@ def _fields(
                 duplicates.append(f"{path_string(path)}: duplicate entries for key "
                                   f"{_key_text(element)}")  # fmt: skip
             seen.add(element)
-            child = (*path, element)
-            _fields(item, elem, child, out, strict, duplicates)
-            out.insert(child)
-    else:
-        for key, item in (value or {}).items():
-            child_atom = _child_atom(atom, key, strict, path)
-            child = (*path, PathElement.field(key))
-            _fields(item, child_atom, child, out, strict, duplicates)
-            if item is None or (isinstance(item, dict) and not item) or not atom.declares(key):
-                out.insert(child)
+            _child(item, elem, path, element, node, strict, duplicates)
+            node.members.add(element)
+        return
+    for key, item in (value or {}).items():
+        element = PathElement.field(key)
+        _child(item, _child_atom(atom, key, strict, path), path, element, node, strict,
+               duplicates)  # fmt: skip
+        if item is None or (isinstance(item, dict) and not item) or not atom.declares(key):
+            node.members.add(element)
+
+
+def _child(
+    item: Any, atom: Atom, path: Path, element: PathElement, node: Set, strict: bool,
+    duplicates: list[str],
+) -> None:  # fmt: skip
+    """One child of ``node``: a leaf is a member; a list or map a subtree (kept only
+    when something below it is owned)."""
+    if _shape(atom, item) == "leaf":
+        node.members.add(element)
+        return
+    sub = node.children.get(element)
+    if sub is None:
+        sub = node.children[element] = Set()
+    _fields(item, atom, (*path, element), sub, strict, duplicates)
+    if not sub.members and not sub.children:
+        del node.children[element]
 
 
 @dataclass
@@ -327,15 +344,14 @@ def ensure_named_fields_are_members(s: Set, atom: Atom) -> Set:
     out = Set()
     out.members = set(s.members)
     for pe, child in s.children.items():
-        if child.empty():
-            continue
-        if pe.kind == 0:
-            if atom.declares(pe.text):
-                out.members.add(pe)
-            child_atom = atom.child(pe.text) or DEDUCED
-        else:
-            child_atom = atom.elem() or DEDUCED
-        out.children[pe] = ensure_named_fields_are_members(child, child_atom)
+        field = pe.kind == 0
+        child_atom = (atom.child(pe.text) if field else atom.elem()) or DEDUCED
+        below = ensure_named_fields_are_members(child, child_atom)
+        if not below.members and not below.children:
+            continue  # an empty subtree (the walk below says so: no empty() per level)
+        if field and atom.declares(pe.text):
+            out.members.add(pe)
+        out.children[pe] = below
     return out
 
 

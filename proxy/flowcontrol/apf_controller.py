@@ -92,7 +92,9 @@ class PriorityLevel:
         and every other flow of the level would wait for it to finish."""
         if self.exempt:
             return 0
-        queuing = _queuing(self.spec)
+        # the queue set's shape is the spec's (the controller reconfigures it with
+        # every new spec): not parsed again on every request
+        queuing = self.queue_set.queuing
         hand = queuing.hand_size if queuing is not None else 1
         return max(1, min(self.nominal // hand, math.ceil(self.nominal * 0.15)))
 

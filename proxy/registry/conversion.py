@@ -37,6 +37,7 @@ from storage.interfaces import (
     Watcher,
     WatchEvent,
 )
+from storage.steps import Steps
 
 __all__ = ["Converter", "NoneConverter", "VersionedStorage", "with_api_version"]
 
@@ -63,13 +64,25 @@ class NoneConverter:
         return [with_api_version(o, api_version) for o in objects]
 
 
+_API_VERSION = b'"apiVersion":'
+
+
 def _already_in(data: bytes, api_version: str) -> bool:
     """Whether compact JSON ``data`` has ``api_version`` as every apiVersion it holds (so
     as its top-level one), without decoding it. Every object written through the API
     has a managedFields entry naming its version: requiring a single apiVersion would
-    decode and re-encode each of them on every read (the bench's ``cr_*`` LISTs)."""
-    total = data.count(b'"apiVersion":')
-    return total > 0 and data.count(b'"apiVersion":"' + api_version.encode() + b'"') == total
+    decode and re-encode each of them on every read (the bench's ``cr_*`` LISTs). One
+    pass over the bytes (a LIST checks every item: two ``count`` passes were 45 ms for
+    the bench's 10,000 widgets)."""
+    wanted = _API_VERSION + b'"' + api_version.encode() + b'"'
+    at = data.find(_API_VERSION)
+    if at < 0:
+        return False
+    while at >= 0:
+        if not data.startswith(wanted, at):
+            return False
+        at = data.find(_API_VERSION, at + len(wanted))
+    return True
 
 
 def _object_key(obj: JSONObject) -> tuple[str, str]:
@@ -164,13 +177,21 @@ class VersionedStorage:
         """Whether an object read must be changed before it is served."""
         return self.read_defaults is not None or not _already_in(data, self.api_version)
 
-    async def present(self, objects: list[JSONObject]) -> list[JSONObject]:
-        """Objects read from storage as this version serves them: defaulted, converted."""
+    async def present(
+        self, objects: list[JSONObject], steps: Steps | None = None
+    ) -> list[JSONObject]:
+        """Objects read from storage as this version serves them: defaulted (in
+        ``steps``' bounded steps when given: a list's items), converted."""
         if self.read_defaults is not None:
-            objects = [copy.deepcopy(o) for o in objects]
-            for obj in objects:
+            defaulted = []
+            for o in objects:
+                obj = copy.deepcopy(o)
                 if obj.get("apiVersion") == self.storage_api_version:
                     self.read_defaults(obj)
+                defaulted.append(obj)
+                if steps is not None:
+                    await steps.tick()
+            objects = defaulted
         return await self.converter.convert(objects, self.api_version)
 
     async def _out(self, stored: StoredObject) -> StoredObject:
@@ -197,14 +218,32 @@ class VersionedStorage:
         inner_opts, selection = self._selection(opts)
         listed = await self.inner.get_list(key, inner_opts)
         items = list(listed.items)
-        todo = [i for i, item in enumerate(items) if self.needs_work(item.data)]
+        # every item is checked (and converted, selected) in bounded steps: a LIST of
+        # the whole cache is thousands of items, one step would hold the loop for all
+        steps = Steps()
+        await steps.split(len(items))
+        todo: list[int] = []
+        for i, item in enumerate(items):
+            if self.needs_work(item.data):
+                todo.append(i)
+            await steps.tick()
         if todo:  # one conversion (one webhook call) for the whole list, as upstream
-            objs = await self.present([items[i].obj for i in todo])
+            decoded = []
+            for i in todo:
+                decoded.append(items[i].obj)
+                await steps.tick()
+            objs = await self.present(decoded, steps)
             for i, obj in zip(todo, objs, strict=True):
                 old = items[i]
                 items[i] = StoredObject(old.key, orjson.dumps(obj), old.resource_version, obj)
+                await steps.tick()
         if selection is not None:  # a page may come out shorter than the limit
-            items = [item for item in items if selection.matches(item.obj)]
+            selected = []
+            for item in items:
+                if selection.matches(item.obj):
+                    selected.append(item)
+                await steps.tick()
+            items = selected
         return dataclasses.replace(listed, items=items)
 
     async def guaranteed_update(

@@ -79,6 +79,9 @@ def test_a_short_reference_run_against_a_second_watchcache(
         assert memory[filled]["held_bytes"] > memory[filled]["json_bytes"] >= memory["json_bytes"]
     assert result["meta"]["reference_version"]["gitVersion"]
     assert result["meta"]["etcd"].count(".") == 2  # which etcd the figures used
+    # the watchcaches ran on the image's loop (uvloop: the suite installs it) and say so
+    assert result["meta"]["event_loop"] == "uvloop"
+    assert "on the uvloop event loop" in (tmp_path / "out" / "reference.md").read_text()
     for name in ("reference.json", "reference.md", "reference-reads.png"):
         assert (tmp_path / "out" / name).stat().st_size > 0
     # the reference is left as it was

@@ -348,8 +348,11 @@ def _defaulted(spec: JSON, like: JSON | None = None) -> JSON:
     is compared as kube compares defaulted objects (a pod stored before defaulting
     existed is not: docs/defaulting.md). An
     unset imagePullPolicy is taken from ``like`` (the stored spec) when it has the
-    container: kube defaulted it from the image the pod was created with."""
-    out = {**_POD_SPEC_DEFAULTS, **copy.deepcopy(spec)}
+    container: kube defaulted it from the image the pod was created with. The spec's
+    own values are shared, not copied (every pod update defaults both specs; a deep
+    copy of each was most of this check's cost): the containers and their ports are
+    new objects, and nothing downstream writes into the rest (:func:`_munged` copies)."""
+    out = {**_POD_SPEC_DEFAULTS, **spec}
     for name in ("containers", "initContainers"):
         if isinstance(out.get(name), list):
             stored = as_objects((like or {}).get(name))

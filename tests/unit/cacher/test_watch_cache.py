@@ -7,6 +7,7 @@ import asyncio
 import orjson
 import pytest
 
+from cacher.cacher import _added_then, _selected
 from cacher.clock import FakeClock
 from storage.errors import TooLargeResourceVersion
 from tests.unit.cacher.helpers import PREFIX, new_cache, pod, predicate, rv_of
@@ -123,3 +124,52 @@ def test_bytes_under_a_prefix_are_its_share_of_the_average() -> None:
     assert c.bytes_under(f"{PREFIX}a/") == 3 * average
     assert c.bytes_under(f"{PREFIX}c/") == 0
     assert c.bytes_under(PREFIX) == 4 * average
+
+
+async def test_a_scan_selects_in_bounded_steps_at_the_lists_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A whole list's selector without an index is applied by the cacher between other
+    tasks' turns (``STEP_SECONDS`` 0: one candidate a step), to the versions the list
+    took: a write that lands meanwhile is not in it, as in one step."""
+    c = new_cache(FakeClock())
+    c.replace([pod(f"p{i}", i + 2, node=f"n{i % 4}") for i in range(40)], 100)
+    scan = predicate(field="spec.nodeName!=n1")
+    whole = c.list_objects(PREFIX, scan)
+    pending = c.list_objects(PREFIX, scan, later=True)
+    assert pending.selecting is scan and len(pending.items) == 40
+    monkeypatch.setattr("storage.steps.STEP_SECONDS", 0.0)
+    turns = 0
+
+    async def writer() -> None:  # another request's turns: one write, then counting
+        nonlocal turns
+        c.process(f"{PREFIX}default/p0", pod("p0", 101, node="n1"), 101)
+        while not done:
+            turns += 1
+            await asyncio.sleep(0)
+
+    done = False
+    task = asyncio.create_task(writer())
+    res = await _selected(pending)
+    done = True
+    await task
+    assert turns >= 40
+    assert [o.stored for o in res.items] == [o.stored for o in whole.items]
+    assert (res.evaluated, res.fetched, res.selecting) == (40, 40, None)
+    assert len(whole.items) == 30 and len(c.list_objects(PREFIX, scan).items) == 29  # p0 left
+
+
+def test_a_watchs_initial_state_is_selected_as_its_events_are_read() -> None:
+    """A watch from RV 0 takes the candidates at registration and selects them as its
+    ADDED events are read: the versions it was registered at, only the matching ones."""
+    c = new_cache(FakeClock())
+    c.replace([pod(f"p{i}", i + 2, node=f"n{i % 4}") for i in range(8)], 100)
+    scan = predicate(field="spec.nodeName!=n1")
+    state = c.list_objects(PREFIX, scan, later=True)
+    events = _added_then(state.items, state.selecting, None)
+    first = next(events)
+    c.process(f"{PREFIX}default/p7", pod("p7", 101, node="n1"), 101)  # leaves the selection
+    rest = list(events)
+    names = [orjson.loads(e.data)["metadata"]["name"] for e in [first, *rest]]
+    assert names == ["p0", "p2", "p3", "p4", "p6", "p7"]
+    assert {e.type for e in rest} == {"ADDED"} and rest[-1].resource_version == 9

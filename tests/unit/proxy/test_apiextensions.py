@@ -125,3 +125,7 @@ async def test_none_conversion_and_the_bytes_check() -> None:
     assert _already_in(managed % b"v1", "g.io/v1")
     assert not _already_in(managed % b"v2", "g.io/v1")
     assert not _already_in(managed % b"v1", "g.io/v2")
+    # none at all, or a longer version that starts with the wanted one
+    assert not _already_in(b'{"kind":"Widget"}', "g.io/v1")
+    assert not _already_in(managed % b"v1beta1", "g.io/v1")
+    assert not _already_in(b'{"apiVersion":"g.io/v1","x":{"apiVersion":"g.io/v1beta1"}}', "g.io/v1")

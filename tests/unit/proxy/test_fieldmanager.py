@@ -520,3 +520,68 @@ def test_a_write_changing_only_managed_fields_times_keeps_the_stored_ones() -> N
     changed = configmap({"a": "2"}, managedFields=[later])
     keep_times_of_noop(current, changed)
     assert changed["metadata"]["managedFields"] == [later]
+
+
+def _subtrees(s: Set) -> list[Set]:
+    out = [s]
+    for child in s.children.values():
+        out.extend(_subtrees(child))
+    return out
+
+
+def test_field_set_is_built_level_by_level_without_empty_subtrees() -> None:
+    """``to_field_set`` builds the tree node by node: what it owns is exactly the
+    paths upstream's ToFieldSet lists (empty maps and nulls are members, a list only
+    through its items, an empty declared list is nothing), and no subtree it keeps
+    is empty."""
+    from proxy.fieldmanager import typed_value as tv
+    from proxy.fieldmanager.typed import resolve_type
+
+    pod = {
+        "metadata": {"labels": {}, "annotations": None, "finalizers": ["a"]},
+        "spec": {
+            "containers": [{"name": "c", "image": "i", "env": [], "resources": {}}],
+            "volumes": [],
+            "nodeSelector": {"k": "v"},
+        },
+    }
+    got = tv.to_field_set(pod, resolve_type("", "v1", "Pod"))
+    assert got.to_fields_v1() == {
+        "f:metadata": {"f:annotations": {}, "f:finalizers": {'v:"a"': {}}, "f:labels": {}},
+        "f:spec": {
+            "f:containers": {
+                'k:{"name":"c"}': {".": {}, "f:image": {}, "f:name": {}, "f:resources": {}}
+            },
+            "f:nodeSelector": {},  # an atomic map: owned whole
+        },
+    }
+    assert all(t.members or t.children for t in _subtrees(got)[1:])
+    assert tv.to_field_set("a leaf", resolve_type("", "v1", "Pod")).empty()
+
+
+def test_reapply_of_everything_sent_before_does_not_walk_the_merged_object(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Removal looks at the merged object's fields only when the applier owned
+    something last time that nobody owns now: a re-apply that sends all it sent
+    before (what controllers do) walks its configuration once; dropping a field
+    walks the merged object too, and removes the field."""
+    from proxy.fieldmanager import typed_value as tv
+
+    walked: list[Any] = []
+    real = tv.to_field_set
+
+    def counting(value: Any, atom: Any, strict: bool = False) -> Set:
+        walked.append(value)
+        return real(value, atom, strict)
+
+    monkeypatch.setattr(tv, "to_field_set", counting)
+    o = Obj("", "v1", "ConfigMap")
+    o.apply(configmap({"a": "1", "b": "2"}), "applier")
+    walked.clear()
+    o.apply(configmap({"a": "changed", "b": "2"}), "applier")
+    assert len(walked) == 1 and walked[0]["data"] == {"a": "changed", "b": "2"}
+    walked.clear()
+    o.apply(configmap({"a": "changed"}), "applier")
+    assert len(walked) == 2
+    assert o.live is not None and o.live["data"] == {"a": "changed"}

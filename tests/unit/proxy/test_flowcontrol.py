@@ -4,6 +4,7 @@ fair queuing (fake clock), classification, seat estimation, borrowing, the dumps
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 
@@ -121,6 +122,34 @@ async def test_the_mandatory_schemas_classify_until_they_are_stored() -> None:
     assert controller.classify(alice, pods)[0].name == "catch-all"
 
 
+def _level(hand: int) -> dict[str, object]:
+    queuing = {"queues": 128, "handSize": hand, "queueLengthLimit": 50}
+    return {"metadata": {"name": "global-default", "uid": "u1"},
+            "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 20,
+                     "limitResponse": {"type": "Queue", "queuing": queuing}}}}  # fmt: skip
+
+
+async def test_a_levels_most_seats_follow_its_spec_when_it_changes() -> None:
+    """``max_seats`` reads the level's queue set, which the controller reshapes with
+    every new spec (not the spec parsed again on each request): a new hand size moves
+    it at once."""
+    factory = fake_factory()
+    informers = {p: factory.informer_for("flowcontrol.apiserver.k8s.io", p)
+                 for p in ("flowschemas", "prioritylevelconfigurations")}  # fmt: skip
+    controller = APFController(None, 600)
+    controller.watch(informers)
+    informers["flowschemas"].replace([], "1")
+    seats = []
+    for rv, hand in (("1", 6), ("2", 50)):
+        informers["prioritylevelconfigurations"].replace([_level(hand)], rv)
+        await controller.reconcile("configuration")
+        level = controller.levels["global-default"]
+        expected = max(1, min(level.nominal // hand, math.ceil(level.nominal * 0.15)))
+        assert level.max_seats == expected
+        seats.append(level.max_seats)
+    assert seats[1] < seats[0]
+
+
 def test_nominal_limits_and_borrowing() -> None:
     assert allocate(10, [(1, 10, 1), (1, 10, 9)]) == pytest.approx([1, 9])
     assert allocate(10, [(6, 6, 6), (6, 6, 6)]) == [6, 6]  # lower bounds win
@@ -192,7 +221,8 @@ def test_a_levels_most_seats_per_request_are_upstreams(
     big LIST never takes a whole level from its other flows."""
     spec = {"type": "Limited", "limited": {"limitResponse": {
         "type": "Queue", "queuing": {"handSize": hand}}}}  # fmt: skip
-    level = PriorityLevel("pl", "", spec, QueueSet("pl", limit=1, exempt=False, queuing=None))
+    queuing = QueuingConfig(queues=64, hand_size=hand, queue_length_limit=50)
+    level = PriorityLevel("pl", "", spec, QueueSet("pl", limit=1, exempt=False, queuing=queuing))
     level.nominal = nominal
     assert level.max_seats == expected
     lst = _info("GET", "/api/v1/pods", {})

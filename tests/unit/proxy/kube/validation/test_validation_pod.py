@@ -308,3 +308,16 @@ def test_update_treats_defaulted_fields_as_their_defaults() -> None:
         schedulerName="default-scheduler",
     )
     assert update_errors(new, old) == []  # fmt: skip
+
+
+def test_update_check_leaves_both_pods_as_they_were() -> None:
+    """The update check defaults both specs sharing their values (no deep copies):
+    neither pod it was given changes, even when the image rule writes the old image
+    into its comparison copy."""
+    old = pod(tolerations=[{"key": "a", "operator": "Exists"}])
+    old["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+    new = changed(old, nodeName="elsewhere", containers=[
+        {"name": "c", "image": "busybox:2", "ports": [{"containerPort": 80}]}])  # fmt: skip
+    before = copy.deepcopy((new, old))
+    assert len(update_errors(new, old)) == 1
+    assert (new, old) == before
