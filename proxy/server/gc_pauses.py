@@ -27,7 +27,7 @@ served nobody. The measures:
   keeps a page of decoded objects alive while it writes them, ran ~17 young passes and
   1-2 middle ones, each promoting what was alive at that instant (objects that die a
   moment later, by reference counting, in an older generation). At 2,000 it runs ~4
-  young passes, a middle pass walks no more than with the default (~6,000 survivors),
+  young passes, a middle pass walks about as many as with the default (6,000-9,000),
   and what lives a few milliseconds dies young. The thresholds count *net* new tracked
   objects, so cyclic garbage is still found by the same passes, a little later
   (docs/bench/event-loop.md, "Round six — collections").
@@ -49,8 +49,8 @@ FREEZE_SURVIVORS = 20_000
 OLDEST = 2  # CPython's oldest generation: its collection is the full one
 # (generation 0, generation 1): net new tracked objects before a young pass, young
 # passes before a middle one. A young pass walks at most ~2,000 objects (~1-2 ms of CPU
-# on a loaded machine, 0.5-1 us each) and a middle one ~2,000 x 3 survivors, as many as
-# with CPython's (700, 10); (2,000, 7) made middle passes of 10 ms (measured).
+# on a loaded machine, 0.5-1 us each) and a middle one ~2,000 x 3 survivors, about as
+# many as with CPython's (700, 10); (2,000, 7) made middle passes of 10-14 ms (measured).
 YOUNG_THRESHOLDS = (2_000, 3)
 
 GC_PAUSE = Histogram(
