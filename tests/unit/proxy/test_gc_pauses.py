@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from proxy.server.gc_pauses import GC_PAUSE, install
+from proxy.server.gc_pauses import GC_PAUSE, YOUNG_THRESHOLDS, install
 
 
 def _count(generation: str) -> float:
@@ -63,5 +63,32 @@ def test_few_survivors_are_left_to_the_collector() -> None:
         gc.collect()
         assert gc.get_freeze_count() == frozen_before
         assert any(o is kept for o in gc.get_objects(2))
+    finally:
+        stop()
+
+
+def test_the_young_generations_are_sized_while_installed() -> None:
+    before = gc.get_threshold()
+    stop = install()
+    try:
+        assert gc.get_threshold() == (*YOUNG_THRESHOLDS, before[2])
+    finally:
+        stop()
+    assert gc.get_threshold() == before
+
+
+def test_cyclic_garbage_is_still_freed_by_the_collections_that_run_on_their_own() -> None:
+    gc.collect()
+    stop = install(freeze_survivors=None)
+    try:
+        a, b = _Node(), _Node()
+        a.other, b.other = b, a  # garbage only the collector can free, as a request's
+        dead = weakref.ref(a)
+        del a, b
+        assert dead() is not None
+        # net new tracked objects, as a request that holds a page: no gc.collect()
+        kept = [[i] for i in range(YOUNG_THRESHOLDS[0] * 2)]
+        assert dead() is None
+        assert len(kept) == YOUNG_THRESHOLDS[0] * 2
     finally:
         stop()
