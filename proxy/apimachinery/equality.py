@@ -9,9 +9,17 @@ storage (where empty maps are omitted) would then write on every round.
 
 from __future__ import annotations
 
-__all__ = ["semantic_equal", "without_zero"]
+__all__ = ["decoded_equal", "semantic_equal", "without_zero"]
 
 _ZERO: tuple[object, ...] = (None, {}, [])
+
+
+def _without_null(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _without_null(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_null(v) for v in value]
+    return value
 
 
 def without_zero(value: object) -> object:
@@ -27,3 +35,11 @@ def without_zero(value: object) -> object:
 def semantic_equal(a: object, b: object) -> bool:
     """Equal as upstream's typed objects would be (see the module docstring)."""
     return a == b or without_zero(a) == without_zero(b)
+
+
+def decoded_equal(a: object, b: object) -> bool:
+    """Equal once decoded into Go's types, where a field set to ``null`` is the field
+    left out (a stored pod template's ``metadata.creationTimestamp: null`` and a request
+    that omits it are one object); empty maps and lists still count, as Go's pointers
+    to empty structs do."""
+    return a == b or _without_null(a) == _without_null(b)

@@ -4,6 +4,7 @@ a real kube-apiserver for the same requests)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import aiohttp
@@ -234,6 +235,7 @@ async def test_apply_changing_only_reset_fields_writes_nothing(
     url = path(namespace) + "?fieldManager=m"
     code, obj, _ = await patch(http, url, {**deployment(namespace), "status": {"replicas": 7}})
     assert code == 201
+    await asyncio.sleep(1.1)  # the second apply in a later second: its time must not move
     code, again, _ = await patch(http, url, {**deployment(namespace), "status": {"replicas": 8}})
     assert code == 200
     assert again["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]

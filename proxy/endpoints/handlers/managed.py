@@ -19,6 +19,7 @@ import yaml
 from aiohttp import web
 
 from proxy import apierrors
+from proxy.apimachinery.equality import decoded_equal
 from proxy.endpoints import decoding, negotiation
 from proxy.fieldmanager.field_manager import FieldManager, manager_or_user_agent
 from proxy.fieldmanager.fieldpath import PathElement, Set
@@ -127,7 +128,9 @@ def keep_times_of_noop(current: JSONObject, updated: JSONObject) -> None:
     if old is None or new is None or old == new or _untimed(old) != _untimed(new):
         return
     ignored = ("managedFields", "resourceVersion")
-    if _without(current, *ignored) == _without(updated, *ignored):
+    # as decoded objects: the stored one carries nulls (a pod template's
+    # creationTimestamp) that the request's omits
+    if decoded_equal(_without(current, *ignored), _without(updated, *ignored)):
         updated["metadata"]["managedFields"] = old
 
 
