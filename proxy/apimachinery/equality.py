@@ -9,16 +9,17 @@ storage (where empty maps are omitted) would then write on every round.
 
 from __future__ import annotations
 
-__all__ = ["decoded_equal", "semantic_equal", "without_zero"]
+__all__ = ["decoded_equal", "semantic_equal", "without_null", "without_zero"]
 
 _ZERO: tuple[object, ...] = (None, {}, [])
 
 
-def _without_null(value: object) -> object:
+def without_null(value: object) -> object:
+    """``value`` with every null field dropped, recursively (Go decodes null as unset)."""
     if isinstance(value, dict):
-        return {k: _without_null(v) for k, v in value.items() if v is not None}
+        return {k: without_null(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_without_null(v) for v in value]
+        return [without_null(v) for v in value]
     return value
 
 
@@ -42,4 +43,4 @@ def decoded_equal(a: object, b: object) -> bool:
     left out (a stored pod template's ``metadata.creationTimestamp: null`` and a request
     that omits it are one object); empty maps and lists still count, as Go's pointers
     to empty structs do."""
-    return a == b or _without_null(a) == _without_null(b)
+    return a == b or without_null(a) == without_null(b)

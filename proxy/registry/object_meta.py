@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable
 
 from proxy import apierrors
+from proxy.apimachinery.equality import without_null
 from proxy.registry.resources import ResourceInfo
 from storage.interfaces import JSONObject
 
@@ -149,18 +150,10 @@ def _spec_part(obj: JSONObject) -> JSONObject:
     null member is the same as an absent one (a Go typed round trip writes a zero
     ``creationTimestamp`` of a pod template as null, a decoded patch result may omit it)."""
     return {
-        k: _without_nulls(v)
+        k: without_null(v)
         for k, v in obj.items()
         if k not in ("metadata", "status", "kind", "apiVersion")
     }
-
-
-def _without_nulls(value: object) -> object:
-    if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_without_nulls(v) for v in value]
-    return value
 
 
 def with_parts_of(
