@@ -5,15 +5,17 @@
 with an established CRD (re)builds what each served version needs — the registry entry
 (routes, request resolution, legacy discovery), its storage with its own watch cache
 (built at once, so it primes as a built-in's does), its strategy, Table printer and
-selectable fields — and ``stop`` undoes it: the watch cache is closed, which ends every
-open watch on it, and the resource is no longer routed. Each change drops the cached
-aggregated discovery and OpenAPI documents, so their ETags change.
+selectable fields — and ``stop`` undoes it: the resource is no longer routed at once,
+and its watch cache is closed a second later (upstream's ``tearDown``), which ends every
+open watch on it after it has delivered the instances' deletions. Each change drops the
+cached aggregated discovery and OpenAPI documents, so their ETags change.
 
 All methods run on the event loop; only the controllers call ``serve``/``stop``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from dataclasses import dataclass, field
@@ -35,6 +37,13 @@ from proxy.registry.validation.strategy import KindStrategy
 from storage.interfaces import Interface
 
 __all__ = ["CustomResources"]
+
+# How long a deleted CRD's storage outlives its routes: upstream's tearDown sleeps a
+# second ("allow time for in-flight requests ... to register themselves") before it
+# destroys the storage. The finalizer's last deletions are in etcd by then but may not
+# have reached every open watch (without the watch cache, each watch is its own etcd
+# watch): closing at once would end a ``kubectl get -w`` before its DELETED events.
+TEARDOWN_GRACE = 1.0
 
 log = logging.getLogger("watchcache.apiextensions")
 
@@ -79,6 +88,8 @@ class CustomResources:
     _by_crd: dict[str, _Served] = field(default_factory=dict)
     # (group, version, plural) -> the version's facts, for the request handlers
     _versions: dict[tuple[str, str, str], CustomResourceVersion] = field(default_factory=dict)
+    # deleted CRDs' storages waiting out TEARDOWN_GRACE (close() destroys them at once)
+    _teardowns: set[asyncio.Task[None]] = field(default_factory=set)
 
     def version_of(self, resource: NamedResource) -> CustomResourceVersion | None:
         """The CRD version behind ``resource``; None for a built-in resource."""
@@ -123,7 +134,7 @@ class CustomResources:
         else:
             self._by_crd.pop(name, None)
         if current is not None:
-            await self._unserve(current, keep, close_etcd3=False)
+            await self._unserve(current, keep)
         self._api_changed()
         log.info("serving %s at %s", name, ", ".join(i.api_version for i, _ in resources))
 
@@ -166,24 +177,45 @@ class CustomResources:
             self._versions[_key(info)] = cr
 
     async def stop(self, crd_name: str) -> None:
-        """Stop serving ``crd_name``'s resources; their watch cache closes."""
+        """Stop serving ``crd_name``'s resources now; their watch cache and etcd3 store
+        close TEARDOWN_GRACE later (a CRD made again meanwhile gets fresh ones)."""
         current = self._by_crd.pop(crd_name, None)
         if current is None:
             return
-        await self._unserve(current, set(), close_etcd3=True)
+        self._unroute(current, set())
+        etcd3 = self.ctx.storage_ctx.take_etcd3(current.base)
+        task = asyncio.create_task(
+            self._tear_down(current, etcd3), name=f"teardown {crd_name}"
+        )
+        self._teardowns.add(task)
+        task.add_done_callback(self._teardowns.discard)
         self._api_changed()
         log.info("stopped serving %s", crd_name)
 
-    async def close(self) -> None:
-        for name in list(self._by_crd):
-            await self._unserve(self._by_crd.pop(name), set(), close_etcd3=False)
+    async def _tear_down(self, served: _Served, etcd3: Interface | None) -> None:
+        try:
+            await asyncio.sleep(TEARDOWN_GRACE)
+        finally:  # also when close() cancels the wait: the storage is destroyed then
+            await self._destroy(served)
+            if etcd3 is not None:
+                await etcd3.close()
 
-    async def _unserve(
-        self, served: _Served, keep: set[tuple[str, str, str]], *, close_etcd3: bool
-    ) -> None:
+    async def close(self) -> None:
+        teardowns = list(self._teardowns)
+        for task in teardowns:
+            task.cancel()
+        await asyncio.gather(*teardowns, return_exceptions=True)
+        for name in list(self._by_crd):
+            await self._unserve(self._by_crd.pop(name), set())
+
+    async def _unserve(self, served: _Served, keep: set[tuple[str, str, str]]) -> None:
         """Undo ``served`` but what the new serving of the same CRD took over (``keep``:
-        its versions); then close its watch cache and, when the CRD is gone, its etcd3
-        store (shared, by group and plural, with a new serving)."""
+        its versions), then close its watch cache at once (a changed CRD: upstream
+        rebuilds its storage and ends the old watches)."""
+        self._unroute(served, keep)
+        await self._destroy(served)
+
+    def _unroute(self, served: _Served, keep: set[tuple[str, str, str]]) -> None:
         for info, _ in served.resources:
             key = _key(info)
             if key in keep:
@@ -194,11 +226,11 @@ class CustomResources:
             self.ctx.storages.remove_view(info)
         if _key(served.base) not in keep:
             self.ctx.storage_ctx.custom_attrs.pop(_key(served.base), None)
+
+    async def _destroy(self, served: _Served) -> None:
         await served.store.close()  # ends every watch on it
         if isinstance(served.converter, WebhookConverter):
             await served.converter.close()
-        if close_etcd3:
-            await self.ctx.storage_ctx.close_etcd3(served.base)
 
     def _api_changed(self) -> None:
         self.ctx.aggregated_discovery.clear()

@@ -164,11 +164,10 @@ class StorageContext:
             self._etcd3[key] = store
         return store
 
-    async def close_etcd3(self, resource: ResourceInfo) -> None:
-        """Close and forget ``resource``'s etcd3 store (its watchers end)."""
-        store = self._etcd3.pop((resource.group, resource.plural), None)
-        if store is not None:
-            await store.close()
+    def take_etcd3(self, resource: ResourceInfo) -> Etcd3Store | None:
+        """Forget ``resource``'s etcd3 store and hand it to the caller, who closes it
+        (a deleted CRD's, once its grace is over); the next ``etcd3`` builds a new one."""
+        return self._etcd3.pop((resource.group, resource.plural), None)
 
     async def close(self) -> None:
         """Stop the compactor and close every etcd3 store (each stops its watchers)."""
