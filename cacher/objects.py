@@ -276,7 +276,8 @@ class WatchCacheEvent:
     watchers whose selector the object leaves — computed lazily, once per event.
     """
 
-    __slots__ = ("_prev_at_rv", "key", "object", "prev", "record_time", "resource_version", "type")
+    # six slots, no key (the object's): 80 bytes an event, 96 with seven
+    __slots__ = ("_prev_at_rv", "object", "prev", "record_time", "resource_version", "type")
 
     def __init__(
         self,
@@ -287,12 +288,15 @@ class WatchCacheEvent:
         record_time: float,
     ) -> None:
         self.type = type
-        self.key = object.key
         self.object = object
         self.prev = prev
         self.resource_version = resource_version
         self.record_time = record_time
         self._prev_at_rv: bytes | None = None
+
+    @property
+    def key(self) -> str:
+        return self.object.key
 
     def prev_at_rv(self) -> bytes:
         assert self.prev is not None
