@@ -308,11 +308,14 @@ class Interface(Protocol):
         try_update: UpdateFunc,
         *,
         ignore_not_found: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
         """Optimistic read-modify-write loop on mod_revision, retried on races. If the
         new encoding equals the stored bytes nothing is written and the current version
         is returned. With ``ignore_not_found`` an absent key is passed to try_update as
-        an empty dict (create-on-update)."""
+        an empty dict (create-on-update). ``cached_existing_object``: a copy of the
+        object that may be stale, tried before reading etcd (upstream's
+        cachedExistingObject; the watch cache passes its own, ignoring the caller's)."""
         ...
 
     async def delete(

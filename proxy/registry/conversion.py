@@ -253,6 +253,7 @@ class VersionedStorage:
         try_update: UpdateFunc,
         *,
         ignore_not_found: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
         async def converted(current: JSONObject) -> JSONObject:
             seen = (await self.present([current]))[0] if current else current
@@ -262,8 +263,9 @@ class VersionedStorage:
             return await self._to(new, self.storage_api_version)
 
         stored = await self.inner.guaranteed_update(
-            key, preconditions, converted, ignore_not_found=ignore_not_found
-        )
+            key, preconditions, converted, ignore_not_found=ignore_not_found,
+            cached_existing_object=cached_existing_object,
+        )  # fmt: skip
         return await self._out(stored)
 
     async def delete(

@@ -45,7 +45,10 @@ class DryRunStore:
         try_update: UpdateFunc,
         *,
         ignore_not_found: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
+        """What the update would store, from etcd's current object (a dry run writes
+        nothing that would catch a stale copy: ``cached_existing_object`` is unused)."""
         try:
             current = await self._store.get(key, GetOptions())
         except serr.NotFound:

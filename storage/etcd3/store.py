@@ -27,8 +27,8 @@ from collections.abc import AsyncGenerator, Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from etcdclient import EtcdClient
-from etcdclient.types import KeyValue
-from storage import codec, metrics
+from etcdclient.types import KeyValue, TxnResult
+from storage import codec, media_types, metrics
 from storage.codec import JSON_CODEC, Codec
 from storage.errors import (
     UNSAFE_DELETE_OF_DECODABLE,
@@ -238,31 +238,73 @@ class Etcd3Store:
         try_update: UpdateFunc,
         *,
         ignore_not_found: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
         """Read, check preconditions, ``try_update`` a private copy, write if the
         bytes changed, guarded by mod_revision; on a lost race start over from the
-        value etcd returned with the failed transaction."""
-        kv = await self._read(key)
+        value etcd returned with the failed transaction.
+
+        ``cached_existing_object`` (upstream's cachedExistingObject: the watch cache's
+        copy) stands in for the first read, saving an etcd read per update. It may be
+        stale, so nothing it leads to is believed before etcd confirms it: a write from
+        it loses its compare-and-swap and starts over from etcd's value; a failed
+        precondition or ``try_update`` error is raised only if etcd still holds that
+        version (else the loop starts over from etcd's); an update that would change
+        nothing returns only once etcd's current bytes are the same."""
+        if cached_existing_object is not None:
+            kv: KeyValue | None = self._cached_kv(key, cached_existing_object)
+            current = False
+        else:
+            kv, current = await self._read(key), True
         while True:
-            current = self._state(key, kv, ignore_not_found)
-            desired = codec.mutable_copy(current) if kv is not None else {}
-            if preconditions is not None:
-                preconditions.check(key, desired)
-            updated = await try_update(desired)
+            state = self._state(key, kv, ignore_not_found)
+            desired = codec.mutable_copy(state) if kv is not None else {}
+            try:
+                if preconditions is not None:
+                    preconditions.check(key, desired)
+                updated = await try_update(desired)
+            except Exception:
+                if current:
+                    raise
+                assert kv is not None  # a cached state is an object
+                fresh = await self._read(key)
+                if fresh is not None and fresh.mod_revision == kv.mod_revision:
+                    raise  # the cached copy was current: its error stands
+                kv, current = fresh, True
+                continue
             data = self._codec.encode(updated)
             if kv is not None and data == kv.value:
-                return current  # nothing changed: no write, no event
-            expected = kv.mod_revision if kv is not None else 0
-            lease = await self._lease(key)
-            txn = await call(
-                self._client.optimistic_put(key.encode(), data, expected, lease=lease),
-                self._timeout,
-                key,
-                operation="update",
-            )
+                if current:
+                    return state  # nothing changed: no write, no event
+                kv, current = await self._read(key), True
+                if kv is not None and data == kv.value:
+                    return self._state(key, kv, ignore_not_found)
+                continue  # etcd's value is not the cached one: start over from it
+            txn = await self._put_if_unchanged(key, data, kv)
             if txn.succeeded:
                 return codec.stored_from_encoded(key, data, txn.revision)
-            kv = txn.kv
+            kv, current = txn.kv, True
+
+    async def _put_if_unchanged(self, key: str, data: bytes, kv: KeyValue | None) -> TxnResult:
+        """Write ``data`` if ``key`` is still at ``kv``'s mod_revision (absent: 0)."""
+        expected = kv.mod_revision if kv is not None else 0
+        lease = await self._lease(key)
+        return await call(
+            self._client.optimistic_put(key.encode(), data, expected, lease=lease),
+            self._timeout,
+            key,
+            operation="update",
+        )
+
+    def _cached_kv(self, key: str, cached: StoredObject) -> KeyValue:
+        """What etcd held for the watch cache's copy, as far as the loop reads it: its
+        mod_revision and bytes to compare an update with — the protobuf value the copy
+        was read from, else the copy in this store's encoding (an encoding that differs
+        from etcd's bytes only makes the loop ask etcd: see ``guaranteed_update``)."""
+        value = cached.remembered(media_types.STORED_PROTOBUF)
+        if not isinstance(value, bytes):
+            value = self._codec.encode(cached.decoded())
+        return KeyValue(key.encode(), value, 0, cached.resource_version, 0, 0)
 
     @_labelled
     async def delete(
