@@ -175,6 +175,12 @@ class EndpointPool:
         if self.endpoints[self._current] is ep:
             self._current = (self._current + 1) % len(self.endpoints)
 
+    def current_if_ready(self) -> Endpoint | None:
+        """The current endpoint if its channel is READY: every call's first question,
+        answered without the coroutine, the ordered list and the search of ``ready``."""
+        ep = self.endpoints[self._current]
+        return ep if ep.ready() else None
+
     async def ready(self, deadline: float) -> Endpoint:
         """An endpoint whose channel is READY: the current one if it is, else another;
         else the first to become READY before ``deadline`` (loop time), else Unavailable."""
