@@ -187,11 +187,8 @@ class EtcdClient:
             else:
                 self._pool.open()
                 ep = self._pool.by_url(endpoint)
-            stub = getattr(ep, service)
             try:
-                resp = await getattr(stub, method)(
-                    request, timeout=max(deadline - loop.time(), 0.001)
-                )
+                resp = await ep.unary(service, method)(request, max(deadline - loop.time(), 0.001))
                 return ep, resp
             except grpc.aio.AioRpcError as e:
                 err = translate(e, ep.url)
