@@ -120,12 +120,19 @@ class CacheDelegator:
         likely the version a client updating one object back to back has just
         replaced, and a stale guess costs a whole ``try_update`` (admission, patch,
         validation) and a failed write to save one etcd read: etcd is read first."""
-        cache = self.cacher.cache
-        held = cache.get(key) if cache.resource_version >= self._written else None
         return self._wrote(await self.store.guaranteed_update(
             key, preconditions, try_update, ignore_not_found=ignore_not_found,
-            cached_existing_object=held.stored if held is not None else None,
+            cached_existing_object=self._first_guess(key),
         ))  # fmt: skip
+
+    def _first_guess(self, key: str) -> StoredObject | None:
+        """The cache's copy of ``key`` for a write, once the cache has seen this
+        delegator's latest write (see guaranteed_update); else None."""
+        cache = self.cacher.cache
+        if cache.resource_version < self._written:
+            return None
+        held = cache.get(key)
+        return held.stored if held is not None else None
 
     async def delete(
         self,
@@ -134,9 +141,13 @@ class CacheDelegator:
         validate_deletion: ValidateDeletion | None = None,
         *,
         ignore_store_read_error: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
+        """Upstream's CacheDelegator.Delete: the cache's copy as the first guess, as in
+        guaranteed_update."""
         return self._wrote(await self.store.delete(
-            key, preconditions, validate_deletion, ignore_store_read_error=ignore_store_read_error
+            key, preconditions, validate_deletion, ignore_store_read_error=ignore_store_read_error,
+            cached_existing_object=self._first_guess(key),
         ))  # fmt: skip
 
     async def count(self, key: str) -> int:

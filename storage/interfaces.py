@@ -325,10 +325,12 @@ class Interface(Protocol):
         validate_deletion: ValidateDeletion | None = None,
         *,
         ignore_store_read_error: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
         """Delete guarded by mod_revision; returns the last state with the deletion
         revision as its resourceVersion. ``ignore_store_read_error``: delete a value that
-        cannot be decoded (InvalidObject if it decodes; an empty result)."""
+        cannot be decoded (InvalidObject if it decodes; an empty result).
+        ``cached_existing_object``: as in ``guaranteed_update``."""
         ...
 
     async def watch(self, key: str, opts: ListOptions) -> Watcher:

@@ -275,10 +275,12 @@ class VersionedStorage:
         validate_deletion: ValidateDeletion | None = None,
         *,
         ignore_store_read_error: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
         stored = await self.inner.delete(
-            key, preconditions, validate_deletion, ignore_store_read_error=ignore_store_read_error
-        )
+            key, preconditions, validate_deletion, ignore_store_read_error=ignore_store_read_error,
+            cached_existing_object=cached_existing_object,
+        )  # fmt: skip
         return await self._out(stored)
 
     async def watch(self, key: str, opts: ListOptions) -> Watcher:

@@ -69,7 +69,10 @@ class DryRunStore:
         validate_deletion: ValidateDeletion | None = None,
         *,
         ignore_store_read_error: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
+        """What the delete would return, from etcd's current object
+        (``cached_existing_object`` unused, as in guaranteed_update)."""
         if ignore_store_read_error:  # would the unsafe delete go through? (nothing written)
             try:
                 await self._store.get(key, GetOptions())

@@ -263,14 +263,11 @@ class Etcd3Store:
                 if preconditions is not None:
                     preconditions.check(key, desired)
                 updated = await try_update(desired)
-            except Exception:
+            except Exception as err:
                 if current:
                     raise
                 assert kv is not None  # a cached state is an object
-                fresh = await self._read(key)
-                if fresh is not None and fresh.mod_revision == kv.mod_revision:
-                    raise  # the cached copy was current: its error stands
-                kv, current = fresh, True
+                kv, current = await self._confirm(key, kv, err), True
                 continue
             data = self._codec.encode(updated)
             if kv is not None and data == kv.value:
@@ -296,6 +293,15 @@ class Etcd3Store:
             operation="update",
         )
 
+    async def _confirm(self, key: str, cached: KeyValue, err: Exception) -> KeyValue | None:
+        """``err`` arose on the watch cache's copy ``cached``: raised if etcd still holds
+        that version (the copy was current), else etcd's value (None: gone) for the
+        caller to start over from."""
+        fresh = await self._read(key)
+        if fresh is not None and fresh.mod_revision == cached.mod_revision:
+            raise err
+        return fresh
+
     def _cached_kv(self, key: str, cached: StoredObject) -> KeyValue:
         """What etcd held for the watch cache's copy, as far as the loop reads it: its
         mod_revision and bytes to compare an update with — the protobuf value the copy
@@ -314,6 +320,7 @@ class Etcd3Store:
         validate_deletion: ValidateDeletion | None = None,
         *,
         ignore_store_read_error: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
         """Delete guarded by mod_revision, retried on races; returns the last state with
         the deletion revision as its resourceVersion.
@@ -321,27 +328,41 @@ class Etcd3Store:
         ``ignore_store_read_error`` (DeleteOptions' ignoreStoreReadErrorWithClusterBreaking
         Potential, honoured only with the feature gate): delete a value that cannot be
         decoded, skipping preconditions and validation; InvalidObject if it decodes. The
-        result is then an empty object with the deletion revision."""
+        result is then an empty object with the deletion revision.
+        ``cached_existing_object``: the watch cache's copy instead of the first read, as
+        in ``guaranteed_update`` (upstream's conditionalDelete): a stale copy's delete
+        loses its compare-and-swap; its precondition or validation error stands only if
+        etcd still holds that version."""
         if ignore_store_read_error and self._unsafe_delete:
             return await self._delete_corrupt(key)
-        kv = await self._read(key)
+        if cached_existing_object is not None:
+            kv: KeyValue | None = self._cached_kv(key, cached_existing_object)
+            current = False
+        else:
+            kv, current = await self._read(key), True
         while True:
-            current = self._state(key, kv, ignore_not_found=False)
+            obj = codec.mutable_copy(self._state(key, kv, ignore_not_found=False))
             assert kv is not None
-            obj = codec.mutable_copy(current)
-            if preconditions is not None:
-                preconditions.check(key, obj)
-            if validate_deletion is not None:
-                await validate_deletion(obj)
+            try:
+                if preconditions is not None:
+                    preconditions.check(key, obj)
+                if validate_deletion is not None:
+                    await validate_deletion(obj)
+            except Exception as err:
+                if current:
+                    raise
+                kv, current = await self._confirm(key, kv, err), True
+                continue
             txn = await call(
                 self._client.optimistic_delete(key.encode(), kv.mod_revision),
                 self._timeout,
                 key,
                 operation="delete",
             )
-            if txn.succeeded:
-                return codec.decode(key, kv.value, txn.revision, keep_obj=False)
-            kv = txn.kv
+            if txn.succeeded:  # etcd's own bytes of what it deleted, when it sent them
+                deleted = txn.kv if txn.kv is not None else kv
+                return codec.decode(key, deleted.value, txn.revision, keep_obj=False)
+            kv, current = txn.kv, True
 
     async def _delete_corrupt(self, key: str) -> StoredObject:
         """upstream's conditionalDelete with expectTransformOrDecodeError."""

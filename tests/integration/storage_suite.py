@@ -1344,6 +1344,51 @@ async def test_guaranteed_update_stale_suggestion_loses_the_race(
     assert seen[-1] == "3"
 
 
+async def test_delete_with_stale_suggestion(store: Interface, key_prefix: str) -> None:
+    """A delete from a stale suggestion (upstream's conditionalDelete with
+    cachedExistingObject) judges preconditions and validation on the current object
+    and returns the object as it was deleted."""
+    key = key_of(key_prefix, "a")
+    stale = await create(store, key_prefix, pod("a", uid="A", labels={"v": "1"}))
+    await store.delete(key)
+    current = await create(store, key_prefix, pod("a", uid="B", labels={"v": "2"}))
+    with pytest.raises(PreconditionFailed) as err:
+        await store.delete(key, Preconditions(uid="A"), cached_existing_object=stale)
+    assert err.value.message == "Precondition failed: UID in precondition: A, UID in object meta: B"
+    validated: list[str] = []
+
+    async def refuse_v1(obj: JSONObject) -> None:
+        validated.append(obj["metadata"]["labels"]["v"])
+        if obj["metadata"]["labels"]["v"] == "1":
+            raise ValueError("v1 may not be deleted")
+
+    deleted = await store.delete(
+        key, Preconditions(uid="B"), refuse_v1, cached_existing_object=stale
+    )
+    assert validated[-1] == "2"
+    assert deleted.obj["metadata"]["uid"] == "B"
+    assert deleted.resource_version > current.resource_version
+    with pytest.raises(NotFound):
+        await store.get(key, GetOptions())
+
+
+async def test_delete_with_stale_suggestion_returns_the_current_object(
+    store: Interface, key_prefix: str
+) -> None:
+    """The stale copy's delete loses its compare-and-swap; what is deleted and returned
+    is etcd's current object."""
+    key = key_of(key_prefix, "a")
+    stale = await create(store, key_prefix, pod("a"))
+
+    async def label(obj: JSONObject) -> JSONObject:
+        obj["metadata"]["labels"] = {"v": "2"}
+        return obj
+
+    await store.guaranteed_update(key, None, label)
+    deleted = await store.delete(key, cached_existing_object=stale)
+    assert deleted.obj["metadata"]["labels"] == {"v": "2"}
+
+
 async def test_guaranteed_update_table(store: Interface, key_prefix: str) -> None:
     """RunTestGuaranteedUpdate: a change writes (new RV); the same data, or the same
     data with a selfLink, writes nothing (same RV, no selfLink); UID match/mismatch;

@@ -1,6 +1,6 @@
-"""An update starts from the watch cache's copy instead of an etcd read (upstream's
-cachedExistingObject, passed down by ``CacheDelegator.guaranteed_update``): the etcd
-calls an update makes, counted on a real client over a real etcd. What a stale copy
+"""An update or delete starts from the watch cache's copy instead of an etcd read
+(upstream's cachedExistingObject, passed down by ``CacheDelegator``): the etcd calls
+each makes, counted on a real client over a real etcd. What a stale copy
 must still end in is the shared storage suite's (``test_guaranteed_update_*suggestion*``)."""
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class _CountingClient(EtcdClient):
         super().__init__(endpoints, request_timeout=5.0)
         self.gets = 0
         self.puts = 0
+        self.deletes = 0
 
     async def get(self, key: bytes, **kw: Any) -> GetResult:
         self.gets += 1
@@ -38,6 +39,10 @@ class _CountingClient(EtcdClient):
     ) -> TxnResult:
         self.puts += 1
         return await super().optimistic_put(key, value, expected_mod_revision, lease=lease)
+
+    async def optimistic_delete(self, key: bytes, expected_mod_revision: int) -> TxnResult:
+        self.deletes += 1
+        return await super().optimistic_delete(key, expected_mod_revision)
 
 
 @pytest.fixture
@@ -135,3 +140,18 @@ async def test_back_to_back_updates_never_start_from_a_stale_copy(
             answered.append(str(last.resource_version))
         assert seen == answered[:-1]
         assert last.obj["metadata"]["annotations"]["n"] == "20"
+
+
+async def test_a_delete_from_the_cache_copy_reads_nothing(client: _CountingClient) -> None:
+    """The cache's copy of a pod it holds: the delete is one guarded delete, no read;
+    what it returns is the deleted object at the deletion revision."""
+    prefix = f"/t-{uuid.uuid4().hex[:12]}/registry"
+    async with cached_store(client, prefix) as cached:
+        key = f"{prefix}/pods/ns/a"
+        created = await cached.create(key, pod("a", labels={"v": "1"}))
+        assert await cached.cacher.get(key, created.resource_version) is not None
+        client.gets = client.deletes = 0
+        deleted = await cached.delete(key)
+        assert (client.gets, client.deletes) == (0, 1)
+        assert deleted.obj["metadata"]["labels"] == {"v": "1"}
+        assert deleted.resource_version > created.resource_version
