@@ -84,9 +84,10 @@ PAGE_BYTES = 1024 * 1024
 # checked every CHECK_EVERY values (a clock read costs ~50 ns, a value 2-20 µs).
 STEP_SECONDS = 0.002
 CHECK_EVERY = 16
-# Turns of the event loop a page's Range needs to leave for etcd: the read's task, then
-# gRPC's own task for the call, send it (measured: 3 turns and the answer is in when a
-# 20 ms stretch of work ends; none, and all of it is still to come).
+# Turns of the event loop before a page's Range is on the wire: tasks of its own send
+# it (the read's, then gRPC's call task). Measured: after 3 turns the answer to a Range
+# asked for before 20 ms of work is in when the work ends; after none, all its read is
+# still to come.
 SEND_TURNS = 3
 
 
