@@ -326,11 +326,14 @@ class Interface(Protocol):
         try_update: UpdateFunc,
         *,
         ignore_not_found: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
         """Optimistic read-modify-write loop on mod_revision, retried on races. If the
         new encoding equals the stored bytes nothing is written and the current version
         is returned. With ``ignore_not_found`` an absent key is passed to try_update as
-        an empty dict (create-on-update)."""
+        an empty dict (create-on-update). ``cached_existing_object``: a copy of the
+        object that may be stale, tried before reading etcd (upstream's
+        cachedExistingObject; the watch cache passes its own, ignoring the caller's)."""
         ...
 
     async def delete(
@@ -340,10 +343,12 @@ class Interface(Protocol):
         validate_deletion: ValidateDeletion | None = None,
         *,
         ignore_store_read_error: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
         """Delete guarded by mod_revision; returns the last state with the deletion
         revision as its resourceVersion. ``ignore_store_read_error``: delete a value that
-        cannot be decoded (InvalidObject if it decodes; an empty result)."""
+        cannot be decoded (InvalidObject if it decodes; an empty result).
+        ``cached_existing_object``: as in ``guaranteed_update``."""
         ...
 
     async def watch(self, key: str, opts: ListOptions) -> Watcher:
