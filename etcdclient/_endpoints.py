@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import grpc
 
 from etcdclient._pb import rpc_pb2_grpc as _generated_stubs
+from etcdclient._unary import UnaryCall, unary
 from etcdclient.errors import ConfigError, Unavailable
 
 # The generated gRPC stubs are untyped; calls through them are typed at the call sites.
@@ -111,10 +112,21 @@ class Endpoint:
     cluster: Any = None
     maintenance: Any = None
     last_error: str = field(default="")
+    # (service, method) -> its unary call on this channel (etcdclient._unary)
+    _unary: dict[tuple[str, str], UnaryCall] = field(default_factory=dict, repr=False)
+
+    def unary(self, service: str, method: str) -> UnaryCall:
+        """The unary ``method`` of the stub ``service`` ("kv", "Range") on this
+        endpoint's channel, as ``await call(request, seconds)`` (gRPC's deadline)."""
+        found = self._unary.get((service, method))
+        if found is None:
+            found = self._unary[service, method] = unary(getattr(getattr(self, service), method))
+        return found
 
     def open(self, tls: TLSFiles) -> None:
         if self.channel is not None:
             return
+        self._unary.clear()
         if self.secure:
             self.channel = grpc.aio.secure_channel(
                 self.target, tls.credentials(), options=CHANNEL_OPTIONS
@@ -135,6 +147,7 @@ class Endpoint:
     async def close(self) -> None:
         if self.channel is not None:
             channel, self.channel = self.channel, None
+            self._unary.clear()
             await channel.close()
 
 
@@ -174,6 +187,12 @@ class EndpointPool:
             ep.last_error = error
         if self.endpoints[self._current] is ep:
             self._current = (self._current + 1) % len(self.endpoints)
+
+    def current_if_ready(self) -> Endpoint | None:
+        """The current endpoint if its channel is READY: every call's first question,
+        answered without the coroutine, the ordered list and the search of ``ready``."""
+        ep = self.endpoints[self._current]
+        return ep if ep.ready() else None
 
     async def ready(self, deadline: float) -> Endpoint:
         """An endpoint whose channel is READY: the current one if it is, else another;

@@ -177,20 +177,18 @@ class EtcdClient:
         loop = asyncio.get_running_loop()
         # a reachable endpoint is awaited request_timeout at most; the call itself may
         # run until the caller's deadline when it has a later one (etcdclient.deadline)
-        ready_by = loop.time() + self.request_timeout
-        deadline = loop.time() + call_timeout(self.request_timeout)
+        now = loop.time()
+        ready_by = now + self.request_timeout
+        deadline = now + call_timeout(self.request_timeout)
         backoff = _RETRY_BACKOFF_INITIAL
         while True:
             if endpoint is None:
-                ep = await self._pool.ready(ready_by)
+                ep = self._pool.current_if_ready() or await self._pool.ready(ready_by)
             else:
                 self._pool.open()
                 ep = self._pool.by_url(endpoint)
-            stub = getattr(ep, service)
             try:
-                resp = await getattr(stub, method)(
-                    request, timeout=max(deadline - loop.time(), 0.001)
-                )
+                resp = await ep.unary(service, method)(request, max(deadline - loop.time(), 0.001))
                 return ep, resp
             except grpc.aio.AioRpcError as e:
                 err = translate(e, ep.url)

@@ -182,6 +182,22 @@ class SelectionPredicate:
 ResourceVersionMatch = Literal["", "Exact", "NotOlderThan"]
 
 
+class PageSink(Protocol):
+    """Takes a LIST's items while storage still reads the rest (``ListOptions.sink``).
+
+    A store that reads a whole list from etcd in pages hands each page's items over as
+    soon as it has decoded them, in order, while etcd reads the next page: the caller's
+    own work per item (printing a Table's rows) overlaps that reading instead of
+    following it. ``restart`` drops what was taken: the store reads the list again from
+    its start (etcd compacted it mid-walk). Every other read (a cache, one page with a
+    limit) never calls the sink; the result's ``items`` are the list in every case, so a
+    caller uses what it took only when that is exactly them."""
+
+    async def take(self, items: Sequence[StoredObject]) -> None: ...
+
+    def restart(self) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class GetOptions:
     resource_version: str = ""  # "" = quorum read from etcd; "0" = any; "N" = not older than N
@@ -198,6 +214,8 @@ class ListOptions:
     resource_version_match: ResourceVersionMatch = ""
     predicate: SelectionPredicate = field(default_factory=SelectionPredicate)
     recursive: bool = True
+    # list only: who takes the items page by page as etcd is read (see PageSink)
+    sink: PageSink | None = field(default=None, compare=False, repr=False)
     # watch only
     send_initial_events: bool | None = None
     allow_watch_bookmarks: bool = False
@@ -308,11 +326,14 @@ class Interface(Protocol):
         try_update: UpdateFunc,
         *,
         ignore_not_found: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
         """Optimistic read-modify-write loop on mod_revision, retried on races. If the
         new encoding equals the stored bytes nothing is written and the current version
         is returned. With ``ignore_not_found`` an absent key is passed to try_update as
-        an empty dict (create-on-update)."""
+        an empty dict (create-on-update). ``cached_existing_object``: a copy of the
+        object that may be stale, tried before reading etcd (upstream's
+        cachedExistingObject; the watch cache passes its own, ignoring the caller's)."""
         ...
 
     async def delete(
@@ -322,10 +343,12 @@ class Interface(Protocol):
         validate_deletion: ValidateDeletion | None = None,
         *,
         ignore_store_read_error: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
         """Delete guarded by mod_revision; returns the last state with the deletion
         revision as its resourceVersion. ``ignore_store_read_error``: delete a value that
-        cannot be decoded (InvalidObject if it decodes; an empty result)."""
+        cannot be decoded (InvalidObject if it decodes; an empty result).
+        ``cached_existing_object``: as in ``guaranteed_update``."""
         ...
 
     async def watch(self, key: str, opts: ListOptions) -> Watcher:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 from prometheus_client import Histogram
 
@@ -43,7 +44,16 @@ def object_type(group: str, resource: str) -> Iterator[None]:
         _object_type.reset(token)
 
 
+# the histogram's child per (operation, group, resource): ``labels()`` takes the
+# metric's lock and joins the label values on every call, for a child that never changes
+_children: dict[tuple[str, str, str], Any] = {}
+
+
 def observe(operation: str, seconds: float) -> None:
     group, resource = _object_type.get()
     if resource:
-        ETCD_REQUEST_DURATION.labels(operation, group, resource).observe(seconds)
+        key = (operation, group, resource)
+        child = _children.get(key)
+        if child is None:
+            child = _children[key] = ETCD_REQUEST_DURATION.labels(*key)
+        child.observe(seconds)

@@ -253,6 +253,7 @@ class VersionedStorage:
         try_update: UpdateFunc,
         *,
         ignore_not_found: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
         async def converted(current: JSONObject) -> JSONObject:
             seen = (await self.present([current]))[0] if current else current
@@ -262,8 +263,9 @@ class VersionedStorage:
             return await self._to(new, self.storage_api_version)
 
         stored = await self.inner.guaranteed_update(
-            key, preconditions, converted, ignore_not_found=ignore_not_found
-        )
+            key, preconditions, converted, ignore_not_found=ignore_not_found,
+            cached_existing_object=cached_existing_object,
+        )  # fmt: skip
         return await self._out(stored)
 
     async def delete(
@@ -273,10 +275,12 @@ class VersionedStorage:
         validate_deletion: ValidateDeletion | None = None,
         *,
         ignore_store_read_error: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
         stored = await self.inner.delete(
-            key, preconditions, validate_deletion, ignore_store_read_error=ignore_store_read_error
-        )
+            key, preconditions, validate_deletion, ignore_store_read_error=ignore_store_read_error,
+            cached_existing_object=cached_existing_object,
+        )  # fmt: skip
         return await self._out(stored)
 
     async def watch(self, key: str, opts: ListOptions) -> Watcher:

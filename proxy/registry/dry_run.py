@@ -45,7 +45,10 @@ class DryRunStore:
         try_update: UpdateFunc,
         *,
         ignore_not_found: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
+        """What the update would store, from etcd's current object (a dry run writes
+        nothing that would catch a stale copy: ``cached_existing_object`` is unused)."""
         try:
             current = await self._store.get(key, GetOptions())
         except serr.NotFound:
@@ -66,7 +69,10 @@ class DryRunStore:
         validate_deletion: ValidateDeletion | None = None,
         *,
         ignore_store_read_error: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
+        """What the delete would return, from etcd's current object
+        (``cached_existing_object`` unused, as in guaranteed_update)."""
         if ignore_store_read_error:  # would the unsafe delete go through? (nothing written)
             try:
                 await self._store.get(key, GetOptions())

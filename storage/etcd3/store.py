@@ -27,8 +27,8 @@ from collections.abc import AsyncGenerator, Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from etcdclient import EtcdClient
-from etcdclient.types import KeyValue
-from storage import codec, metrics
+from etcdclient.types import KeyValue, TxnResult
+from storage import codec, media_types, metrics
 from storage.codec import JSON_CODEC, Codec
 from storage.errors import (
     UNSAFE_DELETE_OF_DECODABLE,
@@ -238,31 +238,79 @@ class Etcd3Store:
         try_update: UpdateFunc,
         *,
         ignore_not_found: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
         """Read, check preconditions, ``try_update`` a private copy, write if the
         bytes changed, guarded by mod_revision; on a lost race start over from the
-        value etcd returned with the failed transaction."""
-        kv = await self._read(key)
+        value etcd returned with the failed transaction.
+
+        ``cached_existing_object`` (upstream's cachedExistingObject: the watch cache's
+        copy) stands in for the first read, saving an etcd read per update. It may be
+        stale, so nothing it leads to is believed before etcd confirms it: a write from
+        it loses its compare-and-swap and starts over from etcd's value; a failed
+        precondition or ``try_update`` error is raised only if etcd still holds that
+        version (else the loop starts over from etcd's); an update that would change
+        nothing returns only once etcd's current bytes are the same."""
+        if cached_existing_object is not None:
+            kv: KeyValue | None = self._cached_kv(key, cached_existing_object)
+            current = False
+        else:
+            kv, current = await self._read(key), True
         while True:
-            current = self._state(key, kv, ignore_not_found)
-            desired = codec.mutable_copy(current) if kv is not None else {}
-            if preconditions is not None:
-                preconditions.check(key, desired)
-            updated = await try_update(desired)
+            state = self._state(key, kv, ignore_not_found)
+            desired = codec.mutable_copy(state) if kv is not None else {}
+            try:
+                if preconditions is not None:
+                    preconditions.check(key, desired)
+                updated = await try_update(desired)
+            except Exception as err:
+                if current:
+                    raise
+                assert kv is not None  # a cached state is an object
+                kv, current = await self._confirm(key, kv, err), True
+                continue
             data = self._codec.encode(updated)
             if kv is not None and data == kv.value:
-                return current  # nothing changed: no write, no event
-            expected = kv.mod_revision if kv is not None else 0
-            lease = await self._lease(key)
-            txn = await call(
-                self._client.optimistic_put(key.encode(), data, expected, lease=lease),
-                self._timeout,
-                key,
-                operation="update",
-            )
+                if current:
+                    return state  # nothing changed: no write, no event
+                kv, current = await self._read(key), True
+                if kv is not None and data == kv.value:
+                    return self._state(key, kv, ignore_not_found)
+                continue  # etcd's value is not the cached one: start over from it
+            txn = await self._put_if_unchanged(key, data, kv)
             if txn.succeeded:
                 return codec.stored_from_encoded(key, data, txn.revision)
-            kv = txn.kv
+            kv, current = txn.kv, True
+
+    async def _put_if_unchanged(self, key: str, data: bytes, kv: KeyValue | None) -> TxnResult:
+        """Write ``data`` if ``key`` is still at ``kv``'s mod_revision (absent: 0)."""
+        expected = kv.mod_revision if kv is not None else 0
+        lease = await self._lease(key)
+        return await call(
+            self._client.optimistic_put(key.encode(), data, expected, lease=lease),
+            self._timeout,
+            key,
+            operation="update",
+        )
+
+    async def _confirm(self, key: str, cached: KeyValue, err: Exception) -> KeyValue | None:
+        """``err`` arose on the watch cache's copy ``cached``: raised if etcd still holds
+        that version (the copy was current), else etcd's value (None: gone) for the
+        caller to start over from."""
+        fresh = await self._read(key)
+        if fresh is not None and fresh.mod_revision == cached.mod_revision:
+            raise err
+        return fresh
+
+    def _cached_kv(self, key: str, cached: StoredObject) -> KeyValue:
+        """What etcd held for the watch cache's copy, as far as the loop reads it: its
+        mod_revision and bytes to compare an update with — the protobuf value the copy
+        was read from, else the copy in this store's encoding (an encoding that differs
+        from etcd's bytes only makes the loop ask etcd: see ``guaranteed_update``)."""
+        value = cached.remembered(media_types.STORED_PROTOBUF)
+        if not isinstance(value, bytes):
+            value = self._codec.encode(cached.decoded())
+        return KeyValue(key.encode(), value, 0, cached.resource_version, 0, 0)
 
     @_labelled
     async def delete(
@@ -272,6 +320,7 @@ class Etcd3Store:
         validate_deletion: ValidateDeletion | None = None,
         *,
         ignore_store_read_error: bool = False,
+        cached_existing_object: StoredObject | None = None,
     ) -> StoredObject:
         """Delete guarded by mod_revision, retried on races; returns the last state with
         the deletion revision as its resourceVersion.
@@ -279,27 +328,41 @@ class Etcd3Store:
         ``ignore_store_read_error`` (DeleteOptions' ignoreStoreReadErrorWithClusterBreaking
         Potential, honoured only with the feature gate): delete a value that cannot be
         decoded, skipping preconditions and validation; InvalidObject if it decodes. The
-        result is then an empty object with the deletion revision."""
+        result is then an empty object with the deletion revision.
+        ``cached_existing_object``: the watch cache's copy instead of the first read, as
+        in ``guaranteed_update`` (upstream's conditionalDelete): a stale copy's delete
+        loses its compare-and-swap; its precondition or validation error stands only if
+        etcd still holds that version."""
         if ignore_store_read_error and self._unsafe_delete:
             return await self._delete_corrupt(key)
-        kv = await self._read(key)
+        if cached_existing_object is not None:
+            kv: KeyValue | None = self._cached_kv(key, cached_existing_object)
+            current = False
+        else:
+            kv, current = await self._read(key), True
         while True:
-            current = self._state(key, kv, ignore_not_found=False)
+            obj = codec.mutable_copy(self._state(key, kv, ignore_not_found=False))
             assert kv is not None
-            obj = codec.mutable_copy(current)
-            if preconditions is not None:
-                preconditions.check(key, obj)
-            if validate_deletion is not None:
-                await validate_deletion(obj)
+            try:
+                if preconditions is not None:
+                    preconditions.check(key, obj)
+                if validate_deletion is not None:
+                    await validate_deletion(obj)
+            except Exception as err:
+                if current:
+                    raise
+                kv, current = await self._confirm(key, kv, err), True
+                continue
             txn = await call(
                 self._client.optimistic_delete(key.encode(), kv.mod_revision),
                 self._timeout,
                 key,
                 operation="delete",
             )
-            if txn.succeeded:
-                return codec.decode(key, kv.value, txn.revision, keep_obj=False)
-            kv = txn.kv
+            if txn.succeeded:  # etcd's own bytes of what it deleted, when it sent them
+                deleted = txn.kv if txn.kv is not None else kv
+                return codec.decode(key, deleted.value, txn.revision, keep_obj=False)
+            kv, current = txn.kv, True
 
     async def _delete_corrupt(self, key: str) -> StoredObject:
         """upstream's conditionalDelete with expectTransformOrDecodeError."""

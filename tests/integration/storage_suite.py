@@ -1225,6 +1225,170 @@ async def test_namespace_scoped_list_table(store: Interface, key_prefix: str) ->
             assert seen == want, (rv, ns, field)
 
 
+async def test_guaranteed_update_with_suggestion_and_conflict(
+    store: Interface, key_prefix: str
+) -> None:
+    """RunTestGuaranteedUpdateWithSuggestionAndConflict: a stale suggestion whose
+    try_update fails is tried again on etcd's current object; a current one's failure
+    stands (try_update called at most twice: a store may ignore the suggestion)."""
+    key = key_of(key_prefix, "foo")
+    original = await create(store, key_prefix, pod("foo"))
+
+    async def generation(n: int, obj: JSONObject) -> JSONObject:
+        obj["metadata"]["generation"] = n
+        return obj
+
+    second = await store.guaranteed_update(key, None, lambda o: generation(2, o))
+    conflicts: list[int] = []
+
+    async def third(obj: JSONObject) -> JSONObject:
+        if obj["metadata"].get("generation") != 2:
+            conflicts.append(1)
+            assert len(conflicts) == 1, "a second conflict: etcd's object was never read"
+            raise ValueError("conflict: a stale object")
+        return await generation(3, obj)
+
+    updated = await store.guaranteed_update(key, None, third, cached_existing_object=original)
+    assert updated.obj["metadata"]["generation"] == 3
+    assert updated.resource_version > second.resource_version
+    attempts: list[int] = []
+
+    async def refuse(obj: JSONObject) -> JSONObject:
+        attempts.append(obj["metadata"]["generation"])
+        raise ValueError("validation or admission error")
+
+    with pytest.raises(ValueError, match="admission"):
+        await store.guaranteed_update(key, None, refuse, cached_existing_object=updated)
+    assert 1 <= len(attempts) <= 2 and attempts[-1] == 3
+
+
+async def test_guaranteed_update_stale_suggestion_preconditions(
+    store: Interface, key_prefix: str
+) -> None:
+    """Preconditions are judged on the current object, never on a stale suggestion:
+    the pod was deleted and made again with another uid after the suggested copy."""
+    key = key_of(key_prefix, "a")
+    stale = await create(store, key_prefix, pod("a", uid="A"))
+    await store.delete(key)
+    current = await create(store, key_prefix, pod("a", uid="B"))
+    rv = str(current.resource_version)
+
+    async def touch(obj: JSONObject) -> JSONObject:
+        obj["spec"]["nodeName"] = "n1"
+        return obj
+
+    with pytest.raises(PreconditionFailed) as err:
+        await store.guaranteed_update(
+            key, Preconditions(uid="A"), touch, cached_existing_object=stale
+        )
+    assert err.value.message == "Precondition failed: UID in precondition: A, UID in object meta: B"
+    with pytest.raises(PreconditionFailed) as err:
+        await store.guaranteed_update(
+            key, Preconditions(resource_version=rv_of(stale)), touch, cached_existing_object=stale
+        )
+    assert err.value.message.endswith(f"ResourceVersion in object meta: {rv}")
+    ok = await store.guaranteed_update(
+        key, Preconditions(uid="B", resource_version=rv), touch, cached_existing_object=stale
+    )
+    assert ok.obj["metadata"]["uid"] == "B"
+    assert ok.obj["spec"]["nodeName"] == "n1"
+    assert ok.resource_version > current.resource_version
+
+
+async def test_guaranteed_update_stale_suggestion_unchanged(
+    store: Interface, key_prefix: str
+) -> None:
+    """An update that changes nothing of a stale suggestion may change etcd's object:
+    it is written (on top of the current object), not answered from the stale copy."""
+    key = key_of(key_prefix, "a")
+    stale = await create(store, key_prefix, pod("a", labels={"v": "1"}))
+
+    async def label(value: str, obj: JSONObject) -> JSONObject:
+        obj["metadata"]["labels"] = {"v": value}
+        return obj
+
+    current = await store.guaranteed_update(key, None, lambda o: label("2", o))
+    back = await store.guaranteed_update(
+        key, None, lambda o: label("1", o), cached_existing_object=stale
+    )
+    assert back.resource_version > current.resource_version
+    got = await store.get(key, GetOptions())
+    assert got.resource_version == back.resource_version
+    assert got.obj["metadata"]["labels"] == {"v": "1"}
+    same = await store.guaranteed_update(
+        key, None, lambda o: label("1", o), cached_existing_object=back
+    )
+    assert same.resource_version == back.resource_version  # current and unchanged: no write
+
+
+async def test_guaranteed_update_stale_suggestion_loses_the_race(
+    store: Interface, key_prefix: str
+) -> None:
+    """A write computed from a stale suggestion fails its compare-and-swap and is made
+    again from etcd's object: no update is lost."""
+    key = key_of(key_prefix, "counter")
+    stale = await create(store, key_prefix, pod("counter"))
+    seen: list[str] = []
+
+    async def increment(obj: JSONObject) -> JSONObject:
+        annotations = obj["metadata"].setdefault("annotations", {})
+        seen.append(annotations.get("n", "0"))
+        annotations["n"] = str(int(annotations.get("n", "0")) + 1)
+        return obj
+
+    for _ in range(3):
+        await store.guaranteed_update(key, None, increment)
+    seen.clear()
+    final = await store.guaranteed_update(key, None, increment, cached_existing_object=stale)
+    assert final.obj["metadata"]["annotations"]["n"] == "4"
+    assert seen[-1] == "3"
+
+
+async def test_delete_with_stale_suggestion(store: Interface, key_prefix: str) -> None:
+    """A delete from a stale suggestion (upstream's conditionalDelete with
+    cachedExistingObject) judges preconditions and validation on the current object
+    and returns the object as it was deleted."""
+    key = key_of(key_prefix, "a")
+    stale = await create(store, key_prefix, pod("a", uid="A", labels={"v": "1"}))
+    await store.delete(key)
+    current = await create(store, key_prefix, pod("a", uid="B", labels={"v": "2"}))
+    with pytest.raises(PreconditionFailed) as err:
+        await store.delete(key, Preconditions(uid="A"), cached_existing_object=stale)
+    assert err.value.message == "Precondition failed: UID in precondition: A, UID in object meta: B"
+    validated: list[str] = []
+
+    async def refuse_v1(obj: JSONObject) -> None:
+        validated.append(obj["metadata"]["labels"]["v"])
+        if obj["metadata"]["labels"]["v"] == "1":
+            raise ValueError("v1 may not be deleted")
+
+    deleted = await store.delete(
+        key, Preconditions(uid="B"), refuse_v1, cached_existing_object=stale
+    )
+    assert validated[-1] == "2"
+    assert deleted.obj["metadata"]["uid"] == "B"
+    assert deleted.resource_version > current.resource_version
+    with pytest.raises(NotFound):
+        await store.get(key, GetOptions())
+
+
+async def test_delete_with_stale_suggestion_returns_the_current_object(
+    store: Interface, key_prefix: str
+) -> None:
+    """The stale copy's delete loses its compare-and-swap; what is deleted and returned
+    is etcd's current object."""
+    key = key_of(key_prefix, "a")
+    stale = await create(store, key_prefix, pod("a"))
+
+    async def label(obj: JSONObject) -> JSONObject:
+        obj["metadata"]["labels"] = {"v": "2"}
+        return obj
+
+    await store.guaranteed_update(key, None, label)
+    deleted = await store.delete(key, cached_existing_object=stale)
+    assert deleted.obj["metadata"]["labels"] == {"v": "2"}
+
+
 async def test_guaranteed_update_table(store: Interface, key_prefix: str) -> None:
     """RunTestGuaranteedUpdate: a change writes (new RV); the same data, or the same
     data with a selfLink, writes nothing (same RV, no selfLink); UID match/mismatch;
