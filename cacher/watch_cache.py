@@ -19,8 +19,10 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from cacher.btree import BTreeMap
 from cacher.clock import Clock, wait_for_future
@@ -54,6 +56,10 @@ class CacheList:
 
 
 Store = BTreeMap[CachedObject]
+# field -> value -> the objects with that value, in key order (a list: ~9 bytes an
+# object where a key -> object dict took ~30; kept in order, a LIST reads it as is)
+Indexes = dict[str, dict[str, list[CachedObject]]]
+_KEY = attrgetter("key")
 
 
 def prefix_end(prefix: str) -> str:
@@ -94,10 +100,7 @@ class WatchCache:
         self.index_fields = tuple(indexes)
         self._store: Store = BTreeMap()  # key -> CachedObject, replaced on every change
         self.snapshots = snapshots
-        # field -> value -> key -> object
-        self._indexes: dict[str, dict[str, dict[str, CachedObject]]] = {
-            f: {} for f in self.index_fields
-        }
+        self._indexes: Indexes = {f: {} for f in self.index_fields}
         self.resource_version = 0
         # the stored bytes of every object held (APF's list estimate: average size)
         self.object_bytes = 0
@@ -265,7 +268,7 @@ class WatchCache:
             return CacheList(found, rv, int(one is not None), int(one is not None))
         index, bucket = self._bucket(pred) if not start else ("", None)
         if bucket is not None:
-            candidates = [bucket[k] for k in sorted(bucket) if k.startswith(key)]
+            candidates = [o for o in bucket if o.key.startswith(key)]
             if limit:
                 return _page(iter(candidates), len(candidates), pred, limit, rv, index)
             return _filtered(candidates, len(bucket), pred, rv, index, later)
@@ -292,11 +295,11 @@ class WatchCache:
             and self.snapshots.get_less_or_equal(resource_version) is not None
         )
 
-    def _bucket(self, pred: SelectionPredicate) -> tuple[str, dict[str, CachedObject] | None]:
+    def _bucket(self, pred: SelectionPredicate) -> tuple[str, list[CachedObject] | None]:
         for f in self.index_fields:
             value = exact_match(pred, f)
             if value is not None:
-                return f, self._indexes[f].get(value, {})
+                return f, self._indexes[f].get(value, [])
         return "", None
 
     def events_since(self, resource_version: int) -> list[WatchCacheEvent]:
@@ -314,16 +317,31 @@ class WatchCache:
                 continue
             bucket = idx.get(value)
             if bucket is not None:
-                bucket.pop(obj.key, None)
+                i = bisect_left(bucket, obj.key, key=_KEY)
+                if i < len(bucket) and bucket[i].key == obj.key:
+                    del bucket[i]
                 if not bucket:
                     del idx[value]
 
 
-def _index_add(indexes: dict[str, dict[str, dict[str, CachedObject]]], obj: CachedObject) -> None:
+def _index_add(indexes: Indexes, obj: CachedObject, *, last: bool = False) -> None:
+    """Index ``obj``, replacing the object of its key; ``last``: its key follows every
+    key indexed (a LIST in key order: appended, no search)."""
     for f, idx in indexes.items():
         value = obj.field(f)
-        if value is not None:
-            idx.setdefault(value, {})[obj.key] = obj
+        if value is None:
+            continue
+        bucket = idx.get(value)
+        if bucket is None:
+            idx[value] = [obj]
+        elif last:
+            bucket.append(obj)
+        else:
+            i = bisect_left(bucket, obj.key, key=_KEY)
+            if i < len(bucket) and bucket[i].key == obj.key:
+                bucket[i] = obj
+            else:
+                bucket.insert(i, obj)
 
 
 def _range(
@@ -390,7 +408,7 @@ class Replacement:
         self._objects: list[CachedObject] = []
         self._sorted = True  # etcd lists in key order; anything else is sorted at build
         self.object_bytes = 0
-        self.indexes: dict[str, dict[str, dict[str, CachedObject]]] = {f: {} for f in index_fields}
+        self.indexes: Indexes = {f: {} for f in index_fields}
 
     def add(self, objects: Iterable[StoredObject]) -> list[CorruptObject]:
         """Add decoded objects; those whose labels or fields cannot be read are left out
@@ -407,7 +425,8 @@ class Replacement:
             self._keys.append(obj.key)
             self._objects.append(obj)
             self.object_bytes += len(stored.data)
-            _index_add(self.indexes, obj)
+            if self._sorted:  # else indexed at build
+                _index_add(self.indexes, obj, last=True)
         return skipped
 
     def build(self) -> Store:
@@ -417,4 +436,9 @@ class Replacement:
         by_key = dict(zip(self._keys, self._objects, strict=True))
         self.object_bytes = sum(len(o.stored.data) for o in by_key.values())
         keys = sorted(by_key)
-        return BTreeMap.from_sorted_lists(keys, [by_key[k] for k in keys])
+        objects = [by_key[k] for k in keys]
+        # indexed again: a key repeated may have left its earlier version in another bucket
+        self.indexes = {f: {} for f in self.indexes}
+        for obj in objects:
+            _index_add(self.indexes, obj, last=True)
+        return BTreeMap.from_sorted_lists(keys, objects)

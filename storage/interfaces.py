@@ -182,6 +182,22 @@ class SelectionPredicate:
 ResourceVersionMatch = Literal["", "Exact", "NotOlderThan"]
 
 
+class PageSink(Protocol):
+    """Takes a LIST's items while storage still reads the rest (``ListOptions.sink``).
+
+    A store that reads a whole list from etcd in pages hands each page's items over as
+    soon as it has decoded them, in order, while etcd reads the next page: the caller's
+    own work per item (printing a Table's rows) overlaps that reading instead of
+    following it. ``restart`` drops what was taken: the store reads the list again from
+    its start (etcd compacted it mid-walk). Every other read (a cache, one page with a
+    limit) never calls the sink; the result's ``items`` are the list in every case, so a
+    caller uses what it took only when that is exactly them."""
+
+    async def take(self, items: Sequence[StoredObject]) -> None: ...
+
+    def restart(self) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class GetOptions:
     resource_version: str = ""  # "" = quorum read from etcd; "0" = any; "N" = not older than N
@@ -198,6 +214,8 @@ class ListOptions:
     resource_version_match: ResourceVersionMatch = ""
     predicate: SelectionPredicate = field(default_factory=SelectionPredicate)
     recursive: bool = True
+    # list only: who takes the items page by page as etcd is read (see PageSink)
+    sink: PageSink | None = field(default=None, compare=False, repr=False)
     # watch only
     send_initial_events: bool | None = None
     allow_watch_bookmarks: bool = False

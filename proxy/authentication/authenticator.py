@@ -18,7 +18,7 @@ found a credential — but not when one was presented and rejected (upstream's
 from __future__ import annotations
 
 from collections.abc import Awaitable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 from aiohttp import web
@@ -115,7 +115,10 @@ class AuthenticatedGroupAdder:
             g in (ALL_AUTHENTICATED, ALL_UNAUTHENTICATED) for g in user.groups
         ):
             return response
-        return replace(response, user=replace(user, groups=(*user.groups, ALL_AUTHENTICATED)))
+        # built directly: dataclasses.replace walks the fields on every call (two per
+        # authenticated request were ~4 % of a small GET's CPU)
+        added = UserInfo(user.name, user.uid, (*user.groups, ALL_AUTHENTICATED), user.extra)
+        return Response(added, response.audiences)
 
 
 class Anonymous:

@@ -14,6 +14,11 @@ comes). The budget the project holds: no loop step over ~20 ms at 10,000 pods.
 - JSON: the items' stored bytes as they are (final, resourceVersion set), joined.
 - Table: each version's row is printed once and kept with the version
   (:mod:`proxy.printers.row_template`); a request renders its ages and joins bytes.
+  A Table read from etcd has its rows rendered page by page as storage reads the
+  list (:class:`EncodedAhead`, a ``storage.interfaces.PageSink``), while etcd reads
+  the next page; the body is joined from those rows once the list is read (its
+  errors, a corrupt value or a compaction, are still a Status: nothing is written
+  before the last page is in).
 - PartialObjectMetadataList: each item's ``metadata`` sliced from its stored bytes
   (located once per version); the document's last key (``rows``/``items``) is left
   open.
@@ -39,10 +44,12 @@ A new format adds an encoder here and a branch in
 
 from __future__ import annotations
 
+import asyncio
+import operator
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 import orjson
 
@@ -59,10 +66,12 @@ from storage.interfaces import StoredObject
 __all__ = [
     "CHUNK_BYTES",
     "STEP_SECONDS",
+    "EncodedAhead",
     "ListEncoder",
     "ProtobufListEncoder",
     "dump_yaml",
     "encode_items",
+    "joined_chunks",
     "json_list",
     "list_chunks",
     "partial_object_metadata_list",
@@ -99,29 +108,44 @@ class ListEncoder:
     json_item: Callable[[StoredObject], bytes] | None = None
 
 
+class Chunking(TypedDict, total=False):
+    """How a list body is cut (:func:`joined_chunks`' keywords)."""
+
+    chunk_bytes: int
+    step_seconds: float
+    clock: Callable[[], float]
+
+
 def list_chunks(
-    encoder: ListEncoder,
-    items: Iterable[StoredObject],
-    *,
-    chunk_bytes: int = CHUNK_BYTES,
-    step_seconds: float = STEP_SECONDS,
-    clock: Callable[[], float] = time.perf_counter,
+    encoder: ListEncoder, items: Iterable[StoredObject], **chunking: Unpack[Chunking]
 ) -> Iterator[bytes]:
     """The body of the list of ``items`` (stored versions) in pieces; producing each
     piece takes at most ``step_seconds`` (by ``clock``) plus one item's work, and a
     piece holds at most about ``chunk_bytes`` plus one item. The time between pieces
     (the caller's writes) is not counted. Errors of ``encoder.item`` propagate."""
+    return joined_chunks(encoder, map(encoder.item, items), **chunking)
+
+
+def joined_chunks(
+    encoder: ListEncoder,
+    pieces: Iterable[bytes],
+    *,
+    chunk_bytes: int = CHUNK_BYTES,
+    step_seconds: float = STEP_SECONDS,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Iterator[bytes]:
+    """:func:`list_chunks`' body from the items' ``pieces`` (made as they are iterated,
+    or already made: :class:`EncodedAhead`'s)."""
     buffer: list[bytes] = []
     size = 0
     started = clock()
     seen = False
-    for stored in items:
+    for piece in pieces:
         if seen:
             buffer.append(encoder.separator)
         else:
             buffer.append(encoder.head)
             seen = True
-        piece = encoder.item(stored)
         buffer.append(piece)
         size += len(piece)
         if size >= chunk_bytes or clock() - started >= step_seconds:
@@ -133,6 +157,49 @@ def list_chunks(
         return
     buffer.append(encoder.tail)
     yield b"".join(buffer)
+
+
+class EncodedAhead:
+    """Encodes a list's items with ``item`` as storage reads them (a
+    ``storage.interfaces.PageSink``): each page in steps of at most ``step_seconds``,
+    giving the loop back between steps. ``pieces_for`` tells whether what was encoded
+    is the response's list: only when it took exactly those items (a list served from
+    the cache, or transformed after storage, is encoded when written, as any other).
+    An item that fails to encode stops it: the list is then encoded when written, where
+    that error surfaces as it always has (never inside storage's read)."""
+
+    def __init__(
+        self, item: Callable[[StoredObject], bytes], *, step_seconds: float = STEP_SECONDS
+    ) -> None:
+        self._item = item
+        self._step = step_seconds
+        self._taken: list[StoredObject] = []
+        self._pieces: list[bytes] = []
+        self._failed = False
+
+    async def take(self, items: Sequence[StoredObject]) -> None:
+        if self._failed:
+            return
+        try:
+            for _ in encode_items(self._item, items, self._pieces, step_seconds=self._step):
+                await asyncio.sleep(0)  # a bounded step is done: let other requests run
+        except Exception:
+            self._failed = True
+            return
+        self._taken.extend(items)
+
+    def restart(self) -> None:
+        self._taken.clear()
+        self._pieces.clear()
+        self._failed = False
+
+    def pieces_for(self, items: Sequence[StoredObject]) -> list[bytes] | None:
+        """The pieces of ``items`` if they are what was taken (the same versions, in
+        order, each encoded), else None."""
+        taken, pieces = self._taken, self._pieces
+        if self._failed or not len(taken) == len(pieces) == len(items):
+            return None
+        return pieces if all(map(operator.is_, taken, items)) else None
 
 
 def _open(document: dict[str, Any], key: str) -> bytes:

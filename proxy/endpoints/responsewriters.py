@@ -38,6 +38,7 @@ __all__ = [
     "converted_object",
     "discovery_response",
     "dump_json",
+    "encoded_ahead",
     "json_response",
     "list_encoder",
     "object_response",
@@ -173,6 +174,21 @@ def list_encoder(
     if fmt.format == "protobuf":
         return encoders.protobuf_list(resource.list_kind, resource.api_version, metadata)
     return encoders.json_list(resource.list_kind, resource.api_version, metadata)
+
+
+def encoded_ahead(
+    fmt: AcceptedFormat, resource: ResourceInfo, request: web.Request
+) -> encoders.EncodedAhead | None:
+    """For a LIST asked as a JSON Table: its rows, printed as storage reads the list
+    (``encoders.EncodedAhead``); None for any other format, and for bad Table options
+    (their 400 comes from ``list_encoder`` once the list is read, as before)."""
+    if fmt.format != "table" or fmt.media_type != JSON_TYPE:
+        return None
+    try:
+        convertor = _table_convertor(fmt, resource, request)
+    except apierrors.StatusError:
+        return None
+    return encoders.EncodedAhead(convertor.row_json)
 
 
 WatchEncoder = Callable[[str, bytes], bytes]

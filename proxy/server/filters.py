@@ -55,6 +55,7 @@ from proxy.options.settings import Settings
 from proxy.request.request_info import REQUEST_INFO, RequestInfo, parse_request_info
 from proxy.request.user import SYSTEM_PRIVILEGED_GROUP, request_user
 from proxy.server import http_errors
+from proxy.server.request_deadline import DeadlineQueue, DeadlineScope
 
 __all__ = ["handler_chain", "is_long_running", "parse_go_duration"]
 
@@ -150,6 +151,10 @@ def with_timeout(settings: Settings) -> Middleware:
     parse); past it, 504 ``Timeout: request did not complete within the allotted
     timeout`` (no Retry-After), or the end of a response already started."""
 
+    # the --request-timeout deadlines, on the loop the server runs on (a new queue if
+    # the app is served on another loop later: the tests do that)
+    queues: list[DeadlineQueue] = []
+
     @web.middleware
     async def timeout_filter(request: web.Request, handler: Handler) -> web.StreamResponse:
         info = request[REQUEST_INFO]
@@ -167,10 +172,17 @@ def with_timeout(settings: Settings) -> Middleware:
                 )
             if 0 < seconds < deadline:
                 deadline = seconds
-        scope = asyncio.timeout(deadline)
+        scope: asyncio.Timeout | DeadlineScope
+        loop = asyncio.get_running_loop()
+        if deadline == settings.request_timeout:
+            if not queues or queues[0].loop is not loop:
+                queues[:] = [DeadlineQueue(loop, deadline)]
+            scope = queues[0].scope()  # --request-timeout's: one timer for all of them
+        else:
+            scope = asyncio.timeout(deadline)
         # etcd reads may take until this deadline (upstream passes the request's context
         # down to etcd), not only --etcd-request-timeout; this task's context only
-        token = REQUEST_DEADLINE.set(asyncio.get_running_loop().time() + deadline)
+        token = REQUEST_DEADLINE.set(loop.time() + deadline)
         try:
             async with scope:
                 return await handler(request)

@@ -35,6 +35,12 @@ selector). A selector is matched against the attributes the watch cache computed
 the version read (``known_versions.held``) when it holds that version; only other
 versions are decoded to be matched.
 
+``ListOptions.sink``, when set, takes each page's items of such a walk as soon as they
+are decoded, before the walk waits for the next page (``storage.interfaces.PageSink``):
+what the caller does per item (a Table's rows) runs while etcd reads that page, not
+after the whole list; a read again from scratch restarts it. A list with a limit hands
+it nothing.
+
 Corrupt values (kube-apiserver 1.37 with AllowUnsafeMalformedObjectDeletion, the
 default): the walk goes on, collecting up to ``StoreReadError.MAX_CORRUPT`` of them, and
 the list fails with ``StoreReadError`` naming them; without the gate the first one fails
@@ -196,6 +202,8 @@ async def _list_all(
     # Compacted between two pages of a read at the latest revision: a single Range
     # could not have seen that, so read the latest state again, once.
     plan.start, plan.revision = start, 0
+    if opts.sink is not None:
+        opts.sink.restart()
     try:
         return await _walk(client, request_timeout, plan, opts, page_size)
     except _CompactedMidWalk as mid:
@@ -228,7 +236,10 @@ async def _walk(
                 plan.start = resp.kvs[-1].key.decode() + "\x00"
                 limit = page.limit_by_bytes(page_size)
                 ahead = asyncio.ensure_future(_read(client, request_timeout, plan, opts, limit))
+            taken = len(page.items)
             await _take(page, resp, opts.predicate)
+            if opts.sink is not None and not page.corrupt:  # a failing list's rows: no use
+                await opts.sink.take(page.items[taken:])
             if ahead is None or len(page.corrupt) >= StoreReadError.MAX_CORRUPT:
                 break
             try:

@@ -130,6 +130,11 @@ async def test_reads_from_etcd_answer_as_kube_1_37(
     # decoder rejects it); the cache, which must read labels, skips it (test above).
     assert [c["field"] for c in details["causes"]] == [keys["protobuf"], keys["truncated"]]
     assert {c["reason"] for c in details["causes"]} == {"UnexpectedServerResponse"}
+    # kubectl's Table (its rows printed while etcd is read): the very same Status
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    async with http.get(pods, headers={"Accept": table}) as resp:
+        assert resp.status == 500
+        assert await resp.json() == status
 
 
 async def test_unsafe_delete_of_a_corrupt_value(

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime as dt
 import itertools
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Unpack
 
@@ -21,6 +22,8 @@ from cacher.objects import AttrsCache, CachedObject
 from etcdclient import EtcdClient
 from etcdclient.types import RangeOptions, RangeResult
 from lab.etcd import EtcdCluster
+from proxy.endpoints.encoders import EncodedAhead
+from proxy.printers.table import TableConvertor
 from storage import keys, known_versions
 from storage.codec import PROTOBUF_MAGIC as MAGIC
 from storage.codec import codec_for
@@ -33,7 +36,7 @@ from storage.errors import (
 )
 from storage.etcd3 import Etcd3Store, lister
 from storage.fields import attrs_func
-from storage.interfaces import GetOptions, SelectionPredicate
+from storage.interfaces import GetOptions, SelectionPredicate, StoredObject
 from tests.integration.storage_suite import *  # noqa: F403  (the shared suite)
 from tests.integration.storage_suite import (
     EVENT_TIMEOUT,
@@ -590,6 +593,111 @@ def _asking(
         return matches(self, pred)
 
     return recorded
+
+
+# ------------------------------------------- a list's items taken page by page (a sink)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Pods:
+    group: str = ""
+    version: str = "v1"
+    kind: str = "Pod"
+    plural: str = "pods"
+
+
+class _PrintedRows(EncodedAhead):
+    """A Table's rows of pods printed as the walk takes each page (the server's sink),
+    recording each page's first key as it is taken."""
+
+    def __init__(self) -> None:
+        self.convertor = TableConvertor(_Pods(), now=dt.datetime.now(dt.UTC))
+        super().__init__(self.convertor.row_json)
+        self.pages: list[str] = []
+        self.restarts = 0
+        self.page_taken: dict[int, asyncio.Event] = {}
+
+    async def take(self, items: Sequence[StoredObject]) -> None:
+        await super().take(items)
+        self.pages.append(items[0].key if items else "")
+        self.page_taken.setdefault(len(self.pages), asyncio.Event()).set()
+
+    def restart(self) -> None:
+        super().restart()
+        self.pages.clear()
+        self.restarts += 1
+
+
+async def test_a_table_from_etcd_is_printed_page_by_page(
+    paged: tuple[_PagedClient, Etcd3Store], key_prefix: str
+) -> None:
+    """A no-limit list hands each page's items to the sink before it waits for the next
+    page: etcd's answer to the Range of page N+1 is held back here until the sink has
+    printed page N's rows, so a walk that printed only after reading everything would
+    never end. The rows are those of the result's items, as printed when written."""
+    client, store = paged
+    for i in range(20):
+        await create(store, key_prefix, pod(f"p{i:02d}"))
+    rows = _PrintedRows()
+
+    async def after_page(page: int) -> None:
+        if page > 1:  # page N+1 is in: its answer waits for page N's rows
+            event = rows.page_taken.setdefault(page - 1, asyncio.Event())
+            await asyncio.wait_for(event.wait(), 5)
+
+    client.between = after_page
+    async with asyncio.timeout(10):
+        result = await store.get_list(key_prefix, dataclasses.replace(list_opts(), sink=rows))
+    assert client.returned == [7, 7, 6]
+    assert rows.pages == [key_of(key_prefix, f"p{i:02d}") for i in (0, 7, 14)]
+    pieces = rows.pieces_for(result.items)
+    assert pieces == [rows.convertor.row_json(s) for s in result.items]
+    assert rows.pieces_for(list(result.items)[1:]) is None  # not the list it took
+    # a list with a limit (one page) hands the sink nothing
+    paged_rows = _PrintedRows()
+    one_page = dataclasses.replace(list_opts(limit=5), sink=paged_rows)
+    assert len((await store.get_list(key_prefix, one_page)).items) == 5
+    assert paged_rows.pages == []
+
+
+async def test_a_sink_restarts_when_the_list_is_read_again_after_a_compaction(
+    paged: tuple[_PagedClient, Etcd3Store],
+    key_prefix: str,
+    compact: Callable[[int], Awaitable[None]],
+) -> None:
+    client, store = paged
+    for i in range(10):
+        await create(store, key_prefix, pod(f"p{i:02d}"))
+
+    async def compact_once(page: int) -> None:
+        if page == 1:
+            made = await create(store, key_prefix, pod("late"))
+            await compact(made.resource_version)
+
+    client.between = compact_once
+    rows = _PrintedRows()
+    result = await store.get_list(key_prefix, dataclasses.replace(list_opts(), sink=rows))
+    assert len(result.items) == 11 and rows.restarts == 1
+    assert rows.pieces_for(result.items) == [rows.convertor.row_json(s) for s in result.items]
+
+
+async def test_a_list_with_a_corrupt_value_fails_as_before_with_a_sink(
+    paged: tuple[_PagedClient, Etcd3Store], key_prefix: str
+) -> None:
+    """A corrupt value in the second page: the same StoreReadError as without a sink;
+    the sink took nothing from that page on."""
+    client, store = paged
+    for i in range(20):
+        await create(store, key_prefix, pod(f"p{i:02d}"))
+    await client.put(key_of(key_prefix, "p09x").encode(), b"{")
+    rows = _PrintedRows()
+    with pytest.raises(StoreReadError) as err:
+        await store.get_list(key_prefix, dataclasses.replace(list_opts(), sink=rows))
+    with pytest.raises(StoreReadError) as without:
+        await store.get_list(key_prefix, list_opts())
+    assert str(err.value) == str(without.value)
+    assert [c.key for c in err.value.corrupt] == [key_of(key_prefix, "p09x")]
+    assert rows.pages == [key_of(key_prefix, "p00")]
 
 
 async def test_each_store_writes_its_own_codec(client: EtcdClient, key_prefix: str) -> None:

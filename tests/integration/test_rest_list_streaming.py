@@ -126,6 +126,17 @@ async def test_streamed_conversions_equal_the_whole_list_converted(
     assert [r["cells"][0] for r in table["rows"]] == [
         i["metadata"]["name"] for i in listing["items"]
     ]
+    # from etcd (resourceVersion unset), its rows printed as the pages were read: the
+    # same Table (the ages aside, printed at another now)
+    _, etcd_body = await _get(http, path + "?includeObject=Object", KUBECTL_TABLE)
+    etcd_table = orjson.loads(etcd_body)
+    assert etcd_table["metadata"] == listing["metadata"]
+    assert etcd_table["columnDefinitions"] == table["columnDefinitions"]
+    assert [r["object"] for r in etcd_table["rows"]] == listing["items"]
+    age = [c["name"] for c in table["columnDefinitions"]].index("Age")
+    assert [r["cells"][:age] + r["cells"][age + 1 :] for r in etcd_table["rows"]] == [
+        r["cells"][:age] + r["cells"][age + 1 :] for r in table["rows"]
+    ]
 
     # the converted documents as YAML are the same documents (not JSON sent as YAML)
     _, yaml_table_body = await _get(http, at_rv + "&includeObject=Object", YAML_TABLE)

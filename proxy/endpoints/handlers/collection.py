@@ -4,7 +4,9 @@ A LIST response is written as it is assembled, never built whole: the list heade
 then the items' stored JSON bytes (already final, resourceVersion set) joined by
 commas in chunks of about 256 KiB, then ``]}``. Peak memory is the storage result plus
 one chunk, not a second copy of the whole list. Tables, PartialObjectMetadataLists and
-YAML are converted item by item in the same chunks (``proxy.endpoints.encoders``); each
+YAML are converted item by item in the same chunks (``proxy.endpoints.encoders``; a
+JSON Table read from etcd has its rows printed page by page while etcd reads the next
+page, ``encoders.EncodedAhead``, and is joined from them); each
 chunk is at most a few milliseconds of work, and the handler yields to the event loop
 after each one, so a 50 MB conversion never stalls other requests. As protobuf: each
 item's message is made first (at most once per version, ``protobuf.stored_bytes``), in
@@ -95,14 +97,20 @@ async def write_list(
     items: Sequence[StoredObject],
     metadata: dict[str, Any],
     headers: dict[str, str],
+    ahead: encoders.EncodedAhead | None = None,
 ) -> web.StreamResponse:
     """Stream ``items`` as the resource's List (JSON, YAML or protobuf), a Table or a
-    PartialObjectMetadataList, as negotiated (see the module docstring). Bad Table
+    PartialObjectMetadataList, as negotiated (see the module docstring); ``ahead``: the
+    items' pieces, if encoded while storage read them. Bad Table
     options are a 400 before anything is written. The response is started by
     ``prepare`` (``responsewriter`` records it): an error after that ends the
     connection, it never becomes a Status."""
     fmt = negotiation.response_format(request, is_list=True, resource=rs.resource)
     encoder = responsewriters.list_encoder(fmt, rs.resource, metadata, request)
+    pieces = ahead.pieces_for(items) if ahead is not None else None
+    if pieces is not None and isinstance(encoder, encoders.ListEncoder):
+        chunks = encoders.joined_chunks(encoder, pieces)
+        return await _stream(request, headers, fmt.content_type, chunks)
     if isinstance(encoder, encoders.ListEncoder) and compression.accepts_gzip(request):
         kept = compressed_list(encoder, items)  # each version compressed at most once
         if kept is not None:
@@ -191,9 +199,13 @@ def _list_options(request: web.Request, info: RequestInfo, store: Store) -> List
 async def list_objects(
     request: web.Request, ctx: APIContext, info: RequestInfo, store: Store
 ) -> web.StreamResponse:
-    negotiation.response_format(request, is_list=True, resource=store.resource)  # 406 first
+    fmt = negotiation.response_format(request, is_list=True, resource=store.resource)  # 406
     opts = _list_options(request, info, store)
     namespace = _namespace(info, store)
+    # a Table's rows are printed page by page while a list from etcd is still read
+    ahead = responsewriters.encoded_ahead(fmt, store.resource, request)
+    if ahead is not None:
+        opts = dataclasses.replace(opts, sink=ahead)
     async with large_list_slot(expected_bytes(store.rs, namespace, opts)):
         result = await store.list(namespace, opts)
         metrics.observe_list(request, info, result)
@@ -201,8 +213,9 @@ async def list_objects(
         # chunk (a sum of sizes, a first gzip segment) are two steps, not one
         await Steps().split(len(result.items))
         return await write_list(
-            request, store.rs, result.items, list_metadata(result), cost_headers(result)
-        )
+            request, store.rs, result.items, list_metadata(result), cost_headers(result),
+            ahead,
+        )  # fmt: skip
 
 
 def _event_line(event_type: str, data: bytes) -> bytes:

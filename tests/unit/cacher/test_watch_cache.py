@@ -65,6 +65,27 @@ def test_node_index_fetches_only_the_bucket() -> None:
     assert len(scan.items) == 31
 
 
+def test_an_index_bucket_is_the_scan_in_key_order_whatever_the_changes() -> None:
+    c = new_cache(FakeClock())
+    # a re-list out of key order that names a key twice (the last one wins)
+    c.replace([pod("p5", 2, node="n1"), pod("p1", 3, node="n1"), pod("p5", 4, node="n2"),
+               pod("p3", 5, node="n1")], 5)  # fmt: skip
+    changes = [("p2", "n1"), ("p0", "n1"), ("p3", "n2"), ("p4", "n1"), ("p1", None), ("p3", "n1")]
+    for rv, (name, node) in enumerate(changes, start=6):
+        c.process(f"{PREFIX}default/{name}", None if node is None else pod(name, rv, node=node), rv)
+        for n in ("n1", "n2"):
+            indexed = c.list_objects(PREFIX, predicate(field=f"spec.nodeName={n}"))
+            every = c.list_objects(PREFIX, predicate()).items
+            scan = [o for o in every if o.field("spec.nodeName") == n]
+            assert indexed.index == "spec.nodeName" and indexed.fetched == len(scan)
+            assert [(o.key, o.resource_version) for o in indexed.items] == [
+                (o.key, o.resource_version) for o in scan
+            ]
+    names = [o.key.rsplit("/", 1)[1] for o in c.list_objects(PREFIX, predicate(
+        field="spec.nodeName=n1")).items]  # fmt: skip
+    assert names == ["p0", "p2", "p3", "p4"]
+
+
 def test_label_selector_in_memory() -> None:
     c = new_cache(FakeClock())
     c.replace([pod("a", 2, labels={"app": "x"}), pod("b", 3, labels={"app": "y"})], 3)

@@ -15,10 +15,12 @@ from lab import seed
 from proxy.endpoints import protobuf
 from proxy.endpoints.encoders import (
     CHUNK_BYTES,
+    EncodedAhead,
     ListEncoder,
     ProtobufListEncoder,
     dump_yaml,
     encode_items,
+    joined_chunks,
     json_list,
     list_chunks,
     partial_object_metadata_list,
@@ -108,6 +110,54 @@ def test_table_rows_streamed_equal_the_whole_table(
     convertor = TableConvertor(PODS, include_object=include, table_version="v1beta1", now=NOW)
     encoder = table_list(convertor, list_meta_of(META))
     assert joined(encoder, stored(objects), **chunking) == orjson.dumps(whole)
+
+
+@pytest.mark.parametrize("pages", [[0], [1], [3, 4], [2, 0, 5]])
+@pytest.mark.parametrize("chunking", CHUNKINGS)
+async def test_table_rows_printed_ahead_equal_the_whole_table(
+    pages: list[int], chunking: dict[str, Any]
+) -> None:
+    """Rows printed page by page as storage reads them (``EncodedAhead``), then joined:
+    the Table printed whole, byte for byte."""
+    objects = pods(sum(pages))
+    items = stored(objects)
+    whole = to_table(PODS, objects, list_meta=META, now=NOW)
+    convertor = TableConvertor(PODS, now=NOW)
+    ahead = EncodedAhead(convertor.row_json, step_seconds=0.0)  # a yield after every row
+    start = 0
+    for size in pages:
+        await ahead.take(items[start : start + size])
+        start += size
+    pieces = ahead.pieces_for(items)
+    assert pieces is not None
+    encoder = table_list(convertor, list_meta_of(META))
+    assert b"".join(joined_chunks(encoder, pieces, **chunking)) == orjson.dumps(whole)
+
+
+async def test_rows_printed_ahead_serve_only_the_list_they_were_printed_for() -> None:
+    """The pieces are used only for exactly the versions taken, in order: a list served
+    from elsewhere (the cache), or changed after storage, is printed when written; a
+    restart (the list read again) drops them; an item that fails to print stops it."""
+    items = stored(pods(4))
+    ahead = EncodedAhead(TableConvertor(PODS, now=NOW).row_json)
+    assert ahead.pieces_for([]) == []
+    await ahead.take(items[:2])
+    assert ahead.pieces_for(items) is None and ahead.pieces_for(items[:2]) is not None
+    await ahead.take(items[2:])
+    copies = [StoredObject(i.key, i.data, i.resource_version) for i in items]
+    assert ahead.pieces_for(copies) is None and ahead.pieces_for(items[::-1]) is None
+    ahead.restart()
+    assert ahead.pieces_for(items) is None and ahead.pieces_for([]) == []
+
+    def fails(item: StoredObject) -> bytes:
+        if item is items[1]:
+            raise ValueError("cannot print")
+        return b"{}"
+
+    failing = EncodedAhead(fails)
+    await failing.take(items[:2])  # the error surfaces where the list is written
+    await failing.take(items[2:])
+    assert failing.pieces_for(items) is None
 
 
 @pytest.mark.parametrize("count", [0, 1, 7])
