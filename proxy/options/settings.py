@@ -236,8 +236,9 @@ class Settings:
     leader_elect_retry_period: float = 2.0
     # the NodePort range of Services (kube-apiserver's --service-node-port-range)
     service_node_port_range: str = "30000-32767"
-    # asyncio's own loop, or uvloop's (the optional uvloop extra): proxy.server.event_loop
-    event_loop: str = "asyncio"
+    # asyncio's own loop or uvloop's; "" (no flag): uvloop's when it is installed, else
+    # asyncio's (proxy.server.event_loop.default_name)
+    event_loop: str = ""
     # kube-apiserver's admission flags (proxy.admission.chain: default-on set, order)
     enable_admission_plugins: tuple[str, ...] = ()
     disable_admission_plugins: tuple[str, ...] = ()
@@ -454,8 +455,9 @@ _FLAG_HELP: dict[str, str] = {
     "it gives the leadership up (e.g. 10s)",
     "leader_elect_retry_period": "how often the workers try to acquire or renew the "
     "Lease (e.g. 2s)",
-    "event_loop": "asyncio (default) or uvloop (needs the optional uvloop extra: "
-    "pip install 'watchcache[uvloop]'; see docs/performance.md)",
+    "event_loop": "asyncio or uvloop (needs the optional uvloop extra: "
+    "pip install 'watchcache[uvloop]'); default: uvloop when it is installed, else "
+    "asyncio (see docs/performance.md)",
     "enable_admission_plugins": "admission plugins to enable besides the default-on ones "
     "(comma-separated; they run in kube-apiserver's order, see docs/admission.md)",
     "disable_admission_plugins": "default-on admission plugins to disable (comma-separated)",

@@ -1,6 +1,8 @@
-"""``watchcache serve --event-loop=uvloop``: the whole server on uvloop's loop over
-HTTPS with a bearer token (TLS is where uvloop's transport differs most): a write, a
-cached GET, a paged LIST whose later pages come from the cache, and a watch event."""
+"""``watchcache serve --event-loop=asyncio|uvloop``, and without the flag (uvloop's, a test
+dependency): the whole server on that loop over HTTPS with a bearer token (TLS is where
+uvloop's transport differs most): a write, a cached GET, a paged LIST whose later pages
+come from the cache, a watch event, a delete. The default loop is uvloop's, so this is
+where the suite keeps covering asyncio's request path."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import aiohttp
 import orjson
 import pytest
 
+from lab.apiserver import EVENT_LOOP_ENV
 from tests.integration.conftest import ServerFactory, pod_body
 
 pytestmark = pytest.mark.etcd
@@ -18,12 +21,22 @@ pytestmark = pytest.mark.etcd
 TOKEN = "loop-admin-token"
 
 
-async def test_the_server_runs_on_uvloop(server_factory: ServerFactory, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("flags", "loop"), [
+    (("--event-loop=asyncio",), "asyncio"),
+    (("--event-loop=uvloop",), "uvloop"),
+    ((), "uvloop"),  # no flag: uvloop's, installed
+])  # fmt: skip
+async def test_the_server_runs_on_its_loop(
+    server_factory: ServerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    flags: tuple[str, ...], loop: str,
+) -> None:  # fmt: skip
+    monkeypatch.delenv(EVENT_LOOP_ENV, raising=False)  # the flag, or none, as written here
     (tmp_path / "tokens.csv").write_text(f"{TOKEN},root,0,system:masters\n")
     srv = server_factory(
         "--secure-port=0", f"--cert-dir={tmp_path / 'certs'}",
-        f"--token-auth-file={tmp_path / 'tokens.csv'}", "--event-loop=uvloop",
+        f"--token-auth-file={tmp_path / 'tokens.csv'}", *flags,
     )  # fmt: skip
+    assert f"running on the {loop} event loop" in srv.log()
     tls = ssl.create_default_context(cafile=str(tmp_path / "certs" / "apiserver.crt"))
     headers = {"Authorization": f"Bearer {TOKEN}"}
     connector = aiohttp.TCPConnector(ssl=tls)
@@ -47,3 +60,5 @@ async def test_the_server_runs_on_uvloop(server_factory: ServerFactory, tmp_path
         async with s.get(f"{pods}?limit=2&continue={first['metadata']['continue']}") as r:
             assert r.headers["X-Watchcache-Served-From"] == "cache"
             assert [p["metadata"]["name"] for p in (await r.json())["items"]] == ["p2"]
+        async with s.delete(f"{pods}/p0") as r:
+            assert r.status == 200, await r.text()
