@@ -24,6 +24,7 @@ from pathlib import Path
 
 from lab.etcd import free_port
 from lab.process import stop_process
+from proxy.server.event_loop import default_name as default_event_loop
 
 __all__ = ["EVENT_LOOP_ENV", "APIServer", "PortTaken", "ServerNotReady", "cli_command",
            "serve_command", "with_event_loop"]
@@ -162,6 +163,18 @@ class APIServer:
             self.etcd_servers, self.port, prefix=self.prefix,
             extra_args=with_event_loop(self.extra_args), python=self.python,
         )  # fmt: skip
+
+    @property
+    def event_loop(self) -> str:
+        """The loop this server runs on, for reports: the one its command names, else
+        serve's default as this process's Python sees it (uvloop's when installed)."""
+        command, named = self.command(), ""
+        for i, arg in enumerate(command):  # the last one named wins, as in argparse
+            if arg.startswith("--event-loop="):
+                named = arg.split("=", 1)[1]
+            elif arg == "--event-loop" and i + 1 < len(command):
+                named = command[i + 1]
+        return named or default_event_loop()
 
     def start(self, timeout: float = 60.0, *, ready: bool = True) -> APIServer:
         """Spawn the server and wait until ``/readyz`` answers 200 (every watch cache

@@ -559,6 +559,8 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
             "namespaces": cfg.namespaces, "runs": cfg.runs, "warmup": cfg.warmup,
             "python": platform.python_version(), "elapsed_s": time.monotonic() - t0,
             "commit": source_revision(),
+            **({"event_loop": topo.servers["server"].event_loop} if "server" in topo.servers
+               else {}),
             "loadavg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             "pod_bytes_in_etcd": pod_bytes, "notes": notes,
         },

@@ -292,7 +292,9 @@ def markdown(results: dict[str, Any]) -> str:
         "- CPU per request: the serving process's and etcd's CPU time (/proc, 10 ms ticks) "
         "read around each request, averaged over the runs; `< tick` where all runs together "
         f"used fewer than {CPU_MIN_TICKS} ticks (too few requests to measure: raise --runs)",
-        f"- watchcache {meta.get('commit', 'unknown')}, python {meta['python']}; "
+        f"- watchcache {meta.get('commit', 'unknown')}"
+        + (f" on the {meta['event_loop']} event loop" if "event_loop" in meta else "")
+        + f", python {meta['python']}; "
         f"total time {meta['elapsed_s']:.0f} s",
         "- machine load (1-min load average) before / after: "
         + " / ".join(str(x) for x in meta.get("loadavg_1m", ["?"])),

@@ -26,3 +26,12 @@ def test_a_server_that_names_its_loop_keeps_it(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv(EVENT_LOOP_ENV, "uvloop")
     command = APIServer([], extra_args=("--event-loop=asyncio",)).command()
     assert [a for a in command if a.startswith("--event-loop")] == ["--event-loop=asyncio"]
+
+
+def test_the_loop_a_server_runs_on_is_named_for_reports(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(EVENT_LOOP_ENV, raising=False)
+    assert APIServer([]).event_loop == "uvloop"  # serve's default, uvloop installed
+    assert APIServer([], extra_args=("--event-loop=asyncio",)).event_loop == "asyncio"
+    assert APIServer([], argv=("--event-loop", "asyncio")).event_loop == "asyncio"
+    monkeypatch.setenv(EVENT_LOOP_ENV, "asyncio")
+    assert APIServer([]).event_loop == "asyncio"
