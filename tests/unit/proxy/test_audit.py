@@ -234,3 +234,19 @@ def test_source_ips_of_a_direct_client_and_of_a_proxied_one() -> None:
     proxied = _event(ALICE, {"X-Forwarded-For": "10.0.0.1, 10.0.0.2", "X-Real-Ip": "10.0.0.3"})
     assert proxied.source_ips == ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
     assert _event(ALICE, {"X-Real-Ip": "10.0.0.3"}).source_ips == ["10.0.0.3"]
+
+
+def test_an_event_without_objects_is_buffered_as_its_line(tmp_path: Path) -> None:
+    """A Metadata event is encoded when buffered (its dicts then die young): the
+    buffered bytes are the line the writer would have written; an event with an object
+    to decode stays an event for the writer's thread."""
+    backend = LogBackend(str(tmp_path / "audit.log"))
+    event = _event(ALICE, {"User-Agent": "a<b&c"})
+    event.set_status(200, None, "")
+    plain = event.at("ResponseComplete")
+    backend.process(plain)
+    event.request_object = RawObject(b'{"kind":"Pod"}', "application/json", False)
+    with_object = event.at("ResponseComplete")
+    backend.process(with_object)
+    assert list(backend.buffer) == [encode_event(materialize(dict(plain))), with_object]
+    assert b"a\\u003cb\\u0026c" in backend.buffer[0]
