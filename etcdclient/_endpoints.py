@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import grpc
 
 from etcdclient._pb import rpc_pb2_grpc as _generated_stubs
-from etcdclient._unary import UnaryCall, unary
+from etcdclient._unary import DirectUnary, UnaryCall, unary
 from etcdclient.errors import ConfigError, Unavailable
 
 # The generated gRPC stubs are untyped; calls through them are typed at the call sites.
@@ -147,6 +147,9 @@ class Endpoint:
     async def close(self) -> None:
         if self.channel is not None:
             channel, self.channel = self.channel, None
+            for call in self._unary.values():
+                if isinstance(call, DirectUnary):
+                    call.cancel_all()
             self._unary.clear()
             await channel.close()
 

@@ -120,6 +120,9 @@ class APIServer:
     python: str = sys.executable
     process: subprocess.Popen[bytes] | None = None
     instance_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    # the checkout whose code runs (``python -m`` imports from there): another
+    # commit's, to compare it with this one's on the same etcd
+    cwd: Path = REPO
 
     @property
     def url(self) -> str:
@@ -174,7 +177,7 @@ class APIServer:
         try:
             self.process = subprocess.Popen(
                 self.command(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, cwd=REPO,
+                start_new_session=True, cwd=self.cwd,
                 env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env,
                      INSTANCE_ID_ENV: self.instance_id},
             )  # fmt: skip

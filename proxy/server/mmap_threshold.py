@@ -6,13 +6,14 @@ glibc serves an allocation of at least the mmap threshold (128 KiB) with a mappi
 its own, unmapped when freed, and then raises the threshold to the size of that freed
 block (up to 32 MiB) so that the next one comes from the heap. A watch cache primed by
 a LIST reads etcd in pages of ~1 MiB (``storage.etcd3.lister.PAGE_BYTES``): the first
-page's gRPC buffers raised the threshold, every later page came from the heap, and the
-cached values allocated between two pages kept those freed blocks from ever going back
-to the system. Measured (10,000 and 30,000 small pods primed by a LIST, slope of the
-RSS, docs/performance.md): ~140 bytes a pod and ~3 MB in all that the process held and
-did not use. A threshold set with ``mallopt`` is not adjusted any more, so every block
-of 128 KiB or more is mapped and unmapped (~50-100 µs for a 1 MiB page: page faults on
-fresh memory), and freed memory returns to the system when it is freed.
+page's buffers (the likely ones) raised the threshold, later pages came from the heap,
+and the cached values allocated between two pages kept those freed blocks from ever
+going back to the system. Measured (10,000 and 30,000 small pods primed by a LIST,
+slope of the RSS, docs/performance.md): 34 and 140 bytes a pod in two runs and 3-4 MB
+in all that the process held and did not use. A threshold set with ``mallopt`` is not
+adjusted any more, so every block of 128 KiB or more is mapped and unmapped (~50-100 µs
+for a 1 MiB page: page faults on fresh memory), and freed memory returns to the system
+when it is freed.
 
 An operator who set the threshold (``MALLOC_MMAP_THRESHOLD_``, or
 ``glibc.malloc.mmap_threshold`` in ``GLIBC_TUNABLES``) keeps that choice; other C

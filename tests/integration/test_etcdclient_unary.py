@@ -73,8 +73,8 @@ async def test_a_cancelled_call_ends_at_once(
         await asyncio.sleep(0.3)
         assert not waiting.done()
         waiting.cancel()
-        async with asyncio.timeout(1.0):
-            with pytest.raises(asyncio.CancelledError):
+        with pytest.raises(asyncio.CancelledError):  # not TimeoutError
+            async with asyncio.timeout(1.0):
                 await waiting
         with pytest.raises(grpc.aio.AioRpcError) as err:
             async with asyncio.timeout(3.0):
@@ -87,6 +87,27 @@ async def test_a_cancelled_call_ends_at_once(
     finally:
         os.kill(pid, signal.SIGCONT)
     assert (await client.get(key)).kv is None
+
+
+async def test_closing_the_client_cancels_the_calls_in_flight(etcd_own: EtcdCluster) -> None:
+    """A GET waiting on a frozen etcd ends with CancelledError as soon as its client is
+    closed (grpc.aio's channel cancels only the calls it made itself), not at its
+    deadline."""
+    pid = etcd_own.members[0].pid
+    assert pid is not None
+    client = EtcdClient(etcd_own.endpoints, request_timeout=20.0)
+    await client.connect()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        waiting = asyncio.ensure_future(client.get(b"/frozen"))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()
+        await client.close()
+        with pytest.raises(asyncio.CancelledError):  # not TimeoutError
+            async with asyncio.timeout(2.0):
+                await waiting
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 def test_a_stub_that_is_not_grpc_aio_is_called_as_it_is() -> None:
