@@ -8,11 +8,15 @@
   * naming (``NamingConditionController``): ``status.acceptedNames`` and the
     ``NamesAccepted`` condition; a name another CRD of the group has accepted is a
     conflict (``PluralConflict`` ... ``"x" is already in use``), the rest are accepted;
-    ``Established`` is ``False``/``NotAccepted`` until the names are accepted;
+    ``Established`` is ``False``/``NotAccepted`` until the names are accepted, then
+    ``False``/``Installing``;
+  * serving (``crdHandler``): a CRD whose names are accepted or that is established
+    has its versions served (``serving.CustomResources``), a deleted one's are not;
   * establishing (``EstablishingController``): ``Established`` = ``True``
-    (``InitialNamesAccepted``) once the names are accepted;
-  * serving (``crdHandler``): an established CRD's versions are served
-    (``serving.CustomResources``), a deleted one's are not;
+    (``InitialNamesAccepted``), written only once this process serves the CRD — so a
+    client that waits for Established never meets a 404 here (upstream's handler
+    serves from NamesAccepted on, and its establishing controller acts on the same
+    informer's later event);
   * finalizing (``CRDFinalizer``): a CRD being deleted gets ``Terminating``
     (``InstanceDeletionInProgress``), its instances are deleted, then
     ``InstanceDeletionCompleted`` and the ``customresourcecleanup`` finalizer is lifted,
@@ -144,8 +148,8 @@ def calculate_names(crd: JSON, group_crds: list[JSON]) -> tuple[JSON, JSON, JSON
     established.pop("lastTransitionTime", None)
     if established["status"] != "True" and names_accepted["status"] == "True":
         established = {
-            "type": "Established", "status": "True",
-            "reason": "InitialNamesAccepted", "message": "the initial names have been accepted",
+            "type": "Established", "status": "False",
+            "reason": "Installing", "message": "the initial names have been accepted",
         }  # fmt: skip
     return _ordered_names(new), names_accepted, established
 
@@ -161,6 +165,11 @@ def _group_of(crd: JSON) -> list[str]:
     """The ``group`` index: the CRD's API group."""
     group = (crd.get("spec") or {}).get("group")
     return [str(group)] if group else []
+
+
+def _true(crd: JSON, ctype: str) -> bool:
+    found = condition(crd, ctype)
+    return found is not None and found.get("status") == "True"
 
 
 def _rv(crd: JSON) -> int:
@@ -231,9 +240,11 @@ class CRDControllers:
         if self.leads() and await self._update_names(crd):
             return  # the watch brings the new status; served then
         crd = self._get(name) or crd
-        established = condition(crd, "Established")
-        if established is not None and established.get("status") == "True":
+        established = _true(crd, "Established")
+        if established or _true(crd, "NamesAccepted"):
             await self.serving.serve(crd)
+            if not established and self.leads() and await self._establish(name):
+                return  # the watch brings Established
         meta = crd.get("metadata") or {}
         finalizing = CLEANUP_FINALIZER in (meta.get("finalizers") or [])
         if meta.get("deletionTimestamp") and finalizing and self.leads():
@@ -264,6 +275,20 @@ class CRDControllers:
         if changed:
             self._written[name] = stored
         return changed
+
+    async def _establish(self, name: str) -> bool:
+        """``Established`` True once the names are accepted (upstream's
+        EstablishingController, which checks them again on the CRD it reads)."""
+        done = {
+            "type": "Established", "status": "True",
+            "reason": "InitialNamesAccepted", "message": "the initial names have been accepted",
+        }  # fmt: skip
+
+        def change(status: JSON) -> None:
+            if _true({"status": status}, "NamesAccepted"):
+                set_condition(status, done)
+
+        return await self._update_status(name, change)
 
     async def _update_names(self, crd: JSON) -> bool:
         keys = [k for g in _group_of(crd) for k in self.informer.indexer.index_keys("group", g)]

@@ -84,7 +84,7 @@ from proxy.registry.informers import storage_informers
 from proxy.registry.resources import Registry
 from proxy.registry.storage_factory import ResourceStorage, StorageContext, StorageMap
 from proxy.registry.store import Store
-from proxy.server import event_loop, gc_pauses, http_errors, mmap_threshold
+from proxy.server import event_loop, gc_pauses, http_errors
 from proxy.server.auth_chain import AUTH, Auth, add_auth_hooks, build_auth, storage_lookup
 from proxy.server.debug import setup_debug_routes
 from proxy.server.filters import handler_chain
@@ -519,7 +519,6 @@ def main(argv: Sequence[str]) -> int:
     except ConfigError as e:
         print(f"watchcache serve: {e}", file=sys.stderr)
         return 2
-    mmap_threshold.fix()  # before the caches fill: freed pages go back to the system
     worker = worker_identity()
     logging.basicConfig(
         level=getattr(logging, settings.log_level.upper(), logging.INFO),

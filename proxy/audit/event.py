@@ -26,7 +26,15 @@ from proxy.request.user import UserInfo
 from storage import codec
 from storage.codec import PROTOBUF_MAGIC
 
-__all__ = ["CREATED_BODY", "AuditEvent", "RawObject", "materialize", "new_audit_id", "timestamp"]
+__all__ = [
+    "CREATED_BODY",
+    "AuditEvent",
+    "RawObject",
+    "materialize",
+    "new_audit_id",
+    "timestamp",
+    "user_api",
+]
 
 JSON = dict[str, Any]
 
@@ -143,6 +151,10 @@ def materialize(event: JSON) -> JSON:
 def _source_ips(request: web.Request) -> list[str]:
     """X-Forwarded-For, then X-Real-Ip, then the peer, without repeats (upstream's
     ``utilnet.SourceIPs``)."""
+    headers = request.headers
+    if "X-Forwarded-For" not in headers and "X-Real-Ip" not in headers:
+        peer = request.remote  # a direct client: its address alone
+        return [peer] if peer else []
     ips: list[str] = []
     for part in request.headers.get("X-Forwarded-For", "").split(","):
         if part.strip():
@@ -173,8 +185,46 @@ def _object_ref(info: RequestInfo) -> JSON | None:
     return ref
 
 
+# The parts of an event that repeat from request to request are built once and shared
+# by the events that carry them: a user's ``user`` and a success's ``responseStatus``.
+# Nothing writes into an event's parts after it is built (the writer's ``materialize``
+# replaces only the objects and objectRef, ``valid_utf8`` copies), so sharing them
+# changes no byte of the log; it saves their dicts and lists, and the collections of
+# the garbage collector that every few hundred new containers cost.
+_USERS: dict[tuple[str, str, tuple[str, ...]], JSON] = {}
+_USERS_MAX = 1024  # distinct users held; past it the cache starts over
+_STATUSES: dict[int, JSON] = {}
+
+
+def user_api(user: UserInfo) -> JSON:
+    """``user.to_api()``, shared between the events of the same user (never mutate it)."""
+    if user.extra:
+        return user.to_api()  # rare (impersonation, webhooks' extra): not cached
+    key = (user.name, user.uid, user.groups)
+    found = _USERS.get(key)
+    if found is None:
+        if len(_USERS) >= _USERS_MAX:
+            _USERS.clear()
+        found = _USERS[key] = user.to_api()
+    return found
+
+
+def _plain_status(code: int) -> JSON:
+    """``{"metadata":{},"code":N}``, shared (never mutate it)."""
+    status = _STATUSES.get(code)
+    if status is None:
+        status = _STATUSES[code] = {"metadata": {}, "code": code}
+    return status
+
+
 class AuditEvent:
     """One request's audit record; ``at(stage)`` is the Event for a stage."""
+
+    __slots__ = (
+        "annotations", "audit_id", "created_body", "impersonated", "level", "object_ref",
+        "omit_managed_fields", "received", "request_object", "request_uri",
+        "response_object", "response_status", "source_ips", "user", "user_agent", "verb",
+    )  # fmt: skip
 
     def __init__(self, request: web.Request, info: RequestInfo, user: UserInfo, level: str,
                  audit_id: str, omit_managed_fields: bool) -> None:  # fmt: skip
@@ -182,7 +232,7 @@ class AuditEvent:
         self.audit_id = audit_id
         self.request_uri = request.raw_path
         self.verb = info.verb
-        self.user = user.to_api()
+        self.user = user_api(user)
         self.impersonated: JSON | None = None
         self.source_ips = _source_ips(request)
         self.user_agent = request.headers.get("User-Agent", "")
@@ -230,7 +280,7 @@ class AuditEvent:
     def set_status(self, code: int, body: bytes | None, content_type: str) -> None:
         """``{"metadata":{},"code":N}``, or for a failure the Status the client got
         (without kind and apiVersion), as upstream."""
-        status: JSON = {"metadata": {}, "code": code}
+        status = _plain_status(code)
         if code >= 300 and body and "json" in content_type and body[:1] == b"{":
             try:
                 decoded = orjson.loads(body)

@@ -27,7 +27,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from proxy.audit.event import AuditEvent, RawObject, new_audit_id
+from proxy.audit.event import AuditEvent, RawObject, new_audit_id, user_api
 from proxy.audit.log_backend import LEVELS
 from proxy.audit.policy import Decision, Policy
 from proxy.authentication.x509 import peer_certificate
@@ -70,7 +70,7 @@ def _impersonated(request: web.Request, authenticated: UserInfo) -> dict[str, An
     current = request_user(request)
     if current is None or current is authenticated:
         return None
-    return current.to_api()
+    return user_api(current)
 
 
 def _complete(request: web.Request, event: AuditEvent, level: str,

@@ -48,10 +48,8 @@ log = logging.getLogger("watchcache.audit")
 
 BUFFER_SIZE = 10_000
 BATCH_SIZE = 400
-# the most fields an event without request/response objects has (kind, apiVersion,
-# level, auditID, stage, requestURI, verb, user, impersonatedUser, sourceIPs,
-# userAgent, objectRef, responseStatus, the two timestamps, annotations)
-_PLAIN_FIELDS = 16
+# a buffered event: its line already, or the event whose objects are still raw
+Buffered = bytes | dict[str, Any]
 BATCH_WAIT = 0.05  # seconds an event may wait for others to share its write
 WARN_EVERY = 60.0
 
@@ -183,15 +181,24 @@ class LogBackend:
         self.sink: RotatingFile | _Stdout = (
             _Stdout() if path == "-" else RotatingFile(path, max_size_mb, max_backups, max_age_days)
         )
-        self.buffer: collections.deque[dict[str, Any]] = collections.deque()
+        self.buffer: collections.deque[Buffered] = collections.deque()
         self.buffer_size = buffer_size
         self._wakeup = asyncio.Event()
         self.dropped = 0
         self._warned = 0.0
 
     def process(self, event: dict[str, Any]) -> None:
+        """Buffer the event; one with no object to decode (every Metadata event) is
+        buffered as its encoded line, encoded here on the loop where the writer
+        encoded it anyway: its dicts die at once instead of waiting up to 50 ms in the
+        buffer, where hundreds of them made the garbage collector scan and promote
+        them (the same line, the same isolation: a failed encode is b"")."""
         if len(self.buffer) < self.buffer_size:
-            self.buffer.append(event)
+            if not ("requestObject" in event or "responseObject" in event
+                    or CREATED_BODY in event):  # fmt: skip
+                self.buffer.append(_encode_one(event))
+            else:
+                self.buffer.append(event)
             self._wakeup.set()
             return
         self.dropped += 1
@@ -201,26 +208,26 @@ class LogBackend:
             self._warned = now
             log.warning("audit buffer full: dropping events (%d so far)", self.dropped)
 
-    def _encode(self, batch: list[dict[str, Any]]) -> bytes:
+    def _encode(self, batch: list[Buffered]) -> bytes:
         EVENTS.inc(len(batch))  # counted here, off the request path
-        return b"".join(_encode_one(e) for e in batch)
+        return b"".join(e if isinstance(e, bytes) else _encode_one(e) for e in batch)
 
-    def _write_batch(self, batch: list[dict[str, Any]]) -> None:
+    def _write_batch(self, batch: list[Buffered]) -> None:
         self.sink.write(self._encode(batch))
 
-    async def _write(self, batch: list[dict[str, Any]]) -> None:
-        """Encode on the loop when no object needs decoding (Metadata events: a few
-        microseconds each; a thread holding the GIL for them would stall the loop
-        longer), else in the thread (a create's body, read for its name, included: a
-        3 MiB YAML body decoded here held the loop 80-170 s); the file write itself
-        always in the thread."""
-        if any(len(e) > _PLAIN_FIELDS or CREATED_BODY in e for e in batch):
+    async def _write(self, batch: list[Buffered]) -> None:
+        """Events without objects come encoded (``process``: a few microseconds each on
+        the loop; a thread holding the GIL for them would stall the loop longer); a
+        batch with objects to decode is encoded in the thread (a create's body, read
+        for its name, included: a 3 MiB YAML body decoded here held the loop 80-170
+        s); the file write itself always in the thread."""
+        if any(not isinstance(e, bytes) for e in batch):
             data = await asyncio.to_thread(self._encode, batch)
         else:
             data = self._encode(batch)
         await asyncio.to_thread(self.sink.write, data)
 
-    def _take_batch(self) -> list[dict[str, Any]]:
+    def _take_batch(self) -> list[Buffered]:
         count = min(len(self.buffer), BATCH_SIZE)
         return [self.buffer.popleft() for _ in range(count)]
 

@@ -14,7 +14,7 @@ nonResourceURLs only non-resource requests.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -149,15 +149,24 @@ class Policy:
     rules: tuple[Rule, ...]
     omit_stages: frozenset[str]
     omit_managed_fields: bool
+    # each rule with the Decision it gives, built once: a request only matches (a
+    # frozen dataclass and a set union per request cost more than the matching)
+    _decided: tuple[tuple[Rule, Decision], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_decided", tuple((r, self._decision(r)) for r in self.rules))
+
+    def _decision(self, rule: Rule) -> Decision:
+        omit = self.omit_managed_fields
+        if rule.omit_managed_fields is not None:
+            omit = rule.omit_managed_fields
+        return Decision(rule.level, self.omit_stages | rule.omit_stages, omit)
 
     def decide(self, user: UserInfo, info: RequestInfo) -> Decision:
         """The level, omitted stages and managedFields choice for one request."""
-        for rule in self.rules:
+        for rule, decision in self._decided:
             if rule.matches(user, info):
-                omit = self.omit_managed_fields
-                if rule.omit_managed_fields is not None:
-                    omit = rule.omit_managed_fields
-                return Decision(rule.level, self.omit_stages | rule.omit_stages, omit)
+                return decision
         return NONE
 
 

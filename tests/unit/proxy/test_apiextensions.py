@@ -39,12 +39,17 @@ def _crd(
     }
 
 
-def test_fresh_names_are_accepted_and_established() -> None:
+def test_fresh_names_are_accepted_and_installing() -> None:
+    """Upstream's naming controller: Established False/Installing once the names are
+    accepted; the establishing controller sets it True after the CRD is served."""
     crd = _crd("widgets", "Widget", short=["wd"])
     names, accepted, established = calculate_names(crd, [crd])
     assert names == crd["spec"]["names"]
     assert accepted["status"] == "True" and accepted["reason"] == "NoConflicts"
-    assert established["status"] == "True" and established["reason"] == "InitialNamesAccepted"
+    assert established == {
+        "type": "Established", "status": "False",
+        "reason": "Installing", "message": "the initial names have been accepted",
+    }  # fmt: skip
 
 
 def test_a_taken_plural_is_a_conflict_and_not_established() -> None:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from aiohttp.test_utils import make_mocked_request
 
-from proxy.audit.event import RawObject, materialize, new_audit_id, timestamp
+from proxy.audit.event import AuditEvent, RawObject, materialize, new_audit_id, timestamp
 from proxy.audit.log_backend import LogBackend, RotatingFile, encode_event
-from proxy.audit.policy import PolicyError, parse_policy
+from proxy.audit.policy import Decision, PolicyError, parse_policy
 from proxy.request.request_info import parse_request_info
 from proxy.request.user import UserInfo
 
@@ -151,3 +152,101 @@ def test_a_create_body_whose_metadata_is_no_object_names_nothing(metadata: objec
         "_createdBody": RawObject(body, "application/json", False),
     }
     assert materialize(event)["objectRef"] == {"resource": "roles"}
+
+
+_DECISION_TABLE = [
+    (UserInfo("system:kube-proxy", groups=("devs",)), "GET", "/api/v1/pods"),
+    (ALICE, "PUT", "/api/v1/namespaces/a/pods/p/status"),
+    (ALICE, "GET", "/apis/apps/v1/namespaces/prod/deployments/d/scale"),
+    (ALICE, "GET", "/api/v1/namespaces/prod/secrets/s1"),
+    (ALICE, "GET", "/api/v1/namespaces/prod/secrets/s2"),
+    (ALICE, "GET", "/api/v1/namespaces/dev/secrets"),
+    (UserInfo("bob"), "GET", "/apis"),
+    (UserInfo("bob"), "GET", "/api/v1/pods"),
+]
+
+
+@pytest.mark.parametrize(("user", "method", "path"), _DECISION_TABLE)
+def test_each_rules_decision_is_built_once_and_is_what_the_rule_gives(
+    user: UserInfo, method: str, path: str
+) -> None:
+    """The decisions built at parse time equal the rule's own (its level, the policy's
+    omitStages plus its own, its omitManagedFields else the policy's), and a request
+    gets the prebuilt object itself (nothing is allocated per request)."""
+    policy = parse_policy(POLICY)
+    info = parse_request_info(method, path, {})
+    decision = policy.decide(user, info)
+    assert policy.decide(user, info) is decision
+    rule = next((r for r in policy.rules if r.matches(user, info)), None)
+    if rule is None:
+        assert decision == Decision("None", frozenset(), False)
+        return
+    omit = rule.omit_managed_fields
+    if omit is None:
+        omit = policy.omit_managed_fields
+    assert decision == Decision(rule.level, policy.omit_stages | rule.omit_stages, omit)
+
+
+AUDIT_ID = "0f1e2d3c-4b5a-4697-8877-665544332211"
+
+
+def _event(user: UserInfo, headers: dict[str, str] | None = None) -> AuditEvent:
+    request = make_mocked_request("GET", "/api/v1/namespaces/a/pods/p?x=1", headers=headers)
+    info = parse_request_info("GET", "/api/v1/namespaces/a/pods/p", {"x": "1"})
+    return AuditEvent(request, info, user, "Metadata", AUDIT_ID, False)
+
+
+def test_shared_parts_encode_to_the_reference_bytes_and_are_never_changed() -> None:
+    """Two requests of one user share its ``user`` and a success's ``responseStatus``;
+    the lines written are byte for byte the reference encoding of fresh dicts in
+    upstream's field order, and a failure's Status is its own (the shared one stays)."""
+    first = _event(ALICE, {"User-Agent": "kubectl"})
+    second = _event(UserInfo("alice", groups=("devs",)))  # another object, the same user
+    assert first.user is second.user
+    first.set_status(200, b"{}", "application/json")
+    second.set_status(200, None, "")
+    assert first.response_status is second.response_status
+    line = encode_event(materialize(first.at("ResponseComplete")))
+    stage_ts = json.loads(line)["stageTimestamp"]
+    reference = {
+        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata",
+        "auditID": AUDIT_ID, "stage": "ResponseComplete",
+        "requestURI": "/api/v1/namespaces/a/pods/p?x=1", "verb": "get",
+        "user": {"username": "alice", "groups": ["devs"]}, "sourceIPs": [],
+        "userAgent": "kubectl",
+        "objectRef": {"resource": "pods", "namespace": "a", "name": "p", "apiVersion": "v1"},
+        "responseStatus": {"metadata": {}, "code": 200},
+        "requestReceivedTimestamp": first.received, "stageTimestamp": stage_ts,
+    }  # fmt: skip
+    assert line == json.dumps(reference, separators=(",", ":")).encode() + b"\n"
+    failed = _event(ALICE)
+    failed.set_status(404, b'{"kind":"Status","code":404,"reason":"NotFound"}', "application/json")
+    assert failed.response_status == {"code": 404, "reason": "NotFound"}
+    assert second.response_status == {"metadata": {}, "code": 200}
+    with_extra = UserInfo("alice", groups=("devs",), extra={"scopes": ("a",)})
+    assert _event(with_extra).user == {
+        "username": "alice", "groups": ["devs"], "extra": {"scopes": ["a"]}
+    }  # fmt: skip
+
+
+def test_source_ips_of_a_direct_client_and_of_a_proxied_one() -> None:
+    assert _event(ALICE).source_ips == []  # the mocked request has no peer
+    proxied = _event(ALICE, {"X-Forwarded-For": "10.0.0.1, 10.0.0.2", "X-Real-Ip": "10.0.0.3"})
+    assert proxied.source_ips == ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
+    assert _event(ALICE, {"X-Real-Ip": "10.0.0.3"}).source_ips == ["10.0.0.3"]
+
+
+def test_an_event_without_objects_is_buffered_as_its_line(tmp_path: Path) -> None:
+    """A Metadata event is encoded when buffered (its dicts then die young): the
+    buffered bytes are the line the writer would have written; an event with an object
+    to decode stays an event for the writer's thread."""
+    backend = LogBackend(str(tmp_path / "audit.log"))
+    event = _event(ALICE, {"User-Agent": "a<b&c"})
+    event.set_status(200, None, "")
+    plain = event.at("ResponseComplete")
+    backend.process(plain)
+    event.request_object = RawObject(b'{"kind":"Pod"}', "application/json", False)
+    with_object = event.at("ResponseComplete")
+    backend.process(with_object)
+    assert list(backend.buffer) == [encode_event(materialize(dict(plain))), with_object]
+    assert b"a\\u003cb\\u0026c" in backend.buffer[0]
