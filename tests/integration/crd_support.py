@@ -107,9 +107,16 @@ async def install_crd(http: aiohttp.ClientSession, body: JSON) -> JSON:
                 if resp.status == 200:
                     break
             await asyncio.sleep(0.05)
-    async with http.get(f"{CRDS}/{body['metadata']['name']}") as resp:
-        crd: JSON = await resp.json()
-    return crd
+        # served from NamesAccepted on, Established written after (as upstream's
+        # establishing controller): the CRD once both are in, so that a caller's update
+        # of it does not race the controller's status write
+        while True:
+            async with http.get(f"{CRDS}/{body['metadata']['name']}") as resp:
+                crd: JSON = await resp.json()
+            conditions = (crd.get("status") or {}).get("conditions") or []
+            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                return crd
+            await asyncio.sleep(0.05)
 
 
 async def wait_gone(http: aiohttp.ClientSession, path: str) -> None:
