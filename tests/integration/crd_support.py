@@ -107,11 +107,17 @@ async def install_crd(http: aiohttp.ClientSession, body: JSON) -> JSON:
                 if resp.status == 200:
                     break
             await asyncio.sleep(0.05)
-        # served from NamesAccepted on, Established written after (as upstream's
-        # establishing controller): the CRD once both are in, so that a caller's update
-        # of it does not race the controller's status write
+    # served from NamesAccepted on, Established written after (as upstream's
+    # establishing controller): the CRD once both are in, so that a caller's update of
+    # it does not race the controller's status write
+    return await wait_established(http, body["metadata"]["name"])
+
+
+async def wait_established(http: aiohttp.ClientSession, name: str) -> JSON:
+    """Wait (up to 20 s) until the CRD ``name`` is Established; the CRD as it is then."""
+    async with asyncio.timeout(20):
         while True:
-            async with http.get(f"{CRDS}/{body['metadata']['name']}") as resp:
+            async with http.get(f"{CRDS}/{name}") as resp:
                 crd: JSON = await resp.json()
             conditions = (crd.get("status") or {}).get("conditions") or []
             if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):

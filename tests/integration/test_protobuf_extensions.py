@@ -27,6 +27,7 @@ from google.protobuf import json_format
 
 from etcdclient import EtcdClient
 from tests.integration.conftest import ServerProcess, create
+from tests.integration.crd_support import CRDS, wait_established
 from tests.integration.test_rest_protobuf import (
     PB,
     DeleteOptions,
@@ -47,7 +48,6 @@ CRD = cls(f"{_EXT}.CustomResourceDefinition")
 CRDList = cls(f"{_EXT}.CustomResourceDefinitionList")
 APIService = cls(f"{_REG}.APIService")
 APIServiceList = cls(f"{_REG}.APIServiceList")
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 APISERVICES = "/apis/apiregistration.k8s.io/v1/apiservices"
 HEADERS = {"Content-Type": PB, "Accept": PB}
 __all__ = ["pb_server"]  # once uncached, once with the watch cache
@@ -303,7 +303,7 @@ async def test_crd_in_protobuf(server: ServerProcess, http: aiohttp.ClientSessio
     assert _nonzero(created.spec) == _nonzero(crd_to_proto(as_json).spec)
 
     # GET in protobuf, once Established (its status written by the controller)
-    established = await _wait_established(http, name)
+    established = await wait_established(http, name)
     got = await _same_version(http, f"{CRDS}/{name}", CRD, crd_to_proto)
     assert {c.type for c in got.status.conditions} >= {"Established", "NamesAccepted"}
     assert got.status.acceptedNames.kind == "Widget"
@@ -353,17 +353,6 @@ async def test_crd_in_protobuf(server: ServerProcess, http: aiohttp.ClientSessio
         assert resp.status == 200, await resp.read()
         _, kind, _ = open_envelope(await resp.read())
     assert kind == "CustomResourceDefinition"  # terminating: its instances are cleaned up
-
-
-async def _wait_established(http: aiohttp.ClientSession, name: str) -> JSON:
-    async with asyncio.timeout(20):
-        while True:
-            async with http.get(f"{CRDS}/{name}") as resp:
-                obj: JSON = await resp.json()
-            conditions = (obj.get("status") or {}).get("conditions") or []
-            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-                return obj
-            await asyncio.sleep(0.1)
 
 
 def apiservice_to_proto(obj: JSON) -> Any:
@@ -445,7 +434,7 @@ async def test_negotiation_offers_protobuf_for_these_kinds_not_for_custom_resour
     group = f"pb{uuid.uuid4().hex[:8]}.example.com"
     crd = rich_crd(group)
     await create(http, CRDS, crd)
-    await _wait_established(http, crd["metadata"]["name"])
+    await wait_established(http, crd["metadata"]["name"])
     widgets = f"/apis/{group}/v1/namespaces/default/widgets"
     headers = {"Content-Type": PB, "Accept": "application/json"}
     async with http.post(widgets, data=b"k8s\x00", headers=headers) as resp:
