@@ -34,6 +34,7 @@ import os
 import random
 import secrets
 import statistics
+import subprocess
 import tempfile
 import time
 import uuid
@@ -51,10 +52,11 @@ from lab import seed
 from lab.apiserver import APIServer
 from lab.bench_endpoint import Endpoint, listening_pid, reference_endpoint
 from lab.bench_native_load import tree_cpu, tree_rss
-from lab.bench_reference_load import cache_memory, json_bytes, measure_fanout
+from lab.bench_reference_load import cache_memory, json_bytes, measure_fanout, start_floor
 from lab.bench_report import percentile
 from lab.etcd import EtcdCluster, free_port
 from lab.kube_apiserver import KubeAPIServer, insecure_context
+from lab.process import stop_process
 from lab.wrk import find_wrk
 from proxy.server.event_loop import default_name as default_event_loop
 
@@ -328,8 +330,11 @@ class _Servers:
     clusters: list[EtcdCluster] = field(default_factory=list)
     watchcaches: list[APIServer] = field(default_factory=list)
     kube: KubeAPIServer | None = None
+    floor: subprocess.Popen[bytes] | None = None
 
     def close(self) -> None:
+        if self.floor is not None:
+            stop_process(self.floor)
         for server in self.watchcaches:
             server.stop()
         if self.kube is not None:
@@ -394,8 +399,10 @@ def run_reference(cfg: ReferenceConfig) -> dict[str, Any]:
             result = asyncio.run(_measure(cfg, [own, ref], ns, console, python_load=wrk is None))
             if wrk is not None:
                 console.print(f"native load ({wrk.version().split()[1]}) ...")
+                floor, servers.floor = start_floor(
+                    own, native_load.pod_path(ns), work, work / "watchcache", cfg.event_loop)
                 result["native_load"] = native_load.measure(
-                    wrk, [ref, *loaded], ns, connections=cfg.connections,
+                    wrk, [ref, *loaded, floor], ns, connections=cfg.connections,
                     seconds=cfg.load_seconds, rounds=cfg.load_rounds, console=console)  # fmt: skip
             result["memory"] = {**filled, **_memory(cfg, servers, cluster, own, ref, ns, work,
                                                      token)}  # fmt: skip

@@ -1,12 +1,19 @@
 """The reference bench's measures beyond the reads (:mod:`lab.bench_reference`): the
-watch fan-out's latency and the pods cache's memory, on any :class:`Endpoint`."""
+watch fan-out's latency and the pods cache's memory, on any :class:`Endpoint`; and the
+small request's floor (:func:`start_floor`), which the native load measures beside the
+servers."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import statistics
+import subprocess
+import sys
 import time
+import urllib.request
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -14,8 +21,13 @@ import orjson
 from lab import seed
 from lab.bench_endpoint import Endpoint
 from lab.bench_report import percentile
+from lab.etcd import free_port
+from lab.kube_apiserver import insecure_context
 
-__all__ = ["cache_memory", "json_bytes", "measure_fanout"]
+__all__ = ["FLOOR", "cache_memory", "json_bytes", "measure_fanout", "start_floor"]
+
+FLOOR = "floor: aiohttp + TLS, fixed bytes"
+"""The floor's name in the native load's rows."""
 
 
 async def measure_fanout(ep: Endpoint, ns: str, *, watchers: int, writes: int) -> dict[str, Any]:
@@ -104,3 +116,44 @@ async def json_bytes(ep: Endpoint, ns: str) -> int:
                                         headers={"Accept-Encoding": "identity"}) as r:  # fmt: skip
         doc = orjson.loads(await r.read())
     return sum(len(orjson.dumps(i)) for i in doc["items"])
+
+
+async def _pod_json(ep: Endpoint, path: str) -> bytes:
+    async with ep.session() as s, s.get(ep.url + path + "?resourceVersion=0",
+                                        headers={"Accept-Encoding": "identity"}) as r:  # fmt: skip
+        r.raise_for_status()
+        return await r.read()
+
+
+def start_floor(own: Endpoint, path: str, work: Path, cert_dir: Path, event_loop: str
+                ) -> tuple[Endpoint, subprocess.Popen[bytes]]:  # fmt: skip
+    """The small request's floor: :mod:`lab.bench_floor` answering the pod at ``path``
+    (its bytes as ``own`` serves them) to every GET, over HTTPS with ``cert_dir``'s
+    serving certificate, on the watchcaches' event loop. Nothing of an API server runs
+    in it (no authentication, routing, cache or encoding): what aiohttp and the TLS
+    transport alone cost a request, so the report shows how much of watchcache's
+    latency is its own. The caller stops the process."""
+    body = work / "floor-pod.json"
+    body.write_bytes(asyncio.run(_pod_json(own, path)))
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lab.bench_floor", "--port", str(port), "--file", str(body),
+         "--cert", str(cert_dir / "apiserver.crt"), "--key", str(cert_dir / "apiserver.key"),
+         "--event-loop", event_loop],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    url = f"https://127.0.0.1:{port}"
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with urllib.request.urlopen(url + path, timeout=2, context=context) as r:
+                r.read()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("the small request's floor server did not start") from None
+            time.sleep(0.05)
+    return Endpoint(FLOOR, url, dict(own.headers), insecure_context(), proc.pid), proc
