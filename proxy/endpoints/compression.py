@@ -26,7 +26,12 @@ computed over the uncompressed pieces as they are joined (zlib's crc32 runs at
 several GB/s: ~10 ms for 58 MB), the length summed.
 
 Other streamed bodies (Tables, YAML, protobuf, metadata lists) are compressed as they
-are produced, at upstream's level 1, each written piece flushed.
+are produced, each written piece flushed, by ISA-L's deflate (the ``isal`` package)
+at its level 1: on a page of ``kubectl get pods`` (500 Table rows, 1.6 MB) it takes
+0.8 ms where zlib's level 1 (upstream's ``defaultGzipContentEncodingLevel``) took
+6.4 ms, and writes 58 KB where zlib wrote 75 KB. Where ``isal`` is not installed, zlib
+at level 1. The head and first item of a JSON LIST are compressed the same way; the
+kept segments by zlib at level 6 (made once, with a preset dictionary).
 """
 
 from __future__ import annotations
@@ -35,12 +40,18 @@ import struct
 import time
 import zlib
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from typing import Protocol
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
 from aiohttp.web import ContentCoding
 
 from storage.interfaces import StoredObject
+
+try:
+    from isal import isal_zlib
+except ImportError:  # no wheel for this platform: zlib's deflate, ~8x slower
+    isal_zlib = None  # type: ignore[assignment]
 
 __all__ = [
     "COMPRESSION_ENABLED",
@@ -51,11 +62,13 @@ __all__ = [
     "gzip_chunks",
     "gzip_joined_list",
     "mark_compressed",
+    "stream_compressor",
     "with_compression",
 ]
 
 GZIP_THRESHOLD = 128 * 1024  # upstream's defaultGzipThresholdBytes: compress above this
 STREAM_LEVEL = 1  # upstream's defaultGzipContentEncodingLevel, for per-request bytes
+ISAL_STREAM_LEVEL = 1  # ISA-L's (0-3): at the speed of its 0, zlib level 6's ratio
 KEPT_LEVEL = 6  # a kept segment is compressed once: a better ratio is worth it
 KEPT_NEIGHBOURS = 2
 COMPRESSION_ENABLED = web.AppKey("watchcache_api_response_compression", bool)
@@ -94,11 +107,28 @@ def compress_response(request: web.Request, response: web.StreamResponse) -> Non
     response.headers.add("Vary", "Accept-Encoding")
 
 
+class _Compressor(Protocol):
+    def compress(self, data: bytes, /) -> bytes: ...
+    def flush(self, mode: int = zlib.Z_FINISH, /) -> bytes: ...
+
+
+def stream_compressor(wbits: int) -> _Compressor:
+    """A deflate stream for per-request bytes (``wbits`` as zlib's: 31 gzip, -15 raw):
+    ISA-L's when installed (the module docstring), else zlib's at upstream's level."""
+    if isal_zlib is not None:
+        return isal_zlib.compressobj(ISAL_STREAM_LEVEL, isal_zlib.DEFLATED, wbits)
+    return zlib.compressobj(STREAM_LEVEL, zlib.DEFLATED, wbits)
+
+
 def _segment(raw: bytes, zdict: bytes | None = None, level: int = STREAM_LEVEL) -> bytes:
     """``raw`` as deflate blocks ending byte-aligned and not final (a sync flush),
-    back-references reaching at most into ``zdict`` (the bytes that precede it)."""
+    back-references reaching at most into ``zdict`` (the bytes that precede it); at
+    ``STREAM_LEVEL`` without ``zdict`` (per request), by :func:`stream_compressor`."""
+    c: _Compressor
     if zdict:
         c = zlib.compressobj(level, zlib.DEFLATED, -15, zdict=zdict)
+    elif level == STREAM_LEVEL:
+        c = stream_compressor(-15)
     else:
         c = zlib.compressobj(level, zlib.DEFLATED, -15)
     return c.compress(raw) + c.flush(zlib.Z_SYNC_FLUSH)
@@ -174,9 +204,9 @@ def gzip_joined_list(
 
 
 async def gzip_chunks(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
-    """``chunks`` as one gzip stream, each chunk compressed (level 1) and flushed as it
-    comes."""
-    c = zlib.compressobj(STREAM_LEVEL, zlib.DEFLATED, 31)
+    """``chunks`` as one gzip stream, each chunk compressed (:func:`stream_compressor`)
+    and flushed as it comes."""
+    c = stream_compressor(31)
     async for chunk in chunks:
         out = c.compress(chunk) + c.flush(zlib.Z_SYNC_FLUSH)
         if out:
