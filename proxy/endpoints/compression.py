@@ -26,7 +26,7 @@ computed over the uncompressed pieces as they are joined (zlib's crc32 runs at
 several GB/s: ~10 ms for 58 MB), the length summed.
 
 Other streamed bodies (Tables, YAML, protobuf, metadata lists) are compressed as they
-are produced, each written piece flushed, by ISA-L's deflate (the ``isal`` package)
+are produced, in writes of at least 64 KiB, by ISA-L's deflate (the ``isal`` package)
 at its level 1: on a page of ``kubectl get pods`` (500 Table rows, 1.6 MB) it takes
 0.8 ms where zlib's level 1 (upstream's ``defaultGzipContentEncodingLevel``) took
 6.4 ms, and writes 58 KB where zlib wrote 75 KB. Where ``isal`` is not installed, zlib
@@ -68,6 +68,7 @@ __all__ = [
 
 GZIP_THRESHOLD = 128 * 1024  # upstream's defaultGzipThresholdBytes: compress above this
 STREAM_LEVEL = 1  # upstream's defaultGzipContentEncodingLevel, for per-request bytes
+WRITE_BYTES = 64 * 1024  # compressed bytes per write of a streamed gzip body
 ISAL_STREAM_LEVEL = 1  # ISA-L's (0-3): at the speed of its 0, zlib level 6's ratio
 KEPT_LEVEL = 6  # a kept segment is compressed once: a better ratio is worth it
 KEPT_NEIGHBOURS = 2
@@ -203,15 +204,27 @@ def gzip_joined_list(
     yield b"".join(buffer)
 
 
-async def gzip_chunks(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
-    """``chunks`` as one gzip stream, each chunk compressed (:func:`stream_compressor`)
-    and flushed as it comes."""
+async def gzip_chunks(
+    chunks: AsyncIterable[bytes], *, write_bytes: int = WRITE_BYTES
+) -> AsyncIterator[bytes]:
+    """``chunks`` as one gzip stream, compressed as they come
+    (:func:`stream_compressor`), in pieces of at least ``write_bytes`` (but the last).
+    Each piece is one write: a send and its TLS records. A page of 500 Table rows
+    (1.6 MB in seven 256 KiB chunks, 58 KB compressed) went in seven writes, each
+    after a sync flush; now in one, the compressor flushed once, at the end."""
     c = stream_compressor(31)
+    pending: list[bytes] = []
+    size = 0
     async for chunk in chunks:
-        out = c.compress(chunk) + c.flush(zlib.Z_SYNC_FLUSH)
+        out = c.compress(chunk)
         if out:
-            yield out
-    yield c.flush(zlib.Z_FINISH)
+            pending.append(out)
+            size += len(out)
+        if size >= write_bytes:
+            yield b"".join(pending)
+            pending, size = [], 0
+    pending.append(c.flush(zlib.Z_FINISH))
+    yield b"".join(pending)
 
 
 async def compress_if_large(
