@@ -57,20 +57,10 @@ from lab import (
     seed,
 )
 from lab import bench_report as report
-from lab.apiserver import APIServer, cli_command
-from lab.etcd import EtcdCluster, free_port
-from lab.process import stop_process
+from lab.bench_topology import Topology, external, start_floor, start_own
 
 __all__ = ["BenchConfig", "main", "run_bench"]
 
-NOINDEX_FLAG = "--watch-cache-index=false"
-# the bench's other servers share the main one's etcd and prefix: they leave the
-# kubernetes Service's endpoints to it (each would write its own port)
-SECONDARY_FLAG = "--endpoint-reconciler-type=none"
-CONSISTENT_FLAG = "--feature-gates=ConsistentListFromCache=true"
-# the third server is also the cache as it was before snapshots: its pages after the
-# first come from etcd (list_paginated), the default server's from the cache
-NOSNAPSHOT_FLAG = "--feature-gates=ListFromCacheSnapshot=false"
 PAGE = 500  # kubectl's --chunk-size
 TABLE_ACCEPT = ("application/json;as=Table;v=v1;g=meta.k8s.io,"
                 "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")  # kubectl's
@@ -140,121 +130,6 @@ def package_version() -> str:
 def machine_label() -> str:
     mem = psutil.virtual_memory().total / 2**30
     return f"{os.cpu_count()} cores, {mem:.0f} GiB, {platform.system()} {platform.machine()}"
-
-
-def server_has_flag(flag: str) -> bool:
-    """Whether ``watchcache serve --help`` lists ``flag`` (its name before ``=``)."""
-    name = flag.split("=")[0]
-    cmd = cli_command("serve", "--help")
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    return name in out.stdout + out.stderr
-
-
-@dataclass
-class Topology:
-    """What the bench runs against: URLs and the PIDs to account."""
-
-    etcd_endpoints: list[str]
-    main: str
-    consistent: str | None = None
-    noindex: str | None = None
-    floor: str | None = None
-    processes: dict[str, list[int]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    unavailable: dict[str, str] = field(default_factory=dict)
-    stoppers: list[Any] = field(default_factory=list)
-    servers: dict[str, APIServer] = field(default_factory=dict)
-    etcd_version: str = "?"
-    etcd_binary: str = "?"
-    etcd_members: int = 0
-
-    def stop(self) -> None:
-        for s in reversed(self.stoppers):
-            s()
-        self.stoppers.clear()
-
-
-def _start_own(cfg: BenchConfig, workdir: Path) -> Topology:
-    cluster = EtcdCluster(size=1).start()
-    topo = Topology(cluster.endpoints, "", etcd_version=cluster.version_string,
-                    etcd_binary=cluster.binary, etcd_members=1)  # fmt: skip
-    topo.stoppers.append(cluster.stop)
-    try:
-        topo.processes["etcd"] = [m.pid for m in cluster.members if m.pid]
-        servers: list[tuple[str, tuple[str, ...]]] = [("server", ())]
-        if server_has_flag(CONSISTENT_FLAG):
-            servers.append(("server-consistent", (CONSISTENT_FLAG,)))
-        else:
-            for name in ("list_consistent", "paged_list_consistent"):
-                topo.unavailable[name] = "the server has no --feature-gates flag yet"
-        if server_has_flag(NOINDEX_FLAG):
-            servers.append(("server-noindex", (NOINDEX_FLAG, NOSNAPSHOT_FLAG)))
-        else:
-            topo.unavailable["field_cache_noindex"] = (
-                f"the server has no {NOINDEX_FLAG.split('=')[0]} flag yet")
-        for key, extra in servers:
-            if key == "server" and cfg.custom_resources:
-                extra = bench_crd.server_args(workdir)  # the widgets' spec.color index
-            if key != "server":  # one server keeps the kubernetes Service (same etcd)
-                extra = (*extra, SECONDARY_FLAG)
-            srv = APIServer(cluster.endpoints, extra_args=extra, log_path=workdir / f"{key}.log")
-            srv.start()
-            topo.stoppers.append(srv.stop)
-            topo.processes[key] = [srv.pid]
-            topo.servers[key] = srv
-            url = srv.url
-            if key == "server":
-                topo.main = url
-            elif key == "server-consistent":
-                topo.consistent = url
-            else:
-                topo.noindex = url
-    except BaseException:
-        topo.stop()
-        raise
-    return topo
-
-
-def _external(cfg: BenchConfig) -> Topology:
-    assert cfg.server is not None
-    topo = Topology(cfg.etcd_servers, cfg.server, etcd_members=len(cfg.etcd_servers),
-                    etcd_binary="external, --etcd-servers")
-    topo.processes["server"] = []
-    topo.processes["etcd"] = []
-    for name in ("list_consistent", "paged_list_consistent"):
-        topo.unavailable[name] = "--server given: no second server with the gate on"
-    topo.unavailable["field_cache_noindex"] = "--server given: no server without the index"
-    if not cfg.etcd_servers:
-        topo.unavailable["floor_etcd_range"] = "no --etcd-servers given"
-    topo.notes.append("Run against an external server: CPU and RSS are not accounted.")
-    return topo
-
-
-def _start_floor(topo: Topology, body: bytes, protobuf_body: bytes, workdir: Path) -> None:
-    path, pb_path = workdir / "floor-body.json", workdir / "floor-body.pb"
-    path.write_bytes(body)
-    pb_path.write_bytes(protobuf_body)
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lab.bench_floor", "--port", str(port), "--file", str(path),
-         "--protobuf-file", str(pb_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-
-    topo.stoppers.append(lambda: stop_process(proc))
-    topo.floor = f"http://127.0.0.1:{port}"
-    topo.processes["floor"] = [proc.pid]
-    deadline = time.monotonic() + 20
-    import urllib.request
-
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(topo.floor + "/", timeout=2) as r:
-                r.read()
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("the bytes floor server did not start")
 
 
 async def _get(session: aiohttp.ClientSession, url: str) -> tuple[int, bytes]:
@@ -479,7 +354,8 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
     sizes = sorted(set(cfg.sweep)) if cfg.sweep else [cfg.pods]
     with tempfile.TemporaryDirectory(prefix="watchcache-bench-") as tmp:
         workdir = Path(tmp)
-        topo = _start_own(cfg, workdir) if cfg.server is None else _external(cfg)
+        topo = (start_own(workdir, custom_resources=cfg.custom_resources) if cfg.server is None
+                else external(cfg.server, cfg.etcd_servers))
         if cfg.custom_resources:
             topo.unavailable.update(bench_crd.unavailable(topo.unavailable, cfg.server is not None))
         try:
@@ -499,7 +375,7 @@ def run_bench(cfg: BenchConfig) -> dict[str, Any]:
                 done = n
                 if topo.floor is not None:
                     topo.stoppers.pop()()  # the floor serves fixed bytes: this size's
-                _start_floor(topo, facts["cached_body"], facts["cached_protobuf_body"], workdir)
+                start_floor(topo, facts["cached_body"], facts["cached_protobuf_body"], workdir)
                 scenarios = _scenarios(topo, cfg, facts["pod"], n)
                 console.print(f"measuring {len(scenarios)} scenarios x {cfg.runs} runs "
                               f"at {n} pods ...")  # fmt: skip

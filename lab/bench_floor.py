@@ -5,14 +5,23 @@
 asks for protobuf), with a Content-Length, written in
 256 KiB slices of one buffer (no copy, no encoding). Serving a cached LIST can hardly be
 cheaper than this, so the benchmark reports the cached LIST relative to it.
+
+With ``--cert``/``--key`` it serves HTTPS, on ``--event-loop`` (the loop ``watchcache
+serve`` runs on by default): the floor of a small request, which ``watchcache bench
+--reference`` measures beside the servers with the native load — what aiohttp and the
+TLS transport cost before any of an API server's own work.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import ssl
 from pathlib import Path
 
 from aiohttp import web
+
+from proxy.server import event_loop
 
 CHUNK = 256 * 1024
 
@@ -48,11 +57,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--file", type=Path, required=True)
     p.add_argument("--protobuf-file", type=Path, help="served to Accept: protobuf requests")
+    p.add_argument("--cert", type=Path, help="serve HTTPS with this certificate (PEM)")
+    p.add_argument("--key", type=Path, help="the certificate's key (PEM)")
+    p.add_argument("--event-loop", choices=event_loop.EVENT_LOOPS,
+                   default=event_loop.default_name())  # fmt: skip
     a = p.parse_args(argv)
+    if (a.cert is None) != (a.key is None):
+        p.error("--cert and --key go together")
     pb = a.protobuf_file.read_bytes() if a.protobuf_file else b""
-    web.run_app(app(a.file.read_bytes(), pb), host="127.0.0.1", port=a.port, print=None,
-                access_log=None)  # fmt: skip
+    context = None
+    if a.cert is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(a.cert, a.key)
+    event_loop.run(_serve(app(a.file.read_bytes(), pb), a.port, context), a.event_loop)
     return 0
+
+
+async def _serve(application: web.Application, port: int, context: ssl.SSLContext | None
+                 ) -> None:  # fmt: skip
+    runner = web.AppRunner(application, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", port, ssl_context=context).start()
+        await asyncio.Event().wait()  # until the bench stops the process
+    finally:
+        await runner.cleanup()
 
 
 if __name__ == "__main__":

@@ -3,7 +3,10 @@
 A Python client costs about as much per small request as the servers it measures, so
 the GET latencies and the 16-connection throughput are taken with ``wrk``
 (:mod:`lab.wrk`) against every server of the run — the reference and each watchcache
-(one per ``--workers`` value) — over HTTPS with the same bearer token:
+(one per ``--workers`` value) — over HTTPS with the same bearer token, and against the
+floor (:func:`lab.bench_reference_load.start_floor`: aiohttp answering the same pod's
+bytes over the same TLS, nothing else), so the report shows what the HTTP server and
+TLS alone cost on this machine:
 
 - ``get_cache_c1``: one connection, GET one pod with ``resourceVersion=0`` (p50, p99);
 - ``get_etcd_c1``: the same with the resourceVersion unset (a read from etcd);
@@ -33,7 +36,7 @@ import psutil  # type: ignore[import-untyped]
 from lab import seed
 from lab.wrk import Wrk
 
-__all__ = ["LoadTarget", "measure", "scenarios", "tree_cpu", "tree_rss"]
+__all__ = ["LoadTarget", "measure", "pod_path", "scenarios", "tree_cpu", "tree_rss"]
 
 
 class LoadTarget(Protocol):
@@ -81,6 +84,11 @@ def tree_rss(pid: int | None) -> float | None:
     return _tree_sum(pid, lambda p: float(p.memory_info().rss))
 
 
+def pod_path(ns: str) -> str:
+    """The one pod every small request asks for."""
+    return f"/api/v1/namespaces/{ns}/pods/{seed.pod_name(0)}"
+
+
 def _one(wrk: Wrk, ep: LoadTarget, path: str, sc: LoadScenario, seconds: float
          ) -> dict[str, Any]:  # fmt: skip
     cpu0 = tree_cpu(ep.pid)
@@ -117,7 +125,7 @@ def measure(wrk: Wrk, eps: list[LoadTarget], ns: str, *, connections: int, secon
             rounds: int, console: Any = None) -> dict[str, Any]:  # fmt: skip
     """Every scenario on every server (see the module docstring). The first endpoint
     is the reference; every ratio is a watchcache's figure over the reference's."""
-    path = f"/api/v1/namespaces/{ns}/pods/{seed.pod_name(0)}"
+    path = pod_path(ns)
     scs = scenarios(connections)
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     load_before = os.getloadavg()

@@ -25,7 +25,6 @@ runs. Output: ``reference.json``, ``reference.md`` and ``reference-reads.png`` i
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import dataclasses
 import datetime as dt
@@ -34,8 +33,8 @@ import json
 import os
 import random
 import secrets
-import ssl
 import statistics
+import subprocess
 import tempfile
 import time
 import uuid
@@ -43,20 +42,21 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import aiohttp
 import orjson
-import psutil  # type: ignore[import-untyped]
-import yaml
 
 from lab import bench_native_load as native_load
 from lab import seed
 from lab.apiserver import APIServer
+from lab.bench_endpoint import Endpoint, listening_pid, reference_endpoint
 from lab.bench_native_load import tree_cpu, tree_rss
+from lab.bench_reference_load import cache_memory, json_bytes, measure_fanout, start_floor
 from lab.bench_report import percentile
 from lab.etcd import EtcdCluster, free_port
 from lab.kube_apiserver import KubeAPIServer, insecure_context
+from lab.process import stop_process
 from lab.wrk import find_wrk
 from proxy.server.event_loop import default_name as default_event_loop
 
@@ -103,79 +103,6 @@ class ReferenceConfig:
     writes: int = 20
     out: Path = Path("bench-results")
     quiet: bool = False
-
-
-@dataclass
-class Endpoint:
-    """One server under test: how to reach it, and its process when known."""
-
-    name: str
-    url: str
-    headers: dict[str, str] = field(default_factory=dict)
-    ssl: ssl.SSLContext | bool = True
-    pid: int | None = None
-
-    def session(self, **kw: Any) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(ssl=self.ssl, limit=kw.pop("limit", 100))
-        timeout = aiohttp.ClientTimeout(total=kw.pop("total", 600))
-        return aiohttp.ClientSession(connector=connector, headers=self.headers,
-                                     timeout=timeout, **kw)  # fmt: skip
-
-
-def _file(data_b64: str | None, path: str | None, tmp: Path, name: str) -> str | None:
-    if data_b64:
-        out = tmp / name
-        out.write_bytes(base64.b64decode(data_b64))
-        return str(out)
-    return path
-
-
-def reference_endpoint(url: str, kubeconfig: Path | None, tmp: Path) -> Endpoint:
-    """The reference from ``url`` and the current context of ``kubeconfig`` (its
-    server when ``url`` is empty; token, token file or client certificate; CA or
-    ``insecure-skip-tls-verify``). ``tmp`` receives certificate data as files."""
-    if kubeconfig is None:
-        return Endpoint("reference", url.rstrip("/"))
-    doc = yaml.safe_load(kubeconfig.read_text())
-    current = doc.get("current-context")
-    ctx = next(c["context"] for c in doc["contexts"] if c["name"] == current)
-    cluster = next(c["cluster"] for c in doc["clusters"] if c["name"] == ctx["cluster"])
-    users = doc.get("users") or []
-    user: dict[str, Any] = next((u["user"] for u in users if u["name"] == ctx.get("user")), {})
-    server = (url or cluster["server"]).rstrip("/")
-    headers: dict[str, str] = {}
-    token = user.get("token")
-    if not token and user.get("tokenFile"):
-        token = Path(user["tokenFile"]).read_text().strip()
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    context: ssl.SSLContext | bool = True
-    if server.startswith("https"):
-        ca = _file(cluster.get("certificate-authority-data"),
-                   cluster.get("certificate-authority"), tmp, "ca.crt")  # fmt: skip
-        context = ssl.create_default_context(cafile=ca)
-        if cluster.get("insecure-skip-tls-verify"):
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        cert = _file(user.get("client-certificate-data"), user.get("client-certificate"),
-                     tmp, "client.crt")  # fmt: skip
-        key = _file(user.get("client-key-data"), user.get("client-key"), tmp, "client.key")
-        if cert and key:
-            context.load_cert_chain(cert, key)
-    return Endpoint("reference", server, headers, context)
-
-
-def listening_pid(url: str) -> int | None:
-    """The local process listening on ``url``'s port, if it is on this machine."""
-    parts = urlsplit(url)
-    if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
-        return None
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    with contextlib.suppress(psutil.Error, OSError):
-        for conn in psutil.net_connections(kind="tcp"):
-            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
-                return int(conn.pid) if conn.pid else None
-    return None
 
 
 def _pod(i: int, ns: str, nodes: int) -> dict[str, Any]:
@@ -372,67 +299,8 @@ async def measure_load(ep: Endpoint, path: str, cfg: ReferenceConfig) -> dict[st
             "p99": percentile(latencies, 99), "server_cpu_cores": cores}  # fmt: skip
 
 
-async def measure_fanout(ep: Endpoint, ns: str, cfg: ReferenceConfig) -> dict[str, Any]:
-    """From each patch's response to its event at each of ``cfg.watchers`` watchers."""
-    pods = f"{ep.url}/api/v1/namespaces/{ns}/pods"
-    target = seed.pod_name(1)
-    acked: dict[str, float] = {}
-    received: list[tuple[str, float]] = []
-    async with ep.session(limit=cfg.watchers + 4, total=None) as s:
-        async with s.get(f"{pods}?limit=1") as r:
-            rv = (await r.json())["metadata"]["resourceVersion"]
-        ready, everything = asyncio.Event(), asyncio.Event()
-        opened = 0
-
-        async def watcher() -> None:
-            nonlocal opened
-            url = f"{pods}?watch=1&resourceVersion={rv}&fieldSelector=metadata.name%3D{target}"
-            async with s.get(url, headers={"Accept-Encoding": "identity"}) as r:
-                opened += 1
-                if opened == cfg.watchers:
-                    ready.set()
-                async for line in r.content:
-                    event = orjson.loads(line)
-                    if event.get("type") == "MODIFIED":
-                        got = event["object"]["metadata"]["resourceVersion"]
-                        received.append((got, time.perf_counter()))
-                        if len(received) >= cfg.watchers * cfg.writes:
-                            everything.set()
-
-        tasks = [asyncio.create_task(watcher()) for _ in range(cfg.watchers)]
-        try:
-            await asyncio.wait_for(ready.wait(), 30)
-            await asyncio.sleep(0.5)  # the watches are registered server-side
-            for k in range(cfg.writes):
-                patch = {"metadata": {"labels": {"bench-write": str(k)}}}
-                async with s.patch(f"{pods}/{target}", data=orjson.dumps(patch),
-                                   headers={"Content-Type": "application/merge-patch+json"}
-                                   ) as r:  # fmt: skip
-                    doc = await r.json()
-                acked[doc["metadata"]["resourceVersion"]] = time.perf_counter()
-                await asyncio.sleep(0.05)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(everything.wait(), 10)
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-    lat = [t - acked[v] for v, t in received if v in acked]
-    return {"watchers": cfg.watchers, "writes": cfg.writes, "events": len(lat),
-            "expected": cfg.watchers * cfg.writes,
-            "p50": statistics.median(lat) if lat else None,
-            "p99": percentile(lat, 99) if lat else None}  # fmt: skip
-
-
 def _rss(pid: int | None) -> float | None:
     return tree_rss(pid)
-
-
-async def _json_bytes(ep: Endpoint, ns: str) -> int:
-    async with ep.session() as s, s.get(f"{ep.url}/api/v1/namespaces/{ns}/pods?resourceVersion=0",
-                                        headers={"Accept-Encoding": "identity"}) as r:  # fmt: skip
-        doc = orjson.loads(await r.read())
-    return sum(len(orjson.dumps(i)) for i in doc["items"])
 
 
 def _watchcache(endpoints: list[str], work: Path, token: Path, workers: int, name: str,
@@ -462,8 +330,11 @@ class _Servers:
     clusters: list[EtcdCluster] = field(default_factory=list)
     watchcaches: list[APIServer] = field(default_factory=list)
     kube: KubeAPIServer | None = None
+    floor: subprocess.Popen[bytes] | None = None
 
     def close(self) -> None:
+        if self.floor is not None:
+            stop_process(self.floor)
         for server in self.watchcaches:
             server.stop()
         if self.kube is not None:
@@ -528,8 +399,10 @@ def run_reference(cfg: ReferenceConfig) -> dict[str, Any]:
             result = asyncio.run(_measure(cfg, [own, ref], ns, console, python_load=wrk is None))
             if wrk is not None:
                 console.print(f"native load ({wrk.version().split()[1]}) ...")
+                floor, servers.floor = start_floor(
+                    own, native_load.pod_path(ns), work, work / "watchcache", cfg.event_loop)
                 result["native_load"] = native_load.measure(
-                    wrk, [ref, *loaded], ns, connections=cfg.connections,
+                    wrk, [ref, *loaded, floor], ns, connections=cfg.connections,
                     seconds=cfg.load_seconds, rounds=cfg.load_rounds, console=console)  # fmt: skip
             result["memory"] = {**filled, **_memory(cfg, servers, cluster, own, ref, ns, work,
                                                      token)}  # fmt: skip
@@ -575,38 +448,14 @@ async def _measure(cfg: ReferenceConfig, eps: list[Endpoint], ns: str, console: 
         console.print(f"watch fan-out on {ep.name} ...")
         if python_load:
             load[ep.name] = await measure_load(ep, get, cfg)
-        fanout[ep.name] = await measure_fanout(ep, ns, cfg)
+        fanout[ep.name] = await measure_fanout(ep, ns, watchers=cfg.watchers, writes=cfg.writes)
     return {"reads": reads, "load": load, "fanout": fanout}
-
-
-async def cache_memory(ep: Endpoint) -> dict[str, Any]:
-    """The pods cache's JSON bytes and held bytes (``/debug/watchcache?memory=1``), and
-    the garbage collector's pauses so far (``watchcache_gc_pause_seconds``)."""
-    async with ep.session() as s:
-        async with s.get(f"{ep.url}/debug/watchcache?memory=1") as r:
-            caches = (await r.json())["caches"]
-        async with s.get(f"{ep.url}/metrics") as r:
-            metrics = await r.text()
-    pods = next(c for c in caches if c["resource"].split(".")[0] == "pods")
-    out: dict[str, Any] = {"json_bytes": pods["jsonBytes"], "held_bytes": pods["heldBytes"],
-                           "held_ratio": pods["heldBytes"] / max(pods["jsonBytes"], 1)}
-    pauses = {"count": 0.0, "sum": 0.0, "over_50ms": 0.0}
-    for line in metrics.splitlines():
-        if line.startswith("watchcache_gc_pause_seconds_count"):
-            pauses["count"] += float(line.split()[-1])
-        elif line.startswith("watchcache_gc_pause_seconds_sum"):
-            pauses["sum"] += float(line.split()[-1])
-        elif line.startswith('watchcache_gc_pause_seconds_bucket') and 'le="0.05"' in line:
-            pauses["over_50ms"] -= float(line.split()[-1])
-    pauses["over_50ms"] += pauses["count"]
-    out["gc_pauses"] = pauses
-    return out
 
 
 def _filled_by_writes(server: APIServer, own: Endpoint, ns: str) -> dict[str, Any]:
     """watchcache's RSS and pods cache right after the seeding writes (before any read
     made Table rows, gzip segments or protobuf bytes)."""
-    return {"json_bytes": asyncio.run(_json_bytes(own, ns)),
+    return {"json_bytes": asyncio.run(json_bytes(own, ns)),
             "watchcache_rss_after_writes": _rss(server.pid),
             "cache_after_writes": asyncio.run(cache_memory(own))}  # fmt: skip
 
@@ -621,7 +470,7 @@ def _memory(cfg: ReferenceConfig, servers: _Servers, cluster: EtcdCluster, own: 
                         "watchcache-restarted", first=True, event_loop=cfg.event_loop)  # fmt: skip
     servers.watchcaches[0] = fresh
     own.url, own.pid = fresh.secure_url, fresh.pid
-    asyncio.run(_json_bytes(own, ns))  # the cache is primed; a LIST answered from it
+    asyncio.run(json_bytes(own, ns))  # the cache is primed; a LIST answered from it
     time.sleep(1)
     return {"watchcache_rss_after_restart": _rss(fresh.pid),
             "cache_after_reads": after_reads,

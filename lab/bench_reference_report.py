@@ -8,6 +8,8 @@ from typing import Any
 
 import orjson
 
+from lab.bench_reference_load import FLOOR
+
 __all__ = ["markdown", "native_load", "write"]
 
 MiB = 1024 * 1024
@@ -108,6 +110,12 @@ def native_load(n: dict[str, Any]) -> list[str]:
                 f"{'-' if per is None else f'{per:.3f}'} | "
                 f"{x['client_cpu_ms_per_request']:.3f} | {x['errors']} | "
                 f"{'-' if ratio is None else f'{ratio:.2f} ({of})'} |")  # fmt: skip
+    if any(FLOOR in row["servers"] for row in n["scenarios"]):
+        lines += ["", f"`{FLOOR}` is aiohttp answering the same pod's bytes to every GET over "
+                  "the same TLS, on watchcache's event loop, with nothing of an API server "
+                  "(no authentication, routing, cache or encoding): the least a request to a "
+                  "Python aiohttp server costs here. Its ratio is the best any watchcache "
+                  "could reach on this stack."]  # fmt: skip
     return lines
 
 

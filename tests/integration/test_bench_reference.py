@@ -21,6 +21,7 @@ from lab.bench_reference import (
     reference_endpoint,
     run_reference,
 )
+from lab.bench_reference_load import FLOOR
 from lab.etcd import EtcdCluster
 from lab.kubeconfig import write_kubeconfig
 from tests.integration.conftest import ServerFactory
@@ -63,13 +64,17 @@ def test_a_short_reference_run_against_a_second_watchcache(
     assert set(native) == {"get_cache_c1", "get_etcd_c1", "get_cache_c2"}
     for row in native.values():
         servers = row["servers"]
-        assert set(servers) == {"reference", "watchcache --workers 1", "watchcache --workers 2"}
+        assert set(servers) == {"reference", "watchcache --workers 1", "watchcache --workers 2",
+                                FLOOR}
         for figures in servers.values():
             # every request answered 200 (wrk counts any other status as an error), and
             # the server's CPU was found (a --workers supervisor's is its workers')
             assert figures["requests"] > 0 and figures["errors"] == 0
             assert figures["server_cpu_ms_per_request"] > 0
-        assert set(row["ratios"]) == {"watchcache --workers 1", "watchcache --workers 2"}
+        assert set(row["ratios"]) == {"watchcache --workers 1", "watchcache --workers 2", FLOOR}
+        # the floor is aiohttp alone: it answers faster than a whole API server
+        floor, own = servers[FLOOR], servers["watchcache --workers 1"]
+        assert floor["server_cpu_ms_per_request"] < own["server_cpu_ms_per_request"]
     assert result["load"] == {}  # the Python client's load only without wrk
     memory = result["memory"]
     assert memory["reference_rss"] and memory["watchcache_rss_after_restart"]
