@@ -26,6 +26,7 @@ from typing import Any
 
 from cacher import metrics
 from cacher.cache_watcher import CacheWatcher, CloseReason, ErrorWatcher, convert, in_scope
+from cacher.clock import until_next_tick
 from cacher.config import CacherConfig
 from cacher.dispatcher import Dispatcher, bookmark_bytes
 from cacher.history import History, TooOldResourceVersion
@@ -229,7 +230,7 @@ class Cacher:
         dispatched = metrics.EVENTS_DISPATCHED.labels(self.resource)
         reported_slow = 0
         while True:
-            await self._clock.sleep(self.config.tick)
+            await self._clock.sleep(until_next_tick(self._clock.now(), self.config.tick))
             self.dispatcher.tick(self.cache.resource_version)
             capacity.set(self.history.capacity)
             self._expire_snapshots()

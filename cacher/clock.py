@@ -43,6 +43,22 @@ class RealClock:
         await asyncio.sleep(max(0.0, seconds))
 
 
+def until_next_tick(now: float, interval: float) -> float:
+    """Seconds from ``now`` to the next whole multiple of ``interval`` on the clock.
+
+    Periodic work sleeps with it so that every ticker of one interval wakes the event
+    loop at the same instant: a server's ~60 watch caches tick once a second each, and
+    at their own phases they woke an idle loop ~60 times a second (each wake-up costs
+    the process more than the tick's own work). A multiple closer than a tenth of the
+    interval counts as this tick's own (a timer may fire slightly early or late), so
+    ticks stay 0.9 to 1.1 intervals apart and never run twice at one boundary.
+    """
+    passed = now % interval
+    if passed > interval * 0.9:  # woke just before the boundary: it was this one
+        passed -= interval
+    return interval - passed
+
+
 class _FakeTimer:
     __slots__ = ("callback", "cancelled")
 

@@ -85,10 +85,21 @@ class AutoRegister:
         self._synced_on_start: set[str] = set()
         # the names of the first round not reconciled yet (None once ``ready``)
         self._first_round: set[str] | None = None
+        # ``_wanted``'s last answer and the group-versions it was built from
+        self._served: list[tuple[str, str]] | None = None
+        self._wanted_now: dict[str, JSON] = {}
         lister.on_change(self.queue.add)
 
     def _wanted(self) -> dict[str, JSON]:
-        return {w["metadata"]["name"]: w for w in local_apiservices(self.served())}
+        """The wanted APIServices by name, rebuilt only when the served group-versions
+        change: every reconcile asks for them (each resync reconciles every name, once a
+        second), and rebuilding them all for each name was most of an idle server's
+        Python. Never mutated by its users (what is written is deep-copied)."""
+        served = self.served()
+        if served != self._served:
+            self._served = served
+            self._wanted_now = {w["metadata"]["name"]: w for w in local_apiservices(served)}
+        return self._wanted_now
 
     def _enqueue_all(self) -> set[str]:
         """Every wanted name and every automanaged one stored (to delete)."""

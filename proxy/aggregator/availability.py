@@ -156,8 +156,6 @@ class AvailabilityController:
         # whether this process writes the conditions (``--workers``: the Lease holder
         # alone; every worker still checks, for its own discovery and metrics)
         self.leads: Callable[[], bool] = lambda: True
-        self._available: dict[str, bool] = {}  # name -> Available, for the metrics
-        self._exported: set[str] = set()  # APIService names with a gauge series
 
     def enqueue(self, name: str) -> None:
         """Check ``name`` now (the lister calls this on every change)."""
@@ -179,11 +177,9 @@ class AvailabilityController:
         lister = self.aggregator.lister
         ref = lister.refs.get(name)
         if ref is None:  # deleted: no gauge series
-            self._available.pop(name, None)
-            self._exported = metrics.set_unavailable(self._available, self._exported)
+            metrics.set_unavailable(name, None)
             return
         cond = await check(self.aggregator, ref)
-        self._available[name] = cond["status"] == "True"
         if cond["reason"] == "Passed":
             await self.aggregator.refresh_discovery(ref)
         current = copy.deepcopy(lister.objects.get(name) or {})
@@ -191,7 +187,7 @@ class AvailabilityController:
             await self._write(name, cond)
             if cond["status"] != "True":
                 metrics.record_unavailable(name, cond["reason"])
-        self._exported = metrics.set_unavailable(self._available, self._exported)
+        metrics.set_unavailable(name, cond["status"] == "True")
         self.queue.add_after(name, self.interval)
 
     async def run(self, client: LoopbackClient) -> None:

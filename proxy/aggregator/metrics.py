@@ -9,8 +9,6 @@ prometheus_client's default registry (served at ``/metrics``):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from prometheus_client import Gauge
 
 from proxy.authentication.metrics import ExactCounter
@@ -35,12 +33,11 @@ def record_unavailable(name: str, reason: str) -> None:
     UNAVAILABLE_TOTAL.inc(name, reason)
 
 
-def set_unavailable(available: Mapping[str, bool], previous: set[str]) -> set[str]:
-    """Set the gauge of each APIService name (True: available); drop the series of names
-    gone since ``previous``. Returns the names now exported."""
-    names = set(available)
-    for name, up in available.items():
-        UNAVAILABLE.labels(name).set(0 if up else 1)
-    for gone in previous - names:
-        UNAVAILABLE.remove(gone)
-    return names
+def set_unavailable(name: str, available: bool | None) -> None:
+    """Set the gauge of the APIService ``name`` (True: available), or drop its series
+    (None: deleted). One name at a time, as each is checked: setting every name's gauge
+    at each check was a ``labels()`` call per name per name, every few seconds."""
+    if available is None:
+        UNAVAILABLE.remove(name)
+    else:
+        UNAVAILABLE.labels(name).set(0 if available else 1)

@@ -92,11 +92,9 @@ class Aggregator:
 
     def local_versions(self) -> list[tuple[str, str]]:
         """The group-versions this server serves itself (the aggregator's own excluded)."""
-        seen: list[tuple[str, str]] = []
-        for r in self.registry:
-            if r.group != GROUP and (r.group, r.version) not in seen:
-                seen.append((r.group, r.version))
-        return seen
+        # in the registry's order, each once (a dict: the autoregister asks once a second
+        # for every name it reconciles)
+        return list(dict.fromkeys((r.group, r.version) for r in self.registry if r.group != GROUP))
 
     async def get(self, group: str, plural: str, namespace: str, name: str) -> JSON | None:
         """An object from the watch cache (resourceVersion 0), None when absent."""

@@ -26,7 +26,12 @@ computed over the uncompressed pieces as they are joined (zlib's crc32 runs at
 several GB/s: ~10 ms for 58 MB), the length summed.
 
 Other streamed bodies (Tables, YAML, protobuf, metadata lists) are compressed as they
-are produced, at upstream's level 1, each written piece flushed.
+are produced, in writes of at least 64 KiB, by ISA-L's deflate (the ``isal`` package)
+at its level 1: on a page of ``kubectl get pods`` (500 Table rows, 1.6 MB) it takes
+0.8 ms where zlib's level 1 (upstream's ``defaultGzipContentEncodingLevel``) took
+6.4 ms, and writes 58 KB where zlib wrote 75 KB. Where ``isal`` is not installed, zlib
+at level 1. The head and first item of a JSON LIST are compressed the same way; the
+kept segments by zlib at level 6 (made once, with a preset dictionary).
 """
 
 from __future__ import annotations
@@ -35,12 +40,18 @@ import struct
 import time
 import zlib
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from typing import Protocol
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
 from aiohttp.web import ContentCoding
 
 from storage.interfaces import StoredObject
+
+try:
+    from isal import isal_zlib
+except ImportError:  # no wheel for this platform: zlib's deflate, ~8x slower
+    isal_zlib = None  # type: ignore[assignment]
 
 __all__ = [
     "COMPRESSION_ENABLED",
@@ -51,11 +62,14 @@ __all__ = [
     "gzip_chunks",
     "gzip_joined_list",
     "mark_compressed",
+    "stream_compressor",
     "with_compression",
 ]
 
 GZIP_THRESHOLD = 128 * 1024  # upstream's defaultGzipThresholdBytes: compress above this
 STREAM_LEVEL = 1  # upstream's defaultGzipContentEncodingLevel, for per-request bytes
+WRITE_BYTES = 64 * 1024  # compressed bytes per write of a streamed gzip body
+ISAL_STREAM_LEVEL = 1  # ISA-L's (0-3): at the speed of its 0, zlib level 6's ratio
 KEPT_LEVEL = 6  # a kept segment is compressed once: a better ratio is worth it
 KEPT_NEIGHBOURS = 2
 COMPRESSION_ENABLED = web.AppKey("watchcache_api_response_compression", bool)
@@ -94,11 +108,28 @@ def compress_response(request: web.Request, response: web.StreamResponse) -> Non
     response.headers.add("Vary", "Accept-Encoding")
 
 
+class _Compressor(Protocol):
+    def compress(self, data: bytes, /) -> bytes: ...
+    def flush(self, mode: int = zlib.Z_FINISH, /) -> bytes: ...
+
+
+def stream_compressor(wbits: int) -> _Compressor:
+    """A deflate stream for per-request bytes (``wbits`` as zlib's: 31 gzip, -15 raw):
+    ISA-L's when installed (the module docstring), else zlib's at upstream's level."""
+    if isal_zlib is not None:
+        return isal_zlib.compressobj(ISAL_STREAM_LEVEL, isal_zlib.DEFLATED, wbits)
+    return zlib.compressobj(STREAM_LEVEL, zlib.DEFLATED, wbits)
+
+
 def _segment(raw: bytes, zdict: bytes | None = None, level: int = STREAM_LEVEL) -> bytes:
     """``raw`` as deflate blocks ending byte-aligned and not final (a sync flush),
-    back-references reaching at most into ``zdict`` (the bytes that precede it)."""
+    back-references reaching at most into ``zdict`` (the bytes that precede it); at
+    ``STREAM_LEVEL`` without ``zdict`` (per request), by :func:`stream_compressor`."""
+    c: _Compressor
     if zdict:
         c = zlib.compressobj(level, zlib.DEFLATED, -15, zdict=zdict)
+    elif level == STREAM_LEVEL:
+        c = stream_compressor(-15)
     else:
         c = zlib.compressobj(level, zlib.DEFLATED, -15)
     return c.compress(raw) + c.flush(zlib.Z_SYNC_FLUSH)
@@ -173,15 +204,27 @@ def gzip_joined_list(
     yield b"".join(buffer)
 
 
-async def gzip_chunks(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
-    """``chunks`` as one gzip stream, each chunk compressed (level 1) and flushed as it
-    comes."""
-    c = zlib.compressobj(STREAM_LEVEL, zlib.DEFLATED, 31)
+async def gzip_chunks(
+    chunks: AsyncIterable[bytes], *, write_bytes: int = WRITE_BYTES
+) -> AsyncIterator[bytes]:
+    """``chunks`` as one gzip stream, compressed as they come
+    (:func:`stream_compressor`), in pieces of at least ``write_bytes`` (but the last).
+    Each piece is one write: a send and its TLS records. A page of 500 Table rows
+    (1.6 MB in seven 256 KiB chunks, 58 KB compressed) went in seven writes, each
+    after a sync flush; now in one, the compressor flushed once, at the end."""
+    c = stream_compressor(31)
+    pending: list[bytes] = []
+    size = 0
     async for chunk in chunks:
-        out = c.compress(chunk) + c.flush(zlib.Z_SYNC_FLUSH)
+        out = c.compress(chunk)
         if out:
-            yield out
-    yield c.flush(zlib.Z_FINISH)
+            pending.append(out)
+            size += len(out)
+        if size >= write_bytes:
+            yield b"".join(pending)
+            pending, size = [], 0
+    pending.append(c.flush(zlib.Z_FINISH))
+    yield b"".join(pending)
 
 
 async def compress_if_large(

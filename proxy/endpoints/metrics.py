@@ -56,20 +56,33 @@ __all__ = [
 access_log = logging.getLogger("watchcache.access")
 
 
+# what an access-log entry is made from: verb, path and query, code, seconds, user
+# agent, the user's name (None: no user), the LIST's cost fields (None: not a LIST)
+_Access = tuple[str, str, int, float, str, str | None, dict[str, object] | None]
+
+
 class RecentRequests:
     """The last ``size`` access-log entries, numbered, for /debug/requests (the lab's
-    page shows them as they happen). Appended on the event loop only."""
+    page shows them as they happen). Appended on the event loop only.
+
+    Kept as the raw facts of each request and made into entries only when read: every
+    resource request adds one, /debug/requests reads them only while the lab's page is
+    open, and building the two dicts of an entry per request was ~2 % of a small GET's
+    CPU (docs/performance.md, round eight)."""
 
     def __init__(self, size: int = 500) -> None:
-        self.entries: collections.deque[dict[str, object]] = collections.deque(maxlen=size)
+        self.entries: collections.deque[tuple[int, float, _Access]] = collections.deque(
+            maxlen=size
+        )
         self.seq = 0
 
-    def add(self, entry: dict[str, object]) -> None:
+    def add(self, access: _Access) -> None:
         self.seq += 1
-        self.entries.append({"seq": self.seq, "at": round(time.time(), 3), **entry})
+        self.entries.append((self.seq, time.time(), access))
 
     def since(self, seq: int) -> list[dict[str, object]]:
-        return [e for e in self.entries if int(str(e["seq"])) > seq]
+        return [{"seq": n, "at": round(at, 3), **_entry(*access)}
+                for n, at, access in self.entries if n > seq]  # fmt: skip
 
 
 RECENT_REQUESTS = web.AppKey("watchcache_recent_requests", RecentRequests)
@@ -213,27 +226,36 @@ def _child(metric: Counter | Histogram, values: tuple[str, ...]) -> Any:
     return child
 
 
-def _access(request: web.Request, verb: str, code: int, elapsed: float) -> None:
+def _entry(
+    verb: str, path: str, code: int, elapsed: float, agent: str, user: str | None,
+    cost: dict[str, object] | None,
+) -> dict[str, object]:  # fmt: skip
     entry: dict[str, object] = {
         "verb": verb,
         # request bytes that are not UTF-8 as U+FFFD (the log and the lab page encode it)
-        "path": valid_utf8(request.path_qs),
+        "path": valid_utf8(path),
         "code": code,
         "ms": round(elapsed * 1000, 1),
         # who asked, as kube-apiserver's httplog says it (the lab's controllers show here)
-        "userAgent": valid_utf8(request.headers.get("User-Agent", "")),
+        "userAgent": valid_utf8(agent),
     }
-    user = request_user(request)
     if user is not None:  # the authenticated (or impersonated) user, as kube's httplog
-        entry["user"] = valid_utf8(user.name)
-    cost = request.get(_LIST_COST)
+        entry["user"] = valid_utf8(user)
     if cost is not None:
         entry.update(cost)
+    return entry
+
+
+def _access(request: web.Request, verb: str, code: int, elapsed: float) -> None:
+    user = request_user(request)
+    access: _Access = (verb, request.path_qs, code, elapsed,
+                       request.headers.get("User-Agent", ""),
+                       None if user is None else user.name, request.get(_LIST_COST))  # fmt: skip
     recent = request.app.get(RECENT_REQUESTS)
     if recent is not None:
-        recent.add(entry)
+        recent.add(access)
     if access_log.isEnabledFor(logging.INFO):
-        access_log.info("%s", orjson.dumps(entry).decode())
+        access_log.info("%s", orjson.dumps(_entry(*access)).decode())
 
 
 def observe_list(request: web.Request, info: RequestInfo, result: ListResult) -> None:

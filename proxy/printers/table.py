@@ -35,7 +35,7 @@ from proxy.apimachinery.api_resource import NamedResource
 from proxy.printers.columns import CREATED_AT, JSON, NAME, TablePrinter, object_meta
 from proxy.printers.duration import epoch_microseconds, human_duration
 from proxy.printers.handlers import printer_for
-from proxy.printers.row_template import metadata_json, template_of
+from proxy.printers.row_template import render_age, template_of
 from storage.interfaces import StoredObject
 
 __all__ = [
@@ -109,6 +109,7 @@ class TableConvertor:
         self._printer = printer or printer_for(resource)
         self._template_key = f"table-row:{resource.group}/{resource.plural}"
         self._now_us = epoch_microseconds(now)
+        self._ages: dict[int, bytes] = {}  # by start: ``_age``'s
         self._partial_head = (
             b'{"kind":"PartialObjectMetadata","apiVersion":"'
             + f"{META_GROUP}/{table_version}".encode()
@@ -142,12 +143,20 @@ class TableConvertor:
         template = template_of(stored, self._template_key, self._printer.print_row)
         if template is None:
             return orjson.dumps(self.row(stored.decoded()))
-        head = template.head(self._now_us)
+        head = template.head(self._age)
         if self.include_object == "None":
             return head + b"null}"
         if self.include_object == "Object":
             return b"".join((head, stored.data, b"}"))
-        return b"".join((head, self._partial_head, metadata_json(stored), b"}}"))
+        return b"".join((head, self._partial_head, template.metadata_of(stored.data), b"}}"))
+
+    def _age(self, start_us: int) -> bytes:
+        """An age at this request's ``now``, rendered once per start: creation times
+        are whole seconds, and pods made together share them."""
+        found = self._ages.get(start_us)
+        if found is None:
+            found = self._ages[start_us] = render_age(self._now_us, start_us)
+        return found
 
 
 def _row_object(obj: dict[str, JSON], include_object: IncludeObject, table_version: str) -> JSON:

@@ -328,7 +328,7 @@ class Store:
         check = before_delete.validate_deletion(self.resource, options.preconditions)
         stored, removed = await self.delete(
             ctx.namespace, name, None, validate_deletion=check, dry_run=ctx.dry_run,
-            options=options,
+            options=options, read=current,
         )  # fmt: skip
         if removed and self.hooks is not None:
             await self.hooks.after_delete(ctx, stored.obj)
@@ -386,6 +386,7 @@ class Store:
         dry_run: bool = False,
         ignore_store_read_error: bool = False,
         options: DeleteOptions | None = None,
+        read: JSONObject | None = None,
     ) -> tuple[StoredObject, bool]:
         """DELETE: (the object as it is now, whether it was removed), as upstream's
         ``Store.Delete``. With ``options`` the deletion rules of
@@ -395,11 +396,17 @@ class Store:
         the object is removed. A pod removed at once is first written with its
         ``deletionTimestamp`` and ``deletionGracePeriodSeconds: 0`` and answered so
         (``deletion.DeleteNow.marked``). ``ignore_store_read_error``: the unsafe delete
-        of a value that cannot be decoded (``AllowUnsafeMalformedObjectDeletion``)."""
+        of a value that cannot be decoded (``AllowUnsafeMalformedObjectDeletion``).
+        ``read``: the object as etcd held it a moment ago (``delete_object``'s read), on
+        which a deletion that nothing keeps is decided (see :meth:`_delete_as_read`)."""
         key = self.object_key(namespace, name)
         writer = self._writer(dry_run)
         if options is not None and not ignore_store_read_error:
             opts = options
+            if read is not None and not dry_run:
+                removed = await self._delete_as_read(key, name, read, opts, validate_deletion)
+                if removed is not None:
+                    return removed, True
 
             delete_after: list[bool] = []  # set by mark: written marked, now remove it
 
@@ -435,6 +442,39 @@ class Store:
                 ignore_store_read_error=ignore_store_read_error,
             )  # fmt: skip
         return removed, True
+
+    async def _delete_as_read(
+        self,
+        key: str,
+        name: str,
+        read: JSONObject,
+        options: DeleteOptions,
+        validate_deletion: ValidateDeletion | None,
+    ) -> StoredObject | None:
+        """Upstream's ``Store.Delete`` decides on the object its ``Get`` read from etcd,
+        then deletes from the watch cache's copy, guarded by etcd's compare-and-swap: one
+        etcd read. When nothing keeps ``read`` (no finalizer, no grace period), it is
+        removed here on a precondition of its own uid and resourceVersion — so the
+        decision holds only while etcd still has that very version (a cache copy
+        behind it is set right by the store's confirming read). None: the object
+        changed since it was read, or something keeps it, or a pod is first written
+        marked: the caller's optimistic update decides again from the current state."""
+        with self._interpret("delete", name):
+            if validate_deletion is not None:
+                await validate_deletion(read)
+            try:
+                deletion.mark(self.strategy.deletion, read, options, lifecycle=self.lifecycle)
+            except deletion.DeleteNow as now:
+                if now.marked is not None:
+                    return None
+            else:
+                return None
+            meta = read.get("metadata") or {}
+            as_read = Preconditions(meta.get("uid"), str(meta.get("resourceVersion", "")))
+            try:
+                return await self.rs.store.delete(key, as_read, validate_deletion)
+            except serr.PreconditionFailed:
+                return None
 
     async def delete_collection(
         self,

@@ -125,3 +125,16 @@ async def test_a_body_below_the_threshold_goes_as_it_is() -> None:
     big = [bytes(range(256)) * 100] * 10
     compressed, body = await compression.compress_if_large(_chunks(big))
     assert compressed and gzip.decompress(await _joined(body)) == b"".join(big)
+
+
+async def test_a_streamed_body_is_written_in_pieces_of_at_least_write_bytes() -> None:
+    """Many chunks in, few writes out: each piece (but the last) at least
+    ``write_bytes`` of compressed bytes; together one gzip member of the chunks."""
+    chunks = [orjson.dumps(seed.pod(i, 10, 2)) * 3 for i in range(300)]
+    pieces = [p async for p in compression.gzip_chunks(_chunks(chunks), write_bytes=4096)]
+    assert all(len(p) >= 4096 for p in pieces[:-1])
+    assert len(pieces) < len(chunks) // 4
+    assert inflate_streaming(b"".join(pieces)) == b"".join(chunks)
+    default = [p async for p in compression.gzip_chunks(_chunks(chunks))]
+    assert all(len(p) >= compression.WRITE_BYTES for p in default[:-1])
+    assert gzip.decompress(b"".join(default)) == b"".join(chunks)

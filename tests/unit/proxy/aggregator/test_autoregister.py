@@ -64,3 +64,16 @@ async def test_the_first_round_then_an_event_driven_put_back() -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+def test_what_is_wanted_follows_the_served_group_versions() -> None:
+    served = [("", "v1"), ("widgets.example.com", "v1")]
+    autoregister = AutoRegister(APIServiceLister(fake_factory()), lambda: list(served))
+    first = autoregister._wanted()
+    assert set(first) == {"v1.", "v1.widgets.example.com"}
+    assert autoregister._wanted() is first  # the same group-versions: not rebuilt
+    served.append(("gadgets.example.com", "v2"))  # a CRD's version is served
+    assert set(autoregister._wanted()) == {"v1.", "v1.widgets.example.com",
+                                           "v2.gadgets.example.com"}  # fmt: skip
+    served.remove(("widgets.example.com", "v1"))  # and one is gone
+    assert set(autoregister._wanted()) == {"v1.", "v2.gadgets.example.com"}
