@@ -21,3 +21,16 @@ def test_bench_chain_quick(etcd: EtcdCluster, tmp_path: Path) -> None:
     for by_mode in results.values():
         assert set(by_mode) == {bench_chain.BASELINE, bench_chain.CHAIN}
         assert all(m["client_median_ms"] > 0 for m in by_mode.values())
+
+
+def test_bench_chain_audit_cost_compares_the_chain_with_and_without_audit(
+    etcd: EtcdCluster, tmp_path: Path
+) -> None:
+    out = tmp_path / "audit.json"
+    rc = bench_chain.main(["--quick", "--audit-cost", f"--etcd-servers={','.join(etcd.endpoints)}",
+                           f"--out={out}"])  # fmt: skip
+    assert rc == 0
+    results = json.loads(out.read_text())
+    for by_mode in results.values():
+        assert set(by_mode) == {bench_chain.NO_AUDIT, bench_chain.CHAIN}
+        assert all(m["client_median_ms"] > 0 for m in by_mode.values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import uuid
 from pathlib import Path
 
@@ -250,3 +251,39 @@ def test_an_event_without_objects_is_buffered_as_its_line(tmp_path: Path) -> Non
     backend.process(with_object)
     assert list(backend.buffer) == [encode_event(materialize(dict(plain))), with_object]
     assert b"a\\u003cb\\u0026c" in backend.buffer[0]
+
+
+class _RecordingSink:
+    """A sink that tells when it holds ``want`` lines (written from the writer thread)."""
+
+    def __init__(self, want: int) -> None:
+        self.lines: list[bytes] = []
+        self.want = want
+        self.full = threading.Event()
+
+    def write(self, data: bytes) -> None:
+        self.lines.extend(data.splitlines())
+        if len(self.lines) >= self.want:
+            self.full.set()
+
+    def close(self) -> None:
+        pass
+
+
+async def test_the_writer_thread_writes_batches_while_running(tmp_path: Path) -> None:
+    """Events buffered while the writer runs are written by its thread without the
+    writer being stopped, each once, in order."""
+    backend = LogBackend(str(tmp_path / "audit.log"))
+    sink = backend.sink = _RecordingSink(1000)  # type: ignore[assignment]
+    task = asyncio.create_task(backend.run())
+    try:
+        for i in range(1000):
+            backend.process({"auditID": str(i)})
+            if i % 100 == 0:
+                await asyncio.sleep(0)
+        assert await asyncio.to_thread(sink.full.wait, 10)
+        assert not backend.buffer
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert [json.loads(x)["auditID"] for x in sink.lines] == [str(i) for i in range(1000)]

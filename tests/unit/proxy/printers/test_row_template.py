@@ -97,3 +97,29 @@ def test_user_text_shaped_like_an_age_mark_is_printed_as_text() -> None:
     convertor = TableConvertor(CONFIGMAPS, include_object="None", now=NOW)
     row = orjson.loads(convertor.row_json(StoredObject("/k", orjson.dumps(obj), 2)))
     assert row["cells"] == ["\0age:0\0", 0, "5s"]  # NAME, DATA, AGE
+
+
+def test_one_request_renders_each_rows_own_ages() -> None:
+    """A request renders an age once per start (``TableConvertor._age``): rows sharing
+    a creation second and rows of other seconds, one and two ages, each get their own."""
+    seconds = [5, 5, 119, 5, 3600 * 30, 119, 0, 86400 * 9]
+    objects = [{"metadata": {"name": f"p{i}", "creationTimestamp": ago(seconds=s)},
+                "status": {"containerStatuses": [RESTARTED] if i % 2 else []}}
+               for i, s in enumerate(seconds)]  # fmt: skip
+    for now in NOWS:
+        convertor = TableConvertor(PODS, now=now)
+        rows = [convertor.row_json(StoredObject(f"/k{i}", orjson.dumps(o), 5))
+                for i, o in enumerate(objects)]  # fmt: skip
+        assert rows == [orjson.dumps(convertor.row(o)) for o in objects]
+
+
+def test_a_new_version_has_its_own_metadata() -> None:
+    """Where the metadata is in the stored bytes is kept with the version's template: a
+    version whose metadata grew (or moved) is sliced where it is in that version."""
+    first = {"metadata": {"name": "p", "labels": {"a": "b"}, "resourceVersion": "5"}}
+    second = {"kind": "Pod", "metadata": {"name": "p", "labels": {"a": "b", "c": "d" * 50},
+                                          "resourceVersion": "9"}}  # fmt: skip
+    convertor = TableConvertor(PODS, now=NOW)
+    for rv, obj in ((5, first), (9, second), (5, first)):
+        row = convertor.row_json(StoredObject("/k", orjson.dumps(obj), rv))
+        assert row == orjson.dumps(convertor.row(obj))
