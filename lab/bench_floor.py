@@ -17,10 +17,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ssl
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 from aiohttp import web
 
+from lab.etcd import free_port
 from proxy.server import event_loop
 
 CHUNK = 256 * 1024
@@ -50,6 +55,39 @@ def app(body: bytes, protobuf_body: bytes = b"") -> web.Application:
     a = web.Application()
     a.router.add_get("/{tail:.*}", handler)
     return a
+
+
+def spawn(body: Path, *, protobuf: Path | None = None, cert_dir: Path | None = None,
+          loop: str = "") -> tuple[subprocess.Popen[bytes], str]:  # fmt: skip
+    """This floor in a process of its own on a free loopback port, answering ``body``
+    (``protobuf`` to a protobuf client); HTTPS with ``cert_dir``'s ``apiserver.crt`` and
+    ``apiserver.key`` when given, on ``loop`` ("": the default). Returns once it
+    answers: the process (the caller stops it) and its URL."""
+    port = free_port()
+    args = [sys.executable, "-m", "lab.bench_floor", "--port", str(port), "--file", str(body)]
+    if protobuf is not None:
+        args += ["--protobuf-file", str(protobuf)]
+    if cert_dir is not None:
+        args += ["--cert", str(cert_dir / "apiserver.crt"),
+                 "--key", str(cert_dir / "apiserver.key")]  # fmt: skip
+    if loop:
+        args += ["--event-loop", loop]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+    url = f"{'https' if cert_dir is not None else 'http'}://127.0.0.1:{port}"
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # loopback, self-signed
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/", timeout=2, context=context) as r:
+                r.read()
+            return proc, url
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("the floor server did not start") from None
+            time.sleep(0.05)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,21 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ssl
 import statistics
 import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from lab import seed
+from lab import bench_floor, seed
 from lab.bench_endpoint import Endpoint
 from lab.bench_report import percentile
-from lab.etcd import free_port
 from lab.kube_apiserver import insecure_context
 
 __all__ = ["FLOOR", "cache_memory", "json_bytes", "measure_fanout", "start_floor"]
@@ -135,25 +131,5 @@ def start_floor(own: Endpoint, path: str, work: Path, cert_dir: Path, event_loop
     latency is its own. The caller stops the process."""
     body = work / "floor-pod.json"
     body.write_bytes(asyncio.run(_pod_json(own, path)))
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lab.bench_floor", "--port", str(port), "--file", str(body),
-         "--cert", str(cert_dir / "apiserver.crt"), "--key", str(cert_dir / "apiserver.key"),
-         "--event-loop", event_loop],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    url = f"https://127.0.0.1:{port}"
-    context = ssl.create_default_context()
-    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            with urllib.request.urlopen(url + path, timeout=2, context=context) as r:
-                r.read()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("the small request's floor server did not start") from None
-            time.sleep(0.05)
+    proc, url = bench_floor.spawn(body, cert_dir=cert_dir, loop=event_loop)
     return Endpoint(FLOOR, url, dict(own.headers), insecure_context(), proc.pid), proc

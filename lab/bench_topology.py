@@ -5,16 +5,13 @@ external server, and the bytes floor; the URLs and the PIDs whose CPU and RSS co
 from __future__ import annotations
 
 import subprocess
-import sys
-import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab import bench_crd
+from lab import bench_crd, bench_floor
 from lab.apiserver import APIServer, cli_command
-from lab.etcd import EtcdCluster, free_port
+from lab.etcd import EtcdCluster
 from lab.process import stop_process
 
 __all__ = ["CONSISTENT_FLAG", "NOINDEX_FLAG", "NOSNAPSHOT_FLAG", "Topology", "external",
@@ -125,22 +122,6 @@ def start_floor(topo: Topology, body: bytes, protobuf_body: bytes, workdir: Path
     path, pb_path = workdir / "floor-body.json", workdir / "floor-body.pb"
     path.write_bytes(body)
     pb_path.write_bytes(protobuf_body)
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lab.bench_floor", "--port", str(port), "--file", str(path),
-         "--protobuf-file", str(pb_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-
+    proc, topo.floor = bench_floor.spawn(path, protobuf=pb_path)
     topo.stoppers.append(lambda: stop_process(proc))
-    topo.floor = f"http://127.0.0.1:{port}"
     topo.processes["floor"] = [proc.pid]
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(topo.floor + "/", timeout=2) as r:
-                r.read()
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("the bytes floor server did not start")

@@ -6,6 +6,8 @@ writer) is decided again on its current state. In process over a real etcd."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -16,7 +18,7 @@ from proxy.endpoints.context import API_CONTEXT
 from proxy.options.settings import load_settings
 from storage.interfaces import GetOptions, StoredObject
 from tests.integration.conftest import create
-from tests.integration.in_process import in_process_server, wait_ready
+from tests.integration.in_process import InProcessServer, in_process_server, wait_ready
 
 pytestmark = pytest.mark.etcd
 
@@ -39,9 +41,11 @@ async def _cached(http: aiohttp.ClientSession, name: str, rv: str) -> None:
         assert resp.status == 200
 
 
-async def test_a_delete_nothing_keeps_reads_etcd_once(
+@contextlib.asynccontextmanager
+async def _serving(
     etcd: EtcdCluster, etcd_prefix: str
-) -> None:
+) -> AsyncIterator[tuple[InProcessServer, aiohttp.ClientSession]]:
+    """A server in this process on ``etcd``, ready, and a client of it."""
     settings = load_settings(
         [f"--etcd-servers={','.join(etcd.endpoints)}", f"--etcd-prefix={etcd_prefix}"]
     )
@@ -49,6 +53,13 @@ async def test_a_delete_nothing_keeps_reads_etcd_once(
         base_url=server.url
     ) as http:
         await wait_ready(http)
+        yield server, http
+
+
+async def test_a_delete_nothing_keeps_reads_etcd_once(
+    etcd: EtcdCluster, etcd_prefix: str
+) -> None:
+    async with _serving(etcd, etcd_prefix) as (_, http):
         made = await create(http, CMS, {"metadata": {"name": "once"}, "data": {"a": "b"}})
         await _cached(http, "once", made["metadata"]["resourceVersion"])
         gets, deletes = await _etcd_requests(http, "get"), await _etcd_requests(http, "delete")
@@ -65,13 +76,7 @@ async def test_a_delete_nothing_keeps_reads_etcd_once(
 async def test_an_object_given_a_finalizer_after_the_delete_read_it_is_kept(
     etcd: EtcdCluster, etcd_prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = load_settings(
-        [f"--etcd-servers={','.join(etcd.endpoints)}", f"--etcd-prefix={etcd_prefix}"]
-    )
-    async with in_process_server(settings) as server, aiohttp.ClientSession(
-        base_url=server.url
-    ) as http:
-        await wait_ready(http)
+    async with _serving(etcd, etcd_prefix) as (server, http):
         made = await create(http, CMS, {"metadata": {"name": "raced"}})
         await _cached(http, "raced", made["metadata"]["resourceVersion"])
         ctx = server.app[API_CONTEXT]
