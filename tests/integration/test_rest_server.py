@@ -148,29 +148,38 @@ async def test_a_read_on_a_slow_etcd_is_bounded_by_its_request_deadline(
     srv = server_factory("--watch-cache=false", "--etcd-request-timeout=1s", etcd=etcd_own)
     pid = etcd_own.members[0].pid
     assert pid is not None
+    paths = ("/api/v1/namespaces/slow/configmaps", "/api/v1/namespaces/slow",
+             "/api/v1/namespaces/slow/pods?timeout=1500ms")  # fmt: skip
     async with aiohttp.ClientSession(base_url=srv.url) as http:
         await create(http, "/api/v1/namespaces", {"metadata": {"name": "slow"}})
 
-        async def status(path: str) -> tuple[int, float]:
+        async def status(path: str) -> tuple[int, float, float]:
+            """The answer's status, when the request started and when it ended."""
             started = time.monotonic()
             async with http.get(path) as resp:
                 await resp.read()
-                return resp.status, time.monotonic() - started
+                return resp.status, started, time.monotonic()
 
-        os.kill(pid, signal.SIGSTOP)
-        try:
-            waiting = [
-                asyncio.ensure_future(status(p))
-                for p in ("/api/v1/namespaces/slow/configmaps", "/api/v1/namespaces/slow",
-                          "/api/v1/namespaces/slow/pods?timeout=1500ms")
-            ]  # fmt: skip
-            await asyncio.sleep(3.0)
-        finally:
-            os.kill(pid, signal.SIGCONT)
-        (listed, list_took), (got, get_took), (short, short_took) = await asyncio.gather(*waiting)
-    assert (listed, got) == (200, 200), (list_took, get_took)
-    assert list_took >= 2.5 and get_took >= 2.5
-    assert short == 504 and 1.4 < short_took < 2.9
+        for _ in range(3):
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                waiting = [asyncio.ensure_future(status(p)) for p in paths]
+                await asyncio.sleep(3.5)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+                resumed = time.monotonic()
+            answers = await asyncio.gather(*waiting)
+            # A stall of this process (a loaded machine) can start the requests only just
+            # before etcd resumes, when they prove nothing: then the round is run again.
+            if all(resumed - started >= 2.9 for _, started, _ in answers):
+                break
+        else:
+            pytest.fail("the requests never waited 2.9 s on the frozen etcd in 3 rounds")
+    (listed, list_at, list_end), (got, get_at, get_end), (short, short_at, short_end) = answers
+    took = (list_end - list_at, get_end - get_at)
+    assert (listed, got) == (200, 200), took
+    assert list_end >= resumed and get_end >= resumed, took  # answered once etcd resumed
+    assert short == 504 and 1.4 < short_end - short_at < 2.9
 
 
 async def test_sigterm_with_open_watch_shuts_down_cleanly(server_factory: ServerFactory) -> None:
